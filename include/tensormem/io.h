@@ -1,0 +1,73 @@
+// File formats: the edge where half-open spans become inclusive lifetimes.
+//
+// MiniMalloc CSV: header `id,lower,upper,size` with optional `alignment`,
+// `offset` (fixed on input, the answer on output) and `gaps`
+// (space-separated `L-U` or `L-U@lo:hi`); `begin` is accepted for `lower`;
+// spans are half-open [lower, upper); an `end` column instead of `upper` is
+// inclusive. Columns may come in any order; unknown columns are an error.
+//
+// JSON: {"buffers": [{"id", "lower", "upper" | "end", "size", "alignment",
+// "offset", "gaps": [{"lower", "upper", "window": [lo, hi]}]}], "capacity"}
+// (a bare array of buffers is accepted), and on output a "plan" object with
+// the metadata (strategy, total, lower_bound, ratio, seconds).
+//
+// Every error names the source, the line (CSV) or buffer index (JSON), and
+// the field.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tensormem/problem.h"
+#include "tensormem/status.h"
+#include "tensormem/types.h"
+
+namespace tensormem {
+
+struct ReadLimits {
+  // Refuse inputs with more buffers than this (bounds memory on hostile input).
+  std::uint64_t max_buffers = 50'000'000;
+};
+
+Result<Problem> ReadProblemCsv(std::istream& in, std::string_view source,
+                               const ReadLimits& limits = {});
+Result<Problem> ReadProblemJson(std::istream& in, std::string_view source,
+                                const ReadLimits& limits = {});
+
+// The problem as CSV (half-open lower/upper), with an `offset` column holding
+// the plan's offsets when `plan` is given (else fixed offsets, if any).
+Status WriteProblemCsv(std::ostream& out, const Problem& problem,
+                       const OffsetsPlan* plan = nullptr);
+// The problem as CSV with an `object` column (the object id of each buffer).
+Status WriteObjectsCsv(std::ostream& out, const Problem& problem, const ObjectsPlan& plan);
+// The problem as JSON, with the offsets and the plan's metadata when given.
+Status WriteProblemJson(std::ostream& out, const Problem& problem,
+                        const OffsetsPlan* plan = nullptr);
+
+enum class InputFormat { kCsv, kJson, kTrace, kOnnx };
+
+// Decides by content (JSON starts with '{' or '['; a trace CSV has the header
+// Thread,Time,Action,...; ONNX is binary protobuf) and falls back to the
+// extension. Trace and ONNX inputs are read by their own modules.
+Result<InputFormat> DetectInputFormat(const std::string& path);
+
+// Reads a CSV or JSON planning problem from a file ("-" = standard input).
+Result<Problem> LoadProblem(const std::string& path, const ReadLimits& limits = {});
+
+struct SvgOptions {
+  std::string title;
+  std::uint64_t lower_bound = 0;  // drawn as a horizontal line when > 0
+  int width = 1200;
+  int height = 700;
+};
+
+// A memory map: x = task, y = address, one rectangle per buffer (one per
+// occupancy segment when it has gaps), a tooltip with id, size, lifetime
+// and offset, and the lower bound as a dashed line.
+Status WriteSvg(std::ostream& out, const Problem& problem, const OffsetsPlan& plan,
+                const SvgOptions& options = {});
+
+}  // namespace tensormem

@@ -1,0 +1,34 @@
+// Lower bounds, the one routine every report uses.
+//
+// Offsets: no arena can be smaller than the peak live bytes (max over tasks of
+// the sum of the sizes live at that task; during a gap a buffer counts only
+// its window). Shared objects: no set of objects can cost less than the sum of
+// the positional maximums (for each rank k, the largest k-th-largest size live
+// at any one task), since the k largest tensors live at a task need k
+// distinct objects.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "tensormem/problem.h"
+#include "tensormem/types.h"
+
+namespace tensormem {
+
+// Saturates at UINT64_MAX. O(n log n).
+std::uint64_t PeakLiveBytes(std::span<const UsageRecord> records);
+std::uint64_t PeakLiveBytes(const Problem& problem);
+
+// The first task at which the live bytes reach their peak (0 when empty).
+TaskIndex PeakTask(std::span<const UsageRecord> records);
+
+// positional_maximums[k] = max over tasks of the k-th largest live size
+// (k from 0), non-increasing. O(n log n).
+std::vector<std::uint64_t> PositionalMaximums(std::span<const UsageRecord> records);
+
+// Sum of the positional maximums (saturating).
+std::uint64_t ObjectsLowerBound(std::span<const UsageRecord> records);
+
+}  // namespace tensormem

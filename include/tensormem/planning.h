@@ -1,0 +1,98 @@
+// Static planning: one small dispatcher over every strategy, keyed by enum.
+//
+// Shared-objects strategies group tensors onto buffers ("objects"); offset
+// strategies place every tensor at a byte offset of one arena. Each strategy
+// lives in its own file under src/planning/ and its header says how it works.
+// Every plan the dispatcher returns has been checked by the validator and
+// carries its lower bound and planning time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "tensormem/problem.h"
+#include "tensormem/status.h"
+#include "tensormem/types.h"
+
+namespace tensormem {
+
+enum class ObjectsStrategy {
+  kNaive,            // one object per tensor
+  kEquality,         // reuse a free object of exactly equal size
+  kGreedyInOrder,    // in order, least-waste free object (optional reallocation graph)
+  kGreedyByBreadth,  // widest tasks first, best-fitting non-conflicting object
+  kGreedyBySize,     // size-distance priority over positional maximums
+  kMinCostFlow,      // min-cost max-flow over "finished -> wants" reuse edges
+  kGreedyBest,       // greedy_by_size, or greedy_by_breadth when strictly smaller
+  kBest,             // ours: every fast strategy, keep the cheapest
+};
+
+enum class OffsetsStrategy {
+  kNaive,            // prefix sums, no reuse
+  kGreedyBySize,     // size descending, best-fit gap among conflicting tensors
+  kGreedyByBreadth,  // widest tasks first, then size; best-fit gap
+  kFromObjects,      // the objects plan of PlanParams::from_objects laid back to back
+  kArena,            // TFLite ArenaPlanner order: whole-run tensors, size desc, first task
+  kBest,             // ours: every fast offset strategy, keep the smallest arena
+  kExact,            // ours: branch and bound (src/solver), anytime within a time limit
+};
+
+std::string_view Name(ObjectsStrategy strategy);
+std::string_view Name(OffsetsStrategy strategy);
+// Accepts the snake_case names above ("greedy_by_size"); the error lists them.
+Result<ObjectsStrategy> ParseObjectsStrategy(std::string_view name);
+Result<OffsetsStrategy> ParseOffsetsStrategy(std::string_view name);
+std::span<const ObjectsStrategy> AllObjectsStrategies();
+std::span<const OffsetsStrategy> AllOffsetsStrategies();
+
+// reallocation_graph[i] lists (sorted) the tensors whose object tensor i may
+// take: pairs that may share memory under any parallel execution order.
+using ReallocationGraph = std::vector<std::vector<std::size_t>>;
+
+// From a dependency graph of tasks (dependencies[t] = tasks that consume t's
+// output): an edge root - v when v is reached (strictly) from every child of
+// root; symmetric, sorted.
+ReallocationGraph BuildReallocationGraph(std::span<const std::vector<std::size_t>> dependencies);
+
+// Every knob of the static planners, with defaults.
+struct PlanParams {
+  // Offsets: every offset is a multiple of this and of the buffer's own
+  // alignment. Must be >= 1.
+  std::uint64_t alignment = 1;
+  // Use the faithful (quadratic) transcription of the peer's algorithm
+  // instead of the scalable default. Results are identical where both exist;
+  // this exists for conformance checks and as a reference.
+  bool reference = false;
+  // greedy_in_order only: restrict reuse to reallocation-graph neighbours.
+  const ReallocationGraph* reallocation_graph = nullptr;
+  // kFromObjects: which shared-objects plan to lay out.
+  ObjectsStrategy from_objects = ObjectsStrategy::kBest;
+  // kExact: time limit for the search (it always returns a valid plan).
+  double time_limit_seconds = 10.0;
+  // Check every plan with the validator before returning it.
+  bool validate = true;
+};
+
+// Shared-objects plan for 1-D sizes.
+Result<ObjectsPlan> PlanObjects(std::span<const UsageRecord> records, ObjectsStrategy strategy,
+                                const PlanParams& params = {});
+// Shared-objects plan for 2-D/3-D/4-D extents: naive, equality (by shape) and
+// greedy_in_order (objects must cover the tensor in every dimension).
+Result<ExtentObjectsPlan> PlanObjects(std::span<const ExtentRecord> records,
+                                      ObjectsStrategy strategy, const PlanParams& params = {});
+
+// Offsets plan. Fixed offsets and gaps are honoured by every strategy
+// except naive and from_objects, which reject problems that have them.
+Result<OffsetsPlan> PlanOffsets(const Problem& problem, OffsetsStrategy strategy,
+                                const PlanParams& params = {});
+Result<OffsetsPlan> PlanOffsets(std::span<const UsageRecord> records, OffsetsStrategy strategy,
+                                const PlanParams& params = {});
+
+// Objects laid back to back in id order (each start aligned); each tensor
+// takes its object's offset. total = end of the last object a tensor uses.
+Result<OffsetsPlan> ObjectsToOffsets(const ObjectsPlan& plan, std::uint64_t alignment = 1);
+
+}  // namespace tensormem

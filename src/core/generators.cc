@@ -1,0 +1,49 @@
+#include "core/generators.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace tensormem::internal {
+
+std::vector<UsageRecord> GenerateNetworkRecords(std::size_t n, std::uint64_t seed, int max_skip,
+                                                double skip_probability) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::uniform_int_distribution<int> skip(2, std::max(2, max_skip));
+  std::vector<UsageRecord> records(n);
+  const TaskIndex last_task = static_cast<TaskIndex>(n);  // one past the last writer
+  for (std::size_t t = 0; t < n; ++t) {
+    // log-uniform in [256 B, 8 MiB], rounded up to 64 bytes
+    const double bytes = std::exp(std::log(256.0) + unit(rng) * (std::log(8.0 * 1048576) - std::log(256.0)));
+    std::uint64_t size = (static_cast<std::uint64_t>(bytes) + 63) / 64 * 64;
+    TaskIndex first = static_cast<TaskIndex>(t);
+    TaskIndex last = std::min(last_task, first + 1);
+    if (unit(rng) < skip_probability) last = std::min(last_task, first + skip(rng));
+    if (unit(rng) < 0.0005) last = last_task;  // state kept to the end
+    records[t] = {size, first, last};
+  }
+  // A graph input alive from task 0 to the end.
+  if (n > 0) records[0].last_task = last_task;
+  return records;
+}
+
+std::vector<UsageRecord> GenerateRandomRecords(std::size_t n, std::uint64_t seed,
+                                               TaskIndex num_tasks, std::uint64_t max_size,
+                                               bool zeros) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<TaskIndex> task(0, std::max<TaskIndex>(0, num_tasks - 1));
+  std::uniform_int_distribution<std::uint64_t> size(1, std::max<std::uint64_t>(1, max_size));
+  std::vector<UsageRecord> records(n);
+  for (UsageRecord& r : records) {
+    TaskIndex a = task(rng), b = task(rng);
+    if (a > b) std::swap(a, b);
+    r = {size(rng), a, b};
+    if (zeros && rng() % 10 == 0) r.size = 0;
+  }
+  std::stable_sort(records.begin(), records.end(),
+                   [](const UsageRecord& x, const UsageRecord& y) { return x.first_task < y.first_task; });
+  return records;
+}
+
+}  // namespace tensormem::internal

@@ -1,0 +1,25 @@
+// Synthetic usage records for tests and benchmarks (internal, not installed).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tensormem/types.h"
+
+namespace tensormem::internal {
+
+// A deep-network-like sequence: task t writes tensor t, read by task t + 1
+// and, with some probability, by a later task (a skip connection, up to
+// `max_skip` tasks ahead); a few tensors live for the whole run (inputs,
+// state); sizes are log-uniform between 256 bytes and 8 MiB, rounded to 64.
+// Deterministic for a seed. Records come sorted by first task.
+std::vector<UsageRecord> GenerateNetworkRecords(std::size_t n, std::uint64_t seed,
+                                                int max_skip = 40, double skip_probability = 0.3);
+
+// Uniformly random lifetimes within [0, num_tasks) and sizes in [1, max_size]
+// (a few zero-byte ones when `zeros`): the adversarial case for tests.
+std::vector<UsageRecord> GenerateRandomRecords(std::size_t n, std::uint64_t seed,
+                                               TaskIndex num_tasks, std::uint64_t max_size,
+                                               bool zeros = false);
+
+}  // namespace tensormem::internal

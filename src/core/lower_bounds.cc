@@ -1,0 +1,133 @@
+#include "tensormem/lower_bounds.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/checked_math.h"
+
+namespace tensormem {
+namespace {
+
+struct Event {
+  TaskIndex task;
+  int kind;  // 0 = starts at task, 1 = ends after task
+  std::uint64_t bytes;
+};
+
+// Sweeps (first, last, bytes) spans; returns the peak and the first task where
+// it is reached. Removals at `last` are applied after additions at `last`.
+template <typename ForEachSpan>
+std::pair<std::uint64_t, TaskIndex> Sweep(ForEachSpan for_each_span) {
+  std::vector<Event> events;
+  for_each_span([&](TaskIndex first, TaskIndex last, std::uint64_t bytes) {
+    if (bytes == 0) return;
+    events.push_back({first, 0, bytes});
+    events.push_back({last, 1, bytes});
+  });
+  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    return a.task != b.task ? a.task < b.task : a.kind < b.kind;
+  });
+  internal::Uint128 live = 0, peak = 0;
+  TaskIndex peak_task = 0;
+  for (const Event& e : events) {
+    if (e.kind == 0) {
+      live += e.bytes;
+      if (live > peak) {
+        peak = live;
+        peak_task = e.task;
+      }
+    } else {
+      live -= e.bytes;
+    }
+  }
+  const std::uint64_t capped =
+      peak > internal::kMaxU64 ? internal::kMaxU64 : static_cast<std::uint64_t>(peak);
+  return {capped, peak_task};
+}
+
+// Range add, global max over [0, n).
+class MaxAddTree {
+ public:
+  explicit MaxAddTree(std::size_t n) : n_(n), max_(4 * std::max<std::size_t>(n, 1)), add_(max_.size()) {}
+  void Add(std::size_t lo, std::size_t hi) { Add(1, 0, n_ - 1, lo, hi); }  // inclusive
+  std::int64_t Max() const { return max_[1]; }
+
+ private:
+  void Add(std::size_t node, std::size_t l, std::size_t r, std::size_t lo, std::size_t hi) {
+    if (hi < l || r < lo) return;
+    if (lo <= l && r <= hi) {
+      ++max_[node];
+      ++add_[node];
+      return;
+    }
+    const std::size_t m = l + (r - l) / 2;
+    Add(2 * node, l, m, lo, hi);
+    Add(2 * node + 1, m + 1, r, lo, hi);
+    max_[node] = add_[node] + std::max(max_[2 * node], max_[2 * node + 1]);
+  }
+  std::size_t n_;
+  std::vector<std::int64_t> max_, add_;
+};
+
+}  // namespace
+
+std::uint64_t PeakLiveBytes(std::span<const UsageRecord> records) {
+  return Sweep([&](auto&& emit) {
+           for (const UsageRecord& r : records) emit(r.first_task, r.last_task, r.size);
+         })
+      .first;
+}
+
+TaskIndex PeakTask(std::span<const UsageRecord> records) {
+  return Sweep([&](auto&& emit) {
+           for (const UsageRecord& r : records) emit(r.first_task, r.last_task, r.size);
+         })
+      .second;
+}
+
+std::uint64_t PeakLiveBytes(const Problem& problem) {
+  return Sweep([&](auto&& emit) {
+           for (const Buffer& b : problem.buffers)
+             for (const Segment& s : Occupancy(b)) emit(s.first_task, s.last_task, s.hi - s.lo);
+         })
+      .first;
+}
+
+// posmax[k] >= s iff some task has k+1 live tensors of size >= s. Inserting
+// tensors in decreasing size and tracking the maximum number of live tensors
+// over tasks (a range-add/max tree over the distinct first tasks, the only
+// tasks where a live set can be maximal) gives each rank its maximum the
+// moment the count first reaches it.
+std::vector<std::uint64_t> PositionalMaximums(std::span<const UsageRecord> records) {
+  std::vector<std::uint64_t> result;
+  if (records.empty()) return result;
+  std::vector<TaskIndex> starts;
+  starts.reserve(records.size());
+  for (const UsageRecord& r : records) starts.push_back(r.first_task);
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+
+  std::vector<std::size_t> order(records.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return records[a].size > records[b].size; });
+  MaxAddTree tree(starts.size());
+  for (std::size_t i : order) {
+    const UsageRecord& r = records[i];
+    const auto lo = static_cast<std::size_t>(
+        std::lower_bound(starts.begin(), starts.end(), r.first_task) - starts.begin());
+    const auto hi = static_cast<std::size_t>(
+        std::upper_bound(starts.begin(), starts.end(), r.last_task) - starts.begin());
+    tree.Add(lo, hi - 1);  // hi > lo: r's own first task is in range
+    while (static_cast<std::int64_t>(result.size()) < tree.Max()) result.push_back(r.size);
+  }
+  return result;
+}
+
+std::uint64_t ObjectsLowerBound(std::span<const UsageRecord> records) {
+  std::uint64_t sum = 0;
+  for (std::uint64_t m : PositionalMaximums(records)) sum = internal::SaturatingAdd(sum, m);
+  return sum;
+}
+
+}  // namespace tensormem

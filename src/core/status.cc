@@ -1,0 +1,47 @@
+#include "tensormem/status.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace tensormem {
+
+std::string_view StatusCodeName(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return "ok";
+    case StatusCode::kInvalidArgument: return "invalid argument";
+    case StatusCode::kOutOfRange: return "out of range";
+    case StatusCode::kNotFound: return "not found";
+    case StatusCode::kResourceExhausted: return "resource exhausted";
+    case StatusCode::kFailedPrecondition: return "failed precondition";
+    case StatusCode::kUnimplemented: return "unimplemented";
+    case StatusCode::kDeadlineExceeded: return "deadline exceeded";
+    case StatusCode::kInternal: return "internal error";
+  }
+  return "unknown";
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "ok";
+  std::string s(StatusCodeName(code_));
+  s += ": ";
+  s += message_;
+  return s;
+}
+
+Status Status::WithContext(std::string_view context) const {
+  if (ok()) return *this;
+  std::string m(context);
+  m += ": ";
+  m += message_;
+  return {code_, std::move(m)};
+}
+
+namespace detail {
+void DieOnBadResultAccess(const Status& status) {
+  std::fprintf(stderr, "tensormem: value() called on a Result holding an error: %s\n",
+               status.ToString().c_str());
+  std::abort();
+}
+}  // namespace detail
+
+}  // namespace tensormem

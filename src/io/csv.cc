@@ -1,0 +1,350 @@
+// MiniMalloc CSV, read and written. Half-open [lower, upper) spans become
+// inclusive [lower, upper - 1] here and nowhere else.
+#include <array>
+#include <istream>
+#include <ostream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "io/text_util.h"
+#include "tensormem/io.h"
+
+namespace tensormem {
+namespace {
+
+enum Column { kId, kLower, kUpper, kEnd, kSize, kAlignment, kOffset, kGaps, kNumColumns };
+
+constexpr std::array<std::string_view, kNumColumns> kColumnNames = {
+    "id", "lower", "upper", "end", "size", "alignment", "offset", "gaps"};
+
+// Splits one CSV line. Fields may be double-quoted ("" escapes a quote).
+bool SplitCsv(std::string_view line, std::vector<std::string>* fields, std::string* error) {
+  fields->clear();
+  std::string cur;
+  std::size_t i = 0;
+  while (true) {
+    cur.clear();
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    if (i < line.size() && line[i] == '"') {
+      ++i;
+      bool closed = false;
+      while (i < line.size()) {
+        if (line[i] == '"') {
+          if (i + 1 < line.size() && line[i + 1] == '"') {
+            cur += '"';
+            i += 2;
+            continue;
+          }
+          ++i;
+          closed = true;
+          break;
+        }
+        cur += line[i++];
+      }
+      if (!closed) {
+        *error = "unterminated quoted field";
+        return false;
+      }
+      while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+      if (i < line.size() && line[i] != ',') {
+        *error = "text after a closing quote";
+        return false;
+      }
+    } else {
+      const std::size_t start = i;
+      while (i < line.size() && line[i] != ',') ++i;
+      cur = std::string(io::Trim(line.substr(start, i - start)));
+    }
+    fields->push_back(cur);
+    if (i >= line.size()) break;
+    ++i;  // the comma
+  }
+  return true;
+}
+
+class CsvReader {
+ public:
+  CsvReader(std::string_view source, const ReadLimits& limits) : source_(source), limits_(limits) {}
+
+  Result<Problem> Read(std::istream& in) {
+    std::string line;
+    std::vector<std::string> fields;
+    std::string error;
+    bool have_header = false;
+    Problem problem;
+    std::unordered_map<std::string, std::size_t> id_line;
+    while (std::getline(in, line)) {
+      ++line_no_;
+      if (io::Trim(line).empty()) continue;
+      if (!SplitCsv(line, &fields, &error)) return Error(error);
+      if (!have_header) {
+        TM_RETURN_IF_ERROR(ReadHeader(fields));
+        have_header = true;
+        continue;
+      }
+      if (fields.size() != header_.size())
+        return Error("expected " + std::to_string(header_.size()) + " fields (as in the header), found " +
+                     std::to_string(fields.size()));
+      if (problem.buffers.size() >= limits_.max_buffers)
+        return Error("more than " + std::to_string(limits_.max_buffers) + " buffers");
+      TM_ASSIGN_OR_RETURN(Buffer b, ReadRow(fields));
+      auto [it, inserted] = id_line.emplace(b.id, line_no_);
+      if (!inserted)
+        return Error("field 'id': duplicate id " + io::Quote(b.id) + " (first on line " +
+                     std::to_string(it->second) + ")");
+      problem.buffers.push_back(std::move(b));
+    }
+    if (in.bad()) return Error("read error");
+    if (!have_header)
+      return InvalidArgument(std::string(source_) +
+                             ": empty file: expected a header such as id,lower,upper,size");
+    return problem;
+  }
+
+ private:
+  Status Error(const std::string& what) const {
+    return InvalidArgument(std::string(source_) + ":" + std::to_string(line_no_) + ": " + what);
+  }
+  Status FieldError(Column c, const std::string& what) const {
+    return Error("field '" + std::string(kColumnNames[c]) + "': " + what);
+  }
+
+  Status ReadHeader(const std::vector<std::string>& fields) {
+    where_.fill(-1);
+    header_.clear();
+    for (std::size_t k = 0; k < fields.size(); ++k) {
+      std::string name;
+      for (char c : fields[k]) name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (k == 0 && name.size() >= 3 && name.compare(0, 3, "\xef\xbb\xbf") == 0) name.erase(0, 3);
+      if (name == "begin") name = "lower";
+      int col = -1;
+      for (int c = 0; c < kNumColumns; ++c)
+        if (kColumnNames[static_cast<std::size_t>(c)] == name) col = c;
+      if (col < 0)
+        return Error("unknown column " + io::Quote(fields[k]) +
+                     " (known: id, lower or begin, upper or end, size, alignment, offset, gaps)");
+      if (where_[static_cast<std::size_t>(col)] >= 0)
+        return Error("column " + io::Quote(fields[k]) + " appears twice");
+      where_[static_cast<std::size_t>(col)] = static_cast<int>(k);
+      header_.push_back(static_cast<Column>(col));
+    }
+    for (Column c : {kId, kLower, kSize})
+      if (where_[c] < 0)
+        return Error("missing column '" + std::string(kColumnNames[c]) +
+                     "' (the header needs id, lower, upper or end, size)");
+    if (where_[kUpper] < 0 && where_[kEnd] < 0)
+      return Error("missing column 'upper' (or an inclusive 'end')");
+    if (where_[kUpper] >= 0 && where_[kEnd] >= 0)
+      return Error("columns 'upper' and 'end' both given; use one");
+    return Status::Ok();
+  }
+
+  Result<std::uint64_t> Number(const std::vector<std::string>& f, Column c) const {
+    const std::string& s = f[static_cast<std::size_t>(where_[c])];
+    io::IntParse p = io::ParseUnsigned(s);
+    if (!p.ok) return FieldError(c, p.error + ": " + io::Quote(s));
+    return p.value;
+  }
+
+  Result<TaskIndex> Task(const std::vector<std::string>& f, Column c) const {
+    TM_ASSIGN_OR_RETURN(std::uint64_t v, Number(f, c));
+    if (v > static_cast<std::uint64_t>(kMaxTaskIndex) + 1)
+      return FieldError(c, "task " + std::to_string(v) + " is beyond the supported range (2^62)");
+    return static_cast<TaskIndex>(v);
+  }
+
+  bool Present(const std::vector<std::string>& f, Column c) const {
+    return where_[c] >= 0 && !f[static_cast<std::size_t>(where_[c])].empty();
+  }
+
+  Result<Buffer> ReadRow(const std::vector<std::string>& f) const {
+    Buffer b;
+    b.id = f[static_cast<std::size_t>(where_[kId])];
+    if (b.id.empty()) return FieldError(kId, "empty id");
+    TM_ASSIGN_OR_RETURN(b.size, Number(f, kSize));
+    TM_ASSIGN_OR_RETURN(TaskIndex lower, Task(f, kLower));
+    b.first_task = lower;
+    if (where_[kUpper] >= 0) {
+      TM_ASSIGN_OR_RETURN(TaskIndex upper, Task(f, kUpper));
+      if (upper <= lower)
+        return FieldError(kUpper, "upper (" + std::to_string(upper) + ") must be greater than lower (" +
+                                      std::to_string(lower) + "): spans are half-open [lower, upper)");
+      b.last_task = upper - 1;
+    } else {
+      TM_ASSIGN_OR_RETURN(TaskIndex end, Task(f, kEnd));
+      if (end < lower)
+        return FieldError(kEnd, "end (" + std::to_string(end) + ") is before lower (" +
+                                    std::to_string(lower) + "); 'end' is inclusive");
+      if (end > kMaxTaskIndex) return FieldError(kEnd, "task beyond the supported range (2^62)");
+      b.last_task = end;
+    }
+    if (Present(f, kAlignment)) {
+      TM_ASSIGN_OR_RETURN(b.alignment, Number(f, kAlignment));
+      if (b.alignment == 0) return FieldError(kAlignment, "must be at least 1");
+    }
+    if (Present(f, kOffset)) {
+      TM_ASSIGN_OR_RETURN(std::uint64_t off, Number(f, kOffset));
+      if (off + b.size < off) return FieldError(kOffset, "offset + size overflows 64 bits");
+      if (off % b.alignment != 0)
+        return FieldError(kOffset, "fixed offset " + std::to_string(off) +
+                                       " is not a multiple of the alignment " +
+                                       std::to_string(b.alignment));
+      b.fixed_offset = off;
+    }
+    if (Present(f, kGaps)) TM_RETURN_IF_ERROR(ReadGaps(f[static_cast<std::size_t>(where_[kGaps])], &b));
+    return b;
+  }
+
+  // "L-U" or "L-U@lo:hi", space separated, half-open, sorted and disjoint.
+  Status ReadGaps(std::string_view text, Buffer* b) const {
+    std::size_t i = 0;
+    while (i < text.size()) {
+      while (i < text.size() && text[i] == ' ') ++i;
+      std::size_t j = i;
+      while (j < text.size() && text[j] != ' ') ++j;
+      if (j == i) break;
+      const std::string_view tok = text.substr(i, j - i);
+      i = j;
+      auto bad = [&](const std::string& why) {
+        return FieldError(kGaps, "gap " + io::Quote(tok) + ": " + why +
+                                     " (expected L-U or L-U@lo:hi, half-open)");
+      };
+      const std::size_t at = tok.find('@');
+      const std::string_view span = tok.substr(0, at);
+      const std::size_t dash = span.find('-');
+      if (dash == std::string_view::npos) return bad("no '-'");
+      io::IntParse l = io::ParseUnsigned(span.substr(0, dash));
+      io::IntParse u = io::ParseUnsigned(span.substr(dash + 1));
+      if (!l.ok || !u.ok) return bad("bounds " + (l.ok ? u.error : l.error));
+      if (u.value <= l.value) return bad("upper must be greater than lower");
+      Gap g;
+      if (l.value > static_cast<std::uint64_t>(kMaxTaskIndex)) return bad("beyond the task range");
+      g.first_task = static_cast<TaskIndex>(l.value);
+      g.last_task = static_cast<TaskIndex>(u.value - 1);
+      if (g.first_task < b->first_task || g.last_task > b->last_task)
+        return bad("outside the buffer's lifetime [" + std::to_string(b->first_task) + ", " +
+                   std::to_string(b->last_task + 1) + ")");
+      if (!b->gaps.empty() && g.first_task <= b->gaps.back().last_task)
+        return bad("overlaps or precedes the previous gap");
+      if (at != std::string_view::npos) {
+        const std::string_view win = tok.substr(at + 1);
+        const std::size_t colon = win.find(':');
+        if (colon == std::string_view::npos) return bad("window needs lo:hi");
+        io::IntParse lo = io::ParseUnsigned(win.substr(0, colon));
+        io::IntParse hi = io::ParseUnsigned(win.substr(colon + 1));
+        if (!lo.ok || !hi.ok) return bad("window " + (lo.ok ? hi.error : lo.error));
+        if (lo.value > hi.value || hi.value > b->size)
+          return bad("window must satisfy lo <= hi <= size (" + std::to_string(b->size) + ")");
+        g.has_window = true;
+        g.window_lo = lo.value;
+        g.window_hi = hi.value;
+      }
+      b->gaps.push_back(g);
+    }
+    return Status::Ok();
+  }
+
+  std::string_view source_;
+  ReadLimits limits_;
+  std::size_t line_no_ = 0;
+  std::array<int, kNumColumns> where_{};
+  std::vector<Column> header_;
+};
+
+void WriteId(std::ostream& out, const std::string& id) {
+  if (id.find_first_of(",\"\n\r") == std::string::npos && io::Trim(id) == id) {
+    out << id;
+    return;
+  }
+  out << '"';
+  for (char c : id) {
+    if (c == '"') out << '"';
+    out << c;
+  }
+  out << '"';
+}
+
+void WriteGaps(std::ostream& out, const Buffer& b) {
+  bool first = true;
+  for (const Gap& g : b.gaps) {
+    if (!first) out << ' ';
+    first = false;
+    out << g.first_task << '-' << (g.last_task + 1);
+    if (g.has_window) out << '@' << g.window_lo << ':' << g.window_hi;
+  }
+}
+
+struct Columns {
+  bool alignment = false, gaps = false;
+};
+
+Columns Optional(const Problem& p) {
+  Columns c;
+  for (const Buffer& b : p.buffers) {
+    c.alignment |= b.alignment != 1;
+    c.gaps |= !b.gaps.empty();
+  }
+  return c;
+}
+
+void WriteRowPrefix(std::ostream& out, const Buffer& b, const Columns& c) {
+  WriteId(out, b.id);
+  out << ',' << b.first_task << ',' << (b.last_task + 1) << ',' << b.size;
+  if (c.alignment) out << ',' << b.alignment;
+  if (c.gaps) {
+    out << ',';
+    WriteGaps(out, b);
+  }
+}
+
+}  // namespace
+
+Result<Problem> ReadProblemCsv(std::istream& in, std::string_view source, const ReadLimits& limits) {
+  return CsvReader(source, limits).Read(in);
+}
+
+Status WriteProblemCsv(std::ostream& out, const Problem& problem, const OffsetsPlan* plan) {
+  if (plan && plan->offsets.size() != problem.buffers.size())
+    return InvalidArgument("plan has " + std::to_string(plan->offsets.size()) + " offsets for " +
+                           std::to_string(problem.buffers.size()) + " buffers");
+  const Columns c = Optional(problem);
+  bool any_fixed = false;
+  for (const Buffer& b : problem.buffers) any_fixed |= b.fixed_offset.has_value();
+  const bool offsets = plan != nullptr || any_fixed;
+  out << "id,lower,upper,size" << (c.alignment ? ",alignment" : "") << (c.gaps ? ",gaps" : "")
+      << (offsets ? ",offset" : "") << '\n';
+  for (std::size_t i = 0; i < problem.buffers.size(); ++i) {
+    const Buffer& b = problem.buffers[i];
+    WriteRowPrefix(out, b, c);
+    if (plan)
+      out << ',' << plan->offsets[i];
+    else if (offsets) {
+      out << ',';
+      if (b.fixed_offset) out << *b.fixed_offset;
+    }
+    out << '\n';
+  }
+  if (!out) return Internal("write failed");
+  return Status::Ok();
+}
+
+Status WriteObjectsCsv(std::ostream& out, const Problem& problem, const ObjectsPlan& plan) {
+  if (plan.object_of.size() != problem.buffers.size())
+    return InvalidArgument("plan has " + std::to_string(plan.object_of.size()) +
+                           " object ids for " + std::to_string(problem.buffers.size()) +
+                           " buffers");
+  const Columns c = Optional(problem);
+  out << "id,lower,upper,size" << (c.alignment ? ",alignment" : "") << (c.gaps ? ",gaps" : "")
+      << ",object,object_size\n";
+  for (std::size_t i = 0; i < problem.buffers.size(); ++i) {
+    WriteRowPrefix(out, problem.buffers[i], c);
+    const std::size_t obj = plan.object_of[i];
+    out << ',' << obj << ',' << (obj < plan.object_sizes.size() ? plan.object_sizes[obj] : 0)
+        << '\n';
+  }
+  if (!out) return Internal("write failed");
+  return Status::Ok();
+}
+
+}  // namespace tensormem

@@ -1,0 +1,262 @@
+// JSON problems and plans. Parsing never throws: errors come back as a
+// Status naming the byte offset or the buffer and field.
+#include <cmath>
+#include <istream>
+#include <iterator>
+#include <ostream>
+#include <string>
+#include <unordered_set>
+
+#include <nlohmann/json.hpp>
+
+#include "io/text_util.h"
+#include "tensormem/io.h"
+
+namespace tensormem {
+namespace {
+
+using nlohmann::json;
+
+// Builds a DOM without exceptions and remembers the first syntax error.
+class NoThrowDom : public nlohmann::json_sax<json> {
+ public:
+  explicit NoThrowDom(json& root) : dom_(root, /*allow_exceptions=*/false) {}
+  bool null() override { return dom_.null(); }
+  bool boolean(bool v) override { return dom_.boolean(v); }
+  bool number_integer(number_integer_t v) override { return dom_.number_integer(v); }
+  bool number_unsigned(number_unsigned_t v) override { return dom_.number_unsigned(v); }
+  bool number_float(number_float_t v, const string_t& s) override { return dom_.number_float(v, s); }
+  bool string(string_t& v) override { return dom_.string(v); }
+  bool binary(binary_t& v) override { return dom_.binary(v); }
+  bool start_object(std::size_t n) override { return Depth() && dom_.start_object(n); }
+  bool key(string_t& v) override { return dom_.key(v); }
+  bool end_object() override { --depth_; return dom_.end_object(); }
+  bool start_array(std::size_t n) override { return Depth() && dom_.start_array(n); }
+  bool end_array() override { --depth_; return dom_.end_array(); }
+  bool parse_error(std::size_t position, const std::string&,
+                   const nlohmann::detail::exception& ex) override {
+    if (error_.empty()) error_ = "byte " + std::to_string(position) + ": " + ex.what();
+    return false;
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  // Bounded nesting keeps hostile input from exhausting the stack later.
+  bool Depth() {
+    if (++depth_ <= 64) return true;
+    if (error_.empty()) error_ = "nesting deeper than 64 levels";
+    return false;
+  }
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
+  std::string error_;
+  int depth_ = 0;
+};
+
+class JsonReader {
+ public:
+  JsonReader(std::string_view source, const ReadLimits& limits) : source_(source), limits_(limits) {}
+
+  Result<Problem> Read(std::istream& in) {
+    json root;
+    NoThrowDom sax(root);
+    const bool ok = json::sax_parse(in, &sax, nlohmann::detail::input_format_t::json,
+                                    /*strict=*/true, /*ignore_comments=*/false);
+    if (!ok || !sax.error().empty())
+      return InvalidArgument(std::string(source_) + ": invalid JSON at " +
+                             (sax.error().empty() ? std::string("end of input") : sax.error()));
+    const json* buffers = &root;
+    Problem problem;
+    if (root.is_object()) {
+      auto it = root.find("buffers");
+      if (it == root.end())
+        return InvalidArgument(std::string(source_) + ": missing \"buffers\" (an array of buffers)");
+      buffers = &*it;
+      if (auto cap = root.find("capacity"); cap != root.end() && !cap->is_null()) {
+        TM_ASSIGN_OR_RETURN(std::uint64_t c, Unsigned(*cap, "capacity", nullptr));
+        problem.capacity = c;
+      }
+    }
+    if (!buffers->is_array())
+      return InvalidArgument(std::string(source_) + ": \"buffers\" must be an array");
+    if (buffers->size() > limits_.max_buffers)
+      return InvalidArgument(std::string(source_) + ": more than " +
+                             std::to_string(limits_.max_buffers) + " buffers");
+    std::unordered_set<std::string> ids;
+    problem.buffers.reserve(buffers->size());
+    for (std::size_t i = 0; i < buffers->size(); ++i) {
+      TM_ASSIGN_OR_RETURN(Buffer b, ReadBuffer((*buffers)[i], i));
+      if (!ids.insert(b.id).second)
+        return Error(i, "id", "duplicate id " + io::Quote(b.id));
+      problem.buffers.push_back(std::move(b));
+    }
+    return problem;
+  }
+
+ private:
+  Status Error(std::size_t i, std::string_view field, const std::string& what) const {
+    return InvalidArgument(std::string(source_) + ": buffer " + std::to_string(i) + ": field '" +
+                           std::string(field) + "': " + what);
+  }
+
+  // `index` null for top-level fields.
+  Result<std::uint64_t> Unsigned(const json& v, std::string_view field, const std::size_t* index) const {
+    auto err = [&](const std::string& what) -> Status {
+      if (index) return Error(*index, field, what);
+      return InvalidArgument(std::string(source_) + ": field '" + std::string(field) + "': " + what);
+    };
+    if (v.is_number_unsigned()) return v.get<std::uint64_t>();
+    if (v.is_number_integer()) return err("negative: " + v.dump());
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      if (std::isfinite(d) && d >= 0 && d == std::floor(d) && d < 18446744073709551616.0)
+        return static_cast<std::uint64_t>(d);
+      return err("not a non-negative integer: " + v.dump());
+    }
+    if (v.is_string()) {
+      io::IntParse p = io::ParseUnsigned(v.get<std::string>());
+      if (p.ok) return p.value;
+      return err(p.error + ": " + io::Quote(v.get<std::string>()));
+    }
+    return err("expected a number, got " + std::string(v.type_name()));
+  }
+
+  Result<TaskIndex> Task(const json& v, std::string_view field, std::size_t i) const {
+    TM_ASSIGN_OR_RETURN(std::uint64_t t, Unsigned(v, field, &i));
+    if (t > static_cast<std::uint64_t>(kMaxTaskIndex) + 1)
+      return Error(i, field, "task beyond the supported range (2^62)");
+    return static_cast<TaskIndex>(t);
+  }
+
+  Result<Buffer> ReadBuffer(const json& j, std::size_t i) const {
+    if (!j.is_object()) return InvalidArgument(std::string(source_) + ": buffer " + std::to_string(i) + " is not an object");
+    static const std::unordered_set<std::string> known = {
+        "id", "lower", "begin", "upper", "end", "size", "alignment", "offset", "gaps"};
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (!known.count(it.key()))
+        return Error(i, it.key(), "unknown field (known: id, lower or begin, upper or end, size, "
+                                  "alignment, offset, gaps)");
+    Buffer b;
+    if (auto it = j.find("id"); it != j.end()) {
+      if (it->is_string()) b.id = it->get<std::string>();
+      else if (it->is_number_integer()) b.id = it->dump();
+      else return Error(i, "id", "expected a string or an integer");
+      if (b.id.empty()) return Error(i, "id", "empty id");
+    } else {
+      b.id = std::to_string(i);
+    }
+    auto need = [&](const char* a, const char* alt) -> const json* {
+      if (auto it = j.find(a); it != j.end()) return &*it;
+      if (alt)
+        if (auto it = j.find(alt); it != j.end()) return &*it;
+      return nullptr;
+    };
+    const json* size = need("size", nullptr);
+    if (!size) return Error(i, "size", "missing");
+    TM_ASSIGN_OR_RETURN(b.size, Unsigned(*size, "size", &i));
+    if (j.contains("lower") && j.contains("begin")) return Error(i, "begin", "give 'lower' or 'begin', not both");
+    const json* lower = need("lower", "begin");
+    if (!lower) return Error(i, "lower", "missing");
+    TM_ASSIGN_OR_RETURN(b.first_task, Task(*lower, "lower", i));
+    const json* upper = need("upper", nullptr);
+    const json* end = need("end", nullptr);
+    if (upper && end) return Error(i, "end", "give 'upper' (half-open) or 'end' (inclusive), not both");
+    if (upper) {
+      TM_ASSIGN_OR_RETURN(TaskIndex u, Task(*upper, "upper", i));
+      if (u <= b.first_task)
+        return Error(i, "upper", "must be greater than lower: spans are half-open [lower, upper)");
+      b.last_task = u - 1;
+    } else if (end) {
+      TM_ASSIGN_OR_RETURN(TaskIndex e, Task(*end, "end", i));
+      if (e < b.first_task) return Error(i, "end", "is before lower ('end' is inclusive)");
+      if (e > kMaxTaskIndex) return Error(i, "end", "task beyond the supported range (2^62)");
+      b.last_task = e;
+    } else {
+      return Error(i, "upper", "missing (or give an inclusive 'end')");
+    }
+    if (auto it = j.find("alignment"); it != j.end() && !it->is_null()) {
+      TM_ASSIGN_OR_RETURN(b.alignment, Unsigned(*it, "alignment", &i));
+      if (b.alignment == 0) return Error(i, "alignment", "must be at least 1");
+    }
+    if (auto it = j.find("offset"); it != j.end() && !it->is_null()) {
+      TM_ASSIGN_OR_RETURN(std::uint64_t off, Unsigned(*it, "offset", &i));
+      if (off + b.size < off) return Error(i, "offset", "offset + size overflows 64 bits");
+      if (off % b.alignment != 0) return Error(i, "offset", "not a multiple of the alignment");
+      b.fixed_offset = off;
+    }
+    if (auto it = j.find("gaps"); it != j.end() && !it->is_null()) {
+      if (!it->is_array()) return Error(i, "gaps", "expected an array");
+      for (std::size_t k = 0; k < it->size(); ++k) {
+        const json& g = (*it)[k];
+        const std::string f = "gaps[" + std::to_string(k) + "]";
+        if (!g.is_object() || !g.contains("lower") || !g.contains("upper"))
+          return Error(i, f, "expected {\"lower\": L, \"upper\": U} (half-open), optional \"window\": [lo, hi]");
+        TM_ASSIGN_OR_RETURN(TaskIndex gl, Task(g["lower"], f + ".lower", i));
+        TM_ASSIGN_OR_RETURN(TaskIndex gu, Task(g["upper"], f + ".upper", i));
+        if (gu <= gl) return Error(i, f, "upper must be greater than lower");
+        Gap gap{gl, gu - 1, false, 0, 0};
+        if (gap.first_task < b.first_task || gap.last_task > b.last_task)
+          return Error(i, f, "outside the buffer's lifetime");
+        if (!b.gaps.empty() && gap.first_task <= b.gaps.back().last_task)
+          return Error(i, f, "overlaps or precedes the previous gap");
+        if (auto w = g.find("window"); w != g.end() && !w->is_null()) {
+          if (!w->is_array() || w->size() != 2) return Error(i, f + ".window", "expected [lo, hi]");
+          TM_ASSIGN_OR_RETURN(gap.window_lo, Unsigned((*w)[0], f + ".window", &i));
+          TM_ASSIGN_OR_RETURN(gap.window_hi, Unsigned((*w)[1], f + ".window", &i));
+          if (gap.window_lo > gap.window_hi || gap.window_hi > b.size)
+            return Error(i, f + ".window", "must satisfy lo <= hi <= size");
+          gap.has_window = true;
+        }
+        b.gaps.push_back(gap);
+      }
+    }
+    return b;
+  }
+
+  std::string_view source_;
+  ReadLimits limits_;
+};
+
+}  // namespace
+
+Result<Problem> ReadProblemJson(std::istream& in, std::string_view source, const ReadLimits& limits) {
+  return JsonReader(source, limits).Read(in);
+}
+
+Status WriteProblemJson(std::ostream& out, const Problem& problem, const OffsetsPlan* plan) {
+  if (plan && plan->offsets.size() != problem.buffers.size())
+    return InvalidArgument("plan has " + std::to_string(plan->offsets.size()) + " offsets for " +
+                           std::to_string(problem.buffers.size()) + " buffers");
+  json root = json::object();
+  json buffers = json::array();
+  for (std::size_t i = 0; i < problem.buffers.size(); ++i) {
+    const Buffer& b = problem.buffers[i];
+    json j = {{"id", b.id}, {"lower", b.first_task}, {"upper", b.last_task + 1}, {"size", b.size}};
+    if (b.alignment != 1) j["alignment"] = b.alignment;
+    if (!b.gaps.empty()) {
+      json gaps = json::array();
+      for (const Gap& g : b.gaps) {
+        json jg = {{"lower", g.first_task}, {"upper", g.last_task + 1}};
+        if (g.has_window) jg["window"] = {g.window_lo, g.window_hi};
+        gaps.push_back(jg);
+      }
+      j["gaps"] = gaps;
+    }
+    if (plan) j["offset"] = plan->offsets[i];
+    else if (b.fixed_offset) j["offset"] = *b.fixed_offset;
+    buffers.push_back(std::move(j));
+  }
+  if (problem.capacity) root["capacity"] = *problem.capacity;
+  if (plan) {
+    root["plan"] = {{"strategy", plan->strategy},
+                    {"total", plan->total},
+                    {"lower_bound", plan->lower_bound},
+                    {"ratio", Ratio(plan->total, plan->lower_bound)},
+                    {"seconds", plan->seconds}};
+  }
+  root["buffers"] = std::move(buffers);
+  out << root.dump(1) << '\n';
+  if (!out) return Internal("write failed");
+  return Status::Ok();
+}
+
+}  // namespace tensormem

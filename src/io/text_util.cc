@@ -1,0 +1,60 @@
+#include "io/text_util.h"
+
+namespace tensormem::io {
+
+std::string Quote(std::string_view s) {
+  std::string out = "'";
+  std::size_t n = 0;
+  for (char c : s) {
+    if (++n > 40) {
+      out += "...";
+      break;
+    }
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x7f) {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[u >> 4];
+      out += hex[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+IntParse ParseUnsigned(std::string_view field) {
+  IntParse r;
+  field = Trim(field);
+  if (field.empty()) {
+    r.error = "empty";
+    return r;
+  }
+  if (field.front() == '+') field.remove_prefix(1);
+  if (!field.empty() && field.front() == '-') {
+    // A negative number is "negative"; anything else starting with '-' is not a number.
+    std::int64_t v;
+    auto [p, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
+    const bool number = p == field.data() + field.size() &&
+                        (ec == std::errc() || ec == std::errc::result_out_of_range);
+    r.error = number ? (v == 0 && ec == std::errc() ? "" : "negative") : "not a number";
+    if (number && v == 0 && ec == std::errc()) {
+      r.ok = true;
+      r.value = 0;
+    }
+    return r;
+  }
+  auto [p, ec] = std::from_chars(field.data(), field.data() + field.size(), r.value);
+  if (ec == std::errc::result_out_of_range) {
+    r.error = "too large for 64 bits";
+    return r;
+  }
+  if (ec != std::errc() || p != field.data() + field.size()) {
+    r.error = "not a number";
+    return r;
+  }
+  r.ok = true;
+  return r;
+}
+
+}  // namespace tensormem::io

@@ -1,0 +1,30 @@
+// Small text helpers shared by the readers (internal).
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace tensormem::io {
+
+inline std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+// Shortened, printable copy of an offending value for error messages.
+std::string Quote(std::string_view s);
+
+// Parses a whole field as a decimal integer; nullopt + reason on failure.
+struct IntParse {
+  bool ok = false;
+  std::uint64_t value = 0;
+  std::string error;  // "not a number", "negative", "too large"
+};
+IntParse ParseUnsigned(std::string_view field);
+
+}  // namespace tensormem::io

@@ -1,0 +1,22 @@
+// The visiting order of the greedy_by_breadth strategies (TFLite GPU
+// delegate): tasks in non-increasing breadth (sum of live sizes), ties by
+// task index; within a task its live tensors by size, largest first, ties by
+// tensor index; each tensor at its first appearance.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "tensormem/types.h"
+
+namespace tensormem::planning {
+
+// O(n log n): tasks with identical live sets (elementary intervals between
+// consecutive lifetime boundaries) are visited once.
+std::vector<std::size_t> BreadthOrder(std::span<const UsageRecord> records);
+
+// The literal per-task transcription (O(sum of lifetimes)), for tests.
+std::vector<std::size_t> BreadthOrderReference(std::span<const UsageRecord> records);
+
+}  // namespace tensormem::planning

@@ -1,0 +1,47 @@
+// best (offsets): run every fast offset strategy and keep the smallest arena
+// (ties: the earlier in the list). Planning cost is the sum of theirs, all
+// near-linear on real networks.
+#include <optional>
+#include <string>
+
+#include "planning/offsets/offsets_strategies.h"
+
+namespace tensormem::planning {
+
+Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params) {
+  using Fn = Result<OffsetsPlan> (*)(const Problem&, const PlanParams&);
+  struct Candidate {
+    Fn fn;
+    OffsetsStrategy strategy;
+  };
+  const Candidate candidates[] = {
+      {GreedyBySizeOffsets, OffsetsStrategy::kGreedyBySize},
+      {GreedyByBreadthOffsets, OffsetsStrategy::kGreedyByBreadth},
+      {ArenaOffsets, OffsetsStrategy::kArena},
+  };
+  std::optional<OffsetsPlan> best;
+  std::string winner;
+  for (const Candidate& c : candidates) {
+    TM_ASSIGN_OR_RETURN(OffsetsPlan plan, c.fn(problem, params));
+    if (!best || plan.total < best->total) {
+      best = std::move(plan);
+      winner = std::string(Name(c.strategy));
+    }
+  }
+  // from_objects cannot take fixed offsets; elsewhere it is a fair candidate.
+  bool has_fixed = false;
+  for (const Buffer& b : problem.buffers) has_fixed |= b.fixed_offset.has_value();
+  if (!has_fixed) {
+    PlanParams p = params;
+    p.from_objects = ObjectsStrategy::kGreedyBest;
+    TM_ASSIGN_OR_RETURN(OffsetsPlan plan, FromObjectsOffsets(problem, p));
+    if (plan.total < best->total) {
+      best = std::move(plan);
+      winner = "from_objects";
+    }
+  }
+  best->strategy = "best(" + winner + ")";
+  return std::move(*best);
+}
+
+}  // namespace tensormem::planning

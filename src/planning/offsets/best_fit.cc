@@ -1,0 +1,153 @@
+#include "planning/offsets/best_fit.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "core/checked_math.h"
+#include "planning/interval_index.h"
+
+namespace tensormem::planning {
+namespace {
+
+using internal::CheckedAdd;
+using internal::CheckedAlignUp;
+using internal::kMaxU64;
+
+Status ArenaOverflow(const Buffer& b) {
+  return OutOfRange("placing buffer '" + b.id + "' of " + std::to_string(b.size) +
+                    " bytes overflows a 64-bit arena");
+}
+
+// Chooses the offset from the forbidden intervals [A, B) (sorted by A),
+// mirroring SimpleMemoryArena::Allocate in offset space: a free stretch
+// [cur, A) is a candidate when its aligned start is below A; the stretch is
+// compared by (A - aligned start) against the best unaligned length so far.
+bool ChooseOffset(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& forbidden,
+                  std::uint64_t alignment, std::uint64_t* out) {
+  std::uint64_t cur = 0;
+  std::uint64_t best = kMaxU64, best_fit = kMaxU64;
+  bool found = false;
+  for (const auto& [a, b] : forbidden) {
+    if (a > cur) {
+      std::uint64_t aligned;
+      if (CheckedAlignUp(cur, alignment, &aligned) && aligned < a && a - aligned < best_fit) {
+        best = aligned;
+        best_fit = a - cur;
+        found = true;
+      }
+    }
+    cur = std::max(cur, b);
+  }
+  if (found) {
+    *out = best;
+    return true;
+  }
+  return CheckedAlignUp(cur, alignment, out);
+}
+
+}  // namespace
+
+Result<OffsetsPlan> PlaceBestFit(const Problem& problem, std::span<const std::size_t> order,
+                                 std::uint64_t alignment) {
+  const std::size_t n = problem.buffers.size();
+  OffsetsPlan plan;
+  plan.offsets.assign(n, 0);
+  std::vector<TaskIndex> firsts(n), lasts(n);
+  std::vector<std::vector<Segment>> segments(n);  // only for buffers with gaps
+  for (std::size_t i = 0; i < n; ++i) {
+    const Buffer& b = problem.buffers[i];
+    firsts[i] = b.first_task;
+    lasts[i] = b.last_task;
+    if (!b.gaps.empty()) segments[i] = Occupancy(b);
+  }
+  IntervalIndex placed(firsts, lasts);
+  auto place = [&](std::size_t i, std::uint64_t offset) -> Status {
+    const Buffer& b = problem.buffers[i];
+    std::uint64_t end;
+    if (!CheckedAdd(offset, b.size, &end)) return ArenaOverflow(b);
+    plan.offsets[i] = offset;
+    if (b.size > 0) {
+      plan.total = std::max(plan.total, end);
+      placed.Insert(i);
+    }
+    return Status::Ok();
+  };
+  for (std::size_t i = 0; i < n; ++i)
+    if (problem.buffers[i].fixed_offset) TM_RETURN_IF_ERROR(place(i, *problem.buffers[i].fixed_offset));
+
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> forbidden;
+  for (std::size_t j : order) {
+    const Buffer& bj = problem.buffers[j];
+    if (bj.fixed_offset) continue;
+    if (bj.size == 0) continue;  // offset 0, occupies nothing
+    std::uint64_t align;
+    if (!internal::CheckedLcm(alignment, bj.alignment, &align)) return ArenaOverflow(bj);
+    const Segment whole_j{bj.first_task, bj.last_task, 0, bj.size};
+    std::span<const Segment> segs_j =
+        bj.gaps.empty() ? std::span<const Segment>(&whole_j, 1) : std::span<const Segment>(segments[j]);
+    forbidden.clear();
+    placed.ForEachOverlapping(bj.first_task, bj.last_task, [&](std::size_t i) {
+      const Buffer& bi = problem.buffers[i];
+      const std::uint64_t oi = plan.offsets[i];
+      const Segment whole_i{bi.first_task, bi.last_task, 0, bi.size};
+      std::span<const Segment> segs_i = bi.gaps.empty() ? std::span<const Segment>(&whole_i, 1)
+                                                         : std::span<const Segment>(segments[i]);
+      for (const Segment& si : segs_i)
+        for (const Segment& sj : segs_j) {
+          if (!LifetimesOverlap(si.first_task, si.last_task, sj.first_task, sj.last_task)) continue;
+          // j at x overlaps si iff oi + si.lo - sj.hi < x < oi + si.hi - sj.lo.
+          const std::uint64_t top = oi + si.hi;  // no overflow: checked on placement
+          if (top <= sj.lo) continue;
+          const std::uint64_t low = oi + si.lo + 1;
+          forbidden.emplace_back(low > sj.hi ? low - sj.hi : 0, top - sj.lo);
+        }
+    });
+    std::sort(forbidden.begin(), forbidden.end());
+    std::uint64_t x;
+    if (!ChooseOffset(forbidden, align, &x)) return ArenaOverflow(bj);
+    TM_RETURN_IF_ERROR(place(j, x));
+  }
+  return plan;
+}
+
+Result<OffsetsPlan> PlaceBestFitReference(std::span<const UsageRecord> records,
+                                          std::span<const std::size_t> order,
+                                          std::uint64_t alignment) {
+  OffsetsPlan plan;
+  plan.offsets.assign(records.size(), 0);
+  std::vector<std::size_t> active;  // placed tensors ordered by offset
+  for (std::size_t idx : order) {
+    const UsageRecord& rec = records[idx];
+    if (rec.size == 0) continue;
+    std::uint64_t best_offset = kMaxU64, best_offset_fit = kMaxU64, current_offset = 0;
+    for (std::size_t a : active) {
+      const UsageRecord& alloc = records[a];
+      if (alloc.last_task < rec.first_task || alloc.first_task > rec.last_task) continue;
+      const std::uint64_t alloc_offset = plan.offsets[a];
+      std::uint64_t aligned_current_offset, end;
+      if (CheckedAlignUp(current_offset, alignment, &aligned_current_offset) &&
+          CheckedAdd(aligned_current_offset, rec.size, &end) && end <= alloc_offset &&
+          alloc_offset - aligned_current_offset < best_offset_fit) {
+        best_offset = aligned_current_offset;
+        best_offset_fit = alloc_offset - current_offset;
+      }
+      current_offset = std::max(current_offset, alloc_offset + alloc.size);
+      if (best_offset_fit == 0) break;
+    }
+    if (best_offset == kMaxU64 && !CheckedAlignUp(current_offset, alignment, &best_offset))
+      return OutOfRange("placing tensor " + std::to_string(idx) + " overflows a 64-bit arena");
+    std::uint64_t end;
+    if (!CheckedAdd(best_offset, rec.size, &end))
+      return OutOfRange("placing tensor " + std::to_string(idx) + " overflows a 64-bit arena");
+    plan.offsets[idx] = best_offset;
+    plan.total = std::max(plan.total, end);
+    auto pos = std::upper_bound(active.begin(), active.end(), best_offset,
+                                [&](std::uint64_t off, std::size_t a) { return off < plan.offsets[a]; });
+    active.insert(pos, idx);
+  }
+  return plan;
+}
+
+}  // namespace tensormem::planning

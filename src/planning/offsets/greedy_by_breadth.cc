@@ -1,0 +1,17 @@
+// greedy_by_breadth (offsets): visit tasks from the widest (largest sum of
+// live sizes) down, and within a task its tensors largest first; place each
+// tensor not yet placed at the best-fitting gap (best_fit.h). The peak task
+// is packed first, so the arena tends to end where the peak needs it.
+#include "planning/breadth_order.h"
+#include "planning/offsets/offsets_strategies.h"
+
+namespace tensormem::planning {
+
+Result<OffsetsPlan> GreedyByBreadthOffsets(const Problem& problem, const PlanParams& params) {
+  const std::vector<UsageRecord> records = ToRecords(problem);
+  const std::vector<std::size_t> order =
+      params.reference ? BreadthOrderReference(records) : BreadthOrder(records);
+  return PlaceInOrder(problem, order, params);
+}
+
+}  // namespace tensormem::planning

@@ -1,0 +1,227 @@
+// The dispatcher: names, argument checks, sorting records into task order,
+// timing, lower bounds and validation are done here once, so every strategy
+// file holds only its algorithm.
+#include "tensormem/planning.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <numeric>
+#include <string>
+
+#include "planning/objects/objects_strategies.h"
+#include "planning/offsets/offsets_strategies.h"
+#include "tensormem/lower_bounds.h"
+#include "tensormem/validator.h"
+
+namespace tensormem {
+namespace {
+
+constexpr std::array kObjectsStrategies = {
+    ObjectsStrategy::kNaive,           ObjectsStrategy::kEquality,
+    ObjectsStrategy::kGreedyInOrder,   ObjectsStrategy::kGreedyByBreadth,
+    ObjectsStrategy::kGreedyBySize,    ObjectsStrategy::kMinCostFlow,
+    ObjectsStrategy::kGreedyBest,      ObjectsStrategy::kBest,
+};
+constexpr std::array kOffsetsStrategies = {
+    OffsetsStrategy::kNaive, OffsetsStrategy::kGreedyBySize, OffsetsStrategy::kGreedyByBreadth,
+    OffsetsStrategy::kFromObjects, OffsetsStrategy::kArena, OffsetsStrategy::kBest,
+    OffsetsStrategy::kExact,
+};
+
+template <typename Enum, std::size_t N>
+Result<Enum> Parse(std::string_view name, const std::array<Enum, N>& all, const char* kind) {
+  std::string known;
+  for (Enum e : all) {
+    if (Name(e) == name) return e;
+    if (!known.empty()) known += ", ";
+    known += Name(e);
+  }
+  return InvalidArgument("unknown " + std::string(kind) + " strategy '" + std::string(name) +
+                         "' (known: " + known + ")");
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+template <typename Record>
+Status CheckRecords(std::span<const Record> records) {
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const Record& r = records[i];
+    if (r.first_task < 0 || r.last_task < r.first_task || r.last_task > kMaxTaskIndex)
+      return InvalidArgument("tensor " + std::to_string(i) + ": lifetime [" +
+                             std::to_string(r.first_task) + ", " + std::to_string(r.last_task) +
+                             "] is not a valid inclusive task range in [0, 2^62]");
+  }
+  return Status::Ok();
+}
+
+// Strategies walk records in task order; sort a copy when the caller's are
+// not, and map the object ids back to the caller's indices.
+template <typename Plan, typename Record, typename Fn>
+Result<Plan> InTaskOrder(std::span<const Record> records, Fn&& fn) {
+  const bool sorted = std::is_sorted(records.begin(), records.end(), [](const Record& a, const Record& b) {
+    return a.first_task < b.first_task;
+  });
+  if (sorted) return fn(records);
+  std::vector<std::size_t> order(records.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return records[a].first_task < records[b].first_task;
+  });
+  std::vector<Record> sorted_records;
+  sorted_records.reserve(records.size());
+  for (std::size_t i : order) sorted_records.push_back(records[i]);
+  TM_ASSIGN_OR_RETURN(Plan plan, fn(std::span<const Record>(sorted_records)));
+  std::vector<std::size_t> object_of(records.size());
+  for (std::size_t k = 0; k < order.size(); ++k) object_of[order[k]] = plan.object_of[k];
+  plan.object_of = std::move(object_of);
+  return plan;
+}
+
+Result<ObjectsPlan> DispatchObjects(std::span<const UsageRecord> r, ObjectsStrategy s,
+                                    const PlanParams& p) {
+  using namespace planning;
+  switch (s) {
+    case ObjectsStrategy::kNaive: return NaiveObjects(r, p);
+    case ObjectsStrategy::kEquality: return EqualityObjects(r, p);
+    case ObjectsStrategy::kGreedyInOrder: return GreedyInOrderObjects(r, p);
+    case ObjectsStrategy::kGreedyByBreadth: return GreedyByBreadthObjects(r, p);
+    case ObjectsStrategy::kGreedyBySize: return GreedyBySizeObjects(r, p);
+    case ObjectsStrategy::kMinCostFlow: return MinCostFlowObjects(r, p);
+    case ObjectsStrategy::kGreedyBest: return GreedyBestObjects(r, p);
+    case ObjectsStrategy::kBest: return BestObjects(r, p);
+  }
+  return InvalidArgument("unknown objects strategy");
+}
+
+Result<ExtentObjectsPlan> DispatchObjects(std::span<const ExtentRecord> r, ObjectsStrategy s,
+                                          const PlanParams& p) {
+  using namespace planning;
+  switch (s) {
+    case ObjectsStrategy::kNaive: return NaiveObjects(r, p);
+    case ObjectsStrategy::kEquality: return EqualityObjects(r, p);
+    case ObjectsStrategy::kGreedyInOrder: return GreedyInOrderObjects(r, p);
+    default:
+      return InvalidArgument("objects strategy " + std::string(Name(s)) +
+                             " plans 1-D sizes only; for 2-D/3-D/4-D extents use naive, "
+                             "equality or greedy_in_order");
+  }
+}
+
+Result<OffsetsPlan> DispatchOffsets(const Problem& problem, OffsetsStrategy s, const PlanParams& p) {
+  using namespace planning;
+  switch (s) {
+    case OffsetsStrategy::kNaive: return NaiveOffsets(problem, p);
+    case OffsetsStrategy::kGreedyBySize: return GreedyBySizeOffsets(problem, p);
+    case OffsetsStrategy::kGreedyByBreadth: return GreedyByBreadthOffsets(problem, p);
+    case OffsetsStrategy::kFromObjects: return FromObjectsOffsets(problem, p);
+    case OffsetsStrategy::kArena: return ArenaOffsets(problem, p);
+    case OffsetsStrategy::kBest: return BestOffsets(problem, p);
+    case OffsetsStrategy::kExact: return ExactOffsets(problem, p);
+  }
+  return InvalidArgument("unknown offsets strategy");
+}
+
+}  // namespace
+
+std::string_view Name(ObjectsStrategy s) {
+  switch (s) {
+    case ObjectsStrategy::kNaive: return "naive";
+    case ObjectsStrategy::kEquality: return "equality";
+    case ObjectsStrategy::kGreedyInOrder: return "greedy_in_order";
+    case ObjectsStrategy::kGreedyByBreadth: return "greedy_by_breadth";
+    case ObjectsStrategy::kGreedyBySize: return "greedy_by_size";
+    case ObjectsStrategy::kMinCostFlow: return "min_cost_flow";
+    case ObjectsStrategy::kGreedyBest: return "greedy_best";
+    case ObjectsStrategy::kBest: return "best";
+  }
+  return "unknown";
+}
+
+std::string_view Name(OffsetsStrategy s) {
+  switch (s) {
+    case OffsetsStrategy::kNaive: return "naive";
+    case OffsetsStrategy::kGreedyBySize: return "greedy_by_size";
+    case OffsetsStrategy::kGreedyByBreadth: return "greedy_by_breadth";
+    case OffsetsStrategy::kFromObjects: return "from_objects";
+    case OffsetsStrategy::kArena: return "arena";
+    case OffsetsStrategy::kBest: return "best";
+    case OffsetsStrategy::kExact: return "exact";
+  }
+  return "unknown";
+}
+
+Result<ObjectsStrategy> ParseObjectsStrategy(std::string_view name) {
+  return Parse(name, kObjectsStrategies, "objects");
+}
+Result<OffsetsStrategy> ParseOffsetsStrategy(std::string_view name) {
+  return Parse(name, kOffsetsStrategies, "offsets");
+}
+std::span<const ObjectsStrategy> AllObjectsStrategies() { return kObjectsStrategies; }
+std::span<const OffsetsStrategy> AllOffsetsStrategies() { return kOffsetsStrategies; }
+
+Result<ObjectsPlan> PlanObjects(std::span<const UsageRecord> records, ObjectsStrategy strategy,
+                                const PlanParams& params) {
+  TM_RETURN_IF_ERROR(CheckRecords(records));
+  const auto start = std::chrono::steady_clock::now();
+  TM_ASSIGN_OR_RETURN(ObjectsPlan plan,
+                      InTaskOrder<ObjectsPlan>(records, [&](std::span<const UsageRecord> r) {
+                        return DispatchObjects(r, strategy, params);
+                      }));
+  plan.seconds = SecondsSince(start);
+  if (plan.strategy.empty()) plan.strategy = std::string(Name(strategy));
+  plan.lower_bound = ObjectsLowerBound(records);
+  if (params.validate)
+    TM_RETURN_IF_ERROR(ValidateObjectsPlan(records, plan).WithContext(
+        "internal error: strategy " + std::string(Name(strategy)) + " produced an invalid plan"));
+  return plan;
+}
+
+Result<ExtentObjectsPlan> PlanObjects(std::span<const ExtentRecord> records,
+                                      ObjectsStrategy strategy, const PlanParams& params) {
+  TM_RETURN_IF_ERROR(CheckRecords(records));
+  for (std::size_t i = 0; i < records.size(); ++i)
+    if (records[i].size.rank != records[0].size.rank || records[i].size.rank < 1)
+      return InvalidArgument("tensor " + std::to_string(i) + ": extent " +
+                             records[i].size.ToString() +
+                             " has a different (or no) rank than tensor 0");
+  const auto start = std::chrono::steady_clock::now();
+  TM_ASSIGN_OR_RETURN(ExtentObjectsPlan plan,
+                      InTaskOrder<ExtentObjectsPlan>(records, [&](std::span<const ExtentRecord> r) {
+                        return DispatchObjects(r, strategy, params);
+                      }));
+  plan.seconds = SecondsSince(start);
+  if (plan.strategy.empty()) plan.strategy = std::string(Name(strategy));
+  if (params.validate)
+    TM_RETURN_IF_ERROR(ValidateObjectsPlan(records, plan).WithContext(
+        "internal error: strategy " + std::string(Name(strategy)) + " produced an invalid plan"));
+  return plan;
+}
+
+Result<OffsetsPlan> PlanOffsets(const Problem& problem, OffsetsStrategy strategy,
+                                const PlanParams& params) {
+  if (params.alignment == 0) return InvalidArgument("alignment must be >= 1");
+  TM_RETURN_IF_ERROR(CheckProblem(problem));
+  const auto start = std::chrono::steady_clock::now();
+  TM_ASSIGN_OR_RETURN(OffsetsPlan plan, DispatchOffsets(problem, strategy, params));
+  plan.seconds = SecondsSince(start);
+  if (plan.strategy.empty()) plan.strategy = std::string(Name(strategy));
+  plan.lower_bound = std::max(plan.lower_bound, PeakLiveBytes(problem));
+  if (params.validate)
+    TM_RETURN_IF_ERROR(ValidateOffsetsPlan(problem, plan, params.alignment,
+                                           /*enforce_capacity=*/false)
+                           .WithContext("internal error: strategy " +
+                                        std::string(Name(strategy)) +
+                                        " produced an invalid plan"));
+  return plan;
+}
+
+Result<OffsetsPlan> PlanOffsets(std::span<const UsageRecord> records, OffsetsStrategy strategy,
+                                const PlanParams& params) {
+  TM_RETURN_IF_ERROR(CheckRecords(records));
+  return PlanOffsets(FromRecords(records), strategy, params);
+}
+
+}  // namespace tensormem

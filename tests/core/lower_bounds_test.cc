@@ -1,0 +1,79 @@
+#include "tensormem/lower_bounds.h"
+
+#include <algorithm>
+#include <functional>
+
+#include <gtest/gtest.h>
+
+#include "core/generators.h"
+
+namespace tensormem {
+namespace {
+
+// Brute force over every task, straight from the definitions.
+std::uint64_t BrutePeak(const std::vector<UsageRecord>& r) {
+  std::uint64_t peak = 0;
+  for (TaskIndex t = 0; t < 200; ++t) {
+    std::uint64_t live = 0;
+    for (const auto& x : r)
+      if (x.first_task <= t && t <= x.last_task) live += x.size;
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+
+std::vector<std::uint64_t> BrutePositional(const std::vector<UsageRecord>& r) {
+  std::vector<std::uint64_t> pm;
+  for (TaskIndex t = 0; t < 200; ++t) {
+    std::vector<std::uint64_t> live;
+    for (const auto& x : r)
+      if (x.first_task <= t && t <= x.last_task) live.push_back(x.size);
+    std::sort(live.begin(), live.end(), std::greater<>());
+    for (std::size_t k = 0; k < live.size(); ++k) {
+      if (k >= pm.size()) pm.push_back(0);
+      pm[k] = std::max(pm[k], live[k]);
+    }
+  }
+  return pm;
+}
+
+TEST(LowerBounds, Empty) {
+  EXPECT_EQ(PeakLiveBytes(std::vector<UsageRecord>{}), 0u);
+  EXPECT_TRUE(PositionalMaximums({}).empty());
+  EXPECT_EQ(ObjectsLowerBound({}), 0u);
+}
+
+TEST(LowerBounds, InclusiveLifetimesTouchingAtATaskConflict) {
+  std::vector<UsageRecord> r = {{10, 0, 2}, {20, 2, 4}, {5, 5, 6}};
+  EXPECT_EQ(PeakLiveBytes(r), 30u);
+  EXPECT_EQ(PeakTask(r), 2);
+  EXPECT_EQ(PositionalMaximums(r), (std::vector<std::uint64_t>{20, 10}));
+}
+
+TEST(LowerBounds, MatchBruteForceOnRandomRecords) {
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    auto r = internal::GenerateRandomRecords(1 + seed % 40, seed, 60, 100, /*zeros=*/true);
+    ASSERT_EQ(PeakLiveBytes(r), BrutePeak(r)) << "seed " << seed;
+    ASSERT_EQ(PositionalMaximums(r), BrutePositional(r)) << "seed " << seed;
+  }
+}
+
+TEST(LowerBounds, PeakSaturatesInsteadOfOverflowing) {
+  const std::uint64_t big = ~std::uint64_t{0} / 2 + 1;
+  std::vector<UsageRecord> r = {{big, 0, 1}, {big, 0, 1}, {big, 0, 1}};
+  EXPECT_EQ(PeakLiveBytes(r), ~std::uint64_t{0});
+  EXPECT_EQ(ObjectsLowerBound(r), ~std::uint64_t{0});
+}
+
+TEST(LowerBounds, GapsCountOnlyTheirWindow) {
+  Problem p;
+  p.buffers = {{"a", 2, 0, 9}, {"b", 2, 0, 9}};
+  p.buffers[0].gaps = {{0, 4, true, 0, 1}};
+  p.buffers[1].gaps = {{5, 9, true, 1, 2}};
+  EXPECT_EQ(PeakLiveBytes(p), 3u);
+  p.buffers[0].gaps[0].has_window = false;
+  EXPECT_EQ(PeakLiveBytes(p), 3u);  // tasks 5..9: 2 + 1
+}
+
+}  // namespace
+}  // namespace tensormem

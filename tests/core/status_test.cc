@@ -1,0 +1,48 @@
+#include "tensormem/status.h"
+
+#include <gtest/gtest.h>
+
+namespace tensormem {
+namespace {
+
+Result<int> Half(int v) {
+  if (v % 2) return InvalidArgument("odd: " + std::to_string(v));
+  return v / 2;
+}
+
+Result<int> Quarter(int v) {
+  TM_ASSIGN_OR_RETURN(int h, Half(v));
+  TM_ASSIGN_OR_RETURN(int q, Half(h));
+  return q;
+}
+
+TEST(Status, OkAndError) {
+  EXPECT_TRUE(Status::Ok().ok());
+  Status s = OutOfRange("too big");
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(s.ToString(), "out of range: too big");
+  EXPECT_EQ(s.WithContext("file.csv").message(), "file.csv: too big");
+  EXPECT_TRUE(Status::Ok().WithContext("x").ok());
+}
+
+TEST(Result, PropagatesErrors) {
+  EXPECT_EQ(*Quarter(8), 2);
+  Result<int> r = Quarter(6);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "odd: 3");
+}
+
+TEST(Result, OkStatusWithoutValueBecomesInternal) {
+  Result<int> r{Status::Ok()};
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInternal);
+}
+
+TEST(ResultDeathTest, ValueOfErrorAborts) {
+  Result<int> r = InvalidArgument("nope");
+  EXPECT_DEATH((void)r.value(), "nope");
+}
+
+}  // namespace
+}  // namespace tensormem

@@ -1,0 +1,122 @@
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "tensormem/io.h"
+
+namespace tensormem {
+namespace {
+
+Result<Problem> Read(const std::string& text) {
+  std::istringstream in(text);
+  return ReadProblemCsv(in, "t.csv");
+}
+
+std::string ErrorOf(const std::string& text) {
+  Result<Problem> r = Read(text);
+  EXPECT_FALSE(r.ok()) << "accepted: " << text;
+  return r.ok() ? "" : r.status().message();
+}
+
+TEST(Csv, ReadsHalfOpenSpansAsInclusive) {
+  Result<Problem> p = Read("id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\n");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_EQ(p->buffers.size(), 2u);
+  EXPECT_EQ(p->buffers[0].id, "b1");
+  EXPECT_EQ(p->buffers[0].first_task, 0);
+  EXPECT_EQ(p->buffers[0].last_task, 2);
+  EXPECT_EQ(p->buffers[1].first_task, 3);
+}
+
+TEST(Csv, AcceptsBeginEndAnyOrderAndOptionalColumns) {
+  Result<Problem> p = Read(
+      "size,end,begin,id,alignment,offset,gaps\r\n"
+      "8,9,0,x,4,16,2-4 5-7@1:3\r\n"
+      "8,3,1,y,,,\r\n\r\n");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  const Buffer& x = p->buffers[0];
+  EXPECT_EQ(x.last_task, 9);
+  EXPECT_EQ(x.alignment, 4u);
+  EXPECT_EQ(x.fixed_offset, 16u);
+  ASSERT_EQ(x.gaps.size(), 2u);
+  EXPECT_EQ(x.gaps[0], (Gap{2, 3, false, 0, 0}));
+  EXPECT_EQ(x.gaps[1], (Gap{5, 6, true, 1, 3}));
+  EXPECT_FALSE(p->buffers[1].fixed_offset);
+  EXPECT_EQ(p->buffers[1].alignment, 1u);
+}
+
+TEST(Csv, ErrorsNameFileLineAndField) {
+  EXPECT_NE(ErrorOf("").find("empty file"), std::string::npos);
+  EXPECT_NE(ErrorOf("id,lower,size\n").find("missing column 'upper'"), std::string::npos);
+  EXPECT_NE(ErrorOf("id,lower,upper,size,color\n").find("unknown column 'color'"), std::string::npos);
+  EXPECT_NE(ErrorOf("id,lower,upper,size,size\n").find("appears twice"), std::string::npos);
+  std::string e = ErrorOf("id,lower,upper,size\na,0,1,4\nb,0,1,abc\n");
+  EXPECT_NE(e.find("t.csv:3: field 'size': not a number: 'abc'"), std::string::npos) << e;
+  e = ErrorOf("id,lower,upper,size\na,0,1,-4\n");
+  EXPECT_NE(e.find("field 'size': negative"), std::string::npos) << e;
+  e = ErrorOf("id,lower,upper,size\na,5,5,4\n");
+  EXPECT_NE(e.find("t.csv:2: field 'upper'"), std::string::npos) << e;
+  e = ErrorOf("id,lower,upper,size\na,0,1,4\na,1,2,4\n");
+  EXPECT_NE(e.find("t.csv:3: field 'id': duplicate id 'a' (first on line 2)"), std::string::npos) << e;
+  e = ErrorOf("id,lower,upper,size\na,0,1\n");
+  EXPECT_NE(e.find("expected 4 fields"), std::string::npos) << e;
+  e = ErrorOf("id,lower,upper,size\na,0,1,99999999999999999999\n");
+  EXPECT_NE(e.find("too large"), std::string::npos) << e;
+  e = ErrorOf("id,lower,upper,size,gaps\na,0,10,4,3\n");
+  EXPECT_NE(e.find("field 'gaps'"), std::string::npos) << e;
+  e = ErrorOf("id,lower,upper,size,gaps\na,0,10,4,2-12\n");
+  EXPECT_NE(e.find("outside the buffer's lifetime"), std::string::npos) << e;
+  e = ErrorOf("id,lower,upper,size,gaps\na,0,10,4,2-3@0:5\n");
+  EXPECT_NE(e.find("window"), std::string::npos) << e;
+  e = ErrorOf("id,lower,upper,size,alignment\na,0,10,4,0\n");
+  EXPECT_NE(e.find("field 'alignment'"), std::string::npos) << e;
+  e = ErrorOf("id,lower,upper,size,offset\na,0,10,4,18446744073709551615\n");
+  EXPECT_NE(e.find("overflows"), std::string::npos) << e;
+  e = ErrorOf("id,lower,upper,size\n\"a,0,1,4\n");
+  EXPECT_NE(e.find("unterminated"), std::string::npos) << e;
+}
+
+TEST(Csv, HeaderOnlyIsAnEmptyProblem) {
+  Result<Problem> p = Read("id,lower,upper,size\n");
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p->buffers.empty());
+}
+
+TEST(Csv, LimitOnBuffers) {
+  std::istringstream in("id,lower,upper,size\na,0,1,1\nb,0,1,1\n");
+  ReadLimits limits;
+  limits.max_buffers = 1;
+  EXPECT_FALSE(ReadProblemCsv(in, "t", limits).ok());
+}
+
+TEST(Csv, WriteThenReadRoundTrips) {
+  Result<Problem> p = Read(
+      "id,lower,upper,size,alignment,gaps\n\"a,b\",0,10,8,4,2-4 5-7@1:3\nc,1,3,16,1,\n");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  OffsetsPlan plan;
+  plan.offsets = {0, 8};
+  plan.total = 24;
+  std::ostringstream out;
+  ASSERT_TRUE(WriteProblemCsv(out, *p, &plan).ok());
+  EXPECT_EQ(out.str(),
+            "id,lower,upper,size,alignment,gaps,offset\n\"a,b\",0,10,8,4,2-4 5-7@1:3,0\nc,1,3,16,1,,8\n");
+  Result<Problem> again = Read(out.str());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_EQ(again->buffers.size(), 2u);
+  EXPECT_EQ(again->buffers[0].id, "a,b");
+  EXPECT_EQ(again->buffers[0].gaps, p->buffers[0].gaps);
+  EXPECT_EQ(again->buffers[1].fixed_offset, 8u);  // the answer becomes a fixed offset
+}
+
+TEST(Csv, WritesObjectsColumn) {
+  Result<Problem> p = Read("id,lower,upper,size\na,0,2,8\nb,2,3,4\n");
+  ObjectsPlan plan;
+  plan.object_of = {0, 0};
+  plan.object_sizes = {8};
+  std::ostringstream out;
+  ASSERT_TRUE(WriteObjectsCsv(out, *p, plan).ok());
+  EXPECT_EQ(out.str(), "id,lower,upper,size,object,object_size\na,0,2,8,0,8\nb,2,3,4,0,8\n");
+}
+
+}  // namespace
+}  // namespace tensormem

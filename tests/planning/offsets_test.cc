@@ -1,0 +1,174 @@
+// Offset strategies: the scalable best-fit equals the faithful transcription,
+// every plan validates, and the edge cases (alignment, fixed offsets, gaps,
+// zero bytes, overflow) behave.
+#include <random>
+#include <tuple>
+
+#include <gtest/gtest.h>
+
+#include "core/generators.h"
+#include "planning/breadth_order.h"
+#include "tensormem/lower_bounds.h"
+#include "tensormem/planning.h"
+#include "tensormem/validator.h"
+
+namespace tensormem {
+namespace {
+
+class FastEqualsReference
+    : public ::testing::TestWithParam<std::tuple<OffsetsStrategy, std::uint64_t>> {};
+
+TEST_P(FastEqualsReference, OnRandomAndNetworkRecords) {
+  const auto [strategy, alignment] = GetParam();
+  PlanParams fast, ref;
+  fast.alignment = ref.alignment = alignment;
+  ref.reference = true;
+  for (std::uint64_t seed = 1; seed <= 60; ++seed) {
+    std::vector<UsageRecord> records =
+        seed % 2 ? internal::GenerateRandomRecords(5 + seed * 3, seed, 40, 1000, /*zeros=*/true)
+                 : internal::GenerateNetworkRecords(50 + seed * 10, seed);
+    Result<OffsetsPlan> a = PlanOffsets(records, strategy, fast);
+    Result<OffsetsPlan> b = PlanOffsets(records, strategy, ref);
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    ASSERT_EQ(a->offsets, b->offsets) << "seed " << seed;
+    ASSERT_EQ(a->total, b->total);
+    ASSERT_GE(a->total, a->lower_bound);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BestFitStrategies, FastEqualsReference,
+    ::testing::Combine(::testing::Values(OffsetsStrategy::kGreedyBySize,
+                                         OffsetsStrategy::kGreedyByBreadth,
+                                         OffsetsStrategy::kArena),
+                       ::testing::Values(1, 8, 64, 100)),
+    [](const auto& param_info) {
+      return std::string(Name(std::get<0>(param_info.param))) + "_align" +
+             std::to_string(std::get<1>(param_info.param));
+    });
+
+TEST(BreadthOrder, EqualsPerTaskTranscription) {
+  for (std::uint64_t seed = 1; seed <= 100; ++seed) {
+    auto r = internal::GenerateRandomRecords(1 + seed % 50, seed, 30, 50, true);
+    ASSERT_EQ(planning::BreadthOrder(r), planning::BreadthOrderReference(r)) << seed;
+  }
+}
+
+// Every strategy that runs on plain records, on every alignment.
+class EveryOffsetsStrategy : public ::testing::TestWithParam<OffsetsStrategy> {};
+
+TEST_P(EveryOffsetsStrategy, ValidPlansWithAlignment) {
+  for (std::uint64_t align : {1, 3, 64}) {
+    PlanParams params;
+    params.alignment = align;
+    params.time_limit_seconds = 0.5;
+    auto records = internal::GenerateNetworkRecords(300, align);
+    Result<OffsetsPlan> plan = PlanOffsets(records, GetParam(), params);
+    if (plan.status().code() == StatusCode::kUnimplemented) GTEST_SKIP() << plan.status().message();
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_TRUE(ValidateOffsetsPlan(FromRecords(records), *plan, align).ok());
+    EXPECT_EQ(plan->lower_bound, PeakLiveBytes(records));
+    EXPECT_FALSE(plan->strategy.empty());
+  }
+}
+
+TEST_P(EveryOffsetsStrategy, EmptyAndZeroByteInputs) {
+  PlanParams params;
+  params.time_limit_seconds = 0.5;
+  Result<OffsetsPlan> empty = PlanOffsets(std::vector<UsageRecord>{}, GetParam(), params);
+  if (empty.status().code() == StatusCode::kUnimplemented) GTEST_SKIP();
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_EQ(empty->total, 0u);
+  std::vector<UsageRecord> zeros = {{0, 0, 3}, {0, 1, 2}, {16, 1, 1}};
+  Result<OffsetsPlan> z = PlanOffsets(zeros, GetParam(), params);
+  ASSERT_TRUE(z.ok()) << z.status().ToString();
+  EXPECT_EQ(z->total, 16u);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, EveryOffsetsStrategy,
+                         ::testing::ValuesIn(AllOffsetsStrategies().begin(),
+                                             AllOffsetsStrategies().end()),
+                         [](const auto& param_info) { return std::string(Name(param_info.param)); });
+
+TEST(Offsets, BestIsNoWorseThanEachCandidate) {
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    auto records = internal::GenerateNetworkRecords(400, seed);
+    auto best = PlanOffsets(records, OffsetsStrategy::kBest);
+    ASSERT_TRUE(best.ok());
+    for (OffsetsStrategy s : {OffsetsStrategy::kGreedyBySize, OffsetsStrategy::kGreedyByBreadth,
+                              OffsetsStrategy::kArena})
+      EXPECT_LE(best->total, PlanOffsets(records, s)->total);
+  }
+}
+
+TEST(Offsets, FixedOffsetsAndGapsAreHonoured) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 50; ++round) {
+    Problem p = FromRecords(internal::GenerateRandomRecords(40, 100 + round, 30, 64));
+    for (Buffer& b : p.buffers) {
+      if (rng() % 5 == 0) b.alignment = 8;
+      if (b.last_task - b.first_task >= 4 && rng() % 3 == 0) {
+        const TaskIndex mid = b.first_task + 1;
+        b.gaps.push_back({mid, mid + 1, rng() % 2 == 0, 0, b.size / 2});
+      }
+    }
+    p.buffers[0].fixed_offset = 4096;
+    p.buffers[0].alignment = 1;
+    for (OffsetsStrategy s : {OffsetsStrategy::kGreedyBySize, OffsetsStrategy::kGreedyByBreadth,
+                              OffsetsStrategy::kArena, OffsetsStrategy::kBest,
+                              OffsetsStrategy::kNaive}) {
+      Result<OffsetsPlan> plan = PlanOffsets(p, s);
+      ASSERT_TRUE(plan.ok()) << Name(s) << ": " << plan.status().ToString();
+      EXPECT_EQ(plan->offsets[0], 4096u);
+    }
+    EXPECT_FALSE(PlanOffsets(p, OffsetsStrategy::kFromObjects).ok());
+  }
+}
+
+TEST(Offsets, GapsLetBuffersInterleave) {
+  // Tetris from MiniMalloc: fits in 3 bytes only by using the windows.
+  Problem p;
+  p.buffers = {{"a", 2, 0, 9}, {"b", 2, 0, 9}};
+  p.buffers[0].gaps = {{0, 4, true, 0, 1}};
+  p.buffers[1].gaps = {{5, 9, true, 1, 2}};
+  Result<OffsetsPlan> plan = PlanOffsets(p, OffsetsStrategy::kGreedyBySize);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->total, 3u);
+}
+
+TEST(Offsets, OverflowIsReportedNotWrapped) {
+  const std::uint64_t big = ~std::uint64_t{0} / 2 + 1;
+  std::vector<UsageRecord> r = {{big, 0, 1}, {big, 0, 1}};
+  for (OffsetsStrategy s : {OffsetsStrategy::kNaive, OffsetsStrategy::kGreedyBySize,
+                            OffsetsStrategy::kBest}) {
+    Result<OffsetsPlan> plan = PlanOffsets(r, s);
+    ASSERT_FALSE(plan.ok()) << Name(s);
+    EXPECT_EQ(plan.status().code(), StatusCode::kOutOfRange) << plan.status().ToString();
+  }
+}
+
+TEST(Offsets, RejectsBadArguments) {
+  PlanParams p;
+  p.alignment = 0;
+  EXPECT_EQ(PlanOffsets(std::vector<UsageRecord>{{1, 0, 0}}, OffsetsStrategy::kNaive, p).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_FALSE(PlanOffsets(std::vector<UsageRecord>{{1, 3, 1}}, OffsetsStrategy::kNaive).ok());
+  EXPECT_FALSE(ParseOffsetsStrategy("greedy").ok());
+  EXPECT_EQ(*ParseOffsetsStrategy("greedy_by_size"), OffsetsStrategy::kGreedyBySize);
+  for (OffsetsStrategy s : AllOffsetsStrategies()) EXPECT_EQ(*ParseOffsetsStrategy(Name(s)), s);
+  for (ObjectsStrategy s : AllObjectsStrategies()) EXPECT_EQ(*ParseObjectsStrategy(Name(s)), s);
+}
+
+TEST(Offsets, ObjectsToOffsetsAlignsObjects) {
+  ObjectsPlan objects;
+  objects.object_of = {1, 0};
+  objects.object_sizes = {10, 20};
+  Result<OffsetsPlan> plan = ObjectsToOffsets(objects, 16);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->offsets, (std::vector<std::uint64_t>{16, 0}));
+  EXPECT_EQ(plan->total, 36u);
+}
+
+}  // namespace
+}  // namespace tensormem

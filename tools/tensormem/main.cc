@@ -1,0 +1,20 @@
+// tensormem: plan tensor memory from the command line.
+#include <CLI/CLI.hpp>
+
+#include "cli_util.h"
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"tensormem: tensor memory planning (shared objects, arena offsets) and allocation"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "tensormem 0.1.0");
+  int exit_code = tensormem::cli::kExitOk;
+  tensormem::cli::AddPlanCommand(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : tensormem::cli::kExitBadInput;
+  }
+  return exit_code;
+}

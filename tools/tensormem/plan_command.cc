@@ -1,0 +1,181 @@
+// tensormem plan INPUT [--strategy NAME|all] [--objects] [--align N]
+//                      [--out PLAN.csv] [--json] [--svg MAP.svg]
+//
+// Plans offsets (default) or shared objects for a CSV/JSON problem and prints
+// one row per strategy: total, lower bound, ratio, milliseconds.
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "tensormem/tensormem.h"
+
+namespace tensormem::cli {
+namespace {
+
+struct PlanOptions {
+  std::string input;
+  std::string strategy = "best";
+  bool objects = false;
+  std::uint64_t align = 1;
+  std::string out;
+  bool json = false;
+  std::string svg;
+  double time_limit = 10.0;
+  bool reference = false;
+};
+
+struct Row {
+  std::string strategy;
+  std::uint64_t total = 0;
+  std::uint64_t lower_bound = 0;
+  double ms = 0;
+};
+
+Status WriteFile(const std::string& path, const std::function<Status(std::ostream&)>& write) {
+  std::ofstream f(path);
+  if (!f) return NotFound(path + ": cannot open for writing");
+  TM_RETURN_IF_ERROR(write(f));
+  f.close();
+  if (!f) return Internal(path + ": write failed");
+  return Status::Ok();
+}
+
+void Print(const PlanOptions& o, const Problem& problem, std::uint64_t lower_bound,
+           const std::vector<Row>& rows) {
+  if (o.json) {
+    nlohmann::json j = {{"input", o.input},
+                        {"mode", o.objects ? "objects" : "offsets"},
+                        {"buffers", problem.buffers.size()},
+                        {"lower_bound", lower_bound},
+                        {"alignment", o.align}};
+    nlohmann::json results = nlohmann::json::array();
+    for (const Row& r : rows)
+      results.push_back({{"strategy", r.strategy},
+                         {"total", r.total},
+                         {"lower_bound", r.lower_bound},
+                         {"ratio", Ratio(r.total, r.lower_bound)},
+                         {"ms", r.ms}});
+    j["results"] = results;
+    std::cout << j.dump(1) << '\n';
+    return;
+  }
+  std::cout << o.input << ": " << problem.buffers.size() << " buffers, "
+            << (o.objects ? "shared objects" : "offsets") << ", lower bound "
+            << WithThousands(lower_bound)
+            << (o.objects ? " (sum of positional maximums)" : " (peak live bytes)") << '\n';
+  Table t({"strategy", "total", "lower_bound", "ratio", "ms"});
+  for (const Row& r : rows)
+    t.AddRow({r.strategy, WithThousands(r.total), WithThousands(r.lower_bound),
+              FormatDouble(Ratio(r.total, r.lower_bound), 3), FormatDouble(r.ms, 2)});
+  std::cout << t.ToString();
+}
+
+int RunPlan(const PlanOptions& o) {
+  Result<Problem> loaded = LoadProblem(o.input);
+  if (!loaded.ok()) return ReportError(loaded.status());
+  const Problem& problem = *loaded;
+  PlanParams params;
+  params.alignment = o.align;
+  params.time_limit_seconds = o.time_limit;
+  params.reference = o.reference;
+  std::vector<Row> rows;
+
+  if (o.objects) {
+    std::vector<ObjectsStrategy> strategies;
+    if (o.strategy == "all") {
+      strategies.assign(AllObjectsStrategies().begin(), AllObjectsStrategies().end());
+    } else {
+      Result<ObjectsStrategy> s = ParseObjectsStrategy(o.strategy);
+      if (!s.ok()) return ReportError(s.status());
+      strategies.push_back(*s);
+    }
+    const std::vector<UsageRecord> records = ToRecords(problem);
+    std::optional<ObjectsPlan> best;
+    for (ObjectsStrategy s : strategies) {
+      Result<ObjectsPlan> plan = PlanObjects(records, s, params);
+      if (!plan.ok()) return ReportError(plan.status().WithContext(std::string(Name(s))));
+      rows.push_back({plan->strategy, TotalSize(*plan), plan->lower_bound, plan->seconds * 1e3});
+      if (!best || TotalSize(*plan) < TotalSize(*best)) best = std::move(*plan);
+    }
+    Print(o, problem, ObjectsLowerBound(records), rows);
+    if (!o.out.empty()) {
+      Status st = WriteFile(o.out, [&](std::ostream& f) { return WriteObjectsCsv(f, problem, *best); });
+      if (!st.ok()) return ReportError(st);
+    }
+    if (!o.svg.empty()) {
+      Result<OffsetsPlan> laid = ObjectsToOffsets(*best, 1);
+      if (!laid.ok()) return ReportError(laid.status());
+      SvgOptions so;
+      so.title = o.input + " — objects " + best->strategy + " laid back to back";
+      Status st = WriteFile(o.svg, [&](std::ostream& f) { return WriteSvg(f, problem, *laid, so); });
+      if (!st.ok()) return ReportError(st);
+    }
+    return kExitOk;
+  }
+
+  std::vector<OffsetsStrategy> strategies;
+  if (o.strategy == "all") {
+    strategies.assign(AllOffsetsStrategies().begin(), AllOffsetsStrategies().end());
+  } else {
+    Result<OffsetsStrategy> s = ParseOffsetsStrategy(o.strategy);
+    if (!s.ok()) return ReportError(s.status());
+    strategies.push_back(*s);
+  }
+  std::optional<OffsetsPlan> best;
+  for (OffsetsStrategy s : strategies) {
+    Result<OffsetsPlan> plan = PlanOffsets(problem, s, params);
+    if (!plan.ok()) return ReportError(plan.status().WithContext(std::string(Name(s))));
+    rows.push_back({plan->strategy, plan->total, plan->lower_bound, plan->seconds * 1e3});
+    if (!best || plan->total < best->total) best = std::move(*plan);
+  }
+  Print(o, problem, PeakLiveBytes(problem), rows);
+  if (!o.out.empty()) {
+    Status st = WriteFile(o.out, [&](std::ostream& f) { return WriteProblemCsv(f, problem, &*best); });
+    if (!st.ok()) return ReportError(st);
+  }
+  if (!o.svg.empty()) {
+    SvgOptions so;
+    so.title = o.input + " — " + best->strategy;
+    so.lower_bound = best->lower_bound;
+    Status st = WriteFile(o.svg, [&](std::ostream& f) { return WriteSvg(f, problem, *best, so); });
+    if (!st.ok()) return ReportError(st);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddPlanCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<PlanOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "plan", "Plan an arena (offsets) or shared objects for a problem file and report each "
+              "plan against its lower bound");
+  cmd->add_option("INPUT", o->input, "problem: MiniMalloc CSV or JSON ('-' = CSV on stdin)")
+      ->required();
+  cmd->add_option("--strategy,-s", o->strategy, "strategy name, or 'all'")->capture_default_str();
+  cmd->add_flag("--objects", o->objects, "plan shared objects instead of offsets");
+  cmd->add_option("--align", o->align, "offset alignment in bytes")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--out,-o", o->out,
+                  "write the plan: the input's CSV with an offset (or object) column; with "
+                  "'all', the smallest plan");
+  cmd->add_flag("--json", o->json, "print the results as JSON");
+  cmd->add_option("--svg", o->svg, "write a memory map (x = task, y = address)");
+  cmd->add_option("--time-limit", o->time_limit, "seconds for the exact strategy")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--reference", o->reference,
+                "use the faithful quadratic transcriptions of the peers' algorithms");
+  cmd->callback([o, exit_code] { *exit_code = RunPlan(*o); });
+}
+
+}  // namespace tensormem::cli
