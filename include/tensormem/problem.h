@@ -61,7 +61,8 @@ std::vector<Segment> Occupancy(const Buffer& buffer);
 
 // Checks the problem is well formed: first <= last, alignment >= 1, gaps
 // sorted, disjoint and inside the lifetime, windows inside the buffer, fixed
-// offsets aligned and not overflowing, ids unique. Names the buffer at fault.
+// offsets aligned and not overflowing. Names the buffer at fault. (Ids are
+// opaque to planning; the file readers reject duplicates.)
 Status CheckProblem(const Problem& problem);
 
 // The plain usage records (size, lifetime) of the buffers, gaps ignored.

@@ -20,9 +20,11 @@ std::vector<UsageRecord> GenerateNetworkRecords(std::size_t n, std::uint64_t see
     TaskIndex first = static_cast<TaskIndex>(t);
     TaskIndex last = std::min(last_task, first + 1);
     if (unit(rng) < skip_probability) last = std::min(last_task, first + skip(rng));
-    if (unit(rng) < 0.0005) last = last_task;  // state kept to the end
     records[t] = {size, first, last};
   }
+  // A few tensors (state, outputs kept for the caller) live to the end,
+  // as in real graphs: a handful, not a fraction of n.
+  for (int k = 0; k < 8 && n > 0; ++k) records[rng() % n].last_task = last_task;
   // A graph input alive from task 0 to the end.
   if (n > 0) records[0].last_task = last_task;
   return records;

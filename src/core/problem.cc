@@ -1,7 +1,6 @@
 #include "tensormem/problem.h"
 
-#include <string_view>
-#include <unordered_set>
+#include <string>
 
 #include "core/checked_math.h"
 
@@ -26,8 +25,6 @@ static std::string Where(std::size_t i, const Buffer& b) {
 }
 
 Status CheckProblem(const Problem& problem) {
-  std::unordered_set<std::string_view> ids;
-  ids.reserve(problem.buffers.size());
   for (std::size_t i = 0; i < problem.buffers.size(); ++i) {
     const Buffer& b = problem.buffers[i];
     if (b.first_task < 0) return InvalidArgument(Where(i, b) + ": negative first task");
@@ -63,8 +60,6 @@ Status CheckProblem(const Problem& problem) {
                                std::to_string(b.size) + " bytes");
       prev_last = g.last_task;
     }
-    if (!ids.insert(b.id).second)
-      return InvalidArgument(Where(i, b) + ": duplicate id '" + b.id + "'");
   }
   return Status::Ok();
 }

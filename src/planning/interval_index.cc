@@ -35,4 +35,18 @@ std::size_t IntervalIndex::UpperBoundFirst(TaskIndex t) const {
       std::upper_bound(sorted_first_.begin(), sorted_first_.end(), t) - sorted_first_.begin());
 }
 
+std::vector<TaskIndex> DistinctSorted(std::vector<TaskIndex> values) {
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  return values;
+}
+
+std::size_t RankOf(const std::vector<TaskIndex>& sorted, TaskIndex t) {
+  return static_cast<std::size_t>(std::lower_bound(sorted.begin(), sorted.end(), t) - sorted.begin());
+}
+
+std::size_t RankOfLastStartAtOrBefore(const std::vector<TaskIndex>& sorted, TaskIndex t) {
+  return static_cast<std::size_t>(std::upper_bound(sorted.begin(), sorted.end(), t) - sorted.begin()) - 1;
+}
+
 }  // namespace tensormem::planning

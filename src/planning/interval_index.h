@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -15,6 +16,10 @@
 #include "tensormem/types.h"
 
 namespace tensormem::planning {
+
+std::vector<TaskIndex> DistinctSorted(std::vector<TaskIndex> values);
+std::size_t RankOf(const std::vector<TaskIndex>& sorted, TaskIndex t);  // t must be present
+std::size_t RankOfLastStartAtOrBefore(const std::vector<TaskIndex>& sorted, TaskIndex t);
 
 class IntervalIndex {
  public:
@@ -62,6 +67,90 @@ class IntervalIndex {
   std::vector<std::size_t> rank_;        // tensor -> position in sorted_
   std::size_t leaves_ = 1;               // power of two >= n
   std::vector<TaskIndex> tree_;          // 1-based heap of maxima
+};
+
+// StabIndex: the set of placed tensors for best-fit placement, where every
+// tensor is inserted exactly once (so every list's final length is known up
+// front). Task coordinates are compressed to the distinct first tasks; a
+// tensor sits in the O(log n) canonical nodes of a segment tree over them and
+// in the bucket of its own first task. The tensors overlapping tensor j are
+// those containing j's first task (the lists on one leaf-to-root path) plus
+// those starting later within j's lifetime (the buckets in between):
+// O(log n + k) for k reported, plus one step per distinct start inside j's
+// lifetime. Lists live in one flat array (CSR) and carry a caller-chosen
+// payload, so a query touches little memory: at 10^5 tensors the cost is
+// cache misses, not instructions.
+template <typename Payload>
+class StabIndex {
+ public:
+  StabIndex(const std::vector<TaskIndex>& firsts, const std::vector<TaskIndex>& lasts)
+      : ranks_(firsts.size()) {
+    const std::vector<TaskIndex> starts = DistinctSorted(firsts);
+    const std::size_t num_starts = std::max<std::size_t>(starts.size(), 1);
+    while (leaves_ < num_starts) leaves_ *= 2;
+    std::vector<std::uint32_t> count(2 * leaves_ + num_starts + 1, 0);
+    for (std::size_t i = 0; i < firsts.size(); ++i) {
+      ranks_[i] = {static_cast<std::uint32_t>(RankOf(starts, firsts[i])),
+                   static_cast<std::uint32_t>(RankOfLastStartAtOrBefore(starts, lasts[i]))};
+      ForEachSlot(ranks_[i], [&](std::size_t slot) { ++count[slot]; });
+    }
+    // Slots 0 .. 2*leaves-1: tree nodes; then one bucket per start rank.
+    slots_.resize(count.size());
+    std::size_t total = 0;
+    for (std::size_t k = 0; k < count.size(); ++k) {
+      slots_[k] = {total, total};
+      total += count[k];
+    }
+    entries_.resize(total);
+  }
+
+  struct Ranks {
+    std::uint32_t lo, hi;  // rank of the first task; rank of the last start inside the lifetime
+  };
+  const Ranks& RanksOf(std::size_t tensor) const { return ranks_[tensor]; }
+
+  void Insert(std::size_t tensor, const Payload& payload) {
+    ForEachSlot(ranks_[tensor], [&](std::size_t slot) { entries_[slots_[slot].fill++] = payload; });
+  }
+
+  // Calls visit(payload) once for every inserted tensor whose lifetime
+  // overlaps a lifetime with ranks r (that of any tensor of the set).
+  template <typename Visit>
+  void ForEachOverlapping(Ranks r, Visit&& visit) const {
+    const Payload* entries = entries_.data();
+    const Slot* slots = slots_.data();
+    for (std::size_t node = leaves_ + r.lo; node >= 1; node /= 2) {
+      const Payload* end = entries + slots[node].fill;
+      for (const Payload* e = entries + slots[node].begin; e != end; ++e) visit(*e);
+    }
+    // Buckets of consecutive start ranks are adjacent in entries_.
+    for (std::size_t k = r.lo + 1; k <= r.hi; ++k) {
+      const Slot& slot = slots[2 * leaves_ + k];
+      for (const Payload* e = entries + slot.begin; e != entries + slot.fill; ++e) visit(*e);
+    }
+
+  }
+
+ private:
+  template <typename Fn>
+  void ForEachSlot(Ranks r, Fn&& fn) const {
+    fn(2 * leaves_ + r.lo);  // the bucket of its first task
+    std::size_t l = r.lo + leaves_, h = r.hi + leaves_ + 1;  // canonical nodes of [lo, hi]
+    while (l < h) {
+      if (l & 1) fn(l++);
+      if (h & 1) fn(--h);
+      l /= 2;
+      h /= 2;
+    }
+  }
+
+  std::vector<Ranks> ranks_;
+  std::size_t leaves_ = 1;
+  struct Slot {
+    std::size_t begin, fill;  // entries_[begin, fill) are in use
+  };
+  std::vector<Slot> slots_;
+  std::vector<Payload> entries_;
 };
 
 }  // namespace tensormem::planning

@@ -47,6 +47,40 @@ bool ChooseOffset(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& fo
   return CheckedAlignUp(cur, alignment, out);
 }
 
+// What a query needs of a placed buffer, stored in the index itself.
+struct Placed {
+  std::uint64_t offset, size;
+  std::uint32_t tensor;
+  bool has_gaps;
+};
+
+Segment WholeOf(const Buffer& b) { return {b.first_task, b.last_task, 0, b.size}; }
+
+// The offsets at which buffer j would share a byte with placed buffer i
+// during a task where both occupy memory, one interval per pair of
+// overlapping segments: j at x overlaps segment si iff
+// oi + si.lo - sj.hi < x < oi + si.hi - sj.lo.
+using Interval = std::pair<std::uint64_t, std::uint64_t>;
+
+void AddForbidden(const Problem& problem, const std::vector<std::vector<Segment>>& segments,
+                  const Placed& pi, std::size_t j, std::vector<Interval>* forbidden) {
+  const Buffer& bi = problem.buffers[pi.tensor];
+  const Buffer& bj = problem.buffers[j];
+  const Segment whole_i = WholeOf(bi), whole_j = WholeOf(bj);
+  std::span<const Segment> segs_i =
+      bi.gaps.empty() ? std::span<const Segment>(&whole_i, 1) : std::span<const Segment>(segments[pi.tensor]);
+  std::span<const Segment> segs_j =
+      bj.gaps.empty() ? std::span<const Segment>(&whole_j, 1) : std::span<const Segment>(segments[j]);
+  for (const Segment& si : segs_i)
+    for (const Segment& sj : segs_j) {
+      if (!LifetimesOverlap(si.first_task, si.last_task, sj.first_task, sj.last_task)) continue;
+      const std::uint64_t top = pi.offset + si.hi;  // no overflow: checked on placement
+      if (top <= sj.lo) continue;
+      const std::uint64_t low = pi.offset + si.lo + 1;
+      forbidden->emplace_back(low > sj.hi ? low - sj.hi : 0, top - sj.lo);
+    }
+}
+
 }  // namespace
 
 Result<OffsetsPlan> PlaceBestFit(const Problem& problem, std::span<const std::size_t> order,
@@ -62,52 +96,66 @@ Result<OffsetsPlan> PlaceBestFit(const Problem& problem, std::span<const std::si
     lasts[i] = b.last_task;
     if (!b.gaps.empty()) segments[i] = Occupancy(b);
   }
-  IntervalIndex placed(firsts, lasts);
-  auto place = [&](std::size_t i, std::uint64_t offset) -> Status {
+  StabIndex<Placed> placed(firsts, lasts);
+  for (std::size_t i = 0; i < n; ++i) {  // fixed offsets first, as given
     const Buffer& b = problem.buffers[i];
+    if (!b.fixed_offset) continue;
     std::uint64_t end;
-    if (!CheckedAdd(offset, b.size, &end)) return ArenaOverflow(b);
-    plan.offsets[i] = offset;
-    if (b.size > 0) {
-      plan.total = std::max(plan.total, end);
-      placed.Insert(i);
-    }
-    return Status::Ok();
-  };
-  for (std::size_t i = 0; i < n; ++i)
-    if (problem.buffers[i].fixed_offset) TM_RETURN_IF_ERROR(place(i, *problem.buffers[i].fixed_offset));
+    if (!CheckedAdd(*b.fixed_offset, b.size, &end)) return ArenaOverflow(b);
+    plan.offsets[i] = *b.fixed_offset;
+    if (b.size == 0) continue;
+    plan.total = std::max(plan.total, end);
+    placed.Insert(i, {*b.fixed_offset, b.size, static_cast<std::uint32_t>(i), !b.gaps.empty()});
+  }
 
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> forbidden;
+  // What the loop needs of each buffer, gathered in placement order so the
+  // hot loop reads memory sequentially.
+  struct Job {
+    std::uint64_t size, align;
+    StabIndex<Placed>::Ranks ranks;
+    std::uint32_t tensor;
+    bool plain;
+  };
+  std::vector<Job> jobs;
+  jobs.reserve(order.size());
   for (std::size_t j : order) {
     const Buffer& bj = problem.buffers[j];
-    if (bj.fixed_offset) continue;
-    if (bj.size == 0) continue;  // offset 0, occupies nothing
+    if (bj.fixed_offset || bj.size == 0) continue;  // placed already / occupies nothing
     std::uint64_t align;
     if (!internal::CheckedLcm(alignment, bj.alignment, &align)) return ArenaOverflow(bj);
-    const Segment whole_j{bj.first_task, bj.last_task, 0, bj.size};
-    std::span<const Segment> segs_j =
-        bj.gaps.empty() ? std::span<const Segment>(&whole_j, 1) : std::span<const Segment>(segments[j]);
+    jobs.push_back({bj.size, align, placed.RanksOf(j), static_cast<std::uint32_t>(j), bj.gaps.empty()});
+  }
+
+  std::vector<Interval> forbidden;
+  // Plain pairs (the common case) go to a buffer large enough for every
+  // placed buffer, written without capacity checks.
+  std::vector<Interval> plain_forbidden(jobs.size() + n);
+  for (const Job& job : jobs) {
+    const std::size_t j = job.tensor;
     forbidden.clear();
-    placed.ForEachOverlapping(bj.first_task, bj.last_task, [&](std::size_t i) {
-      const Buffer& bi = problem.buffers[i];
-      const std::uint64_t oi = plan.offsets[i];
-      const Segment whole_i{bi.first_task, bi.last_task, 0, bi.size};
-      std::span<const Segment> segs_i = bi.gaps.empty() ? std::span<const Segment>(&whole_i, 1)
-                                                         : std::span<const Segment>(segments[i]);
-      for (const Segment& si : segs_i)
-        for (const Segment& sj : segs_j) {
-          if (!LifetimesOverlap(si.first_task, si.last_task, sj.first_task, sj.last_task)) continue;
-          // j at x overlaps si iff oi + si.lo - sj.hi < x < oi + si.hi - sj.lo.
-          const std::uint64_t top = oi + si.hi;  // no overflow: checked on placement
-          if (top <= sj.lo) continue;
-          const std::uint64_t low = oi + si.lo + 1;
-          forbidden.emplace_back(low > sj.hi ? low - sj.hi : 0, top - sj.lo);
-        }
-    });
-    std::sort(forbidden.begin(), forbidden.end());
+    if (job.plain) {
+      Interval* out = plain_forbidden.data();
+      const std::uint64_t size = job.size;
+      placed.ForEachOverlapping(job.ranks, [&](const Placed& pi) {
+        if (pi.has_gaps) return AddForbidden(problem, segments, pi, j, &forbidden);
+        const std::uint64_t low = pi.offset + 1;
+        *out++ = {low > size ? low - size : 0, pi.offset + pi.size};
+      });
+      forbidden.insert(forbidden.end(), plain_forbidden.data(), out);
+    } else {
+      placed.ForEachOverlapping(job.ranks, [&](const Placed& pi) {
+        AddForbidden(problem, segments, pi, j, &forbidden);
+      });
+    }
+    std::sort(forbidden.begin(), forbidden.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
     std::uint64_t x;
-    if (!ChooseOffset(forbidden, align, &x)) return ArenaOverflow(bj);
-    TM_RETURN_IF_ERROR(place(j, x));
+    std::uint64_t end;
+    if (!ChooseOffset(forbidden, job.align, &x) || !CheckedAdd(x, job.size, &end))
+      return ArenaOverflow(problem.buffers[j]);
+    plan.offsets[j] = x;
+    plan.total = std::max(plan.total, end);
+    placed.Insert(j, {x, job.size, job.tensor, !job.plain});
   }
   return plan;
 }
