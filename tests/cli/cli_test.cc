@@ -1,0 +1,181 @@
+// The CLI contract: output formats, files written, exit codes (0 ok, 2 bad
+// input) and error messages naming file, line and field.
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include "tensormem/io.h"
+#include "tensormem/validator.h"
+#include "test_util.h"
+
+namespace tensormem {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+CliRun Cli(const std::string& args) {
+  const std::string cmd = testing::CliPath() + " " + args + " 2>&1";
+  CliRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (testing::CliPath().empty()) GTEST_SKIP() << "the CLI was not built";
+    dir_ = fs::temp_directory_path() /
+           ("tensormem_cli_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::string Write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+  fs::path dir_;
+};
+
+const char* kFive = "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\nb4,9,21,4\nb5,0,21,4\n";
+
+TEST_F(CliTest, PlanPrintsTotalBoundRatioAndWritesThePlan) {
+  const std::string in = Write("five.csv", kFive);
+  const std::string out = (dir_ / "plan.csv").string();
+  const std::string svg = (dir_ / "map.svg").string();
+  CliRun r = Cli("plan " + in + " --strategy greedy_by_size --out " + out + " --svg " + svg);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("greedy_by_size"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1.000"), std::string::npos) << r.out;
+  std::ifstream f(out);
+  Result<Problem> planned = ReadProblemCsv(f, out);
+  ASSERT_TRUE(planned.ok()) << planned.status().ToString();
+  EXPECT_EQ(planned->buffers[0].id, "b1");
+  OffsetsPlan plan;
+  std::uint64_t total = 0;
+  for (const Buffer& b : planned->buffers) {
+    plan.offsets.push_back(*b.fixed_offset);
+    total = std::max(total, *b.fixed_offset + b.size);
+  }
+  plan.total = total;
+  EXPECT_EQ(total, 12u);
+  EXPECT_TRUE(ValidateOffsetsPlan(*planned, plan).ok());
+  EXPECT_NE(testing::ReadFile(svg).find("</svg>"), std::string::npos);
+}
+
+TEST_F(CliTest, AllStrategiesAsJson) {
+  const std::string in = Write("five.csv", kFive);
+  CliRun r = Cli("plan " + in + " --strategy all --json --time-limit 1 2>/dev/null");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["buffers"], 5);
+  EXPECT_EQ(j["lower_bound"], 12);
+  ASSERT_GE(j["results"].size(), 6u);
+  for (const auto& row : j["results"]) {
+    EXPECT_GE(row["total"].get<std::uint64_t>(), 12u) << row;
+    EXPECT_TRUE(row.contains("ratio") && row.contains("ms") && row.contains("strategy"));
+  }
+}
+
+TEST_F(CliTest, BadInputExitsWithTwoAndNamesFileLineField) {
+  CliRun r = Cli("plan " + Write("bad.csv", "id,lower,upper,size\na,0,1,4\nb,0,1,x\n"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("bad.csv:3: field 'size': not a number: 'x'"), std::string::npos) << r.out;
+
+  r = Cli("plan " + Write("empty.csv", ""));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("empty file"), std::string::npos) << r.out;
+
+  r = Cli("plan " + Write("neg.csv", "id,lower,upper,size\na,0,1,-3\n"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("negative"), std::string::npos) << r.out;
+
+  r = Cli("plan " + Write("order.csv", "id,lower,upper,size\na,4,4,3\n"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("field 'upper'"), std::string::npos) << r.out;
+
+  r = Cli("plan " + Write("dup.csv", "id,lower,upper,size\na,0,1,3\na,0,2,3\n"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("duplicate id 'a'"), std::string::npos) << r.out;
+
+  r = Cli("plan " + Write("cols.csv", "id,lower,size\n"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("missing column"), std::string::npos) << r.out;
+
+  r = Cli("plan " + (dir_ / "missing.csv").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("cannot open"), std::string::npos) << r.out;
+
+  r = Cli("plan " + Write("five.csv", kFive) + " --strategy nonsense");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("unknown offsets strategy 'nonsense'"), std::string::npos) << r.out;
+
+  r = Cli("plan " + Write("five2.csv", kFive) + " --align 0");
+  EXPECT_EQ(r.code, 2) << r.out;
+}
+
+TEST_F(CliTest, SizesWhoseSumOverflowsAreReportedNotWrapped) {
+  const std::string in = Write("big.csv",
+                               "id,lower,upper,size\na,0,2,9223372036854775808\n"
+                               "b,0,2,9223372036854775808\nc,5,6,9223372036854775808\n");
+  CliRun r = Cli("plan " + in + " --strategy naive");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("overflows 64 bits"), std::string::npos) << r.out;
+  r = Cli("plan " + in + " --strategy greedy_by_size");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("overflows a 64-bit arena"), std::string::npos) << r.out;
+  // Huge but disjoint in time: plans fine.
+  const std::string ok = Write("big_ok.csv",
+                               "id,lower,upper,size\na,0,2,9223372036854775808\n"
+                               "b,2,4,9223372036854775808\n");
+  r = Cli("plan " + ok + " --strategy greedy_by_size");
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
+TEST_F(CliTest, ZeroByteTensorsTakeNoMemory) {
+  const std::string in = Write("zero.csv", "id,lower,upper,size\na,0,5,0\nb,1,3,16\nc,2,4,0\n");
+  CliRun r = Cli("plan " + in + " --strategy greedy_by_size --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["results"][0]["total"], 16);
+}
+
+TEST_F(CliTest, AMillionRecordsPlanInSeconds) {
+  // A deep chain with skip connections, written as CSV.
+  std::ostringstream csv;
+  csv << "id,lower,upper,size\n";
+  std::mt19937_64 rng(1);
+  for (int i = 0; i < 1000000; ++i)
+    csv << 't' << i << ',' << i << ',' << (i + 2 + static_cast<int>(rng() % 8)) << ','
+        << (64 + rng() % 100000) << '\n';
+  const std::string in = Write("million.csv", csv.str());
+  CliRun r = Cli("plan " + in + " --strategy greedy_by_size --json");
+  ASSERT_EQ(r.code, 0) << r.out.substr(0, 500);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["buffers"], 1000000);
+  EXPECT_LE(j["results"][0]["ratio"].get<double>(), 1.5);
+}
+
+}  // namespace
+}  // namespace tensormem
