@@ -204,6 +204,12 @@ Result<OffsetsPlan> PlanOffsets(const Problem& problem, OffsetsStrategy strategy
                                 const PlanParams& params) {
   if (params.alignment == 0) return InvalidArgument("alignment must be >= 1");
   TM_RETURN_IF_ERROR(CheckProblem(problem));
+  for (const Buffer& b : problem.buffers)
+    if (b.fixed_offset && *b.fixed_offset % params.alignment != 0)
+      return InvalidArgument("buffer '" + b.id + "' has fixed offset " +
+                             std::to_string(*b.fixed_offset) +
+                             ", which is not a multiple of the requested alignment " +
+                             std::to_string(params.alignment));
   const auto start = std::chrono::steady_clock::now();
   TM_ASSIGN_OR_RETURN(OffsetsPlan plan, DispatchOffsets(problem, strategy, params));
   plan.seconds = SecondsSince(start);

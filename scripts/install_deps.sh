@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages tensormem needs that are missing (as root).
+# Nothing is downloaded at build or run time beyond these packages.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build           # toolchain
+  libgtest-dev libbenchmark-dev               # tests, benchmarks
+  libcli11-dev nlohmann-json3-dev             # CLI, JSON
+  libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX import
+  libjemalloc-dev libmimalloc-dev             # allocator peers for trace replay
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "tensormem: installing ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "tensormem: run as root (or install those packages) first" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

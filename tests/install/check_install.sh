@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Installs the build into a temporary prefix and builds/runs examples/consumer
+# against it with find_package(tensormem): the exported package works.
+set -euo pipefail
+build=$1 source=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+cmake -S "$source/examples/consumer" -B "$work/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/consumer" >/dev/null
+"$work/consumer/plan_example"
