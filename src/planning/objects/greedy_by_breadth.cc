@@ -30,8 +30,8 @@ namespace tensormem::planning {
 namespace {
 
 constexpr TaskIndex kReferenceMaxTasks = 10'000'000;
-// Conflict tests before giving up (about 20 s).
-constexpr std::uint64_t kMaxConflictTests = 1'000'000'000;
+// Conflict tests before giving up (about 10 s).
+constexpr std::uint64_t kMaxConflictTests = 300'000'000;
 
 using Intervals = std::set<std::pair<TaskIndex, TaskIndex>>;  // disjoint, by first task
 
@@ -141,7 +141,7 @@ Result<ObjectsPlan> GreedyByBreadthObjects(std::span<const UsageRecord> records,
   TaskIndex max_task = 0;
   for (const UsageRecord& r : records) max_task = std::max(max_task, r.last_task);
   if (max_task >= kReferenceMaxTasks)
-    return InvalidArgument("greedy_by_breadth reference path materialises every task; " +
+    return ResourceExhausted("greedy_by_breadth reference path materialises every task; " +
                            std::to_string(max_task + 1) + " tasks exceed its limit of " +
                            std::to_string(kReferenceMaxTasks) + " (use the default path)");
   return Reference(records);

@@ -24,8 +24,10 @@
 // b), walked only into subtrees that hold a hit. The next tensor comes from
 // an ordered set; only the tensors of the lowest unplaced position compete,
 // so only they are kept there. Cost: O((n + changes + overlaps) log n) on
-// real networks; on inputs where most tensors overlap most others it is
-// quadratic and gives up with an error after kMaxWork steps (work_budget.h).
+// real networks. When a quarter of the tensors are live at once it would do
+// more work than the transcription, which then runs instead if its table
+// fits; otherwise, on inputs where most tensors overlap most others, it
+// gives up with an error after kMaxWork steps (work_budget.h).
 #include <algorithm>
 #include <limits>
 #include <set>
@@ -46,7 +48,7 @@ constexpr std::size_t kReferenceMaxRecords = 20'000;
 constexpr std::size_t kReferenceMaxDistances = 25'000'000;
 constexpr std::uint64_t kNone = std::numeric_limits<std::uint64_t>::max();
 // Default path: units of work (tensors visited by a query, placed tensors
-// walked, objects asked) before giving up, about 15 s.
+// walked, objects asked) before giving up, about 10 s.
 constexpr std::uint64_t kMaxWork = 400'000'000;
 
 // position = last rank whose positional maximum is >= size.
@@ -464,11 +466,23 @@ class FastGreedyBySize {
 Result<ObjectsPlan> GreedyBySizeObjects(std::span<const UsageRecord> records,
                                         const PlanParams& params) {
   TM_ASSIGN_OR_RETURN(std::vector<std::size_t> positions, Positions(records));
-  if (!params.reference) return FastGreedyBySize(records, positions).Run();
-  if (records.size() > kReferenceMaxRecords)
-    return InvalidArgument("greedy_by_size reference path is quadratic; " +
-                           std::to_string(records.size()) + " records exceed its limit of " +
-                           std::to_string(kReferenceMaxRecords) + " (use the default path)");
+  const std::size_t n = records.size();
+  if (!params.reference) {
+    // When a quarter of all tensors are live at once, the event-driven
+    // version does more work than the transcription's n^2 scans; run the
+    // transcription there if its table fits (same result either way).
+    const std::size_t most_live =
+        positions.empty() ? 0 : *std::max_element(positions.begin(), positions.end()) + 1;
+    if (4 * most_live >= n && n * most_live <= kReferenceMaxDistances) {
+      Result<ObjectsPlan> plan = Reference(records, positions);
+      if (plan.ok() || plan.status().code() != StatusCode::kResourceExhausted) return plan;
+    }
+    return FastGreedyBySize(records, positions).Run();
+  }
+  if (n > kReferenceMaxRecords)
+    return ResourceExhausted("greedy_by_size reference path is quadratic; " + std::to_string(n) +
+                             " records exceed its limit of " +
+                             std::to_string(kReferenceMaxRecords) + " (use the default path)");
   return Reference(records, positions);
 }
 

@@ -47,8 +47,8 @@ constexpr std::size_t kReferenceMaxRecords = 500;
 // Default path: inputs up to this size run the reference (it reproduces
 // TFLite's exact choices and takes under 0.1 s there).
 constexpr std::size_t kExactMaxRecords = 200;
-// Default path: edges relaxed by the searches before giving up (about 20 s).
-constexpr std::uint64_t kMaxRelaxed = 2'000'000'000;
+// Default path: edges relaxed by the searches before giving up (about 15 s).
+constexpr std::uint64_t kMaxRelaxed = 400'000'000;
 constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
 
 Int128 ReuseCost(std::uint64_t wanted, std::uint64_t available) {
@@ -394,7 +394,7 @@ Result<ObjectsPlan> MinCostFlowWindowed(std::span<const UsageRecord> records,
 
 Result<ObjectsPlan> MinCostFlowReference(std::span<const UsageRecord> records) {
   if (records.size() > kReferenceMaxRecords)
-    return InvalidArgument("min_cost_flow reference path is cubic; " +
+    return ResourceExhausted("min_cost_flow reference path is cubic; " +
                            std::to_string(records.size()) + " records exceed its limit of " +
                            std::to_string(kReferenceMaxRecords) + " (use the default path)");
   ReferenceSolver solver(records);

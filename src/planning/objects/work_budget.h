@@ -1,7 +1,7 @@
 // A deterministic cap on the work of the strategies whose cost grows with
 // how much the tensors overlap (quadratic in the worst case): on adversarial
 // inputs they return a clear error instead of running for minutes. The
-// limits are set so that a strategy gives up after roughly 10-30 seconds on
+// limits are set so that a strategy gives up after roughly 10-15 seconds on
 // a 2-core machine; real networks stay orders of magnitude below them.
 #pragma once
 
