@@ -123,14 +123,14 @@ TEST_P(EveryObjectsStrategy, MultiGiBSizes) {
 
 TEST_P(EveryObjectsStrategy, FastEqualsReference) {
   // min_cost_flow (and best and greedy_best, which may pick it) run the
-  // reference up to 200 records and a windowed solver above: compare them
+  // reference up to 100 records and a windowed solver above: compare them
   // there only. The others have their own fast path at every size.
   const bool small_only = GetParam() == ObjectsStrategy::kMinCostFlow ||
                           GetParam() == ObjectsStrategy::kBest;
   PlanParams ref;
   ref.reference = true;
   for (std::uint64_t seed = 1; seed <= 40; ++seed) {
-    const std::size_t n = small_only ? 20 + seed * 4 : 20 + seed * 11;
+    const std::size_t n = small_only ? 20 + seed * 2 : 20 + seed * 11;
     const auto records = Mixed(seed, n);
     Result<ObjectsPlan> a = PlanObjects(records, GetParam());
     Result<ObjectsPlan> b = PlanObjects(records, GetParam(), ref);

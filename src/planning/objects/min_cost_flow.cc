@@ -13,7 +13,7 @@
 // O(n^3) -- 1.5 s for 500 records); limited to kReferenceMaxRecords records.
 //
 // Default: up to kExactMaxRecords records, the reference itself (TFLite's
-// exact choices, under 0.1 s there). Above that, the same graph with each
+// exact choices, a few ms there). Above that, the same graph with each
 // tensor's candidates cut to a window (the 32 most recently released tensors
 // plus the 32 most recently released ones whose object is still unused),
 // solved exactly by incremental successive shortest paths: tensors are added
@@ -45,8 +45,8 @@ using internal::Int128;
 
 constexpr std::size_t kReferenceMaxRecords = 500;
 // Default path: inputs up to this size run the reference (it reproduces
-// TFLite's exact choices and takes under 0.1 s there).
-constexpr std::size_t kExactMaxRecords = 200;
+// TFLite's exact choices and takes at most a few ms there).
+constexpr std::size_t kExactMaxRecords = 100;
 // Default path: edges relaxed by the searches before giving up (about 15 s).
 constexpr std::uint64_t kMaxRelaxed = 400'000'000;
 constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
