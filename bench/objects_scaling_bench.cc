@@ -6,13 +6,24 @@
 // positional maximums), `objects` the number of objects. A size a strategy
 // cannot do is skipped with the reason.
 //
+// min_cost_flow's default path differs from the faithful solver above 100
+// records (a windowed flow graph); the `mcf_window_cost` benchmarks measure
+// what that costs in plan size: counters geomean/min/max of windowed total /
+// faithful total, over seeds of network-like records and over the MiniMalloc
+// benchmark instances in ../shared.
+//
 //   build/bench/objects_scaling_bench --benchmark_counters_tabular=true
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <map>
 #include <string>
 
 #include <benchmark/benchmark.h>
 
 #include "core/generators.h"
+#include "planning/objects/min_cost_flow.h"
+#include "tensormem/io.h"
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"
 
@@ -69,6 +80,65 @@ void PlanObjectsBench(benchmark::State& state, ObjectsStrategy strategy, bool re
   state.counters["ratio"] = Ratio(total, ObjectsLowerBound(records));
   state.counters["objects"] = static_cast<double>(objects);
 }
+
+// windowed / faithful plan totals of min_cost_flow over a set of inputs.
+void ReportWindowCost(benchmark::State& state, const std::vector<std::vector<UsageRecord>>& inputs) {
+  double log_sum = 0, lo = 1e300, hi = 0;
+  for (auto _ : state) {
+    log_sum = 0, lo = 1e300, hi = 0;
+    for (const auto& records : inputs) {
+      Result<ObjectsPlan> windowed = planning::MinCostFlowWindowed(records, {});
+      Result<ObjectsPlan> faithful = planning::MinCostFlowReference(records);
+      if (!windowed.ok() || !faithful.ok()) {
+        state.SkipWithError((windowed.ok() ? faithful : windowed).status().ToString().c_str());
+        return;
+      }
+      const double q = static_cast<double>(TotalSize(*windowed)) /
+                       static_cast<double>(std::max<std::uint64_t>(1, TotalSize(*faithful)));
+      log_sum += std::log(q);
+      lo = std::min(lo, q);
+      hi = std::max(hi, q);
+    }
+  }
+  state.counters["geomean"] = std::exp(log_sum / static_cast<double>(inputs.size()));
+  state.counters["min"] = lo;
+  state.counters["max"] = hi;
+  state.counters["inputs"] = static_cast<double>(inputs.size());
+}
+
+void McfWindowCostNetwork(benchmark::State& state) {
+  std::vector<std::vector<UsageRecord>> inputs;
+  for (std::uint64_t seed = 1; seed <= 12; ++seed)
+    inputs.push_back(internal::GenerateNetworkRecords(static_cast<std::size_t>(state.range(0)), seed));
+  ReportWindowCost(state, inputs);
+}
+
+void McfWindowCostMinimalloc(benchmark::State& state) {
+  const std::filesystem::path dir = std::filesystem::path(TENSORMEM_SHARED_DIR) / "benchmarks/minimalloc";
+  std::vector<std::vector<UsageRecord>> inputs;
+  if (std::filesystem::exists(dir))
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.path().extension() != ".csv") continue;
+      Result<Problem> problem = LoadProblem(entry.path().string());
+      if (!problem.ok()) continue;
+      std::vector<UsageRecord> records = ToRecords(*problem);
+      // The solvers take records in task order (PlanObjects sorts for them).
+      std::stable_sort(records.begin(), records.end(), [](const UsageRecord& a, const UsageRecord& b) {
+        return a.first_task < b.first_task;
+      });
+      if (records.size() > 100) inputs.push_back(std::move(records));  // windowed above 100
+    }
+  if (inputs.empty()) {
+    state.SkipWithError(("no MiniMalloc instances under " + dir.string()).c_str());
+    return;
+  }
+  ReportWindowCost(state, inputs);
+}
+
+BENCHMARK(McfWindowCostNetwork)->Name("mcf_window_cost/network")->Arg(300)->Arg(500)
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(McfWindowCostMinimalloc)->Name("mcf_window_cost/minimalloc")
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
 
 const bool registered = [] {
   for (bool reference : {false, true})

@@ -225,6 +225,8 @@ Result<ObjectsPlan> PlanObjects(std::span<const UsageRecord> records, ObjectsStr
 Result<ExtentObjectsPlan> PlanObjects(std::span<const ExtentRecord> records,
                                       ObjectsStrategy strategy, const PlanParams& params) {
   TM_RETURN_IF_ERROR(CheckRecords(records));
+  if (params.reallocation_graph != nullptr)
+    return InvalidArgument("a reallocation graph applies to greedy_in_order on 1-D sizes only");
   for (std::size_t i = 0; i < records.size(); ++i)
     if (records[i].size.rank != records[0].size.rank || records[i].size.rank < 1)
       return InvalidArgument("tensor " + std::to_string(i) + ": extent " +

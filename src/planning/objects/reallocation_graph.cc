@@ -5,7 +5,8 @@
 // runs after everything that reads root's output, in every order. Edges are
 // symmetric, each list sorted; tasks without children get none.
 //
-// Reachability is a bitset per task (O(n^2 / 64) words), filled in reverse
+// Reachability is a bitset per task (O(n^2 / 64) words: 12.5 MB for 10,000
+// tasks; the graph itself can have O(n^2) edges), filled in reverse
 // topological order (Kahn) in O(E x n / 64); a graph with a cycle falls back
 // to one breadth-first search per task. Entries outside [0, n) and self
 // loops are ignored.
