@@ -9,6 +9,8 @@ namespace tensormem::internal {
 
 // 128-bit accumulator for sums of 64-bit sizes (a GCC/Clang extension).
 __extension__ typedef unsigned __int128 Uint128;
+// Signed 128-bit, for costs and keys that mix sizes with differences.
+__extension__ typedef __int128 Int128;
 
 inline constexpr std::uint64_t kMaxU64 = std::numeric_limits<std::uint64_t>::max();
 

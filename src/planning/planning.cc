@@ -80,6 +80,41 @@ Result<Plan> InTaskOrder(std::span<const Record> records, Fn&& fn) {
   return plan;
 }
 
+// Checks a reallocation graph against the records and renumbers it into the
+// (stable) task order InTaskOrder gives the strategies, each list sorted.
+Result<ReallocationGraph> GraphInTaskOrder(std::span<const UsageRecord> records,
+                                           const ReallocationGraph& graph,
+                                           ObjectsStrategy strategy) {
+  if (strategy != ObjectsStrategy::kGreedyInOrder)
+    return InvalidArgument("a reallocation graph applies to greedy_in_order only, not " +
+                           std::string(Name(strategy)));
+  const std::size_t n = records.size();
+  if (graph.size() != n)
+    return InvalidArgument("the reallocation graph has " + std::to_string(graph.size()) +
+                           " vertices for " + std::to_string(n) + " tensors");
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return records[a].first_task < records[b].first_task;
+  });
+  std::vector<std::size_t> position(n);
+  for (std::size_t k = 0; k < n; ++k) position[order[k]] = k;
+  ReallocationGraph result(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<std::size_t>& adjacent = result[position[i]];
+    for (std::size_t v : graph[i]) {
+      if (v >= n)
+        return InvalidArgument("reallocation graph: tensor " + std::to_string(i) +
+                               " lists neighbour " + std::to_string(v) + " but there are only " +
+                               std::to_string(n) + " tensors");
+      adjacent.push_back(position[v]);
+    }
+    std::sort(adjacent.begin(), adjacent.end());
+    adjacent.erase(std::unique(adjacent.begin(), adjacent.end()), adjacent.end());
+  }
+  return result;
+}
+
 Result<ObjectsPlan> DispatchObjects(std::span<const UsageRecord> r, ObjectsStrategy s,
                                     const PlanParams& p) {
   using namespace planning;
@@ -166,9 +201,17 @@ Result<ObjectsPlan> PlanObjects(std::span<const UsageRecord> records, ObjectsStr
                                 const PlanParams& params) {
   TM_RETURN_IF_ERROR(CheckRecords(records));
   const auto start = std::chrono::steady_clock::now();
+  // The strategies see records in task order: renumber the graph to match.
+  PlanParams task_order_params = params;
+  ReallocationGraph task_order_graph;
+  if (params.reallocation_graph != nullptr) {
+    TM_ASSIGN_OR_RETURN(task_order_graph,
+                        GraphInTaskOrder(records, *params.reallocation_graph, strategy));
+    task_order_params.reallocation_graph = &task_order_graph;
+  }
   TM_ASSIGN_OR_RETURN(ObjectsPlan plan,
                       InTaskOrder<ObjectsPlan>(records, [&](std::span<const UsageRecord> r) {
-                        return DispatchObjects(r, strategy, params);
+                        return DispatchObjects(r, strategy, task_order_params);
                       }));
   plan.seconds = SecondsSince(start);
   if (plan.strategy.empty()) plan.strategy = std::string(Name(strategy));
@@ -182,6 +225,8 @@ Result<ObjectsPlan> PlanObjects(std::span<const UsageRecord> records, ObjectsStr
 Result<ExtentObjectsPlan> PlanObjects(std::span<const ExtentRecord> records,
                                       ObjectsStrategy strategy, const PlanParams& params) {
   TM_RETURN_IF_ERROR(CheckRecords(records));
+  if (params.reallocation_graph != nullptr)
+    return InvalidArgument("a reallocation graph applies to greedy_in_order on 1-D sizes only");
   for (std::size_t i = 0; i < records.size(); ++i)
     if (records[i].size.rank != records[0].size.rank || records[i].size.rank < 1)
       return InvalidArgument("tensor " + std::to_string(i) + ": extent " +

@@ -1,0 +1,65 @@
+// best (objects), ours: run every fast strategy and keep the cheapest plan
+// (ties: the earlier in the list below); plan.strategy names the winner,
+// e.g. "best(greedy_by_size)". greedy_best is not run on its own: it is the
+// better of two candidates already in the list.
+//
+// So that best stays usable on large inputs, candidates predicted to be slow
+// are skipped: min_cost_flow above kMinCostFlowMaxRecords records (it takes
+// seconds there and is rarely the cheapest), and greedy_by_size and
+// greedy_by_breadth when records x (most tensors live at once) exceeds
+// kMaxDensityWork (inputs where most tensors overlap most others, on which
+// they are quadratic). A candidate that gives up on its work budget
+// (ResourceExhausted) is skipped too; every other error is returned.
+#include <optional>
+#include <string>
+
+#include "core/checked_math.h"
+#include "planning/objects/objects_strategies.h"
+#include "tensormem/lower_bounds.h"
+
+namespace tensormem::planning {
+namespace {
+
+constexpr std::size_t kMinCostFlowMaxRecords = 20'000;
+constexpr std::uint64_t kMaxDensityWork = 200'000'000;
+
+}  // namespace
+
+Result<ObjectsPlan> BestObjects(std::span<const UsageRecord> records, const PlanParams& params) {
+  using Fn = Result<ObjectsPlan> (*)(std::span<const UsageRecord>, const PlanParams&);
+  struct Candidate {
+    Fn fn;
+    ObjectsStrategy strategy;
+    bool run;
+  };
+  const std::uint64_t density_work = internal::SaturatingMul(
+      records.size(), PositionalMaximums(records).size());
+  const bool dense = density_work > kMaxDensityWork;
+  const Candidate candidates[] = {
+      {GreedyBySizeObjects, ObjectsStrategy::kGreedyBySize, !dense},
+      {GreedyByBreadthObjects, ObjectsStrategy::kGreedyByBreadth, !dense},
+      {MinCostFlowObjects, ObjectsStrategy::kMinCostFlow, records.size() <= kMinCostFlowMaxRecords},
+      {GreedyInOrderObjects, ObjectsStrategy::kGreedyInOrder, true},
+      {EqualityObjects, ObjectsStrategy::kEquality, true},
+      {NaiveObjects, ObjectsStrategy::kNaive, true},
+  };
+  std::optional<ObjectsPlan> best;
+  std::uint64_t best_total = 0;
+  std::string winner;
+  for (const Candidate& c : candidates) {
+    if (!c.run) continue;
+    Result<ObjectsPlan> plan = c.fn(records, params);
+    if (!plan.ok() && plan.status().code() == StatusCode::kResourceExhausted) continue;
+    if (!plan.ok()) return plan.status();
+    const std::uint64_t total = TotalSize(*plan);
+    if (!best || total < best_total) {
+      best = std::move(*plan);
+      best_total = total;
+      winner = std::string(Name(c.strategy));
+    }
+  }
+  best->strategy = "best(" + winner + ")";
+  return std::move(*best);
+}
+
+}  // namespace tensormem::planning
