@@ -1,0 +1,48 @@
+// LimitingAdaptor: the requested bytes in use may not exceed the limit; the
+// check and the count happen under one mutex so concurrent callers cannot
+// overshoot together. A refused request never reaches the resource below.
+#include "tensormem/allocators/adaptors.h"
+
+namespace tensormem {
+
+Result<void*> LimitingAdaptor::DoAllocate(std::uint64_t bytes, std::uint64_t alignment) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (bytes > limit_ || in_use_ > limit_ - bytes) {
+      ++failed_;
+      return ResourceExhausted("limiting: " + std::to_string(bytes) + " bytes more would exceed "
+                               "the limit of " + std::to_string(limit_) + " bytes (" +
+                               std::to_string(in_use_) + " in use)");
+    }
+    in_use_ += bytes;  // held while the resource below works
+  }
+  Result<void*> p = upstream_.Allocate(bytes, alignment);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!p.ok()) {
+    in_use_ -= bytes;
+    ++failed_;
+    return p;
+  }
+  sizes_.emplace(*p, bytes);
+  return p;
+}
+
+Status LimitingAdaptor::DoDeallocate(void* pointer) {
+  TM_RETURN_IF_ERROR(upstream_.Deallocate(pointer));
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = sizes_.find(pointer);
+  if (it == sizes_.end()) return Status::Ok();  // allocated below before this adaptor
+  in_use_ -= it->second;
+  sizes_.erase(it);
+  return Status::Ok();
+}
+
+AllocatorStats LimitingAdaptor::DoGetStats() const {
+  AllocatorStats st = upstream_.GetStats();
+  std::lock_guard<std::mutex> lock(mutex_);
+  st.bytes_limit = st.bytes_limit ? std::min(*st.bytes_limit, limit_) : limit_;
+  st.num_failed_allocs += failed_;
+  return st;
+}
+
+}  // namespace tensormem
