@@ -6,18 +6,23 @@
 // every chunk start, so a pointer finds its chunk in O(1) once its region is
 // known (binary search over the regions, which are few). A bin is an ordered
 // set of (size, address) keys of its free chunks; its nodes come from a
-// pool, since the allocator holds its mutex for every set operation anyway.
+// free list of fixed-size nodes, since the allocator holds its mutex for
+// every set operation anyway.
 #include "tensormem/allocators/bfc_allocator.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
-#include <cstdlib>
 #include <bit>
 #include <cassert>
-#include <memory_resource>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <ostream>
 #include <set>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "core/checked_math.h"
@@ -51,31 +56,123 @@ struct FreeKeyLess {
     return a.size != b.size ? a.size < b.size : a.address < b.address;
   }
 };
-using FreeSet = std::pmr::set<FreeKey, FreeKeyLess>;
 
 // One entry per 256 bytes of a region: 0 off chunk starts, handle + 1 at
-// them. Zero means "none" so the table can come from calloc: the kernel
-// hands out zero pages lazily, and only the pages where chunks start are
-// ever touched (a 32 GiB region needs a 512 MiB table, mostly never paged).
+// them. Zero means "none" so the table can come from anonymous mmap: the
+// kernel hands out zero pages lazily, and only the pages where chunks start
+// are ever touched (a 32 GiB region needs a 512 MiB table, mostly never
+// paged in). Small tables come from calloc.
 class HandleTable {
  public:
-  explicit HandleTable(std::size_t entries)
-      : entries_(static_cast<std::uint32_t*>(std::calloc(entries == 0 ? 1 : entries, sizeof(std::uint32_t)))) {}
+  HandleTable() = default;
+  explicit HandleTable(std::size_t entries) : bytes_(std::max<std::size_t>(entries, 1) * sizeof(std::uint32_t)) {
+    if (bytes_ >= kMmapBytes) {
+      void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      entries_ = p == MAP_FAILED ? nullptr : static_cast<std::uint32_t*>(p);
+    } else {
+      entries_ = static_cast<std::uint32_t*>(std::calloc(bytes_, 1));
+    }
+  }
+  HandleTable(HandleTable&& o) noexcept : entries_(std::exchange(o.entries_, nullptr)), bytes_(o.bytes_) {}
+  HandleTable& operator=(HandleTable&& o) noexcept {
+    std::swap(entries_, o.entries_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  ~HandleTable() {
+    if (entries_ == nullptr) return;
+    if (bytes_ >= kMmapBytes)
+      munmap(entries_, bytes_);
+    else
+      std::free(entries_);
+  }
   bool ok() const { return entries_ != nullptr; }
-  ChunkHandle Get(std::size_t i) const { return entries_.get()[i] - 1; }  // 0 - 1 = kInvalidChunk
-  void Set(std::size_t i, ChunkHandle h) { entries_.get()[i] = h + 1; }   // kInvalidChunk + 1 = 0
+  // Keeps the entries, adds zeroed ones (coalesce_regions extends regions).
+  // Capacity at least doubles, so a region extended step by step remaps
+  // its table only a logarithmic number of times.
+  bool Grow(std::size_t entries) {
+    const std::size_t bytes = entries * sizeof(std::uint32_t);
+    if (bytes <= bytes_) return true;
+    const std::size_t target = std::max(bytes, 2 * bytes_);
+    if (bytes_ >= kMmapBytes) {
+      void* p = mremap(entries_, bytes_, target, MREMAP_MAYMOVE);
+      if (p == MAP_FAILED) return false;
+      entries_ = static_cast<std::uint32_t*>(p);
+      bytes_ = target;
+      return true;
+    }
+    HandleTable bigger(target / sizeof(std::uint32_t));
+    if (!bigger.ok()) return false;
+    std::memcpy(bigger.entries_, entries_, bytes_);
+    *this = std::move(bigger);
+    return true;
+  }
+  ChunkHandle Get(std::size_t i) const { return entries_[i] - 1; }  // 0 - 1 = kInvalidChunk
+  void Set(std::size_t i, ChunkHandle h) { entries_[i] = h + 1; }   // kInvalidChunk + 1 = 0
 
  private:
-  struct Free {
-    void operator()(std::uint32_t* p) const { std::free(p); }
-  };
-  std::unique_ptr<std::uint32_t, Free> entries_;
+  static constexpr std::size_t kMmapBytes = 64 << 10;
+  std::uint32_t* entries_ = nullptr;
+  std::size_t bytes_ = 0;
 };
+
+// Fixed-size nodes for the bins' sets from a free list (the allocator's
+// mutex already serialises every set operation).
+class NodeArena {
+ public:
+  NodeArena() = default;
+  NodeArena(const NodeArena&) = delete;
+  NodeArena& operator=(const NodeArena&) = delete;
+  void* Get(std::size_t bytes) {
+    if (node_bytes_ == 0) node_bytes_ = std::max(bytes, sizeof(void*));
+    if (bytes != node_bytes_) return ::operator new(bytes);  // not a set node (never happens in practice)
+    if (free_ == nullptr) Grow();
+    void* p = free_;
+    free_ = *static_cast<void**>(free_);
+    return p;
+  }
+  void Put(void* p, std::size_t bytes) {
+    if (bytes != node_bytes_) {
+      ::operator delete(p);
+      return;
+    }
+    *static_cast<void**>(p) = free_;
+    free_ = p;
+  }
+
+ private:
+  void Grow() {
+    const std::size_t n = 512;
+    blocks_.push_back(std::make_unique<std::max_align_t[]>((n * node_bytes_ + sizeof(std::max_align_t) - 1) /
+                                                           sizeof(std::max_align_t)));
+    char* base = reinterpret_cast<char*>(blocks_.back().get());
+    for (std::size_t i = 0; i < n; ++i) Put(base + i * node_bytes_, node_bytes_);
+  }
+  std::size_t node_bytes_ = 0;
+  void* free_ = nullptr;
+  std::vector<std::unique_ptr<std::max_align_t[]>> blocks_;
+};
+
+template <typename T>
+struct NodeAllocator {
+  using value_type = T;
+  NodeArena* arena;
+  explicit NodeAllocator(NodeArena* a) : arena(a) {}
+  template <typename U>
+  NodeAllocator(const NodeAllocator<U>& o) : arena(o.arena) {}  // NOLINT: rebinding
+  T* allocate(std::size_t n) { return static_cast<T*>(arena->Get(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t n) { arena->Put(p, n * sizeof(T)); }
+  template <typename U>
+  bool operator==(const NodeAllocator<U>& o) const { return arena == o.arena; }
+};
+
+using FreeSet = std::set<FreeKey, FreeKeyLess, NodeAllocator<FreeKey>>;
 
 struct Region {
   char* ptr = nullptr;
   std::uint64_t bytes = 0;
-  HandleTable handles{0};
+  HandleTable handles;
+  ChunkHandle last = kInvalidChunk;  // the chunk at the region's end
 
   char* end() const { return ptr + bytes; }
   std::size_t IndexFor(const void* p) const {
@@ -93,7 +190,7 @@ struct BfcAllocator::State {
 
   std::vector<Chunk> chunks;
   std::vector<ChunkHandle> free_handles;
-  std::pmr::unsynchronized_pool_resource node_pool;
+  NodeArena node_arena;
   std::vector<FreeSet> bins;
   std::vector<Region> regions;  // sorted by address
 
@@ -104,7 +201,7 @@ struct BfcAllocator::State {
 
   State(Backend& b, const BfcParams& p) : backend(b), params(p) {
     bins.reserve(kNumBins);
-    for (int i = 0; i < kNumBins; ++i) bins.emplace_back(&node_pool);
+    for (int i = 0; i < kNumBins; ++i) bins.emplace_back(NodeAllocator<FreeKey>(&node_arena));
     switch (params.growth) {
       case BfcGrowth::kDoubling:
       case BfcGrowth::kOnDemand:
@@ -180,7 +277,10 @@ struct BfcAllocator::State {
     c.size = bytes;
     n.prev = h;
     n.next = c.next;
-    if (c.next != kInvalidChunk) C(c.next).prev = nh;
+    if (c.next != kInvalidChunk)
+      C(c.next).prev = nh;
+    else
+      RegionFor(n.ptr)->last = nh;
     c.next = nh;
     SetHandle(n.ptr, nh);
     InsertFree(nh);
@@ -192,7 +292,10 @@ struct BfcAllocator::State {
     Chunk& c2 = C(h2);
     assert(!c1.in_use && !c2.in_use && c1.next == h2);
     c1.next = c2.next;
-    if (c2.next != kInvalidChunk) C(c2.next).prev = h1;
+    if (c2.next != kInvalidChunk)
+      C(c2.next).prev = h1;
+    else
+      RegionFor(c1.ptr)->last = h1;
     c1.size += c2.size;
     DeleteChunk(h2);
   }
@@ -213,6 +316,8 @@ struct BfcAllocator::State {
     }
     return result;
   }
+
+  bool Coalescing() const { return params.coalesce_regions && backend.contiguous(); }
 
   std::uint64_t SplitThreshold() const {
     return std::max(params.max_internal_fragmentation_bytes, kMinSize);
@@ -276,17 +381,31 @@ struct BfcAllocator::State {
   }
 
   // Reserves a new region big enough for `rounded` bytes at `alignment`.
+  // The free chunk at the end of the top region when the backend's next
+  // region would start right after it (then a coalescing extension needs
+  // only the rest of the request).
+  std::uint64_t FreeTailBeforeNextRegion(std::uint64_t alignment) const {
+    if (!Coalescing() || alignment > kMinSize || regions.empty()) return 0;
+    const Region& top = regions.back();
+    if (backend.next_address() != top.end()) return 0;
+    const Chunk& last = C(top.last);
+    return last.in_use ? 0 : last.size;
+  }
+
   bool Extend(std::uint64_t alignment, std::uint64_t rounded) {
     const std::uint64_t available = RoundDown(params.memory_limit - total_region_bytes);
     // An aligned request may need the region start aligned; asking the
     // backend for that alignment keeps `rounded` enough.
     const std::uint64_t region_alignment = std::max(alignment, kMinSize);
-    if (rounded > available) return false;
     std::uint64_t bytes = 0;
+    std::uint64_t needed = rounded;  // the least region that serves the request
     bool increased = false;
     if (params.growth == BfcGrowth::kOnDemand) {
-      bytes = std::min(std::max(rounded, curr_region_bytes), available);
+      needed = rounded - std::min(rounded, FreeTailBeforeNextRegion(alignment));
+      if (needed > available) return false;
+      bytes = std::min(std::max(needed, curr_region_bytes), available);
     } else {
+      if (rounded > available) return false;
       while (rounded > curr_region_bytes) {
         curr_region_bytes = internal::SaturatingMul(curr_region_bytes, 2);
         increased = true;
@@ -300,34 +419,56 @@ struct BfcAllocator::State {
       // refuses; here every time.)
       while (!mem.ok()) {
         bytes = RoundedBytes(static_cast<std::uint64_t>(static_cast<double>(bytes) * 0.9));
-        if (bytes < rounded) break;
+        if (bytes < needed || bytes == 0) break;
         mem = backend.Reserve(bytes, region_alignment);
       }
     }
     if (!mem.ok()) return false;
-    Region region;
-    region.ptr = static_cast<char*>(*mem);
-    region.bytes = bytes;
-    region.handles = HandleTable(bytes >> kMinBits);
-    if (!region.handles.ok()) {  // no host memory for the table: give the region back
-      (void)backend.Release(*mem, bytes);
-      return false;
+    char* const base = static_cast<char*>(*mem);
+
+    // TensorFlow's coalesce_regions: memory that starts where a region ends
+    // extends that region, and its chunk joins the region's chunk list.
+    Region* extended = nullptr;
+    if (Coalescing()) {
+      auto next = std::upper_bound(regions.begin(), regions.end(), base,
+                                   [](const char* p, const Region& r) { return p < r.ptr; });
+      if (next != regions.begin() && std::prev(next)->end() == base) extended = &*std::prev(next);
+    }
+    if (extended != nullptr) {
+      if (!extended->handles.Grow((extended->bytes + bytes) >> kMinBits)) {
+        (void)backend.Release(base, bytes);
+        return false;
+      }
+      extended->bytes += bytes;
+    } else {
+      Region region;
+      region.ptr = base;
+      region.bytes = bytes;
+      region.handles = HandleTable(bytes >> kMinBits);
+      if (!region.handles.ok()) {  // no host memory for the table: give the region back
+        (void)backend.Release(base, bytes);
+        return false;
+      }
+      auto at = std::upper_bound(regions.begin(), regions.end(), base,
+                                 [](const char* p, const Region& r) { return p < r.ptr; });
+      extended = &*regions.insert(at, std::move(region));
+      extended->last = kInvalidChunk;
     }
     if (params.growth == BfcGrowth::kDoubling && !increased)
       curr_region_bytes = internal::SaturatingMul(curr_region_bytes, 2);
     total_region_bytes += bytes;
     stats.bytes_reserved = total_region_bytes;
     stats.peak_bytes_reserved = std::max(stats.peak_bytes_reserved, stats.bytes_reserved);
-    auto at = std::upper_bound(regions.begin(), regions.end(), region.ptr,
-                               [](const char* p, const Region& r) { return p < r.ptr; });
-    regions.insert(at, std::move(region));
 
     const ChunkHandle h = NewChunk();
     Chunk& c = C(h);
-    c.ptr = static_cast<char*>(*mem);
+    c.ptr = base;
     c.size = bytes;
+    c.prev = extended->last;
+    if (extended->last != kInvalidChunk) C(extended->last).next = h;
+    extended->last = h;
     SetHandle(c.ptr, h);
-    InsertFree(h);
+    InsertFree(TryToCoalesce(h));
     return true;
   }
 
@@ -382,6 +523,15 @@ struct BfcAllocator::State {
   std::string Report(std::size_t max_chunks) const;
   void ChunkMap(std::ostream& out, std::size_t max_chunks) const;
 };
+
+BfcParams CompactBfcParams() {
+  BfcParams p;
+  p.growth = BfcGrowth::kOnDemand;
+  p.initial_region_bytes = std::uint64_t{2} << 20;
+  p.coalesce_regions = true;
+  p.max_internal_fragmentation_bytes = 0;
+  return p;
+}
 
 int BfcAllocator::BinForSize(std::uint64_t bytes) {
   const std::uint64_t v = std::max(bytes, kMinSize) >> kMinBits;

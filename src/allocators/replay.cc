@@ -32,6 +32,10 @@ struct Pass {
   std::optional<double> fragmentation;
 };
 
+std::string Where(const Trace& trace, const TraceEvent& e) {
+  return "replaying " + trace.source + ":" + std::to_string(e.line);
+}
+
 // Replays every event; `sample` (after each allocation) returns the bytes
 // reserved, or is a no-op when not sampling; `after` runs once after the
 // timed part, before the never-freed blocks are freed.
@@ -44,11 +48,11 @@ Result<Pass> Loop(const Trace& trace, Alloc&& alloc, Free&& free_fn, Sample&& sa
     const TraceEvent& e = trace.events[i];
     if (e.action == TraceAction::kAllocate) {
       void* p = nullptr;
-      TM_RETURN_IF_ERROR(alloc(e.size, &p).WithContext(trace.source + ":" + std::to_string(e.line)));
+      if (Status st = alloc(e.size, &p); !st.ok()) return st.WithContext(Where(trace, e));
       slots[i] = p;
       pass.peak_reserved = std::max(pass.peak_reserved, sample());
     } else {
-      TM_RETURN_IF_ERROR(free_fn(slots[e.partner]).WithContext(trace.source + ":" + std::to_string(e.line)));
+      if (Status st = free_fn(slots[e.partner]); !st.ok()) return st.WithContext(Where(trace, e));
       slots[e.partner] = nullptr;
     }
   }
@@ -114,12 +118,31 @@ Result<Pass> PeerPass(const Trace& trace, const replay::MallocPeer& peer, std::u
       nothing);
 }
 
-std::unique_ptr<MemoryResource> MakeOurs(ReplayAllocator which, const ReplayParams& params) {
+// One of our allocators with the backend it owns.
+struct Ours {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<MemoryResource> resource;
+};
+
+Ours MakeOurs(ReplayAllocator which, const ReplayParams& params) {
+  Ours o;
   switch (which) {
-    case ReplayAllocator::kBfc: return std::make_unique<BfcAllocator>(HostBackend(), params.bfc);
-    case ReplayAllocator::kPool: return std::make_unique<BufferPool>(HostBackend(), params.pool);
-    default: return std::make_unique<SystemAllocator>(params.system);
+    case ReplayAllocator::kBfc:
+      if (params.bfc_virtual_memory) {
+        o.backend = std::make_unique<VirtualMemoryBackend>();
+        o.resource = std::make_unique<BfcAllocator>(*o.backend, params.bfc);
+      } else {
+        o.resource = std::make_unique<BfcAllocator>(HostBackend(), params.bfc);
+      }
+      break;
+    case ReplayAllocator::kPool:
+      o.resource = std::make_unique<BufferPool>(HostBackend(), params.pool);
+      break;
+    default:
+      o.resource = std::make_unique<SystemAllocator>(params.system);
+      break;
   }
+  return o;
 }
 
 // One pass in this process: ours on a fresh instance; a peer sampled or not.
@@ -129,9 +152,9 @@ Result<Pass> LocalPass(const Trace& trace, ReplayAllocator which, const ReplayPa
     TM_ASSIGN_OR_RETURN(replay::MallocPeer peer, replay::LoadMallocPeer(which));
     return PeerPass(trace, peer, params.alignment, sample);
   }
-  std::unique_ptr<MemoryResource> resource = MakeOurs(which, params);
+  Ours ours = MakeOurs(which, params);
   AllocatorStats stats;
-  TM_ASSIGN_OR_RETURN(Pass pass, ResourcePass(trace, *resource, params.alignment, &stats));
+  TM_ASSIGN_OR_RETURN(Pass pass, ResourcePass(trace, *ours.resource, params.alignment, &stats));
   pass.peak_reserved = stats.peak_bytes_reserved;
   pass.fragmentation = stats.fragmentation;
   return pass;

@@ -7,6 +7,7 @@
 // ratio. A malloc peer that cannot be loaded is skipped with a message.
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,9 +27,12 @@ struct ReplayOptions {
   std::uint64_t alignment = 64;
   int repetitions = 3;
   bool no_isolate = false;
-  std::string bfc_growth = "doubling";
-  std::uint64_t bfc_initial_region = std::uint64_t{2} << 20;
-  std::uint64_t bfc_split_cap = std::uint64_t{128} << 20;
+  std::string bfc_preset = "tensorflow";
+  std::string bfc_backend;
+  std::string bfc_growth;
+  bool bfc_coalesce_regions = false;
+  std::optional<std::uint64_t> bfc_initial_region;
+  std::optional<std::uint64_t> bfc_split_cap;
   std::uint64_t bfc_limit = 0;
 };
 
@@ -37,18 +41,34 @@ int RunReplay(const ReplayOptions& o) {
   params.alignment = o.alignment;
   params.repetitions = o.repetitions;
   params.isolate = !o.no_isolate;
+  if (o.bfc_preset == "compact") {
+    params.bfc = CompactBfcParams();
+    params.bfc_virtual_memory = true;
+  } else if (o.bfc_preset != "tensorflow") {
+    return ReportError(InvalidArgument("unknown --bfc-preset '" + o.bfc_preset +
+                                       "' (known: tensorflow, compact)"));
+  }
+  if (o.bfc_backend == "virtual") {
+    params.bfc_virtual_memory = true;
+  } else if (o.bfc_backend == "host") {
+    params.bfc_virtual_memory = false;
+  } else if (!o.bfc_backend.empty()) {
+    return ReportError(InvalidArgument("unknown --bfc-backend '" + o.bfc_backend +
+                                       "' (known: host, virtual)"));
+  }
   if (o.bfc_growth == "doubling") {
     params.bfc.growth = BfcGrowth::kDoubling;
   } else if (o.bfc_growth == "on_demand") {
     params.bfc.growth = BfcGrowth::kOnDemand;
   } else if (o.bfc_growth == "reserve_all") {
     params.bfc.growth = BfcGrowth::kReserveAll;
-  } else {
+  } else if (!o.bfc_growth.empty()) {
     return ReportError(InvalidArgument("unknown --bfc-growth '" + o.bfc_growth +
                                        "' (known: doubling, on_demand, reserve_all)"));
   }
-  params.bfc.initial_region_bytes = o.bfc_initial_region;
-  params.bfc.max_internal_fragmentation_bytes = o.bfc_split_cap;
+  if (o.bfc_coalesce_regions) params.bfc.coalesce_regions = true;
+  if (o.bfc_initial_region) params.bfc.initial_region_bytes = *o.bfc_initial_region;
+  if (o.bfc_split_cap) params.bfc.max_internal_fragmentation_bytes = *o.bfc_split_cap;
   if (o.bfc_limit > 0) params.bfc.memory_limit = o.bfc_limit;
 
   std::vector<ReplayAllocator> allocators;
@@ -148,17 +168,22 @@ void AddReplayCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(1, 1000));
   cmd->add_flag("--no-isolate", o->no_isolate,
                 "run every pass in this process instead of a forked child (later passes of a malloc peer find a warm heap)");
+  cmd->add_option("--bfc-preset", o->bfc_preset,
+                  "BFC parameters: tensorflow (TensorFlow's defaults, host memory) or compact "
+                  "(on-demand growth, coalesce_regions, split always, virtual memory); the "
+                  "--bfc-* options below change single parameters")
+      ->capture_default_str();
+  cmd->add_option("--bfc-backend", o->bfc_backend, "BFC memory: host or virtual");
   cmd->add_option("--bfc-growth", o->bfc_growth,
                   "BFC region growth: doubling (TensorFlow), on_demand, reserve_all (needs "
-                  "--bfc-limit)")
-      ->capture_default_str();
+                  "--bfc-limit)");
+  cmd->add_flag("--bfc-coalesce-regions", o->bfc_coalesce_regions,
+                "BFC: merge adjacent regions (needs --bfc-backend virtual)");
   cmd->add_option("--bfc-initial-region", o->bfc_initial_region,
-                  "BFC first region (doubling) or smallest region (on_demand), bytes")
-      ->capture_default_str();
+                  "BFC first region (doubling) or smallest extension (on_demand), bytes (2 MiB)");
   cmd->add_option("--bfc-split-cap", o->bfc_split_cap,
                   "BFC: split a chunk when the leftover is at least this many bytes (TensorFlow: "
-                  "128 MiB)")
-      ->capture_default_str();
+                  "128 MiB)");
   cmd->add_option("--bfc-limit", o->bfc_limit, "BFC memory limit in bytes (0 = none)");
   cmd->callback([o, exit_code] { *exit_code = RunReplay(*o); });
 }

@@ -21,12 +21,16 @@
 //   per-bin totals, the chunk map and the largest free block.
 // - Thread-safe (one mutex).
 //
-// Deviations from TensorFlow, each a named option with TensorFlow's
-// behaviour as the default: `growth` (kDoubling is TensorFlow's; kOnDemand
-// sizes each new region to the request), `initial_region_bytes` (2 MiB),
-// `max_internal_fragmentation_bytes` (128 MiB). Alignments above 256 bytes
-// (TensorFlow ignores the argument) are served by skipping to an aligned
-// address inside a chunk and returning the front part to its bin.
+// Options, with TensorFlow's behaviour as the default: `growth` (kDoubling
+// is TensorFlow's allow_growth, kReserveAll its default without it; ours:
+// kOnDemand sizes each new region to the request), `initial_region_bytes`
+// (2 MiB), `max_internal_fragmentation_bytes` (128 MiB), `coalesce_regions`
+// (TensorFlow's option for its virtual-memory sub-allocator; off).
+// CompactBfcParams() is the tuned set: kOnDemand + coalesce_regions over a
+// VirtualMemoryBackend, which keeps the reserved bytes near the peak in use.
+// Alignments above 256 bytes (TensorFlow ignores the argument) are served by
+// skipping to an aligned address inside a chunk and returning the front
+// part to its bin.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +62,12 @@ struct BfcParams {
   // if the chunk is less than twice the request (TensorFlow: 128 MiB).
   // Values below 256 mean "split whenever 256 bytes or more are left".
   std::uint64_t max_internal_fragmentation_bytes = std::uint64_t{128} << 20;
+  // TensorFlow's coalesce_regions: a region that starts where another ends
+  // extends it, and their boundary chunks coalesce (needs a contiguous
+  // backend such as VirtualMemoryBackend; ignored otherwise). With
+  // kOnDemand growth an extension then only needs the part of the request
+  // that the free tail of the top region does not cover.
+  bool coalesce_regions = false;
   // Free wholly unused regions before failing an allocation.
   bool garbage_collection = true;
   // Retry a refused region at 90% of the size (TensorFlow's backpedal).
@@ -66,6 +76,11 @@ struct BfcParams {
   // and the largest free block are always complete).
   std::size_t report_max_chunks = 64;
 };
+
+// The tuned parameters (not TensorFlow's defaults): kOnDemand growth in
+// steps of at least 2 MiB, coalesce_regions, splitting whenever 256 bytes or
+// more would be left over. Use with a VirtualMemoryBackend.
+BfcParams CompactBfcParams();
 
 class BfcAllocator final : public MemoryResource {
  public:

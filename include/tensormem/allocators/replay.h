@@ -63,6 +63,10 @@ struct ReplayParams {
   // later passes of a peer find a warm heap.
   bool isolate = true;
   BfcParams bfc;
+  // The BFC allocator's memory: host (aligned allocations from the C
+  // library, TensorFlow's CPU sub-allocator) or a VirtualMemoryBackend (what
+  // coalesce_regions needs).
+  bool bfc_virtual_memory = false;
   BufferPoolParams pool;
   SystemAllocatorParams system;
 };
