@@ -38,8 +38,9 @@ struct BufferPoolParams {
   // The split granularity: a split keeps the front part rounded up to this
   // (MNN_MEMORY_ALIGN_DEFAULT = 64). A power of two.
   std::uint64_t alignment = 64;
-  // The static planner DeferCompute uses.
-  OffsetsStrategy defer_strategy = OffsetsStrategy::kBest;
+  // The static planner DeferCompute uses (greedy_by_size: best fit by size,
+  // which reaches the lower bound on most real networks).
+  OffsetsStrategy defer_strategy = OffsetsStrategy::kGreedyBySize;
 };
 
 enum class PoolRelease {
