@@ -1,6 +1,8 @@
 // LimitingAdaptor: the requested bytes in use may not exceed the limit; the
 // check and the count happen under one mutex so concurrent callers cannot
 // overshoot together. A refused request never reaches the resource below.
+#include <optional>
+
 #include "tensormem/allocators/adaptors.h"
 
 namespace tensormem {
@@ -28,12 +30,24 @@ Result<void*> LimitingAdaptor::DoAllocate(std::uint64_t bytes, std::uint64_t ali
 }
 
 Status LimitingAdaptor::DoDeallocate(void* pointer) {
-  TM_RETURN_IF_ERROR(upstream_.Deallocate(pointer));
+  // Forget the pointer before the resource below can hand its address to
+  // another thread; the bytes stay counted until the free succeeded.
+  std::optional<std::uint64_t> bytes;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = sizes_.find(pointer);
+    if (it != sizes_.end()) {
+      bytes = it->second;
+      sizes_.erase(it);
+    }
+  }
+  Status st = upstream_.Deallocate(pointer);
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = sizes_.find(pointer);
-  if (it == sizes_.end()) return Status::Ok();  // allocated below before this adaptor
-  in_use_ -= it->second;
-  sizes_.erase(it);
+  if (!st.ok()) {
+    if (bytes) sizes_.emplace(pointer, *bytes);
+    return st;
+  }
+  if (bytes) in_use_ -= *bytes;  // else allocated below before this adaptor existed
   return Status::Ok();
 }
 

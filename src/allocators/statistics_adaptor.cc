@@ -1,5 +1,7 @@
 // StatisticsAdaptor: counts requested bytes per pointer (a map under a
 // mutex); reserved bytes, free bytes and fragmentation come from below.
+#include <optional>
+
 #include "tensormem/allocators/adaptors.h"
 
 namespace tensormem {
@@ -20,14 +22,26 @@ Result<void*> StatisticsAdaptor::DoAllocate(std::uint64_t bytes, std::uint64_t a
 }
 
 Status StatisticsAdaptor::DoDeallocate(void* pointer) {
-  TM_RETURN_IF_ERROR(upstream_.Deallocate(pointer));
+  // Forget the pointer before the resource below can hand its address to
+  // another thread, and remember it again if below refuses the free.
+  std::optional<std::uint64_t> bytes;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = sizes_.find(pointer);
+    if (it != sizes_.end()) {
+      bytes = it->second;
+      sizes_.erase(it);
+    }
+  }
+  Status st = upstream_.Deallocate(pointer);
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = sizes_.find(pointer);
-  // Below accepted it, so it was live there; it may predate this adaptor.
-  if (it == sizes_.end()) return Status::Ok();
+  if (!st.ok()) {
+    if (bytes) sizes_.emplace(pointer, *bytes);
+    return st;
+  }
+  if (!bytes) return Status::Ok();  // allocated below before this adaptor existed
   ++stats_.num_frees;
-  stats_.bytes_in_use -= it->second;
-  sizes_.erase(it);
+  stats_.bytes_in_use -= *bytes;
   return Status::Ok();
 }
 
