@@ -1,8 +1,7 @@
 // LimitingAdaptor: the requested bytes in use may not exceed the limit; the
 // check and the count happen under one mutex so concurrent callers cannot
 // overshoot together. A refused request never reaches the resource below.
-#include <optional>
-
+#include "allocators/adaptor_util.h"
 #include "tensormem/allocators/adaptors.h"
 
 namespace tensormem {
@@ -30,25 +29,9 @@ Result<void*> LimitingAdaptor::DoAllocate(std::uint64_t bytes, std::uint64_t ali
 }
 
 Status LimitingAdaptor::DoDeallocate(void* pointer) {
-  // Forget the pointer before the resource below can hand its address to
-  // another thread; the bytes stay counted until the free succeeded.
-  std::optional<std::uint64_t> bytes;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = sizes_.find(pointer);
-    if (it != sizes_.end()) {
-      bytes = it->second;
-      sizes_.erase(it);
-    }
-  }
-  Status st = upstream_.Deallocate(pointer);
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!st.ok()) {
-    if (bytes) sizes_.emplace(pointer, *bytes);
-    return st;
-  }
-  if (bytes) in_use_ -= *bytes;  // else allocated below before this adaptor existed
-  return Status::Ok();
+  // The bytes stay counted until the free below succeeded.
+  return adaptors::ForgetThenDeallocate(upstream_, pointer, mutex_, sizes_,
+                                        [&](std::uint64_t bytes) { in_use_ -= bytes; });
 }
 
 AllocatorStats LimitingAdaptor::DoGetStats() const {

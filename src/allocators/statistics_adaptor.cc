@@ -1,7 +1,6 @@
 // StatisticsAdaptor: counts requested bytes per pointer (a map under a
 // mutex); reserved bytes, free bytes and fragmentation come from below.
-#include <optional>
-
+#include "allocators/adaptor_util.h"
 #include "tensormem/allocators/adaptors.h"
 
 namespace tensormem {
@@ -22,27 +21,10 @@ Result<void*> StatisticsAdaptor::DoAllocate(std::uint64_t bytes, std::uint64_t a
 }
 
 Status StatisticsAdaptor::DoDeallocate(void* pointer) {
-  // Forget the pointer before the resource below can hand its address to
-  // another thread, and remember it again if below refuses the free.
-  std::optional<std::uint64_t> bytes;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = sizes_.find(pointer);
-    if (it != sizes_.end()) {
-      bytes = it->second;
-      sizes_.erase(it);
-    }
-  }
-  Status st = upstream_.Deallocate(pointer);
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!st.ok()) {
-    if (bytes) sizes_.emplace(pointer, *bytes);
-    return st;
-  }
-  if (!bytes) return Status::Ok();  // allocated below before this adaptor existed
-  ++stats_.num_frees;
-  stats_.bytes_in_use -= *bytes;
-  return Status::Ok();
+  return adaptors::ForgetThenDeallocate(upstream_, pointer, mutex_, sizes_, [&](std::uint64_t bytes) {
+    ++stats_.num_frees;
+    stats_.bytes_in_use -= bytes;
+  });
 }
 
 AllocatorStats StatisticsAdaptor::DoGetStats() const {

@@ -7,8 +7,7 @@
 #include <sstream>
 
 #include "test_util.h"
-#include "tensormem/allocators/adaptors.h"
-#include "tensormem/allocators/replay.h"
+#include "tensormem/allocators.h"  // the umbrella header compiles on its own
 #include "tensormem/lower_bounds.h"
 
 namespace tensormem {

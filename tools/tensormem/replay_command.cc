@@ -95,6 +95,8 @@ int RunReplay(const ReplayOptions& o) {
     }
     Result<ReplayResult> r = ReplayTrace(*trace, a, params);
     if (!r.ok()) return ReportError(r.status().WithContext("replay through " + std::string(Name(a))));
+    // Name the tuned BFC so that its rows are not mistaken for TensorFlow's.
+    if (a == ReplayAllocator::kBfc && o.bfc_preset == "compact") r->allocator = "bfc_compact";
     results.push_back(std::move(*r));
   }
 
