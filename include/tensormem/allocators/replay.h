@@ -2,7 +2,7 @@
 // free of the trace, in order (one thread), timed as a whole.
 //
 // Allocators: our bfc, pool and system (a fresh instance per pass, on host
-// memory), and the system peers glibc malloc, jemalloc and mimalloc, loaded
+// memory; the BFC on a VirtualMemoryBackend when asked), and the system peers glibc malloc, jemalloc and mimalloc, loaded
 // at run time with dlopen (libc.so.6, libjemalloc.so.2, libmimalloc.so.2;
 // not linked into tensormem). A peer that cannot be loaded is reported as
 // unavailable (NotFound, with the reason), never a crash.
