@@ -8,6 +8,7 @@
 #include "tensormem/allocators/replay.h"
 
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,10 +28,17 @@ constexpr std::array<ReplayAllocator, 6> kAll = {
     ReplayAllocator::kMalloc, ReplayAllocator::kJemalloc, ReplayAllocator::kMimalloc};
 
 struct Pass {
-  double seconds = 0;
+  double seconds = 0;      // wall clock
+  double cpu_seconds = 0;  // the replaying thread's CPU time (user + system)
   std::uint64_t peak_reserved = 0;  // ours: statistics; peers: sampled passes only
   std::optional<double> fragmentation;
 };
+
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 std::string Where(const Trace& trace, const TraceEvent& e) {
   return "replaying " + trace.source + ":" + std::to_string(e.line);
@@ -43,6 +51,7 @@ template <typename Alloc, typename Free, typename Sample, typename After>
 Result<Pass> Loop(const Trace& trace, Alloc&& alloc, Free&& free_fn, Sample&& sample, After&& after) {
   std::vector<void*> slots(trace.events.size(), nullptr);
   Pass pass;
+  const double cpu_start = ThreadCpuSeconds();
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
@@ -57,6 +66,7 @@ Result<Pass> Loop(const Trace& trace, Alloc&& alloc, Free&& free_fn, Sample&& sa
     }
   }
   pass.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  pass.cpu_seconds = ThreadCpuSeconds() - cpu_start;
   after();
   // Blocks never freed, untimed.
   for (std::size_t i = 0; i < trace.events.size(); ++i)
@@ -170,6 +180,7 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
     int ok = 0;
     int has_fragmentation = 0;
     double seconds = 0;
+    double cpu_seconds = 0;
     double fragmentation = 0;
     std::uint64_t peak_reserved = 0;
     char error[1024] = {};
@@ -189,6 +200,7 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
     if (pass.ok()) {
       w.ok = 1;
       w.seconds = pass->seconds;
+      w.cpu_seconds = pass->cpu_seconds;
       w.peak_reserved = pass->peak_reserved;
       w.has_fragmentation = pass->fragmentation.has_value();
       w.fragmentation = pass->fragmentation.value_or(0.0);
@@ -226,6 +238,7 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
   if (!w.ok) return ResourceExhausted(std::string(Name(which)) + ": " + w.error);
   Pass pass;
   pass.seconds = w.seconds;
+  pass.cpu_seconds = w.cpu_seconds;
   pass.peak_reserved = w.peak_reserved;
   if (w.has_fragmentation) pass.fragmentation = w.fragmentation;
   return pass;
@@ -235,6 +248,10 @@ double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double PerOp(double seconds, std::uint64_t ops) {
+  return ops == 0 ? 0.0 : seconds * 1e9 / static_cast<double>(ops);
 }
 
 void Finish(ReplayResult* r) {
@@ -280,7 +297,8 @@ Result<ReplayResult> ReplayTraceThrough(const Trace& trace, MemoryResource& reso
   r.peak_in_use = PeakLiveBytesOf(trace);
   AllocatorStats stats;
   TM_ASSIGN_OR_RETURN(Pass pass, ResourcePass(trace, resource, alignment, &stats));
-  r.ns_per_op = r.ops == 0 ? 0 : pass.seconds * 1e9 / static_cast<double>(r.ops);
+  r.ns_per_op = PerOp(pass.seconds, r.ops);
+  r.cpu_ns_per_op = PerOp(pass.cpu_seconds, r.ops);
   r.peak_reserved = stats.peak_bytes_reserved;
   r.fragmentation = stats.fragmentation;
   r.reserved_source = "allocator statistics (peak bytes reserved)";
@@ -309,16 +327,18 @@ Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
   } else {
     r.reserved_source = "allocator statistics (peak bytes reserved)";
   }
-  std::vector<double> ns;
+  std::vector<double> ns, cpu_ns;
   for (int k = 0; k < params.repetitions; ++k) {
     TM_ASSIGN_OR_RETURN(Pass pass, run(false));
-    ns.push_back(r.ops == 0 ? 0 : pass.seconds * 1e9 / static_cast<double>(r.ops));
+    ns.push_back(PerOp(pass.seconds, r.ops));
+    cpu_ns.push_back(PerOp(pass.cpu_seconds, r.ops));
     if (!IsMallocPeer(allocator)) {
       r.peak_reserved = pass.peak_reserved;
       r.fragmentation = pass.fragmentation;
     }
   }
   r.ns_per_op = Median(ns);
+  r.cpu_ns_per_op = Median(cpu_ns);
   Finish(&r);
   return r;
 }

@@ -1,12 +1,13 @@
 // VirtualMemoryBackend: one PROT_NONE reservation (MAP_NORESERVE, so it
 // costs no memory), a bump pointer `top`, and the live regions in address
-// order. Commit makes pages read-write up to the page holding the new top;
-// decommit (madvise DONTNEED, then PROT_NONE) happens when the top comes
-// down, so pages shared by two regions are never decommitted under a live
-// one.
+// order. Commit makes pages read-write up to a commit step past the page
+// holding the new top; decommit (madvise DONTNEED, then PROT_NONE) happens
+// when the top comes down by more than a step, so pages shared by two
+// regions are never decommitted under a live one.
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -23,17 +24,19 @@ struct VirtualMemoryBackend::State {
   std::uint64_t size = 0;
   std::string error;  // why the reservation failed, if it did
   std::uint64_t page = 4096;
+  std::uint64_t commit_step = 0;  // a page multiple
   std::uint64_t top = 0;        // offset of the next region
   std::uint64_t committed = 0;  // offset up to which pages are read-write (page multiple)
   std::uint64_t live_bytes = 0;
   std::map<std::uint64_t, std::uint64_t> live;  // offset -> bytes
 };
 
-VirtualMemoryBackend::VirtualMemoryBackend(std::uint64_t address_space)
+VirtualMemoryBackend::VirtualMemoryBackend(std::uint64_t address_space, std::uint64_t commit_step)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
   const long page = sysconf(_SC_PAGESIZE);
   if (page > 0) s.page = static_cast<std::uint64_t>(page);
+  s.commit_step = (commit_step + s.page - 1) / s.page * s.page;
   s.size = (address_space + s.page - 1) / s.page * s.page;
   void* p = mmap(nullptr, s.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) {
@@ -64,7 +67,8 @@ Result<void*> VirtualMemoryBackend::Reserve(std::uint64_t bytes, std::uint64_t a
                              std::to_string(s.size) + " bytes");
   const std::uint64_t end = start + bytes;
   if (end > s.committed) {
-    const std::uint64_t new_committed = (end + s.page - 1) / s.page * s.page;
+    const std::uint64_t new_committed =
+        std::min(s.size, (end + s.page - 1) / s.page * s.page + s.commit_step);
     if (mprotect(s.base + s.committed, new_committed - s.committed, PROT_READ | PROT_WRITE) != 0)
       return ResourceExhausted("virtual backend: cannot commit " +
                                std::to_string(new_committed - s.committed) + " bytes: " +
@@ -101,7 +105,7 @@ Status VirtualMemoryBackend::Release(void* region, std::uint64_t bytes) {
   const std::uint64_t new_top = s.live.empty() ? 0 : s.live.rbegin()->first + s.live.rbegin()->second;
   if (new_top < s.top) {
     s.top = new_top;
-    const std::uint64_t keep = (new_top + s.page - 1) / s.page * s.page;
+    const std::uint64_t keep = (new_top + s.page - 1) / s.page * s.page + s.commit_step;
     if (keep < s.committed) {
       madvise(s.base + keep, s.committed - keep, MADV_DONTNEED);
       mprotect(s.base + keep, s.committed - keep, PROT_NONE);

@@ -181,7 +181,7 @@ TEST(ReplayCli, TableAndErrors) {
   if (testing::CliPath().empty()) GTEST_SKIP() << "the CLI is not built";
   std::string out;
   ASSERT_EQ(RunCli("replay " + Bundled() + " -a bfc -r 1", &out), 0) << out;
-  EXPECT_NE(out.find("allocator  ops  ns_per_op  peak_in_use  peak_reserved  reserved_over_in_use"),
+  EXPECT_NE(out.find("allocator  ops  ns_per_op  peak_in_use  peak_reserved  reserved_over_in_use  cpu_ns_per_op"),
             std::string::npos) << out;
   EXPECT_NE(out.find("bfc"), std::string::npos);
   out.clear();

@@ -3,8 +3,8 @@
 //
 // Replays an allocation trace (RAPIDS replay-log CSV) through each allocator
 // and prints one row per allocator: ops, ns per op (median of the timed
-// passes), peak bytes in use (the trace's), peak bytes reserved and their
-// ratio. A malloc peer that cannot be loaded is skipped with a message.
+// passes), peak bytes in use (the trace's), peak bytes reserved, their
+// ratio, and the CPU time per op (robust on a busy machine). A malloc peer that cannot be loaded is skipped with a message.
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -113,6 +113,7 @@ int RunReplay(const ReplayOptions& o) {
       nlohmann::json row = {{"allocator", r.allocator},
                             {"ops", r.ops},
                             {"ns_per_op", r.ns_per_op},
+                            {"cpu_ns_per_op", r.cpu_ns_per_op},
                             {"peak_in_use", r.peak_in_use},
                             {"peak_reserved", r.peak_reserved},
                             {"reserved_over_in_use", r.reserved_over_in_use},
@@ -130,11 +131,12 @@ int RunReplay(const ReplayOptions& o) {
               << " allocations, " << trace->num_frees << " frees, " << trace->num_never_freed
               << " never freed), alignment " << o.alignment << ", median of " << o.repetitions
               << " passes\n";
-    Table t({"allocator", "ops", "ns_per_op", "peak_in_use", "peak_reserved", "reserved_over_in_use"});
+    Table t({"allocator", "ops", "ns_per_op", "peak_in_use", "peak_reserved", "reserved_over_in_use",
+             "cpu_ns_per_op"});
     for (const ReplayResult& r : results)
       t.AddRow({r.allocator, WithThousands(r.ops), FormatDouble(r.ns_per_op, 1),
                 WithThousands(r.peak_in_use), WithThousands(r.peak_reserved),
-                FormatDouble(r.reserved_over_in_use, 3)});
+                FormatDouble(r.reserved_over_in_use, 3), FormatDouble(r.cpu_ns_per_op, 1)});
     std::cout << t.ToString();
     for (const ReplayResult& r : results)
       std::cout << "  " << r.allocator << ": peak_reserved from " << r.reserved_source

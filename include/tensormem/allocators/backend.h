@@ -76,13 +76,17 @@ class CappedBackend final : public Backend {
 // Host virtual memory, handed out contiguously: one range of address space
 // is reserved up front (PROT_NONE, nothing committed) and each region is
 // committed at its top, right after the previous one (like sbrk, or a GPU
-// virtual-memory allocator's cuMemMap). Releasing regions at the top lowers
-// it and decommits their pages; a region below the top is decommitted only
-// once everything above it is released. Thread-safe.
+// virtual-memory allocator's cuMemMap). Pages are made read-write ahead of
+// the top in steps of `commit_step` bytes, so growing by small regions costs
+// few system calls (pages never touched still cost no memory). Releasing
+// regions at the top lowers it and decommits the pages more than a step
+// above it; a region below the top is decommitted only once everything
+// above it is released. Thread-safe.
 class VirtualMemoryBackend final : public Backend {
  public:
   // `address_space` bytes of addresses are reserved (not memory).
-  explicit VirtualMemoryBackend(std::uint64_t address_space = std::uint64_t{1} << 40);
+  explicit VirtualMemoryBackend(std::uint64_t address_space = std::uint64_t{1} << 40,
+                                std::uint64_t commit_step = std::uint64_t{64} << 20);
   ~VirtualMemoryBackend() override;
   Result<void*> Reserve(std::uint64_t bytes, std::uint64_t alignment) override;
   Status Release(void* region, std::uint64_t bytes) override;

@@ -10,7 +10,10 @@
 // Figures per allocator:
 // - ops: events replayed; ns_per_op: the median over `repetitions` timed
 //   passes of the pass's time / ops (each pass runs in a forked child
-//   process on a fresh allocator, so no pass inherits a warmed heap).
+//   process on a fresh allocator, so no pass inherits a warmed heap);
+//   cpu_ns_per_op: the same with the replaying thread's CPU time (user +
+//   system: page faults and system calls count, waiting for a CPU on a
+//   busy machine does not).
 // - peak_in_use: the peak of the bytes the trace has live (its own sizes,
 //   the same for every allocator).
 // - peak_reserved: for our allocators their statistics (bytes held from the
@@ -74,7 +77,8 @@ struct ReplayParams {
 struct ReplayResult {
   std::string allocator;
   std::uint64_t ops = 0;
-  double ns_per_op = 0;
+  double ns_per_op = 0;      // wall clock
+  double cpu_ns_per_op = 0;  // the replaying thread's CPU time (user + system)
   std::uint64_t peak_in_use = 0;
   std::uint64_t peak_reserved = 0;
   double reserved_over_in_use = 0;
