@@ -54,7 +54,8 @@ enum class InputFormat { kCsv, kJson, kTrace, kOnnx };
 // extension. Trace and ONNX inputs are read by their own modules.
 Result<InputFormat> DetectInputFormat(const std::string& path);
 
-// Reads a CSV or JSON planning problem from a file ("-" = standard input).
+// Reads a CSV or JSON planning problem, or an allocation trace as one (see
+// allocators/trace.h), from a file ("-" = CSV on standard input).
 Result<Problem> LoadProblem(const std::string& path, const ReadLimits& limits = {});
 
 struct SvgOptions {

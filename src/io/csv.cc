@@ -18,51 +18,6 @@ enum Column { kId, kLower, kUpper, kEnd, kSize, kAlignment, kOffset, kGaps, kNum
 constexpr std::array<std::string_view, kNumColumns> kColumnNames = {
     "id", "lower", "upper", "end", "size", "alignment", "offset", "gaps"};
 
-// Splits one CSV line. Fields may be double-quoted ("" escapes a quote).
-bool SplitCsv(std::string_view line, std::vector<std::string>* fields, std::string* error) {
-  fields->clear();
-  std::string cur;
-  std::size_t i = 0;
-  while (true) {
-    cur.clear();
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    if (i < line.size() && line[i] == '"') {
-      ++i;
-      bool closed = false;
-      while (i < line.size()) {
-        if (line[i] == '"') {
-          if (i + 1 < line.size() && line[i + 1] == '"') {
-            cur += '"';
-            i += 2;
-            continue;
-          }
-          ++i;
-          closed = true;
-          break;
-        }
-        cur += line[i++];
-      }
-      if (!closed) {
-        *error = "unterminated quoted field";
-        return false;
-      }
-      while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
-      if (i < line.size() && line[i] != ',') {
-        *error = "text after a closing quote";
-        return false;
-      }
-    } else {
-      const std::size_t start = i;
-      while (i < line.size() && line[i] != ',') ++i;
-      cur = std::string(io::Trim(line.substr(start, i - start)));
-    }
-    fields->push_back(cur);
-    if (i >= line.size()) break;
-    ++i;  // the comma
-  }
-  return true;
-}
-
 class CsvReader {
  public:
   CsvReader(std::string_view source, const ReadLimits& limits) : source_(source), limits_(limits) {}
@@ -77,7 +32,7 @@ class CsvReader {
     while (std::getline(in, line)) {
       ++line_no_;
       if (io::Trim(line).empty()) continue;
-      if (!SplitCsv(line, &fields, &error)) return Error(error);
+      if (!io::SplitCsv(line, &fields, &error)) return Error(error);
       if (!have_header) {
         TM_RETURN_IF_ERROR(ReadHeader(fields));
         have_header = true;

@@ -1,8 +1,10 @@
-// Input detection and loading of CSV/JSON problems from files.
+// Input detection and loading of CSV/JSON problems and allocation traces
+// (read as planning problems) from files.
 #include <cstring>
 #include <fstream>
 #include <iostream>
 
+#include "tensormem/allocators/trace.h"
 #include "tensormem/io.h"
 
 namespace tensormem {
@@ -41,8 +43,7 @@ Result<Problem> LoadProblem(const std::string& path, const ReadLimits& limits) {
   switch (format) {
     case InputFormat::kCsv: return ReadProblemCsv(in, path, limits);
     case InputFormat::kJson: return ReadProblemJson(in, path, limits);
-    case InputFormat::kTrace:
-      return Unimplemented(path + ": allocation traces are not readable as problems yet");
+    case InputFormat::kTrace: return ReadTraceProblem(in, path, limits);
     case InputFormat::kOnnx:
       return InvalidArgument(path + ": an ONNX model: import it with the ONNX importer");
   }

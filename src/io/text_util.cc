@@ -57,4 +57,49 @@ IntParse ParseUnsigned(std::string_view field) {
   return r;
 }
 
+// Splits one CSV line. Fields may be double-quoted ("" escapes a quote).
+bool SplitCsv(std::string_view line, std::vector<std::string>* fields, std::string* error) {
+  fields->clear();
+  std::string cur;
+  std::size_t i = 0;
+  while (true) {
+    cur.clear();
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    if (i < line.size() && line[i] == '"') {
+      ++i;
+      bool closed = false;
+      while (i < line.size()) {
+        if (line[i] == '"') {
+          if (i + 1 < line.size() && line[i + 1] == '"') {
+            cur += '"';
+            i += 2;
+            continue;
+          }
+          ++i;
+          closed = true;
+          break;
+        }
+        cur += line[i++];
+      }
+      if (!closed) {
+        *error = "unterminated quoted field";
+        return false;
+      }
+      while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+      if (i < line.size() && line[i] != ',') {
+        *error = "text after a closing quote";
+        return false;
+      }
+    } else {
+      const std::size_t start = i;
+      while (i < line.size() && line[i] != ',') ++i;
+      cur = std::string(io::Trim(line.substr(start, i - start)));
+    }
+    fields->push_back(cur);
+    if (i >= line.size()) break;
+    ++i;  // the comma
+  }
+  return true;
+}
+
 }  // namespace tensormem::io

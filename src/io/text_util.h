@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tensormem::io {
 
@@ -26,5 +27,9 @@ struct IntParse {
   std::string error;  // "not a number", "negative", "too large"
 };
 IntParse ParseUnsigned(std::string_view field);
+
+// Splits one CSV line into trimmed fields. Fields may be double-quoted (""
+// escapes a quote). False + reason on a malformed line.
+bool SplitCsv(std::string_view line, std::vector<std::string>* fields, std::string* error);
 
 }  // namespace tensormem::io

@@ -1,15 +1,20 @@
 // tensormem: plan tensor memory from the command line.
 #include <CLI/CLI.hpp>
+#include <string_view>
 
 #include "cli_util.h"
 #include "commands.h"
+#include "tensormem/allocators/replay.h"
 
 int main(int argc, char** argv) {
+  // jemalloc (a replay peer) can only be dlopened with spare static TLS.
+  if (argc > 1 && std::string_view(argv[1]) == "replay") tensormem::PrepareProcessForMallocPeers(argv);
   CLI::App app{"tensormem: tensor memory planning (shared objects, arena offsets) and allocation"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "tensormem 0.1.0");
   int exit_code = tensormem::cli::kExitOk;
   tensormem::cli::AddPlanCommand(app, &exit_code);
+  tensormem::cli::AddReplayCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

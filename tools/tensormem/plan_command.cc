@@ -158,7 +158,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "plan", "Plan an arena (offsets) or shared objects for a problem file and report each "
               "plan against its lower bound");
-  cmd->add_option("INPUT", o->input, "problem: MiniMalloc CSV or JSON ('-' = CSV on stdin)")
+  cmd->add_option("INPUT", o->input, "problem: MiniMalloc CSV, JSON, or an allocation trace ('-' = CSV on stdin)")
       ->required();
   cmd->add_option("--strategy,-s", o->strategy, "strategy name, or 'all'")->capture_default_str();
   cmd->add_flag("--objects", o->objects, "plan shared objects instead of offsets");

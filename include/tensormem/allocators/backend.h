@@ -1,0 +1,114 @@
+// Where an allocator's memory comes from: a backend hands out large regions
+// and takes them back. The BFC allocator and the buffer pool sit on one.
+//
+// - HostBackend: host memory (aligned allocation from the C library).
+// - CUDA device memory (cudaMalloc / cudaFree): compiled only when CMake
+//   finds a CUDA toolkit (TENSORMEM_HAVE_CUDA); MakeCudaBackend says why it
+//   is unavailable otherwise (not compiled, no device, driver missing).
+// - VirtualMemoryBackend: host memory committed contiguously inside one
+//   reserved address range, so regions can coalesce.
+// - CappedBackend: wraps another backend and refuses regions beyond a
+//   capacity, as a device with N bytes of memory would (tests, simulation).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "tensormem/status.h"
+
+namespace tensormem {
+
+class Backend {
+ public:
+  Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+  virtual ~Backend() = default;
+
+  // A region of exactly `bytes` bytes aligned to `alignment` (a power of
+  // two). ResourceExhausted when the memory below refuses.
+  virtual Result<void*> Reserve(std::uint64_t bytes, std::uint64_t alignment) = 0;
+  // Gives a region back; `bytes` is the size it was reserved with.
+  virtual Status Release(void* region, std::uint64_t bytes) = 0;
+  // True when the CPU may read and write the memory (tests fill blocks with
+  // patterns only then).
+  virtual bool host_accessible() const = 0;
+  virtual std::string_view name() const = 0;
+
+  // True when regions may be adjacent in memory and one Release may cover
+  // several adjacent regions (what the BFC allocator's coalesce_regions
+  // needs, as with TensorFlow's GPU virtual-memory allocator).
+  virtual bool contiguous() const { return false; }
+  // Where the next region with alignment <= 256 will start, when known.
+  virtual const void* next_address() const { return nullptr; }
+};
+
+// Host memory. Stateless and thread-safe; one shared instance.
+Backend& HostBackend();
+
+// A backend with a capacity: Reserve fails with ResourceExhausted once the
+// regions held would exceed `capacity` bytes. Thread-safe.
+class CappedBackend final : public Backend {
+ public:
+  CappedBackend(Backend& below, std::uint64_t capacity) : below_(below), capacity_(capacity) {}
+  Result<void*> Reserve(std::uint64_t bytes, std::uint64_t alignment) override;
+  Status Release(void* region, std::uint64_t bytes) override;
+  bool host_accessible() const override { return below_.host_accessible(); }
+  std::string_view name() const override { return "capped"; }
+  bool contiguous() const override { return below_.contiguous(); }
+  const void* next_address() const override { return below_.next_address(); }
+
+  std::uint64_t reserved() const;
+  std::uint64_t num_refusals() const;
+
+ private:
+  Backend& below_;
+  const std::uint64_t capacity_;
+  mutable std::mutex mutex_;
+  std::uint64_t reserved_ = 0;
+  std::uint64_t refusals_ = 0;
+};
+
+// Host virtual memory, handed out contiguously: one range of address space
+// is reserved up front (PROT_NONE, nothing committed) and each region is
+// committed at its top, right after the previous one (like sbrk, or a GPU
+// virtual-memory allocator's cuMemMap). Pages are made read-write ahead of
+// the top in steps of `commit_step` bytes, so growing by small regions costs
+// few system calls (pages never touched still cost no memory). Releasing
+// regions at the top lowers it and decommits the pages more than a step
+// above it; a region below the top is decommitted only once everything
+// above it is released. Thread-safe.
+class VirtualMemoryBackend final : public Backend {
+ public:
+  // `address_space` bytes of addresses are reserved (not memory).
+  explicit VirtualMemoryBackend(std::uint64_t address_space = std::uint64_t{1} << 40,
+                                std::uint64_t commit_step = std::uint64_t{64} << 20);
+  ~VirtualMemoryBackend() override;
+  Result<void*> Reserve(std::uint64_t bytes, std::uint64_t alignment) override;
+  Status Release(void* region, std::uint64_t bytes) override;
+  bool host_accessible() const override { return true; }
+  std::string_view name() const override { return "virtual"; }
+  bool contiguous() const override { return true; }
+  const void* next_address() const override;
+
+  // Bytes of live regions.
+  std::uint64_t reserved() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// True when this build has the CUDA backend compiled in.
+bool CudaBackendCompiled();
+
+// CUDA device memory on `device` (cudaSetDevice + cudaMalloc / cudaFree).
+// Unimplemented when the build has no CUDA toolkit; FailedPrecondition when
+// no usable device is present (the message carries CUDA's reason).
+Result<std::unique_ptr<Backend>> MakeCudaBackend(int device = 0);
+
+}  // namespace tensormem

@@ -1,0 +1,118 @@
+// The BFC allocator: TensorFlow's best-fit with coalescing.
+//
+// - Requests are rounded up to 256 bytes. Free chunks sit in 21 bins: bin k
+//   holds chunks of size >= 256 * 2^k (the last bin is unbounded); within a
+//   bin chunks are ordered by (size, address). Allocation takes the smallest
+//   free chunk that fits, searching from the request's bin upward (the lowest
+//   address among equal sizes).
+// - A chunk is split when it is at least twice the request, or when the
+//   leftover is at least `max_internal_fragmentation_bytes` (128 MiB by
+//   default); the remainder goes back to its bin.
+// - The chunks of a region form an address-ordered doubly linked list; a
+//   freed chunk coalesces with its free neighbours immediately. A pointer
+//   finds its chunk in O(1) through a per-region table with one entry per
+//   256 bytes (after a binary search over the few regions).
+// - When nothing fits the allocator extends: with growth the first region is
+//   2 MiB and each next one doubles (at least the request, capped by what the
+//   limit leaves); without growth the whole limit is reserved up front. When
+//   the backend refuses, it retries at 90% of the size until the request no
+//   longer fits. Then it frees regions that are wholly unused (garbage
+//   collection) and tries again; then it fails with an out-of-memory report:
+//   per-bin totals, the chunk map and the largest free block.
+// - Thread-safe (one mutex).
+//
+// Options, with TensorFlow's behaviour as the default: `growth` (kDoubling
+// is TensorFlow's allow_growth, kReserveAll its default without it; ours:
+// kOnDemand sizes each new region to the request), `initial_region_bytes`
+// (2 MiB), `max_internal_fragmentation_bytes` (128 MiB), `coalesce_regions`
+// (TensorFlow's option for its virtual-memory sub-allocator; off).
+// CompactBfcParams() is the tuned set: kOnDemand + coalesce_regions over a
+// VirtualMemoryBackend, which keeps the reserved bytes near the peak in use.
+// Alignments above 256 bytes (TensorFlow ignores the argument) are served by
+// skipping to an aligned address inside a chunk and returning the front
+// part to its bin.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include "tensormem/allocators/backend.h"
+#include "tensormem/allocators/resource.h"
+
+namespace tensormem {
+
+enum class BfcGrowth {
+  kDoubling,  // TensorFlow allow_growth: initial region, each next one twice as large
+  kOnDemand,  // each new region as large as the request needs (at least initial_region_bytes)
+  kReserveAll,  // TensorFlow without allow_growth: the whole limit in one region up front
+};
+
+struct BfcParams {
+  // The most bytes the allocator may reserve from its backend. With
+  // kReserveAll it must be finite.
+  std::uint64_t memory_limit = std::numeric_limits<std::uint64_t>::max();
+  BfcGrowth growth = BfcGrowth::kDoubling;
+  // The size of the first region with kDoubling (TensorFlow: 2 MiB); the
+  // smallest region with kOnDemand. Rounded up to 256 bytes.
+  std::uint64_t initial_region_bytes = std::uint64_t{2} << 20;
+  // Split a chunk when the leftover would be at least this many bytes even
+  // if the chunk is less than twice the request (TensorFlow: 128 MiB).
+  // Values below 256 mean "split whenever 256 bytes or more are left".
+  std::uint64_t max_internal_fragmentation_bytes = std::uint64_t{128} << 20;
+  // TensorFlow's coalesce_regions: a region that starts where another ends
+  // extends it, and their boundary chunks coalesce (needs a contiguous
+  // backend such as VirtualMemoryBackend; ignored otherwise). With
+  // kOnDemand growth an extension then only needs the part of the request
+  // that the free tail of the top region does not cover.
+  bool coalesce_regions = false;
+  // Free wholly unused regions before failing an allocation.
+  bool garbage_collection = true;
+  // Retry a refused region at 90% of the size (TensorFlow's backpedal).
+  bool retry_smaller_regions = true;
+  // Chunks listed at most in the out-of-memory report (the per-bin totals
+  // and the largest free block are always complete).
+  std::size_t report_max_chunks = 64;
+};
+
+// The tuned parameters (not TensorFlow's defaults): kOnDemand growth in
+// steps of at least 2 MiB, coalesce_regions, splitting whenever 256 bytes or
+// more would be left over. Use with a VirtualMemoryBackend.
+BfcParams CompactBfcParams();
+
+class BfcAllocator final : public MemoryResource {
+ public:
+  // The backend must outlive the allocator.
+  explicit BfcAllocator(Backend& backend, const BfcParams& params = {});
+  ~BfcAllocator() override;
+
+  static constexpr std::uint64_t kMinAllocationSize = 256;
+  static constexpr int kNumBins = 21;
+  // The bin of a chunk (or request) of `bytes` rounded bytes.
+  static int BinForSize(std::uint64_t bytes);
+  static std::uint64_t RoundedBytes(std::uint64_t bytes);
+
+  // The report an out-of-memory failure carries: limit, reserved, in use,
+  // per-bin totals (chunks, bytes, in use, free), the largest free block and
+  // the chunk map (at most `max_chunks` chunks listed).
+  std::string MemoryReport(std::size_t max_chunks) const;
+  // Every chunk of every region: "region 0x.. (N bytes): 0x.. 256 used ...".
+  void DumpChunkMap(std::ostream& out) const;
+  // Regions currently held from the backend.
+  std::size_t num_regions() const;
+  // Frees every wholly unused region now; returns the bytes given back.
+  std::uint64_t ReleaseFreeRegions();
+
+ private:
+  Result<void*> DoAllocate(std::uint64_t bytes, std::uint64_t alignment) override;
+  Status DoDeallocate(void* pointer) override;
+  AllocatorStats DoGetStats() const override;
+  std::string_view DoName() const override { return "bfc"; }
+
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace tensormem

@@ -1,0 +1,108 @@
+// Replaying an allocation trace through an allocator: every allocate and
+// free of the trace, in order (one thread), timed as a whole.
+//
+// Allocators: our bfc, pool and system (a fresh instance per pass, on host
+// memory; the BFC on a VirtualMemoryBackend when asked), and the system peers glibc malloc, jemalloc and mimalloc, loaded
+// at run time with dlopen (libc.so.6, libjemalloc.so.2, libmimalloc.so.2;
+// not linked into tensormem). A peer that cannot be loaded is reported as
+// unavailable (NotFound, with the reason), never a crash.
+//
+// Figures per allocator:
+// - ops: events replayed; ns_per_op: the median over `repetitions` timed
+//   passes of the pass's time / ops (each pass runs in a forked child
+//   process on a fresh allocator, so no pass inherits a warmed heap);
+//   cpu_ns_per_op: the same with the replaying thread's CPU time (user +
+//   system: page faults and system calls count, waiting for a CPU on a
+//   busy machine does not).
+// - peak_in_use: the peak of the bytes the trace has live (its own sizes,
+//   the same for every allocator).
+// - peak_reserved: for our allocators their statistics (bytes held from the
+//   backend); for the peers their own statistics, sampled after every
+//   allocation in a separate untimed pass: glibc mallinfo2 arena + hblkhd
+//   (bytes taken from the OS by brk and mmap), jemalloc stats.resident
+//   (active + dirty + metadata pages), mimalloc committed bytes; each minus
+//   its value before the replay. `reserved_source` names which.
+// - fragmentation: the allocator's own metric (1 - largest free / free)
+//   after the last event, for our allocators.
+//
+// The blocks never freed are freed after the timed part.
+//
+// jemalloc uses initial-exec TLS and can only be dlopened when the process
+// was started with spare static TLS: PrepareProcessForMallocPeers re-executes
+// the program with GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "tensormem/allocators/bfc_allocator.h"
+#include "tensormem/allocators/buffer_pool.h"
+#include "tensormem/allocators/resource.h"
+#include "tensormem/allocators/system_allocator.h"
+#include "tensormem/allocators/trace.h"
+
+namespace tensormem {
+
+enum class ReplayAllocator { kBfc, kPool, kSystem, kMalloc, kJemalloc, kMimalloc };
+
+std::string_view Name(ReplayAllocator allocator);
+// "bfc", "pool", "system", "malloc", "jemalloc", "mimalloc"; the error lists them.
+Result<ReplayAllocator> ParseReplayAllocator(std::string_view name);
+std::span<const ReplayAllocator> AllReplayAllocators();
+bool IsMallocPeer(ReplayAllocator allocator);
+
+struct ReplayParams {
+  // Alignment of every allocation (the CPU traces come from 64-byte
+  // posix_memalign; BFC rounds to 256 anyway).
+  std::uint64_t alignment = 64;
+  // Timed passes; ns_per_op is their median.
+  int repetitions = 3;
+  // Run every pass in a forked child process, so that each starts from the
+  // same heap (glibc's heap and its dynamic mmap threshold remember every
+  // earlier allocation of the process). Without it passes run here, and
+  // later passes of a peer find a warm heap.
+  bool isolate = true;
+  BfcParams bfc;
+  // The BFC allocator's memory: host (aligned allocations from the C
+  // library, TensorFlow's CPU sub-allocator) or a VirtualMemoryBackend (what
+  // coalesce_regions needs).
+  bool bfc_virtual_memory = false;
+  BufferPoolParams pool;
+  SystemAllocatorParams system;
+};
+
+struct ReplayResult {
+  std::string allocator;
+  std::uint64_t ops = 0;
+  double ns_per_op = 0;      // wall clock
+  double cpu_ns_per_op = 0;  // the replaying thread's CPU time (user + system)
+  std::uint64_t peak_in_use = 0;
+  std::uint64_t peak_reserved = 0;
+  double reserved_over_in_use = 0;
+  std::optional<double> fragmentation;
+  std::string reserved_source;
+};
+
+// One allocator over a trace (built fresh per pass from params).
+Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
+                                 const ReplayParams& params = {});
+
+// One pass through a resource the caller built (timed once; peak_reserved
+// from its statistics). The resource is left with the never-freed blocks
+// freed again.
+Result<ReplayResult> ReplayTraceThrough(const Trace& trace, MemoryResource& resource,
+                                        std::uint64_t alignment = 64);
+
+// Ok when the peer can be loaded in this process; else why not.
+Status MallocPeerAvailable(ReplayAllocator peer);
+
+// Re-executes the program (/proc/self/exe with the same arguments) with
+// glibc.rtld.optional_static_tls added to GLIBC_TUNABLES, once, so that
+// jemalloc can be dlopened. Returns (and changes nothing) when the tunable
+// is already set or re-executing fails.
+void PrepareProcessForMallocPeers(char** argv);
+
+}  // namespace tensormem

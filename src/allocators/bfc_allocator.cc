@@ -1,0 +1,678 @@
+// The BFC allocator (TensorFlow's bfc_allocator.cc, re-implemented from its
+// documented behaviour; see bfc_allocator.h for the rules).
+//
+// Layout: chunks live in one vector addressed by handles (freed handles are
+// recycled); each region keeps a table with one handle per 256 bytes, set at
+// every chunk start, so a pointer finds its chunk in O(1) once its region is
+// known (binary search over the regions, which are few). A bin is an ordered
+// set of (size, address) keys of its free chunks; its nodes come from a
+// free list of fixed-size nodes, since the allocator holds its mutex for
+// every set operation anyway.
+#include "tensormem/allocators/bfc_allocator.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <bit>
+#include <cassert>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <ostream>
+#include <set>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "core/checked_math.h"
+
+namespace tensormem {
+namespace {
+
+using ChunkHandle = std::uint32_t;
+constexpr ChunkHandle kInvalidChunk = ~ChunkHandle{0};
+constexpr std::uint64_t kMinSize = BfcAllocator::kMinAllocationSize;
+constexpr int kMinBits = 8;
+static_assert(std::uint64_t{1} << kMinBits == kMinSize);
+
+struct Chunk {
+  char* ptr = nullptr;
+  std::uint64_t size = 0;       // a multiple of 256
+  std::uint64_t requested = 0;  // what the caller asked for (in use only)
+  ChunkHandle prev = kInvalidChunk;  // address-ordered neighbours in the region
+  ChunkHandle next = kInvalidChunk;
+  bool in_use = false;
+  bool in_bin = false;
+};
+
+struct FreeKey {
+  std::uint64_t size;
+  std::uintptr_t address;
+  ChunkHandle handle;
+};
+struct FreeKeyLess {
+  bool operator()(const FreeKey& a, const FreeKey& b) const {
+    return a.size != b.size ? a.size < b.size : a.address < b.address;
+  }
+};
+
+// One entry per 256 bytes of a region: 0 off chunk starts, handle + 1 at
+// them. Zero means "none" so the table can come from anonymous mmap: the
+// kernel hands out zero pages lazily, and only the pages where chunks start
+// are ever touched (a 32 GiB region needs a 512 MiB table, mostly never
+// paged in). Small tables come from calloc.
+class HandleTable {
+ public:
+  HandleTable() = default;
+  explicit HandleTable(std::size_t entries) : bytes_(std::max<std::size_t>(entries, 1) * sizeof(std::uint32_t)) {
+    if (bytes_ >= kMmapBytes) {
+      void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      entries_ = p == MAP_FAILED ? nullptr : static_cast<std::uint32_t*>(p);
+    } else {
+      entries_ = static_cast<std::uint32_t*>(std::calloc(bytes_, 1));
+    }
+  }
+  HandleTable(HandleTable&& o) noexcept : entries_(std::exchange(o.entries_, nullptr)), bytes_(o.bytes_) {}
+  HandleTable& operator=(HandleTable&& o) noexcept {
+    std::swap(entries_, o.entries_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  ~HandleTable() {
+    if (entries_ == nullptr) return;
+    if (bytes_ >= kMmapBytes)
+      munmap(entries_, bytes_);
+    else
+      std::free(entries_);
+  }
+  bool ok() const { return entries_ != nullptr; }
+  // Keeps the entries, adds zeroed ones (coalesce_regions extends regions).
+  // Capacity at least doubles, so a region extended step by step remaps
+  // its table only a logarithmic number of times.
+  bool Grow(std::size_t entries) {
+    const std::size_t bytes = entries * sizeof(std::uint32_t);
+    if (bytes <= bytes_) return true;
+    const std::size_t target = std::max(bytes, 2 * bytes_);
+    if (bytes_ >= kMmapBytes) {
+      void* p = mremap(entries_, bytes_, target, MREMAP_MAYMOVE);
+      if (p == MAP_FAILED) return false;
+      entries_ = static_cast<std::uint32_t*>(p);
+      bytes_ = target;
+      return true;
+    }
+    HandleTable bigger(target / sizeof(std::uint32_t));
+    if (!bigger.ok()) return false;
+    std::memcpy(bigger.entries_, entries_, bytes_);
+    *this = std::move(bigger);
+    return true;
+  }
+  ChunkHandle Get(std::size_t i) const { return entries_[i] - 1; }  // 0 - 1 = kInvalidChunk
+  void Set(std::size_t i, ChunkHandle h) { entries_[i] = h + 1; }   // kInvalidChunk + 1 = 0
+
+ private:
+  static constexpr std::size_t kMmapBytes = 64 << 10;
+  std::uint32_t* entries_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// Fixed-size nodes for the bins' sets from a free list (the allocator's
+// mutex already serialises every set operation).
+class NodeArena {
+ public:
+  NodeArena() = default;
+  NodeArena(const NodeArena&) = delete;
+  NodeArena& operator=(const NodeArena&) = delete;
+  void* Get(std::size_t bytes) {
+    if (node_bytes_ == 0) node_bytes_ = std::max(bytes, sizeof(void*));
+    if (bytes != node_bytes_) return ::operator new(bytes);  // not a set node (never happens in practice)
+    if (free_ == nullptr) Grow();
+    void* p = free_;
+    free_ = *static_cast<void**>(free_);
+    return p;
+  }
+  void Put(void* p, std::size_t bytes) {
+    if (bytes != node_bytes_) {
+      ::operator delete(p);
+      return;
+    }
+    *static_cast<void**>(p) = free_;
+    free_ = p;
+  }
+
+ private:
+  void Grow() {
+    const std::size_t n = 512;
+    blocks_.push_back(std::make_unique<std::max_align_t[]>((n * node_bytes_ + sizeof(std::max_align_t) - 1) /
+                                                           sizeof(std::max_align_t)));
+    char* base = reinterpret_cast<char*>(blocks_.back().get());
+    for (std::size_t i = 0; i < n; ++i) Put(base + i * node_bytes_, node_bytes_);
+  }
+  std::size_t node_bytes_ = 0;
+  void* free_ = nullptr;
+  std::vector<std::unique_ptr<std::max_align_t[]>> blocks_;
+};
+
+template <typename T>
+struct NodeAllocator {
+  using value_type = T;
+  NodeArena* arena;
+  explicit NodeAllocator(NodeArena* a) : arena(a) {}
+  template <typename U>
+  NodeAllocator(const NodeAllocator<U>& o) : arena(o.arena) {}  // NOLINT: rebinding
+  T* allocate(std::size_t n) { return static_cast<T*>(arena->Get(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t n) { arena->Put(p, n * sizeof(T)); }
+  template <typename U>
+  bool operator==(const NodeAllocator<U>& o) const { return arena == o.arena; }
+};
+
+using FreeSet = std::set<FreeKey, FreeKeyLess, NodeAllocator<FreeKey>>;
+
+struct Region {
+  char* ptr = nullptr;
+  std::uint64_t bytes = 0;
+  HandleTable handles;
+  ChunkHandle last = kInvalidChunk;  // the chunk at the region's end
+
+  char* end() const { return ptr + bytes; }
+  std::size_t IndexFor(const void* p) const {
+    return static_cast<std::size_t>((static_cast<const char*>(p) - ptr) >> kMinBits);
+  }
+  ChunkHandle First() const { return handles.Get(0); }
+};
+
+}  // namespace
+
+struct BfcAllocator::State {
+  Backend& backend;
+  BfcParams params;
+  mutable std::mutex mutex;
+
+  std::vector<Chunk> chunks;
+  std::vector<ChunkHandle> free_handles;
+  NodeArena node_arena;
+  std::vector<FreeSet> bins;
+  std::vector<Region> regions;  // sorted by address
+
+  std::uint64_t curr_region_bytes = 0;  // the size of the next region (growth)
+  std::uint64_t total_region_bytes = 0;
+  std::uint64_t free_bytes = 0;
+  AllocatorStats stats;
+
+  State(Backend& b, const BfcParams& p) : backend(b), params(p) {
+    bins.reserve(kNumBins);
+    for (int i = 0; i < kNumBins; ++i) bins.emplace_back(NodeAllocator<FreeKey>(&node_arena));
+    switch (params.growth) {
+      case BfcGrowth::kDoubling:
+      case BfcGrowth::kOnDemand:
+        curr_region_bytes = RoundedBytes(std::min(params.memory_limit, params.initial_region_bytes));
+        break;
+      case BfcGrowth::kReserveAll:
+        curr_region_bytes = RoundDown(params.memory_limit);
+        break;
+    }
+    if (params.memory_limit != std::numeric_limits<std::uint64_t>::max())
+      stats.bytes_limit = params.memory_limit;
+  }
+
+  static std::uint64_t RoundDown(std::uint64_t b) { return b / kMinSize * kMinSize; }
+
+  Chunk& C(ChunkHandle h) { return chunks[h]; }
+  const Chunk& C(ChunkHandle h) const { return chunks[h]; }
+
+  ChunkHandle NewChunk() {
+    if (!free_handles.empty()) {
+      const ChunkHandle h = free_handles.back();
+      free_handles.pop_back();
+      chunks[h] = Chunk{};
+      return h;
+    }
+    chunks.emplace_back();
+    return static_cast<ChunkHandle>(chunks.size() - 1);
+  }
+  void DeleteChunk(ChunkHandle h) {
+    Region* r = RegionFor(C(h).ptr);
+    assert(r != nullptr);
+    r->handles.Set(r->IndexFor(C(h).ptr), kInvalidChunk);
+    free_handles.push_back(h);
+  }
+
+  Region* RegionFor(const void* p) {
+    auto it = std::upper_bound(regions.begin(), regions.end(), p,
+                               [](const void* q, const Region& r) { return q < r.end(); });
+    if (it == regions.end() || p < it->ptr) return nullptr;
+    return &*it;
+  }
+  const Region* RegionFor(const void* p) const { return const_cast<State*>(this)->RegionFor(p); }
+  void SetHandle(const void* p, ChunkHandle h) {
+    Region* r = RegionFor(p);
+    assert(r != nullptr);
+    r->handles.Set(r->IndexFor(p), h);
+  }
+
+  void InsertFree(ChunkHandle h) {
+    Chunk& c = C(h);
+    assert(!c.in_use && !c.in_bin);
+    bins[static_cast<std::size_t>(BinForSize(c.size))].insert(
+        FreeKey{c.size, reinterpret_cast<std::uintptr_t>(c.ptr), h});
+    c.in_bin = true;
+    free_bytes += c.size;
+  }
+  void RemoveFree(ChunkHandle h) {
+    Chunk& c = C(h);
+    assert(c.in_bin);
+    bins[static_cast<std::size_t>(BinForSize(c.size))].erase(
+        FreeKey{c.size, reinterpret_cast<std::uintptr_t>(c.ptr), h});
+    c.in_bin = false;
+    free_bytes -= c.size;
+  }
+
+  // Splits h into [h: bytes][new: rest]; the new chunk goes to its bin.
+  void SplitChunk(ChunkHandle h, std::uint64_t bytes) {
+    const ChunkHandle nh = NewChunk();  // may reallocate `chunks`: index after
+    Chunk& c = C(h);
+    Chunk& n = C(nh);
+    n.ptr = c.ptr + bytes;
+    n.size = c.size - bytes;
+    c.size = bytes;
+    n.prev = h;
+    n.next = c.next;
+    if (c.next != kInvalidChunk)
+      C(c.next).prev = nh;
+    else
+      RegionFor(n.ptr)->last = nh;
+    c.next = nh;
+    SetHandle(n.ptr, nh);
+    InsertFree(nh);
+  }
+
+  // h1 absorbs its next neighbour h2.
+  void Merge(ChunkHandle h1, ChunkHandle h2) {
+    Chunk& c1 = C(h1);
+    Chunk& c2 = C(h2);
+    assert(!c1.in_use && !c2.in_use && c1.next == h2);
+    c1.next = c2.next;
+    if (c2.next != kInvalidChunk)
+      C(c2.next).prev = h1;
+    else
+      RegionFor(c1.ptr)->last = h1;
+    c1.size += c2.size;
+    DeleteChunk(h2);
+  }
+
+  // Merges h with its free neighbours; returns the chunk that remains.
+  ChunkHandle TryToCoalesce(ChunkHandle h) {
+    ChunkHandle result = h;
+    const ChunkHandle next = C(h).next;
+    if (next != kInvalidChunk && !C(next).in_use) {
+      RemoveFree(next);
+      Merge(h, next);
+    }
+    const ChunkHandle prev = C(h).prev;
+    if (prev != kInvalidChunk && !C(prev).in_use) {
+      RemoveFree(prev);
+      Merge(prev, h);
+      result = prev;
+    }
+    return result;
+  }
+
+  bool Coalescing() const { return params.coalesce_regions && backend.contiguous(); }
+
+  std::uint64_t SplitThreshold() const {
+    return std::max(params.max_internal_fragmentation_bytes, kMinSize);
+  }
+
+  // Marks a free chunk (already out of its bin) in use for `bytes` rounded
+  // to `rounded`, splitting off the tail by TensorFlow's rule.
+  void* TakeChunk(ChunkHandle h, std::uint64_t rounded, std::uint64_t bytes) {
+    if (C(h).size >= rounded * 2 || C(h).size - rounded >= SplitThreshold()) SplitChunk(h, rounded);
+    Chunk& c = C(h);
+    c.in_use = true;
+    c.requested = bytes;
+    ++stats.num_allocs;
+    stats.bytes_in_use += c.size;
+    stats.peak_bytes_in_use = std::max(stats.peak_bytes_in_use, stats.bytes_in_use);
+    stats.largest_alloc_size = std::max(stats.largest_alloc_size, c.size);
+    return c.ptr;
+  }
+
+  // The smallest free chunk >= rounded (lowest address among equals), from
+  // the request's bin upward; null when none.
+  void* FindChunkPtr(std::uint64_t rounded, std::uint64_t bytes) {
+    for (int b = BinForSize(rounded); b < kNumBins; ++b) {
+      FreeSet& set = bins[static_cast<std::size_t>(b)];
+      auto it = set.lower_bound(FreeKey{rounded, 0, 0});
+      if (it == set.end()) continue;
+      const ChunkHandle h = it->handle;
+      RemoveFree(h);
+      return TakeChunk(h, rounded, bytes);
+    }
+    return nullptr;
+  }
+
+  // For alignments above 256: the first chunk in best-fit order whose
+  // aligned start still leaves `rounded` bytes; the front padding stays
+  // free as its own chunk.
+  void* FindAlignedChunkPtr(std::uint64_t rounded, std::uint64_t bytes, std::uint64_t alignment) {
+    for (int b = BinForSize(rounded); b < kNumBins; ++b) {
+      FreeSet& set = bins[static_cast<std::size_t>(b)];
+      for (auto it = set.lower_bound(FreeKey{rounded, 0, 0}); it != set.end(); ++it) {
+        const std::uint64_t pad = (alignment - it->address % alignment) % alignment;
+        if (it->size < rounded || it->size - rounded < pad) continue;
+        ChunkHandle h = it->handle;
+        RemoveFree(h);
+        if (pad > 0) {
+          SplitChunk(h, pad);  // front padding keeps handle h and goes back to a bin
+          const ChunkHandle rest = C(h).next;
+          RemoveFree(rest);
+          InsertFree(h);
+          h = rest;
+        }
+        return TakeChunk(h, rounded, bytes);
+      }
+    }
+    return nullptr;
+  }
+
+  void* Find(std::uint64_t rounded, std::uint64_t bytes, std::uint64_t alignment) {
+    return alignment <= kMinSize ? FindChunkPtr(rounded, bytes)
+                                 : FindAlignedChunkPtr(rounded, bytes, alignment);
+  }
+
+  // Reserves a new region big enough for `rounded` bytes at `alignment`.
+  // The free chunk at the end of the top region when the backend's next
+  // region would start right after it (then a coalescing extension needs
+  // only the rest of the request).
+  std::uint64_t FreeTailBeforeNextRegion(std::uint64_t alignment) const {
+    if (!Coalescing() || alignment > kMinSize || regions.empty()) return 0;
+    const Region& top = regions.back();
+    if (backend.next_address() != top.end()) return 0;
+    const Chunk& last = C(top.last);
+    return last.in_use ? 0 : last.size;
+  }
+
+  bool Extend(std::uint64_t alignment, std::uint64_t rounded) {
+    const std::uint64_t available = RoundDown(params.memory_limit - total_region_bytes);
+    // An aligned request may need the region start aligned; asking the
+    // backend for that alignment keeps `rounded` enough.
+    const std::uint64_t region_alignment = std::max(alignment, kMinSize);
+    std::uint64_t bytes = 0;
+    std::uint64_t needed = rounded;  // the least region that serves the request
+    bool increased = false;
+    if (params.growth == BfcGrowth::kOnDemand) {
+      needed = rounded - std::min(rounded, FreeTailBeforeNextRegion(alignment));
+      if (needed > available) return false;
+      bytes = std::min(std::max(needed, curr_region_bytes), available);
+    } else {
+      if (rounded > available) return false;
+      while (rounded > curr_region_bytes) {
+        curr_region_bytes = internal::SaturatingMul(curr_region_bytes, 2);
+        increased = true;
+      }
+      bytes = std::min(curr_region_bytes, available);
+    }
+    Result<void*> mem = backend.Reserve(bytes, region_alignment);
+    if (!mem.ok() && params.retry_smaller_regions) {
+      // TensorFlow's backpedal: 90% of the size each time until the request
+      // no longer fits. (TensorFlow does this only the first time a backend
+      // refuses; here every time.)
+      while (!mem.ok()) {
+        bytes = RoundedBytes(static_cast<std::uint64_t>(static_cast<double>(bytes) * 0.9));
+        if (bytes < needed || bytes == 0) break;
+        mem = backend.Reserve(bytes, region_alignment);
+      }
+    }
+    if (!mem.ok()) return false;
+    char* const base = static_cast<char*>(*mem);
+
+    // TensorFlow's coalesce_regions: memory that starts where a region ends
+    // extends that region, and its chunk joins the region's chunk list.
+    Region* extended = nullptr;
+    if (Coalescing()) {
+      auto next = std::upper_bound(regions.begin(), regions.end(), base,
+                                   [](const char* p, const Region& r) { return p < r.ptr; });
+      if (next != regions.begin() && std::prev(next)->end() == base) extended = &*std::prev(next);
+    }
+    if (extended != nullptr) {
+      if (!extended->handles.Grow((extended->bytes + bytes) >> kMinBits)) {
+        (void)backend.Release(base, bytes);
+        return false;
+      }
+      extended->bytes += bytes;
+    } else {
+      Region region;
+      region.ptr = base;
+      region.bytes = bytes;
+      region.handles = HandleTable(bytes >> kMinBits);
+      if (!region.handles.ok()) {  // no host memory for the table: give the region back
+        (void)backend.Release(base, bytes);
+        return false;
+      }
+      auto at = std::upper_bound(regions.begin(), regions.end(), base,
+                                 [](const char* p, const Region& r) { return p < r.ptr; });
+      extended = &*regions.insert(at, std::move(region));
+      extended->last = kInvalidChunk;
+    }
+    if (params.growth == BfcGrowth::kDoubling && !increased)
+      curr_region_bytes = internal::SaturatingMul(curr_region_bytes, 2);
+    total_region_bytes += bytes;
+    stats.bytes_reserved = total_region_bytes;
+    stats.peak_bytes_reserved = std::max(stats.peak_bytes_reserved, stats.bytes_reserved);
+
+    const ChunkHandle h = NewChunk();
+    Chunk& c = C(h);
+    c.ptr = base;
+    c.size = bytes;
+    c.prev = extended->last;
+    if (extended->last != kInvalidChunk) C(extended->last).next = h;
+    extended->last = h;
+    SetHandle(c.ptr, h);
+    InsertFree(TryToCoalesce(h));
+    return true;
+  }
+
+  // Regions whose only chunk is free.
+  std::vector<std::size_t> WhollyFreeRegions() const {
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < regions.size(); ++i) {
+      const ChunkHandle h = regions[i].First();
+      if (h != kInvalidChunk && !C(h).in_use && C(h).size == regions[i].bytes) out.push_back(i);
+    }
+    return out;
+  }
+
+  std::uint64_t DeallocateRegions(const std::vector<std::size_t>& which) {
+    std::uint64_t released = 0;
+    // Back to front so the indices stay valid while erasing.
+    for (auto it = which.rbegin(); it != which.rend(); ++it) {
+      Region& r = regions[*it];
+      const ChunkHandle h = r.First();
+      RemoveFree(h);
+      free_handles.push_back(h);
+      const Status st = backend.Release(r.ptr, r.bytes);
+      (void)st;  // a backend that cannot take memory back leaks it; nothing better to do here
+      total_region_bytes -= r.bytes;
+      released += r.bytes;
+      regions.erase(regions.begin() + static_cast<std::ptrdiff_t>(*it));
+    }
+    stats.bytes_reserved = total_region_bytes;
+    return released;
+  }
+
+  // TensorFlow's DeallocateFreeRegions: only when freeing could help.
+  bool GarbageCollect(std::uint64_t rounded) {
+    if (!params.garbage_collection) return false;
+    const std::vector<std::size_t> free_regions = WhollyFreeRegions();
+    std::uint64_t free_total = 0;
+    for (std::size_t i : free_regions) free_total += regions[i].bytes;
+    if (free_total == 0) return false;
+    if (rounded > params.memory_limit - total_region_bytes + free_total) return false;
+    DeallocateRegions(free_regions);
+    return true;
+  }
+
+  std::uint64_t LargestFree() const {
+    for (int b = kNumBins - 1; b >= 0; --b) {
+      const FreeSet& set = bins[static_cast<std::size_t>(b)];
+      if (!set.empty()) return std::prev(set.end())->size;
+    }
+    return 0;
+  }
+
+  std::string Report(std::size_t max_chunks) const;
+  void ChunkMap(std::ostream& out, std::size_t max_chunks) const;
+};
+
+BfcParams CompactBfcParams() {
+  BfcParams p;
+  p.growth = BfcGrowth::kOnDemand;
+  p.initial_region_bytes = std::uint64_t{2} << 20;
+  p.coalesce_regions = true;
+  p.max_internal_fragmentation_bytes = 0;
+  return p;
+}
+
+int BfcAllocator::BinForSize(std::uint64_t bytes) {
+  const std::uint64_t v = std::max(bytes, kMinSize) >> kMinBits;
+  return std::min(kNumBins - 1, static_cast<int>(std::bit_width(v)) - 1);
+}
+
+std::uint64_t BfcAllocator::RoundedBytes(std::uint64_t bytes) {
+  return (bytes + kMinSize - 1) / kMinSize * kMinSize;
+}
+
+BfcAllocator::BfcAllocator(Backend& backend, const BfcParams& params)
+    : state_(std::make_unique<State>(backend, params)) {}
+
+BfcAllocator::~BfcAllocator() {
+  for (const Region& r : state_->regions) (void)state_->backend.Release(r.ptr, r.bytes);
+}
+
+Result<void*> BfcAllocator::DoAllocate(std::uint64_t bytes, std::uint64_t alignment) {
+  State& s = *state_;
+  const std::uint64_t rounded = RoundedBytes(bytes);
+  if (s.params.growth == BfcGrowth::kReserveAll &&
+      s.params.memory_limit == std::numeric_limits<std::uint64_t>::max())
+    return FailedPrecondition("bfc: growth kReserveAll needs a finite memory_limit");
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (void* p = s.Find(rounded, bytes, alignment)) return p;
+  if (s.Extend(alignment, rounded)) {
+    if (void* p = s.Find(rounded, bytes, alignment)) return p;
+  }
+  if (s.GarbageCollect(rounded) && s.Extend(alignment, rounded)) {
+    if (void* p = s.Find(rounded, bytes, alignment)) return p;
+  }
+  ++s.stats.num_failed_allocs;
+  return ResourceExhausted("bfc: out of memory allocating " + std::to_string(bytes) +
+                           " bytes (rounded to " + std::to_string(rounded) + ", alignment " +
+                           std::to_string(alignment) + ")\n" + s.Report(s.params.report_max_chunks));
+}
+
+Status BfcAllocator::DoDeallocate(void* pointer) {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  Region* r = s.RegionFor(pointer);
+  if (r == nullptr)
+    return NotFound("bfc: " + PointerToString(pointer) +
+                    " was not allocated by this allocator (it lies in none of its regions)");
+  const std::uint64_t offset = static_cast<std::uint64_t>(static_cast<char*>(pointer) - r->ptr);
+  const ChunkHandle h = offset % kMinSize == 0 ? r->handles.Get(r->IndexFor(pointer)) : kInvalidChunk;
+  if (h == kInvalidChunk || !s.C(h).in_use)
+    return FailedPrecondition("bfc: " + PointerToString(pointer) +
+                              " is not a live allocation: it was already freed, or it points "
+                              "inside a block rather than at its start");
+  Chunk& c = s.C(h);
+  c.in_use = false;
+  c.requested = 0;
+  ++s.stats.num_frees;
+  s.stats.bytes_in_use -= c.size;
+  s.InsertFree(s.TryToCoalesce(h));
+  return Status::Ok();
+}
+
+AllocatorStats BfcAllocator::DoGetStats() const {
+  const State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  AllocatorStats st = s.stats;
+  st.free_bytes = s.free_bytes;
+  st.largest_free_block = s.LargestFree();
+  st.fragmentation = FragmentationMetric(st.largest_free_block, st.free_bytes);
+  return st;
+}
+
+std::size_t BfcAllocator::num_regions() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->regions.size();
+}
+
+std::uint64_t BfcAllocator::ReleaseFreeRegions() {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.DeallocateRegions(s.WhollyFreeRegions());
+}
+
+void BfcAllocator::State::ChunkMap(std::ostream& out, std::size_t max_chunks) const {
+  std::size_t listed = 0, total = 0;
+  for (const Region& r : regions) {
+    out << "region " << PointerToString(r.ptr) << " (" << r.bytes << " bytes):\n";
+    for (ChunkHandle h = r.First(); h != kInvalidChunk; h = C(h).next) {
+      ++total;
+      if (listed >= max_chunks) continue;
+      ++listed;
+      const Chunk& c = C(h);
+      out << "  " << PointerToString(c.ptr) << ' ' << c.size << ' '
+          << (c.in_use ? "used (requested " + std::to_string(c.requested) + ")" : std::string("free"))
+          << '\n';
+    }
+  }
+  if (listed < total) out << "  ... " << (total - listed) << " more chunks not listed\n";
+}
+
+std::string BfcAllocator::State::Report(std::size_t max_chunks) const {
+  std::ostringstream out;
+  out << "limit " << (stats.bytes_limit ? std::to_string(*stats.bytes_limit) : std::string("none"))
+      << ", reserved " << total_region_bytes << " in " << regions.size() << " regions, in use "
+      << stats.bytes_in_use << ", free " << free_bytes << ", largest free block " << LargestFree()
+      << '\n';
+  // Per-bin totals over every chunk (used chunks counted in the bin of their size).
+  struct BinTotals {
+    std::uint64_t chunks = 0, bytes = 0, in_use_chunks = 0, in_use_bytes = 0, requested = 0;
+  };
+  std::vector<BinTotals> t(kNumBins);
+  for (const Region& r : regions)
+    for (ChunkHandle h = r.First(); h != kInvalidChunk; h = C(h).next) {
+      const Chunk& c = C(h);
+      BinTotals& b = t[static_cast<std::size_t>(BinForSize(c.size))];
+      ++b.chunks;
+      b.bytes += c.size;
+      if (c.in_use) {
+        ++b.in_use_chunks;
+        b.in_use_bytes += c.size;
+        b.requested += c.requested;
+      }
+    }
+  out << "bins (size >=: chunks, bytes, in use chunks, in use bytes, requested, free bytes):\n";
+  for (int b = 0; b < kNumBins; ++b) {
+    const BinTotals& x = t[static_cast<std::size_t>(b)];
+    if (x.chunks == 0) continue;
+    out << "  bin " << b << " (>= " << HumanBytes(kMinSize << b) << "): " << x.chunks << ", "
+        << x.bytes << ", " << x.in_use_chunks << ", " << x.in_use_bytes << ", " << x.requested
+        << ", " << (x.bytes - x.in_use_bytes) << '\n';
+  }
+  out << "chunk map:\n";
+  ChunkMap(out, max_chunks);
+  return out.str();
+}
+
+std::string BfcAllocator::MemoryReport(std::size_t max_chunks) const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->Report(max_chunks);
+}
+
+void BfcAllocator::DumpChunkMap(std::ostream& out) const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->ChunkMap(out, std::numeric_limits<std::size_t>::max());
+}
+
+}  // namespace tensormem

@@ -1,0 +1,290 @@
+// The buffer pool (MNN BufferAllocator). A node is a span of a block from
+// the backend; a split node owns its two children (front: the part handed
+// out, back: the rest) and counts the children that are not in a free list.
+// Free lists are multimaps size -> node (smallest fit, then insertion
+// order, as in MNN); a node in a list remembers its list and position so a
+// merge removes its children in O(log n) instead of MNN's scan of the list.
+// The defer mode lives in buffer_pool_defer.cc.
+#include "tensormem/allocators/buffer_pool.h"
+
+#include "allocators/buffer_pool_state.h"
+
+namespace tensormem {
+
+using pool::FreeList;
+using pool::Node;
+
+BufferPool::BufferPool(Backend& backend, const BufferPoolParams& params)
+    : state_(std::make_unique<State>(backend, params)) {}
+
+BufferPool::~BufferPool() {
+  for (auto& [address, root] : state_->roots)
+    (void)state_->backend.Release(root->start, root->size);
+}
+
+namespace pool {
+
+void PoolState::Insert(FreeList* list, Node* n) {
+  n->list = list;
+  n->where = list->emplace(n->size, n);
+  free_bytes += n->size;
+}
+
+void PoolState::Remove(Node* n) {
+  n->list->erase(n->where);
+  n->list = nullptr;
+  free_bytes -= n->size;
+}
+
+void PoolState::MarkUsed(void* pointer, Node* n) {
+  used.emplace(pointer, n);
+  ++stats.num_allocs;
+  stats.bytes_in_use += n->size;
+  stats.peak_bytes_in_use = std::max(stats.peak_bytes_in_use, stats.bytes_in_use);
+  stats.largest_alloc_size = std::max(stats.largest_alloc_size, n->size);
+}
+
+std::uintptr_t AlignUp(std::uintptr_t v, std::uint64_t a) { return (v + a - 1) & ~(a - 1); }
+
+void* PoolState::GetFromFreeList(FreeList* list, std::uint64_t size, bool permit_split,
+                                 std::uint64_t alignment) {
+  auto x = list->lower_bound(size);
+  if (x == list->end()) return nullptr;
+  std::uintptr_t start = reinterpret_cast<std::uintptr_t>(x->second->start);
+  std::uintptr_t pointer = start;
+  std::uint64_t real_size = size;
+  if (start % alignment != 0) {
+    // Move the start up to the alignment; walk up the list until a block
+    // still holds the request after the move.
+    while (true) {
+      if (x == list->end()) return nullptr;
+      start = reinterpret_cast<std::uintptr_t>(x->second->start);
+      pointer = AlignUp(start, alignment);
+      real_size = size + (pointer - start);
+      if (real_size <= x->first) break;
+      ++x;
+    }
+  }
+  Node* n = x->second;
+  if (permit_split && n->parent != nullptr) n->parent->use_count += 1;
+  const std::uint64_t size_aligned = AlignUp(real_size, params.alignment);
+  Remove(n);
+  void* result = reinterpret_cast<void*>(pointer);
+  if (size_aligned >= n->size || !permit_split) {
+    MarkUsed(result, n);
+    return result;
+  }
+  // Split: the front part is used, the back part stays free.
+  auto front = std::make_unique<Node>();
+  front->parent = n;
+  front->start = n->start;
+  front->size = size_aligned;
+  auto back = std::make_unique<Node>();
+  back->parent = n;
+  back->start = n->start + size_aligned;
+  back->size = n->size - size_aligned;
+  n->use_count += 1;
+  Node* f = front.get();
+  Node* b = back.get();
+  n->children[0] = std::move(front);
+  n->children[1] = std::move(back);
+  Insert(list, b);
+  MarkUsed(result, f);
+  return result;
+}
+
+void PoolState::ReturnMemory(FreeList* list, Node* n, bool permit_merge) {
+  Insert(list, n);
+  Node* parent = n->parent;
+  if (parent == nullptr || !permit_merge) return;
+  parent->use_count -= 1;
+  while (parent != nullptr && parent->use_count == 0) {
+    // Every child is whole and free again: the parent takes their place.
+    for (auto& child : parent->children) {
+      Remove(child.get());
+      child.reset();
+    }
+    Insert(list, parent);
+    parent = parent->parent;
+    if (parent != nullptr) parent->use_count -= 1;
+  }
+}
+
+Result<void*> PoolState::NewBlock(std::uint64_t bytes, std::uint64_t alignment) {
+  TM_ASSIGN_OR_RETURN(void* mem, backend.Reserve(bytes, std::max(alignment, params.alignment)));
+  auto root = std::make_unique<Node>();
+  root->start = static_cast<char*>(mem);
+  root->size = bytes;
+  Node* n = root.get();
+  roots.emplace(n->start, std::move(root));
+  stats.bytes_reserved += bytes;
+  stats.peak_bytes_reserved = std::max(stats.peak_bytes_reserved, stats.bytes_reserved);
+  MarkUsed(mem, n);
+  return mem;
+}
+
+Result<void*> PoolState::Allocate(std::uint64_t bytes, std::uint64_t alignment, bool separate) {
+  if (!separate) {
+    const auto group = current_group.find(std::this_thread::get_id());
+    if (group != current_group.end()) {
+      if (void* p = GetFromFreeList(group->second, bytes, false, alignment)) return p;
+    }
+    if (void* p = GetFromFreeList(&free_list, bytes, true, alignment)) return p;
+  }
+  Result<void*> block = NewBlock(bytes, alignment);
+  if (!block.ok()) {
+    ++stats.num_failed_allocs;
+    return block.status().WithContext("pool: no free block of " + std::to_string(bytes) +
+                                      " bytes and the backend refused a new one");
+  }
+  return block;
+}
+
+Status PoolState::Free(void* pointer) {
+  auto it = used.find(pointer);
+  if (it == used.end()) {
+    // Inside one of our blocks means a double free or an interior pointer.
+    auto root = roots.upper_bound(static_cast<char*>(pointer));
+    const bool ours = root != roots.begin() &&
+                      static_cast<char*>(pointer) < std::prev(root)->second->start +
+                                                        std::prev(root)->second->size;
+    if (ours)
+      return FailedPrecondition("pool: " + PointerToString(pointer) +
+                                " is not a live allocation: it was already freed, or it points "
+                                "inside a block rather than at its start");
+    return NotFound("pool: " + PointerToString(pointer) +
+                    " was not allocated by this pool (it lies in none of its blocks)");
+  }
+  Node* n = it->second;
+  used.erase(it);
+  ++stats.num_frees;
+  stats.bytes_in_use -= n->size;
+  const auto group = current_group.find(std::this_thread::get_id());
+  if (group != current_group.end())
+    ReturnMemory(group->second, n, false);
+  else
+    ReturnMemory(&free_list, n, true);
+  return Status::Ok();
+}
+
+std::uint64_t PoolState::ReleaseBlock(Node* root) {
+  const std::uint64_t bytes = root->size;
+  (void)backend.Release(root->start, bytes);
+  stats.bytes_reserved -= bytes;
+  roots.erase(root->start);
+  return bytes;
+}
+
+}  // namespace pool
+
+Result<void*> BufferPool::DoAllocate(std::uint64_t bytes, std::uint64_t alignment) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->Allocate(bytes, alignment, false);
+}
+
+Result<void*> BufferPool::AllocateSeparate(std::uint64_t bytes, std::uint64_t alignment) {
+  if (!IsPowerOfTwo(alignment) || alignment > kMaxAllocationAlignment)
+    return InvalidArgument("pool: alignment " + std::to_string(alignment) +
+                           " is not a power of two between 1 and " +
+                           std::to_string(kMaxAllocationAlignment));
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->Allocate(bytes == 0 ? 1 : bytes, alignment, true);
+}
+
+Status BufferPool::DoDeallocate(void* pointer) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->Free(pointer);
+}
+
+Result<std::uint64_t> BufferPool::Release(PoolRelease mode) {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.barrier_open)
+    return FailedPrecondition("pool: Release while a barrier is open (call BarrierEnd first)");
+  std::uint64_t released = 0;
+  if (mode == PoolRelease::kAll) {
+    s.used.clear();
+    s.free_list.clear();
+    s.free_bytes = 0;
+    s.deferred_arena = nullptr;  // the recorded chunks stay; DeferCompute plans them anew
+    s.deferred_arena_bytes = 0;
+    s.planned_count = 0;
+    while (!s.roots.empty()) released += s.ReleaseBlock(s.roots.begin()->second.get());
+    s.stats.bytes_in_use = 0;
+    return released;
+  }
+  std::vector<Node*> free_roots;
+  for (const auto& [size, n] : s.free_list)
+    if (n->parent == nullptr) free_roots.push_back(n);
+  for (Node* n : free_roots) {
+    s.Remove(n);
+    released += s.ReleaseBlock(n);
+  }
+  return released;
+}
+
+Status BufferPool::BarrierBegin() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (state_->barrier_open) return FailedPrecondition("pool: BarrierBegin: a barrier is already open");
+  state_->barrier_open = true;
+  return Status::Ok();
+}
+
+Status BufferPool::BeginGroup() {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.barrier_open) return FailedPrecondition("pool: BeginGroup outside a barrier (call BarrierBegin)");
+  const auto id = std::this_thread::get_id();
+  if (s.current_group.count(id) != 0)
+    return FailedPrecondition("pool: BeginGroup: this thread's group is still open (call EndGroup)");
+  s.groups.push_back(std::make_unique<FreeList>());
+  s.current_group.emplace(id, s.groups.back().get());
+  return Status::Ok();
+}
+
+Status BufferPool::EndGroup() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (state_->current_group.erase(std::this_thread::get_id()) == 0)
+    return FailedPrecondition("pool: EndGroup without a BeginGroup on this thread");
+  return Status::Ok();
+}
+
+Status BufferPool::BarrierEnd() {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.barrier_open) return FailedPrecondition("pool: BarrierEnd without BarrierBegin");
+  if (!s.current_group.empty())
+    return FailedPrecondition("pool: BarrierEnd while " + std::to_string(s.current_group.size()) +
+                              " group(s) are still open (call EndGroup on their threads)");
+  for (auto& group : s.groups) {
+    std::vector<Node*> nodes;
+    for (const auto& [size, n] : *group) nodes.push_back(n);
+    for (Node* n : nodes) {
+      s.Remove(n);
+      s.ReturnMemory(&s.free_list, n, true);
+    }
+  }
+  s.groups.clear();
+  s.barrier_open = false;
+  return Status::Ok();
+}
+
+std::size_t BufferPool::num_blocks() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->roots.size();
+}
+
+AllocatorStats BufferPool::DoGetStats() const {
+  const State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  AllocatorStats st = s.stats;
+  st.free_bytes = s.free_bytes;
+  std::uint64_t largest = s.free_list.empty() ? 0 : s.free_list.rbegin()->first;
+  for (const auto& g : s.groups)
+    if (!g->empty()) largest = std::max(largest, g->rbegin()->first);
+  st.largest_free_block = largest;
+  st.fragmentation = FragmentationMetric(largest, st.free_bytes);
+  return st;
+}
+
+}  // namespace tensormem

@@ -1,0 +1,82 @@
+// The buffer pool's internal state, shared by buffer_pool.cc (the MNN
+// BufferAllocator core) and buffer_pool_defer.cc (the defer mode).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "tensormem/allocators/buffer_pool.h"
+
+namespace tensormem {
+namespace pool {
+
+struct Node;
+using FreeList = std::multimap<std::uint64_t, Node*>;
+
+struct Node {
+  Node* parent = nullptr;
+  std::unique_ptr<Node> children[2];  // set while split: front, back
+  char* start = nullptr;
+  std::uint64_t size = 0;
+  std::uint64_t use_count = 0;  // children not in a free list
+  FreeList* list = nullptr;     // the free list holding this node, if any
+  FreeList::iterator where;
+};
+
+// One recorded virtual allocation of the defer mode.
+struct DeferredRecord {
+  std::uint64_t bytes = 0;
+  std::uint64_t alignment = 1;
+  std::int64_t first_event = 0;
+  std::int64_t free_event = -1;  // -1: not freed
+  std::uint64_t offset = 0;      // planned
+};
+
+struct PoolState {
+  PoolState(Backend& b, const BufferPoolParams& p) : backend(b), params(p) {}
+
+  Backend& backend;
+  BufferPoolParams params;
+  mutable std::mutex mutex;
+
+  std::map<char*, std::unique_ptr<Node>> roots;  // blocks from the backend, by address
+  std::unordered_map<void*, Node*> used;         // returned pointer -> node
+  FreeList free_list;
+  bool barrier_open = false;
+  std::vector<std::unique_ptr<FreeList>> groups;
+  std::unordered_map<std::thread::id, FreeList*> current_group;
+  std::uint64_t free_bytes = 0;
+  AllocatorStats stats;
+
+  // Defer mode.
+  std::vector<DeferredRecord> deferred;
+  std::int64_t next_event = 0;
+  std::size_t planned_count = 0;  // records covered by the last plan
+  void* deferred_arena = nullptr;
+  std::uint64_t deferred_arena_bytes = 0;
+  std::uint64_t deferred_lower_bound = 0;
+
+  void Insert(FreeList* list, Node* n);
+  void Remove(Node* n);
+  void MarkUsed(void* pointer, Node* n);
+  void* GetFromFreeList(FreeList* list, std::uint64_t size, bool permit_split,
+                        std::uint64_t alignment);
+  void ReturnMemory(FreeList* list, Node* n, bool permit_merge);
+  Result<void*> NewBlock(std::uint64_t bytes, std::uint64_t alignment);
+  Result<void*> Allocate(std::uint64_t bytes, std::uint64_t alignment, bool separate);
+  Status Free(void* pointer);
+  std::uint64_t ReleaseBlock(Node* root);
+};
+
+}  // namespace pool
+
+struct BufferPool::State : pool::PoolState {
+  using PoolState::PoolState;
+};
+
+}  // namespace tensormem

@@ -1,0 +1,48 @@
+// LoggingAdaptor: one RAPIDS replay-log line per successful allocate and
+// free, written under a mutex (so lines never interleave). Threads are
+// numbered 0, 1, ... in order of first appearance; Time is microseconds
+// since the adaptor was made; Stream is always 0.
+#include <ostream>
+#include <thread>
+
+#include "tensormem/allocators/adaptors.h"
+
+namespace tensormem {
+
+LoggingAdaptor::LoggingAdaptor(MemoryResource& upstream, std::ostream& out)
+    : upstream_(upstream), out_(out) {
+  out_ << "Thread,Time,Action,Pointer,Size,Stream\n";
+}
+
+void LoggingAdaptor::Log(const char* action, const void* pointer, std::uint64_t bytes) {
+  const std::size_t tid = std::hash<std::thread::id>{}(std::this_thread::get_id());
+  const std::size_t thread = thread_numbers_.emplace(tid, thread_numbers_.size()).first->second;
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                      std::chrono::steady_clock::now() - start_)
+                      .count();
+  out_ << thread << ',' << us << ',' << action << ',' << PointerToString(pointer) << ',' << bytes
+       << ",0\n";
+}
+
+Result<void*> LoggingAdaptor::DoAllocate(std::uint64_t bytes, std::uint64_t alignment) {
+  Result<void*> p = upstream_.Allocate(bytes, alignment);
+  if (!p.ok()) return p;
+  std::lock_guard<std::mutex> lock(mutex_);
+  sizes_[*p] = bytes;
+  Log("allocate", *p, bytes);
+  return p;
+}
+
+Status LoggingAdaptor::DoDeallocate(void* pointer) {
+  // Free and log under one lock, so that a concurrent allocation reusing
+  // the address is always logged after this free.
+  std::lock_guard<std::mutex> lock(mutex_);
+  TM_RETURN_IF_ERROR(upstream_.Deallocate(pointer));
+  auto it = sizes_.find(pointer);
+  const std::uint64_t bytes = it == sizes_.end() ? 0 : it->second;
+  if (it != sizes_.end()) sizes_.erase(it);
+  Log("free", pointer, bytes);
+  return Status::Ok();
+}
+
+}  // namespace tensormem

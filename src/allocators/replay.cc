@@ -1,0 +1,356 @@
+// Trace replay: one loop, templated over how a block is allocated and
+// freed, so our allocators (through MemoryResource) and the malloc peers
+// (through function pointers) pay the same overhead. A free finds its block
+// through the partner index the trace reader stored: no lookup is timed.
+//
+// Peers run each pass in a forked child (a fresh heap each time), which
+// writes a fixed-size result to a pipe.
+#include "tensormem/allocators/replay.h"
+
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "allocators/malloc_peers.h"
+
+namespace tensormem {
+namespace {
+
+constexpr std::array<ReplayAllocator, 6> kAll = {
+    ReplayAllocator::kBfc,    ReplayAllocator::kPool,     ReplayAllocator::kSystem,
+    ReplayAllocator::kMalloc, ReplayAllocator::kJemalloc, ReplayAllocator::kMimalloc};
+
+struct Pass {
+  double seconds = 0;      // wall clock
+  double cpu_seconds = 0;  // the replaying thread's CPU time (user + system)
+  std::uint64_t peak_reserved = 0;  // ours: statistics; peers: sampled passes only
+  std::optional<double> fragmentation;
+};
+
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+std::string Where(const Trace& trace, const TraceEvent& e) {
+  return "replaying " + trace.source + ":" + std::to_string(e.line);
+}
+
+// Replays every event; `sample` (after each allocation) returns the bytes
+// reserved, or is a no-op when not sampling; `after` runs once after the
+// timed part, before the never-freed blocks are freed.
+template <typename Alloc, typename Free, typename Sample, typename After>
+Result<Pass> Loop(const Trace& trace, Alloc&& alloc, Free&& free_fn, Sample&& sample, After&& after) {
+  std::vector<void*> slots(trace.events.size(), nullptr);
+  Pass pass;
+  const double cpu_start = ThreadCpuSeconds();
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& e = trace.events[i];
+    if (e.action == TraceAction::kAllocate) {
+      void* p = nullptr;
+      if (Status st = alloc(e.size, &p); !st.ok()) return st.WithContext(Where(trace, e));
+      slots[i] = p;
+      pass.peak_reserved = std::max(pass.peak_reserved, sample());
+    } else {
+      if (Status st = free_fn(slots[e.partner]); !st.ok()) return st.WithContext(Where(trace, e));
+      slots[e.partner] = nullptr;
+    }
+  }
+  pass.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  pass.cpu_seconds = ThreadCpuSeconds() - cpu_start;
+  after();
+  // Blocks never freed, untimed.
+  for (std::size_t i = 0; i < trace.events.size(); ++i)
+    if (slots[i] != nullptr) TM_RETURN_IF_ERROR(free_fn(slots[i]));
+  return pass;
+}
+
+std::uint64_t PeakLiveBytesOf(const Trace& trace) {
+  std::uint64_t live = 0, peak = 0;
+  for (const TraceEvent& e : trace.events) {
+    if (e.action == TraceAction::kAllocate) {
+      live += e.size;
+      peak = std::max(peak, live);
+    } else {
+      live -= e.size;
+    }
+  }
+  return peak;
+}
+
+// One pass through our resource; `stats` receives its statistics after the
+// last event (before the never-freed blocks are freed).
+Result<Pass> ResourcePass(const Trace& trace, MemoryResource& r, std::uint64_t alignment,
+                          AllocatorStats* stats) {
+  auto alloc = [&](std::uint64_t size, void** out) -> Status {
+    Result<void*> p = r.Allocate(size, alignment);
+    if (!p.ok()) return p.status();
+    *out = *p;
+    return Status::Ok();
+  };
+  auto free_fn = [&](void* p) -> Status { return r.Deallocate(p); };
+  return Loop(
+      trace, alloc, free_fn, [] { return std::uint64_t{0}; },
+      [&] {
+        if (stats != nullptr) *stats = r.GetStats();
+      });
+}
+
+Result<Pass> PeerPass(const Trace& trace, const replay::MallocPeer& peer, std::uint64_t alignment,
+                      bool sample) {
+  const std::uint64_t base = sample ? peer.Reserved() : 0;
+  auto alloc = [&](std::uint64_t size, void** out) -> Status {
+    *out = peer.Allocate(size, alignment);
+    if (*out == nullptr) return ResourceExhausted("allocation of " + std::to_string(size) + " bytes failed");
+    return Status::Ok();
+  };
+  auto free_fn = [&](void* p) -> Status {
+    peer.free_fn(p);
+    return Status::Ok();
+  };
+  auto nothing = [] {};
+  if (!sample) return Loop(trace, alloc, free_fn, [] { return std::uint64_t{0}; }, nothing);
+  return Loop(
+      trace, alloc, free_fn,
+      [&] {
+        const std::uint64_t r = peer.Reserved();
+        return r > base ? r - base : 0;
+      },
+      nothing);
+}
+
+// One of our allocators with the backend it owns.
+struct Ours {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<MemoryResource> resource;
+};
+
+Ours MakeOurs(ReplayAllocator which, const ReplayParams& params) {
+  Ours o;
+  switch (which) {
+    case ReplayAllocator::kBfc:
+      if (params.bfc_virtual_memory) {
+        o.backend = std::make_unique<VirtualMemoryBackend>();
+        o.resource = std::make_unique<BfcAllocator>(*o.backend, params.bfc);
+      } else {
+        o.resource = std::make_unique<BfcAllocator>(HostBackend(), params.bfc);
+      }
+      break;
+    case ReplayAllocator::kPool:
+      o.resource = std::make_unique<BufferPool>(HostBackend(), params.pool);
+      break;
+    default:
+      o.resource = std::make_unique<SystemAllocator>(params.system);
+      break;
+  }
+  return o;
+}
+
+// One pass in this process: ours on a fresh instance; a peer sampled or not.
+Result<Pass> LocalPass(const Trace& trace, ReplayAllocator which, const ReplayParams& params,
+                       bool sample) {
+  if (IsMallocPeer(which)) {
+    TM_ASSIGN_OR_RETURN(replay::MallocPeer peer, replay::LoadMallocPeer(which));
+    return PeerPass(trace, peer, params.alignment, sample);
+  }
+  Ours ours = MakeOurs(which, params);
+  AllocatorStats stats;
+  TM_ASSIGN_OR_RETURN(Pass pass, ResourcePass(trace, *ours.resource, params.alignment, &stats));
+  pass.peak_reserved = stats.peak_bytes_reserved;
+  pass.fragmentation = stats.fragmentation;
+  return pass;
+}
+
+// The same pass in a forked child, so that it starts from the heap the
+// trace was loaded into and from no earlier pass (glibc's heap and its
+// dynamic mmap threshold remember every earlier allocation); the result
+// comes back through a pipe.
+Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const ReplayParams& params,
+                          bool sample) {
+  struct Wire {
+    int ok = 0;
+    int has_fragmentation = 0;
+    double seconds = 0;
+    double cpu_seconds = 0;
+    double fragmentation = 0;
+    std::uint64_t peak_reserved = 0;
+    char error[1024] = {};
+  };
+  int fds[2];
+  if (pipe(fds) != 0) return Internal(std::string("replay: pipe: ") + std::strerror(errno));
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return Internal(std::string("replay: fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    Wire w;
+    Result<Pass> pass = LocalPass(trace, which, params, sample);
+    if (pass.ok()) {
+      w.ok = 1;
+      w.seconds = pass->seconds;
+      w.cpu_seconds = pass->cpu_seconds;
+      w.peak_reserved = pass->peak_reserved;
+      w.has_fragmentation = pass->fragmentation.has_value();
+      w.fragmentation = pass->fragmentation.value_or(0.0);
+    } else {
+      std::snprintf(w.error, sizeof w.error, "%s", pass.status().message().c_str());
+    }
+    const char* p = reinterpret_cast<const char*>(&w);
+    std::size_t left = sizeof w;
+    while (left > 0) {
+      const ssize_t n = write(fds[1], p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      p += n;
+      left -= static_cast<std::size_t>(n);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  Wire w;
+  char* p = reinterpret_cast<char*>(&w);
+  std::size_t got = 0;
+  while (got < sizeof w) {
+    const ssize_t n = read(fds[0], p + got, sizeof w - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (got != sizeof w)
+    return Internal("replay: the child process replaying through " + std::string(Name(which)) +
+                    " ended (wait status " + std::to_string(status) + ") before reporting");
+  if (!w.ok) return ResourceExhausted(std::string(Name(which)) + ": " + w.error);
+  Pass pass;
+  pass.seconds = w.seconds;
+  pass.cpu_seconds = w.cpu_seconds;
+  pass.peak_reserved = w.peak_reserved;
+  if (w.has_fragmentation) pass.fragmentation = w.fragmentation;
+  return pass;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double PerOp(double seconds, std::uint64_t ops) {
+  return ops == 0 ? 0.0 : seconds * 1e9 / static_cast<double>(ops);
+}
+
+void Finish(ReplayResult* r) {
+  r->reserved_over_in_use =
+      r->peak_in_use == 0 ? 0.0 : static_cast<double>(r->peak_reserved) / static_cast<double>(r->peak_in_use);
+}
+
+}  // namespace
+
+std::string_view Name(ReplayAllocator allocator) {
+  switch (allocator) {
+    case ReplayAllocator::kBfc: return "bfc";
+    case ReplayAllocator::kPool: return "pool";
+    case ReplayAllocator::kSystem: return "system";
+    case ReplayAllocator::kMalloc: return "malloc";
+    case ReplayAllocator::kJemalloc: return "jemalloc";
+    case ReplayAllocator::kMimalloc: return "mimalloc";
+  }
+  return "?";
+}
+
+Result<ReplayAllocator> ParseReplayAllocator(std::string_view name) {
+  for (ReplayAllocator a : kAll)
+    if (Name(a) == name) return a;
+  return InvalidArgument("unknown allocator '" + std::string(name) +
+                         "' (known: bfc, pool, system, malloc, jemalloc, mimalloc)");
+}
+
+std::span<const ReplayAllocator> AllReplayAllocators() { return kAll; }
+
+bool IsMallocPeer(ReplayAllocator a) {
+  return a == ReplayAllocator::kMalloc || a == ReplayAllocator::kJemalloc ||
+         a == ReplayAllocator::kMimalloc;
+}
+
+Status MallocPeerAvailable(ReplayAllocator peer) { return replay::LoadMallocPeer(peer).status(); }
+
+Result<ReplayResult> ReplayTraceThrough(const Trace& trace, MemoryResource& resource,
+                                        std::uint64_t alignment) {
+  ReplayResult r;
+  r.allocator = std::string(resource.name());
+  r.ops = trace.events.size();
+  r.peak_in_use = PeakLiveBytesOf(trace);
+  AllocatorStats stats;
+  TM_ASSIGN_OR_RETURN(Pass pass, ResourcePass(trace, resource, alignment, &stats));
+  r.ns_per_op = PerOp(pass.seconds, r.ops);
+  r.cpu_ns_per_op = PerOp(pass.cpu_seconds, r.ops);
+  r.peak_reserved = stats.peak_bytes_reserved;
+  r.fragmentation = stats.fragmentation;
+  r.reserved_source = "allocator statistics (peak bytes reserved)";
+  Finish(&r);
+  return r;
+}
+
+Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
+                                 const ReplayParams& params) {
+  if (params.repetitions < 1) return InvalidArgument("replay: repetitions must be at least 1");
+  ReplayResult r;
+  r.allocator = std::string(Name(allocator));
+  r.ops = trace.events.size();
+  r.peak_in_use = PeakLiveBytesOf(trace);
+  auto run = [&](bool sample) -> Result<Pass> {
+    return params.isolate ? IsolatedPass(trace, allocator, params, sample)
+                          : LocalPass(trace, allocator, params, sample);
+  };
+  if (IsMallocPeer(allocator)) {
+    TM_ASSIGN_OR_RETURN(replay::MallocPeer peer, replay::LoadMallocPeer(allocator));
+    r.reserved_source = peer.reserved_source;
+    // Sampling the peer's statistics after every allocation costs time: a
+    // pass of its own, untimed.
+    TM_ASSIGN_OR_RETURN(Pass sampled, run(true));
+    r.peak_reserved = sampled.peak_reserved;
+  } else {
+    r.reserved_source = "allocator statistics (peak bytes reserved)";
+  }
+  std::vector<double> ns, cpu_ns;
+  for (int k = 0; k < params.repetitions; ++k) {
+    TM_ASSIGN_OR_RETURN(Pass pass, run(false));
+    ns.push_back(PerOp(pass.seconds, r.ops));
+    cpu_ns.push_back(PerOp(pass.cpu_seconds, r.ops));
+    if (!IsMallocPeer(allocator)) {
+      r.peak_reserved = pass.peak_reserved;
+      r.fragmentation = pass.fragmentation;
+    }
+  }
+  r.ns_per_op = Median(ns);
+  r.cpu_ns_per_op = Median(cpu_ns);
+  Finish(&r);
+  return r;
+}
+
+void PrepareProcessForMallocPeers(char** argv) {
+  const char* current = std::getenv("GLIBC_TUNABLES");
+  if (current != nullptr && std::strstr(current, "glibc.rtld.optional_static_tls") != nullptr) return;
+  std::string value = current != nullptr && *current ? std::string(current) + ":" : std::string();
+  value += "glibc.rtld.optional_static_tls=16384";
+  if (setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  // Not re-executed: jemalloc will be reported unavailable with the reason.
+}
+
+}  // namespace tensormem

@@ -1,0 +1,130 @@
+// VirtualMemoryBackend: one PROT_NONE reservation (MAP_NORESERVE, so it
+// costs no memory), a bump pointer `top`, and the live regions in address
+// order. Commit makes pages read-write up to a commit step past the page
+// holding the new top; decommit (madvise DONTNEED, then PROT_NONE) happens
+// when the top comes down by more than a step, so pages shared by two
+// regions are never decommitted under a live one.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "tensormem/allocators/backend.h"
+#include "tensormem/allocators/resource.h"
+
+namespace tensormem {
+
+struct VirtualMemoryBackend::State {
+  std::mutex mutex;
+  char* base = nullptr;
+  std::uint64_t size = 0;
+  std::string error;  // why the reservation failed, if it did
+  std::uint64_t page = 4096;
+  std::uint64_t commit_step = 0;  // a page multiple
+  std::uint64_t top = 0;        // offset of the next region
+  std::uint64_t committed = 0;  // offset up to which pages are read-write (page multiple)
+  std::uint64_t live_bytes = 0;
+  std::map<std::uint64_t, std::uint64_t> live;  // offset -> bytes
+};
+
+VirtualMemoryBackend::VirtualMemoryBackend(std::uint64_t address_space, std::uint64_t commit_step)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  const long page = sysconf(_SC_PAGESIZE);
+  if (page > 0) s.page = static_cast<std::uint64_t>(page);
+  s.commit_step = (commit_step + s.page - 1) / s.page * s.page;
+  s.size = (address_space + s.page - 1) / s.page * s.page;
+  void* p = mmap(nullptr, s.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    s.error = "virtual backend: cannot reserve " + std::to_string(s.size) +
+              " bytes of address space: " + std::strerror(errno);
+    s.size = 0;
+    return;
+  }
+  s.base = static_cast<char*>(p);
+}
+
+VirtualMemoryBackend::~VirtualMemoryBackend() {
+  if (state_->base != nullptr) munmap(state_->base, state_->size);
+}
+
+Result<void*> VirtualMemoryBackend::Reserve(std::uint64_t bytes, std::uint64_t alignment) {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.base == nullptr) return ResourceExhausted(s.error);
+  if (!IsPowerOfTwo(alignment) || alignment > s.page)
+    return InvalidArgument("virtual backend: alignment " + std::to_string(alignment) +
+                           " is not a power of two up to the page size");
+  if (bytes == 0) bytes = 1;
+  const std::uint64_t start = (s.top + alignment - 1) / alignment * alignment;
+  if (start > s.size || bytes > s.size - start)
+    return ResourceExhausted("virtual backend: " + std::to_string(bytes) +
+                             " bytes more do not fit in the reserved address space of " +
+                             std::to_string(s.size) + " bytes");
+  const std::uint64_t end = start + bytes;
+  if (end > s.committed) {
+    const std::uint64_t new_committed =
+        std::min(s.size, (end + s.page - 1) / s.page * s.page + s.commit_step);
+    if (mprotect(s.base + s.committed, new_committed - s.committed, PROT_READ | PROT_WRITE) != 0)
+      return ResourceExhausted("virtual backend: cannot commit " +
+                               std::to_string(new_committed - s.committed) + " bytes: " +
+                               std::strerror(errno));
+    s.committed = new_committed;
+  }
+  s.top = end;
+  s.live.emplace(start, bytes);
+  s.live_bytes += bytes;
+  return static_cast<void*>(s.base + start);
+}
+
+Status VirtualMemoryBackend::Release(void* region, std::uint64_t bytes) {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  char* const p = static_cast<char*>(region);
+  if (s.base == nullptr || p < s.base || p >= s.base + s.size)
+    return NotFound("virtual backend: " + PointerToString(region) + " is not in its address range");
+  const std::uint64_t start = static_cast<std::uint64_t>(p - s.base);
+  // The range may cover several adjacent regions (coalesced by the user).
+  auto it = s.live.find(start);
+  std::uint64_t covered = 0;
+  auto last = it;
+  while (last != s.live.end() && last->first == start + covered && covered < bytes) {
+    covered += last->second;
+    ++last;
+  }
+  if (it == s.live.end() || covered != bytes)
+    return InvalidArgument("virtual backend: [" + PointerToString(region) + ", +" +
+                           std::to_string(bytes) + ") is not a run of live regions");
+  s.live.erase(it, last);
+  s.live_bytes -= bytes;
+  // Lower the top to the end of the highest live region; decommit above.
+  const std::uint64_t new_top = s.live.empty() ? 0 : s.live.rbegin()->first + s.live.rbegin()->second;
+  if (new_top < s.top) {
+    s.top = new_top;
+    const std::uint64_t keep = (new_top + s.page - 1) / s.page * s.page + s.commit_step;
+    if (keep < s.committed) {
+      madvise(s.base + keep, s.committed - keep, MADV_DONTNEED);
+      mprotect(s.base + keep, s.committed - keep, PROT_NONE);
+      s.committed = keep;
+    }
+  }
+  return Status::Ok();
+}
+
+const void* VirtualMemoryBackend::next_address() const {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.base == nullptr) return nullptr;
+  return s.base + s.top;
+}
+
+std::uint64_t VirtualMemoryBackend::reserved() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->live_bytes;
+}
+
+}  // namespace tensormem

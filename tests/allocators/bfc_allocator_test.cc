@@ -1,0 +1,244 @@
+// The BFC allocator's own rules, checked to the byte: rounding and bins,
+// best fit in (size, address) order, TensorFlow's split rule and cap,
+// coalescing, region growth (doubling, reserve-all, on-demand with
+// coalesce_regions), the 90% retry, garbage collection of free regions,
+// the out-of-memory report and the fragmentation metric.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "tensormem/allocators/backend.h"
+#include "tensormem/allocators/bfc_allocator.h"
+
+namespace tensormem {
+namespace {
+
+constexpr std::uint64_t KiB = 1024, MiB = 1024 * 1024;
+
+void* Alloc(BfcAllocator& a, std::uint64_t bytes, std::uint64_t alignment = 64) {
+  Result<void*> p = a.Allocate(bytes, alignment);
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  return p.ok() ? *p : nullptr;
+}
+
+TEST(Bfc, RoundingAndBins) {
+  EXPECT_EQ(BfcAllocator::RoundedBytes(1), 256u);
+  EXPECT_EQ(BfcAllocator::RoundedBytes(256), 256u);
+  EXPECT_EQ(BfcAllocator::RoundedBytes(257), 512u);
+  EXPECT_EQ(BfcAllocator::BinForSize(1), 0);
+  EXPECT_EQ(BfcAllocator::BinForSize(256), 0);
+  EXPECT_EQ(BfcAllocator::BinForSize(511), 0);
+  EXPECT_EQ(BfcAllocator::BinForSize(512), 1);
+  EXPECT_EQ(BfcAllocator::BinForSize(1 * MiB), 12);
+  EXPECT_EQ(BfcAllocator::BinForSize(256 * MiB), 20);
+  EXPECT_EQ(BfcAllocator::BinForSize(std::uint64_t{1} << 50), 20);  // the last bin is unbounded
+  EXPECT_EQ(BfcAllocator::kNumBins, 21);
+}
+
+TEST(Bfc, DoublingGrowthAndTheSplitRuleToTheByte) {
+  BfcAllocator a(HostBackend());
+  // 1.5 MiB in the first 2 MiB region: not twice the request and the
+  // leftover is under 128 MiB, so the whole chunk is used.
+  void* p1 = Alloc(a, 1536 * KiB);
+  AllocatorStats s = a.GetStats();
+  EXPECT_EQ(s.bytes_reserved, 2 * MiB);
+  EXPECT_EQ(s.bytes_in_use, 2 * MiB);
+  EXPECT_EQ(s.free_bytes, 0u);
+  // The next region doubles (4 MiB) and is split: 1.5 MiB used, 2.5 MiB free.
+  void* p2 = Alloc(a, 1536 * KiB);
+  s = a.GetStats();
+  EXPECT_EQ(s.bytes_reserved, 6 * MiB);
+  EXPECT_EQ(s.bytes_in_use, 3584 * KiB);
+  EXPECT_EQ(s.free_bytes, 2560 * KiB);
+  EXPECT_EQ(s.largest_free_block, 2560 * KiB);
+  // 5 MiB fits nowhere: an 8 MiB region, used whole (8 < 2 * 5).
+  void* p3 = Alloc(a, 5 * MiB);
+  s = a.GetStats();
+  EXPECT_EQ(s.bytes_reserved, 14 * MiB);
+  EXPECT_EQ(s.peak_bytes_reserved, 14 * MiB);
+  EXPECT_EQ(s.bytes_in_use, 3584 * KiB + 8 * MiB);
+  EXPECT_EQ(s.largest_alloc_size, 8 * MiB);
+  EXPECT_EQ(a.num_regions(), 3u);
+  EXPECT_FALSE(s.bytes_limit.has_value());
+  for (void* p : {p1, p2, p3}) ASSERT_TRUE(a.Deallocate(p).ok());
+  s = a.GetStats();
+  EXPECT_EQ(s.bytes_in_use, 0u);
+  EXPECT_EQ(s.free_bytes, 14 * MiB);
+  EXPECT_EQ(s.largest_free_block, 8 * MiB);
+  EXPECT_DOUBLE_EQ(s.fragmentation, 1.0 - 8.0 / 14.0);
+}
+
+TEST(Bfc, TheSplitCapSplitsChunksUnderTwiceTheRequest) {
+  BfcParams p;
+  p.initial_region_bytes = 8 * MiB;
+  p.max_internal_fragmentation_bytes = 1 * MiB;
+  BfcAllocator a(HostBackend(), p);
+  void* x = Alloc(a, 5 * MiB);  // leftover 3 MiB >= the 1 MiB cap: split
+  EXPECT_EQ(a.GetStats().bytes_in_use, 5 * MiB);
+  EXPECT_EQ(a.GetStats().free_bytes, 3 * MiB);
+  void* y = Alloc(a, 2560 * KiB);  // leftover 512 KiB < cap and 3 MiB < 2 * 2.5 MiB: whole
+  EXPECT_EQ(a.GetStats().bytes_in_use, 8 * MiB);
+  ASSERT_TRUE(a.Deallocate(x).ok());
+  ASSERT_TRUE(a.Deallocate(y).ok());
+}
+
+TEST(Bfc, BestFitThenLowestAddress) {
+  BfcAllocator a(HostBackend());
+  // [x0 1K][x1 1K][x2 1K][x3 1K][x4 2K][x5 1K][x6 1K] then the free tail.
+  std::vector<void*> x;
+  for (std::uint64_t kb : {1, 1, 1, 1, 2, 1, 1}) x.push_back(Alloc(a, kb * KiB));
+  for (std::size_t i = 1; i < x.size(); ++i) EXPECT_LT(x[i - 1], x[i]);  // one region, in order
+  ASSERT_TRUE(a.Deallocate(x[1]).ok());
+  ASSERT_TRUE(a.Deallocate(x[3]).ok());
+  ASSERT_TRUE(a.Deallocate(x[4]).ok());  // coalesces with x3: a free 3K chunk
+  // Free: x1 (1K), the 3K run, the tail. 1K: x1 is the best fit.
+  EXPECT_EQ(Alloc(a, 1 * KiB), x[1]);
+  // 2K: the 3K run is the smallest fit (the tail is larger); it is used
+  // whole (3K < 2 * 2K).
+  EXPECT_EQ(Alloc(a, 2 * KiB), x[3]);
+  ASSERT_TRUE(a.Deallocate(x[2]).ok());
+  ASSERT_TRUE(a.Deallocate(x[0]).ok());
+  // Two free 1K chunks (x0, x2): the lowest address wins among equal sizes.
+  EXPECT_EQ(Alloc(a, 1 * KiB), x[0]);
+  EXPECT_EQ(Alloc(a, 1 * KiB), x[2]);
+}
+
+TEST(Bfc, FreeingCoalescesImmediately) {
+  BfcAllocator a(HostBackend());
+  void* p = Alloc(a, 1 * KiB);
+  void* q = Alloc(a, 1 * KiB);
+  void* r = Alloc(a, 1 * KiB);
+  ASSERT_TRUE(a.Deallocate(p).ok());
+  ASSERT_TRUE(a.Deallocate(r).ok());  // joins the tail
+  AllocatorStats s = a.GetStats();
+  EXPECT_EQ(s.free_bytes, 2 * MiB - 1 * KiB);
+  EXPECT_EQ(s.largest_free_block, 2 * MiB - 2 * KiB);
+  EXPECT_DOUBLE_EQ(s.fragmentation, 1.0 - double(2 * MiB - 2 * KiB) / double(2 * MiB - 1 * KiB));
+  ASSERT_TRUE(a.Deallocate(q).ok());  // joins both neighbours: one chunk
+  s = a.GetStats();
+  EXPECT_EQ(s.largest_free_block, 2 * MiB);
+  EXPECT_DOUBLE_EQ(s.fragmentation, 0.0);
+  EXPECT_EQ(Alloc(a, 3 * KiB), p);
+}
+
+TEST(Bfc, ReserveAllTakesTheLimitUpFrontAndRetriesAtNinetyPercent) {
+  CappedBackend device(HostBackend(), 3 * MiB);  // a "device" with 3 MiB
+  BfcParams p;
+  p.growth = BfcGrowth::kReserveAll;
+  p.memory_limit = 4 * MiB;
+  BfcAllocator a(device, p);
+  void* x = Alloc(a, 1 * KiB);
+  // 4 MiB refused, then 90%: 3.6 MiB refused, 3.24 MiB refused, 2.916 MiB fits.
+  std::uint64_t expect = 4 * MiB;
+  int refusals = 0;
+  while (expect > 3 * MiB) {
+    expect = BfcAllocator::RoundedBytes(static_cast<std::uint64_t>(static_cast<double>(expect) * 0.9));
+    ++refusals;
+  }
+  EXPECT_EQ(a.GetStats().bytes_reserved, expect);
+  EXPECT_EQ(device.num_refusals(), static_cast<std::uint64_t>(refusals));
+  EXPECT_EQ(a.GetStats().bytes_limit, 4 * MiB);
+  ASSERT_TRUE(a.Deallocate(x).ok());
+
+  BfcParams unlimited;
+  unlimited.growth = BfcGrowth::kReserveAll;
+  BfcAllocator b(HostBackend(), unlimited);
+  EXPECT_EQ(b.Allocate(1).status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(Bfc, GarbageCollectsWhollyFreeRegionsBeforeFailing) {
+  BfcParams p;
+  p.memory_limit = 6 * MiB;
+  BfcAllocator a(HostBackend(), p);
+  void* x = Alloc(a, 1536 * KiB);  // region 2 MiB
+  void* y = Alloc(a, 3 * MiB);     // region 4 MiB
+  EXPECT_EQ(a.num_regions(), 2u);
+  ASSERT_TRUE(a.Deallocate(x).ok());
+  ASSERT_TRUE(a.Deallocate(y).ok());
+  // 5 MiB fits in neither free region and the limit leaves nothing: the two
+  // regions go back and one 6 MiB region takes their place.
+  void* z = Alloc(a, 5 * MiB);
+  EXPECT_EQ(a.num_regions(), 1u);
+  EXPECT_EQ(a.GetStats().bytes_reserved, 6 * MiB);
+  EXPECT_EQ(a.GetStats().peak_bytes_reserved, 6 * MiB);
+  ASSERT_TRUE(a.Deallocate(z).ok());
+
+  BfcParams no_gc = p;
+  no_gc.garbage_collection = false;
+  BfcAllocator b(HostBackend(), no_gc);
+  x = Alloc(b, 1536 * KiB);
+  y = Alloc(b, 3 * MiB);
+  ASSERT_TRUE(b.Deallocate(x).ok());
+  ASSERT_TRUE(b.Deallocate(y).ok());
+  EXPECT_EQ(b.Allocate(5 * MiB).status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(b.ReleaseFreeRegions(), 6 * MiB);
+  EXPECT_EQ(b.num_regions(), 0u);
+}
+
+TEST(Bfc, OutOfMemoryReportAndRecovery) {
+  BfcParams p;
+  p.memory_limit = 2 * MiB;
+  BfcAllocator a(HostBackend(), p);
+  void* x = Alloc(a, 1 * MiB + 1);
+  Result<void*> fail = a.Allocate(1 * MiB);
+  ASSERT_FALSE(fail.ok());
+  EXPECT_EQ(fail.status().code(), StatusCode::kResourceExhausted);
+  const std::string& m = fail.status().message();
+  for (const char* want : {"out of memory allocating 1048576 bytes", "limit 2097152", "bins",
+                           "bin 13 (>= 2.0 MiB): 1, 2097152, 1, 2097152, 1048577, 0", "chunk map", "largest free block", "used (requested 1048577)",
+                           "free"})
+    EXPECT_NE(m.find(want), std::string::npos) << "missing '" << want << "' in:\n" << m;
+  EXPECT_EQ(a.GetStats().num_failed_allocs, 1u);
+  ASSERT_TRUE(a.Deallocate(x).ok());
+  void* y = Alloc(a, 1 * MiB);  // the failure left nothing behind
+  ASSERT_NE(y, nullptr);
+  std::ostringstream map;
+  a.DumpChunkMap(map);
+  EXPECT_NE(map.str().find("used (requested 1048576)"), std::string::npos) << map.str();
+  ASSERT_TRUE(a.Deallocate(y).ok());
+}
+
+TEST(Bfc, LargeAlignmentsLeaveTheFrontPaddingFree) {
+  BfcAllocator a(HostBackend());
+  void* small = Alloc(a, 256);
+  void* aligned = Alloc(a, 1000, 4096);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(aligned) % 4096, 0u);
+  const AllocatorStats s = a.GetStats();
+  EXPECT_EQ(s.bytes_in_use, 256u + 1024u);
+  EXPECT_EQ(s.free_bytes, 2 * MiB - 256 - 1024);
+  ASSERT_TRUE(a.Deallocate(aligned).ok());
+  ASSERT_TRUE(a.Deallocate(small).ok());
+  EXPECT_EQ(a.GetStats().largest_free_block, 2 * MiB);
+}
+
+TEST(Bfc, CoalescedRegionsOverVirtualMemoryStayOneRegion) {
+  VirtualMemoryBackend vm(std::uint64_t{1} << 32);
+  BfcAllocator a(vm, CompactBfcParams());
+  void* x = Alloc(a, 1 * MiB);
+  void* y = Alloc(a, 1536 * KiB);  // the tail (1 MiB) is free: the extension adds 2 MiB
+  void* z = Alloc(a, 3 * MiB);
+  EXPECT_EQ(a.num_regions(), 1u);
+  EXPECT_EQ(static_cast<char*>(y), static_cast<char*>(x) + 1 * MiB);
+  EXPECT_EQ(static_cast<char*>(z), static_cast<char*>(y) + 1536 * KiB);
+  // Reserved stays at the need rounded up to 2 MiB steps.
+  EXPECT_EQ(a.GetStats().bytes_reserved, 6 * MiB);
+  EXPECT_EQ(vm.reserved(), 6 * MiB);
+  for (void* p : {y, x, z}) ASSERT_TRUE(a.Deallocate(p).ok());
+  EXPECT_EQ(a.GetStats().largest_free_block, 6 * MiB);
+  EXPECT_EQ(a.ReleaseFreeRegions(), 6 * MiB);  // one release over three backend regions
+  EXPECT_EQ(vm.reserved(), 0u);
+  EXPECT_EQ(Alloc(a, 1 * KiB), x);  // the address space is reused from the bottom
+}
+
+TEST(Bfc, TensorFlowDefaultsDoNotCoalesceRegions) {
+  VirtualMemoryBackend vm(std::uint64_t{1} << 32);
+  BfcAllocator a(vm);  // coalesce_regions off, as in TensorFlow
+  void* x = Alloc(a, 1536 * KiB);
+  void* y = Alloc(a, 1536 * KiB);
+  EXPECT_EQ(a.num_regions(), 2u);
+  ASSERT_TRUE(a.Deallocate(x).ok());
+  ASSERT_TRUE(a.Deallocate(y).ok());
+}
+
+}  // namespace
+}  // namespace tensormem
