@@ -302,7 +302,6 @@ class Importer {
       ValueType v = TypeOf(vi.type());
       if (v.has_shape || !types_.count(vi.name())) types_[vi.name()] = v;
     }
-    for (const auto& [name, v] : values_) types_[name] = TypeOf(v);
     return Status::Ok();
   }
 
@@ -322,12 +321,22 @@ class Importer {
       for (int k = 0; k < g->node_size(); ++k) {
         const onnx::NodeProto& n = g->node(k);
         if (!IsFoldableOp(n)) continue;
+        // Shape and Size need their input's shape, every other op its values.
+        const bool by_shape = n.op_type() == "Shape" || n.op_type() == "Size";
         std::vector<FoldInput> in(static_cast<std::size_t>(n.input_size()));
-        for (int i = 0; i < n.input_size(); ++i) {
-          if (auto it = values_.find(n.input(i)); it != values_.end()) in[static_cast<std::size_t>(i)].value = &it->second;
-          if (auto it = types_.find(n.input(i)); it != types_.end() && it->second.Known())
-            in[static_cast<std::size_t>(i)].shape = &it->second.dims;
+        bool ready = true;
+        for (int i = 0; i < n.input_size() && ready; ++i) {
+          if (n.input(i).empty()) continue;
+          FoldInput& f = in[static_cast<std::size_t>(i)];
+          if (auto it = values_.find(n.input(i)); it != values_.end()) {
+            f.value = &it->second;
+            f.shape = &it->second.dims;
+          } else if (auto t = types_.find(n.input(i)); by_shape && t != types_.end() && t->second.Known()) {
+            f.shape = &t->second.dims;
+          }
+          ready = by_shape ? f.shape != nullptr : f.value != nullptr;
         }
+        if (!ready) continue;
         std::vector<ConstTensor> outs;
         std::string why;
         if (!FoldNode(n, opset_, in, params_.max_folded_elements, &outs, &why)) {
@@ -336,11 +345,8 @@ class Importer {
         }
         if (!std::all_of(outs.begin(), outs.end(), [&](const ConstTensor& t) { return FoldableType(t.dtype); }))
           continue;
-        for (int o = 0; o < n.output_size(); ++o) {
-          if (n.output(o).empty()) continue;
-          types_[n.output(o)] = TypeOf(outs[static_cast<std::size_t>(o)]);
-          values_[n.output(o)] = std::move(outs[static_cast<std::size_t>(o)]);
-        }
+        for (int o = 0; o < n.output_size(); ++o)
+          if (!n.output(o).empty()) values_[n.output(o)] = std::move(outs[static_cast<std::size_t>(o)]);
         folded[static_cast<std::size_t>(k)] = 1;
         folded_original_.insert(working_index_[static_cast<std::size_t>(k)]);
         progress = true;
@@ -372,6 +378,7 @@ class Importer {
   // The type of a named value the graph reads: from inference, else from
   // the initializer/constant that defines it.
   std::optional<ValueType> TypeOfName(const std::string& name) const {
+    if (auto it = values_.find(name); it != values_.end()) return TypeOf(it->second);
     if (auto it = types_.find(name); it != types_.end()) return it->second;
     if (auto it = initializer_.find(name); it != initializer_.end()) return TypeOf(*it->second);
     if (auto it = constants_.find(name); it != constants_.end()) return TypeOf(it->second);

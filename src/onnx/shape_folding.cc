@@ -11,6 +11,7 @@
 #include <optional>
 #include <string_view>
 #include <type_traits>
+#include <unordered_set>
 
 #include <onnx/onnx_pb.h>
 
@@ -725,14 +726,14 @@ class Evaluator {
 }  // namespace
 
 bool IsFoldableOp(const NodeProto& node) {
-  static const char* const kOps[] = {
+  static const std::unordered_set<std::string_view> kOps = {
       "Shape", "Size", "Identity", "Cast", "Gather", "Concat", "Unsqueeze", "Squeeze", "Reshape",
       "Flatten", "Transpose", "Slice", "Expand", "Tile", "Range", "ConstantOfShape", "Where",
       "Not", "Neg", "Abs", "Sign", "Floor", "Ceil", "Sqrt", "Reciprocal", "Add", "Sum", "Sub",
       "Mul", "Div", "Mod", "Pow", "Max", "Min", "Equal", "Less", "Greater", "LessOrEqual",
       "GreaterOrEqual", "And", "Or", "Xor"};
   if (!node.domain().empty() && node.domain() != "ai.onnx") return false;
-  return std::find(std::begin(kOps), std::end(kOps), node.op_type()) != std::end(kOps);
+  return kOps.count(node.op_type()) > 0;
 }
 
 bool FoldNode(const NodeProto& node, int opset, std::span<const FoldInput> inputs,
