@@ -8,24 +8,6 @@
 #endif
 
 namespace tensormem::cli {
-namespace {
-
-Result<std::int64_t> ParseInt(const std::string& text, const std::string& what) {
-  std::int64_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || text.empty() || v < 0)
-    return InvalidArgument(what + ": '" + text + "' is not a non-negative integer");
-  return v;
-}
-
-Result<std::pair<std::string, std::string>> SplitAssign(const std::string& arg, const char* flag) {
-  const std::size_t eq = arg.rfind('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
-    return InvalidArgument(std::string(flag) + " " + arg + ": expected NAME=VALUE");
-  return std::make_pair(arg.substr(0, eq), arg.substr(eq + 1));
-}
-
-}  // namespace
 
 void AddGraphInputOptions(CLI::App* cmd, GraphInputOptions* o) {
   cmd->add_option("--dim", o->dims, "ONNX: value of a symbolic dimension, NAME=VALUE (repeatable)");
@@ -44,6 +26,25 @@ bool IsGraphInput(const std::string& path) {
 }
 
 #if TENSORMEM_HAVE_ONNX
+
+namespace {
+
+Result<std::int64_t> ParseInt(const std::string& text, const std::string& what) {
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty() || v < 0)
+    return InvalidArgument(what + ": '" + text + "' is not a non-negative integer");
+  return v;
+}
+
+Result<std::pair<std::string, std::string>> SplitAssign(const std::string& arg, const char* flag) {
+  const std::size_t eq = arg.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
+    return InvalidArgument(std::string(flag) + " " + arg + ": expected NAME=VALUE");
+  return std::make_pair(arg.substr(0, eq), arg.substr(eq + 1));
+}
+
+}  // namespace
 
 Result<GraphInput> LoadGraphInput(const std::string& path, const GraphInputOptions& o,
                                   std::uint64_t alignment) {
