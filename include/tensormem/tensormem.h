@@ -1,6 +1,7 @@
-// Umbrella header: the static-planning core.
+// Umbrella header: the static-planning core and the graph planner.
 #pragma once
 
+#include "tensormem/graph.h"
 #include "tensormem/io.h"
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   int exit_code = tensormem::cli::kExitOk;
   tensormem::cli::AddPlanCommand(app, &exit_code);
   tensormem::cli::AddReplayCommand(app, &exit_code);
+  tensormem::cli::AddRecordsCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

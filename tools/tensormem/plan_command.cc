@@ -1,8 +1,12 @@
 // tensormem plan INPUT [--strategy NAME|all] [--objects] [--align N]
 //                      [--out PLAN.csv] [--json] [--svg MAP.svg]
+//                      [--dim NAME=V] [--input-shape NAME=AxBxC] [--data-input NAME]
 //
 // Plans offsets (default) or shared objects for a CSV/JSON problem and prints
-// one row per strategy: total, lower bound, ratio, milliseconds.
+// one row per strategy: total, lower bound, ratio, milliseconds. An ONNX
+// model is imported and its scratch arena planned by the graph planner (ids
+// are tensor names); the persistent arena, the naive total and the saving
+// are reported too.
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -15,6 +19,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "graph_input.h"
 #include "tensormem/tensormem.h"
 
 namespace tensormem::cli {
@@ -24,12 +29,13 @@ struct PlanOptions {
   std::string input;
   std::string strategy = "best";
   bool objects = false;
-  std::uint64_t align = 1;
+  std::uint64_t align = 0;  // 0 = the default: 1 for problem files, 64 for ONNX models
   std::string out;
   bool json = false;
   std::string svg;
   double time_limit = 10.0;
   bool reference = false;
+  GraphInputOptions graph;
 };
 
 struct Row {
@@ -49,13 +55,26 @@ Status WriteFile(const std::string& path, const std::function<Status(std::ostrea
 }
 
 void Print(const PlanOptions& o, const Problem& problem, std::uint64_t lower_bound,
-           const std::vector<Row>& rows) {
+           const std::vector<Row>& rows, const GraphInput* graph = nullptr) {
+  std::uint64_t smallest = UINT64_MAX;
+  for (const Row& r : rows) smallest = std::min(smallest, r.total);
   if (o.json) {
     nlohmann::json j = {{"input", o.input},
                         {"mode", o.objects ? "objects" : "offsets"},
                         {"buffers", problem.buffers.size()},
                         {"lower_bound", lower_bound},
-                        {"alignment", o.align}};
+                        {"alignment", graph ? graph->params.alignment : std::max<std::uint64_t>(o.align, 1)}};
+    if (graph)
+      j["graph"] = {{"tensors", graph->graph.tensors.size()},
+                    {"nodes", graph->graph.nodes.size()},
+                    {"file_nodes", graph->file_nodes},
+                    {"folded_nodes", graph->folded_nodes},
+                    {"in_place_shared", graph->plan.liveness.in_place_shared},
+                    {"import_ms", graph->import_seconds * 1e3},
+                    {"persistent_bytes", graph->plan.persistent_bytes},
+                    {"naive_scratch_bytes", graph->plan.naive_scratch_bytes},
+                    {"saving", 1.0 - static_cast<double>(smallest) /
+                                         static_cast<double>(std::max<std::uint64_t>(graph->plan.naive_scratch_bytes, 1))}};
     nlohmann::json results = nlohmann::json::array();
     for (const Row& r : rows)
       results.push_back({{"strategy", r.strategy},
@@ -67,6 +86,11 @@ void Print(const PlanOptions& o, const Problem& problem, std::uint64_t lower_bou
     std::cout << j.dump(1) << '\n';
     return;
   }
+  if (graph)
+    std::cout << o.input << ": " << graph->graph.nodes.size() << " nodes ("
+              << graph->folded_nodes << " shape nodes folded), " << graph->graph.tensors.size()
+              << " tensors, imported in " << FormatDouble(graph->import_seconds * 1e3, 1)
+              << " ms; scratch arena (alignment " << graph->params.alignment << "):\n";
   std::cout << o.input << ": " << problem.buffers.size() << " buffers, "
             << (o.objects ? "shared objects" : "offsets") << ", lower bound "
             << WithThousands(lower_bound)
@@ -76,14 +100,34 @@ void Print(const PlanOptions& o, const Problem& problem, std::uint64_t lower_bou
     t.AddRow({r.strategy, WithThousands(r.total), WithThousands(r.lower_bound),
               FormatDouble(Ratio(r.total, r.lower_bound), 3), FormatDouble(r.ms, 2)});
   std::cout << t.ToString();
+  if (graph) {
+    const std::uint64_t naive = graph->plan.naive_scratch_bytes;
+    std::cout << "persistent arena (constants, variables): "
+              << WithThousands(graph->plan.persistent_bytes) << " bytes\n"
+              << "scratch without reuse (naive total): " << WithThousands(naive)
+              << " bytes; smallest plan " << WithThousands(smallest) << " bytes, saving "
+              << FormatDouble(naive ? 100.0 * (1.0 - static_cast<double>(smallest) / static_cast<double>(naive)) : 0.0, 1)
+              << "%\n";
+  }
 }
 
 int RunPlan(const PlanOptions& o) {
-  Result<Problem> loaded = LoadProblem(o.input);
-  if (!loaded.ok()) return ReportError(loaded.status());
-  const Problem& problem = *loaded;
+  std::optional<GraphInput> graph;
+  Result<Problem> loaded = Problem{};
+  if (IsGraphInput(o.input)) {
+    if (o.objects)
+      return ReportError(InvalidArgument("--objects plans problem files; an ONNX model is planned "
+                                         "as arenas"));
+    Result<GraphInput> g = LoadGraphInput(o.input, o.graph, o.align ? o.align : 64);
+    if (!g.ok()) return ReportError(g.status());
+    graph = std::move(*g);
+  } else {
+    loaded = LoadProblem(o.input);
+    if (!loaded.ok()) return ReportError(loaded.status());
+  }
+  const Problem& problem = graph ? graph->plan.scratch : *loaded;
   PlanParams params;
-  params.alignment = o.align;
+  params.alignment = graph ? 1 : std::max<std::uint64_t>(o.align, 1);  // graph buffers carry theirs
   params.time_limit_seconds = o.time_limit;
   params.reference = o.reference;
   std::vector<Row> rows;
@@ -131,12 +175,17 @@ int RunPlan(const PlanOptions& o) {
   }
   std::optional<OffsetsPlan> best;
   for (OffsetsStrategy s : strategies) {
-    Result<OffsetsPlan> plan = PlanOffsets(problem, s, params);
+    Result<OffsetsPlan> plan =
+        graph ? PlanScratchArena(*graph, s, params) : PlanOffsets(problem, s, params);
+    if (o.strategy == "all" && plan.status().code() == StatusCode::kUnimplemented) {
+      std::cerr << "tensormem: note: " << Name(s) << " skipped: " << plan.status().message() << '\n';
+      continue;
+    }
     if (!plan.ok()) return ReportError(plan.status().WithContext(std::string(Name(s))));
     rows.push_back({plan->strategy, plan->total, plan->lower_bound, plan->seconds * 1e3});
     if (!best || plan->total < best->total) best = std::move(*plan);
   }
-  Print(o, problem, PeakLiveBytes(problem), rows);
+  Print(o, problem, PeakLiveBytes(problem), rows, graph ? &*graph : nullptr);
   if (!o.out.empty()) {
     Status st = WriteFile(o.out, [&](std::ostream& f) { return WriteProblemCsv(f, problem, &*best); });
     if (!st.ok()) return ReportError(st);
@@ -158,12 +207,14 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "plan", "Plan an arena (offsets) or shared objects for a problem file and report each "
               "plan against its lower bound");
-  cmd->add_option("INPUT", o->input, "problem: MiniMalloc CSV, JSON, or an allocation trace ('-' = CSV on stdin)")
+  cmd->add_option("INPUT", o->input,
+                  "problem: MiniMalloc CSV or JSON ('-' = CSV on stdin), an allocation trace, "
+                  "or an ONNX model")
       ->required();
   cmd->add_option("--strategy,-s", o->strategy, "strategy name, or 'all'")->capture_default_str();
   cmd->add_flag("--objects", o->objects, "plan shared objects instead of offsets");
-  cmd->add_option("--align", o->align, "offset alignment in bytes")
-      ->capture_default_str()
+  cmd->add_option("--align", o->align,
+                  "offset alignment in bytes (default: 1 for problem files, 64 for ONNX models)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--out,-o", o->out,
                   "write the plan: the input's CSV with an offset (or object) column; with "
@@ -175,6 +226,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--reference", o->reference,
                 "use the faithful quadratic transcriptions of the peers' algorithms");
+  AddGraphInputOptions(cmd, &o->graph);
   cmd->callback([o, exit_code] { *exit_code = RunPlan(*o); });
 }
 

@@ -22,9 +22,11 @@ Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params
   std::optional<OffsetsPlan> best;
   std::string winner;
   for (const Candidate& c : candidates) {
-    TM_ASSIGN_OR_RETURN(OffsetsPlan plan, c.fn(problem, params));
-    if (!best || plan.total < best->total) {
-      best = std::move(plan);
+    Result<OffsetsPlan> plan = c.fn(problem, params);
+    if (plan.status().code() == StatusCode::kUnimplemented) continue;  // not in this build
+    if (!plan.ok()) return plan.status();
+    if (!best || plan->total < best->total) {
+      best = std::move(*plan);
       winner = std::string(Name(c.strategy));
     }
   }
@@ -34,9 +36,10 @@ Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params
   if (!has_fixed) {
     PlanParams p = params;
     p.from_objects = ObjectsStrategy::kGreedyBest;
-    TM_ASSIGN_OR_RETURN(OffsetsPlan plan, FromObjectsOffsets(problem, p));
-    if (plan.total < best->total) {
-      best = std::move(plan);
+    Result<OffsetsPlan> plan = FromObjectsOffsets(problem, p);
+    if (!plan.ok() && plan.status().code() != StatusCode::kUnimplemented) return plan.status();
+    if (plan.ok() && plan->total < best->total) {
+      best = std::move(*plan);
       winner = "from_objects";
     }
   }

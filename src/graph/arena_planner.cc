@@ -1,0 +1,236 @@
+// The two arenas of a graph. Persistent: constants and variables back to
+// back in index order (they live for the whole run). Scratch: one buffer per
+// tensor owning memory (in-place chains are one buffer), lifetimes from the
+// liveness, planned with an offset strategy. The default is TensorFlow
+// Lite's ArenaPlanner::CreateTensorAllocationVector order computed from the
+// graph (whole-run tensors by index, then size descending, ties by earlier
+// allocation node, then index) fed to SimpleMemoryArena's best fit
+// (planning::PlaceBestFit) with each buffer's own alignment.
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "core/checked_math.h"
+#include "planning/offsets/best_fit.h"
+#include "tensormem/graph.h"
+#include "tensormem/lower_bounds.h"
+#include "tensormem/validator.h"
+
+namespace tensormem {
+namespace {
+
+using internal::CheckedAdd;
+using internal::CheckedAlignUp;
+
+std::uint64_t AlignmentOf(const GraphTensor& t, std::uint64_t fallback) {
+  return t.alignment ? t.alignment : fallback;
+}
+
+Status CheckParams(const GraphPlanParams& params) {
+  const std::uint64_t a = params.alignment;
+  if (a == 0 || (a & (a - 1)) != 0)
+    return InvalidArgument("graph plan alignment " + std::to_string(a) +
+                           " is not a power of two >= 1");
+  return Status::Ok();
+}
+
+// Lays the scratch buffers out; the placements, lower bound, time and
+// validation are filled here for every strategy.
+Result<OffsetsPlan> PlanScratch(const Graph& graph, const Liveness& live, const Problem& problem,
+                                const std::vector<int>& owner, const GraphPlanParams& params) {
+  if (params.strategy != OffsetsStrategy::kArena) {
+    PlanParams p = params.offsets;
+    p.alignment = 1;  // every buffer carries its own
+    return PlanOffsets(problem, params.strategy, p);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::size_t> order(problem.buffers.size());
+  std::iota(order.begin(), order.end(), 0);
+  auto whole_run = [&](std::size_t b) {
+    const TensorLiveness& l = live.tensors[static_cast<std::size_t>(owner[b])];
+    return l.first_node == 0 && l.never_freed;
+  };
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const bool wa = whole_run(a), wb = whole_run(b);
+    if (wa || wb) return wa != wb ? wa : owner[a] < owner[b];
+    const std::uint64_t sa = graph.tensors[static_cast<std::size_t>(owner[a])].bytes;
+    const std::uint64_t sb = graph.tensors[static_cast<std::size_t>(owner[b])].bytes;
+    if (sa != sb) return sa > sb;
+    const TaskIndex fa = problem.buffers[a].first_task, fb = problem.buffers[b].first_task;
+    if (fa != fb) return fa < fb;
+    return owner[a] < owner[b];
+  });
+  TM_ASSIGN_OR_RETURN(OffsetsPlan plan, planning::PlaceBestFit(problem, order, 1));
+  plan.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  plan.strategy = std::string(Name(OffsetsStrategy::kArena));
+  plan.lower_bound = PeakLiveBytes(problem);
+  if (params.offsets.validate)
+    TM_RETURN_IF_ERROR(ValidateOffsetsPlan(problem, plan, 1, false)
+                           .WithContext("internal error: the graph arena order produced an "
+                                        "invalid plan"));
+  return plan;
+}
+
+// Everything but the scratch offsets: liveness, the scratch problem, the
+// persistent layout and the naive total.
+Result<GraphPlan> Prepare(const Graph& graph, const GraphPlanParams& params) {
+  TM_RETURN_IF_ERROR(CheckParams(params));
+  GraphPlan plan;
+  TM_ASSIGN_OR_RETURN(plan.liveness, ComputeLiveness(graph, params.liveness));
+  const std::size_t n = graph.tensors.size();
+  plan.placements.resize(n);
+  const auto& lt = plan.liveness.tensors;
+  std::uint64_t persistent_end = 0, naive_end = 0;
+  for (std::size_t t = 0; t < n; ++t) {
+    const GraphTensor& tensor = graph.tensors[t];
+    const std::uint64_t align = AlignmentOf(tensor, params.alignment);
+    TensorPlacement& p = plan.placements[t];
+    p.arena = lt[t].arena;
+    if (p.arena != Arena::kNone) plan.base_alignment = std::max(plan.base_alignment, align);
+    if (lt[t].arena == Arena::kPersistent) {
+      if (!CheckedAlignUp(persistent_end, align, &p.offset) ||
+          !CheckedAdd(p.offset, tensor.bytes, &persistent_end))
+        return OutOfRange("the persistent arena overflows 64 bits at " +
+                          TensorLabel(graph, static_cast<int>(t)));
+    } else if (lt[t].arena == Arena::kScratch) {
+      std::uint64_t at;
+      if (!CheckedAlignUp(naive_end, align, &at) || !CheckedAdd(at, tensor.bytes, &naive_end))
+        return OutOfRange("the scratch arena overflows 64 bits at " +
+                          TensorLabel(graph, static_cast<int>(t)));
+      if (lt[t].root != static_cast<int>(t)) continue;
+      p.buffer = static_cast<int>(plan.scratch.buffers.size());
+      Buffer b;
+      b.id = TensorId(graph, static_cast<int>(t));
+      b.size = tensor.bytes;
+      b.first_task = lt[t].first_node;
+      b.last_task = lt[t].last_node;
+      b.alignment = align;
+      plan.scratch.buffers.push_back(std::move(b));
+      plan.scratch_owner.push_back(static_cast<int>(t));
+    }
+  }
+  // Chain members join their root's buffer, which takes the strictest alignment.
+  for (std::size_t t = 0; t < n; ++t) {
+    if (lt[t].arena != Arena::kScratch || lt[t].root == static_cast<int>(t)) continue;
+    const int b = plan.placements[static_cast<std::size_t>(lt[t].root)].buffer;
+    plan.placements[t].buffer = b;
+    Buffer& buf = plan.scratch.buffers[static_cast<std::size_t>(b)];
+    buf.alignment = std::max(buf.alignment, AlignmentOf(graph.tensors[t], params.alignment));
+  }
+  plan.persistent_bytes = persistent_end;
+  plan.naive_scratch_bytes = naive_end;
+  return plan;
+}
+
+Status Finish(const Graph& graph, GraphPlan& plan, const GraphPlanParams& params) {
+  TM_ASSIGN_OR_RETURN(plan.scratch_plan,
+                      PlanScratch(graph, plan.liveness, plan.scratch, plan.scratch_owner, params));
+  for (TensorPlacement& p : plan.placements)
+    if (p.arena == Arena::kScratch) p.offset = plan.scratch_plan.offsets[static_cast<std::size_t>(p.buffer)];
+  if (params.offsets.validate)
+    TM_RETURN_IF_ERROR(ValidateGraphPlan(graph, plan).WithContext("internal error"));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<GraphPlan> PlanGraph(const Graph& graph, const GraphPlanParams& params) {
+  TM_ASSIGN_OR_RETURN(GraphPlan plan, Prepare(graph, params));
+  TM_RETURN_IF_ERROR(Finish(graph, plan, params));
+  return plan;
+}
+
+Result<GraphPlan> ReplanGraphFrom(const Graph& graph, const GraphPlan& previous,
+                                  TaskIndex first_node, const GraphPlanParams& params) {
+  if (first_node < 0) return InvalidArgument("re-plan: first node must be >= 0");
+  TM_ASSIGN_OR_RETURN(GraphPlan plan, Prepare(graph, params));
+  if (previous.placements.size() != graph.tensors.size())
+    return InvalidArgument("re-plan: the previous plan has " +
+                           std::to_string(previous.placements.size()) +
+                           " tensors, the graph " + std::to_string(graph.tensors.size()));
+  for (std::size_t b = 0; b < plan.scratch.buffers.size(); ++b) {
+    Buffer& buf = plan.scratch.buffers[b];
+    if (buf.first_task >= first_node) continue;
+    const int t = plan.scratch_owner[b];
+    const std::string why = "re-plan from node " + std::to_string(first_node) + ": " +
+                            TensorLabel(graph, t) + ", allocated at node " +
+                            std::to_string(buf.first_task) + ", ";
+    const TensorPlacement& old = previous.placements[static_cast<std::size_t>(t)];
+    if (old.arena != Arena::kScratch || old.buffer < 0 ||
+        static_cast<std::size_t>(old.buffer) >= previous.scratch.buffers.size() ||
+        previous.scratch_owner[static_cast<std::size_t>(old.buffer)] != t)
+      return InvalidArgument(why + "had no memory of its own in the previous plan; re-plan from "
+                                   "an earlier node");
+    const Buffer& was = previous.scratch.buffers[static_cast<std::size_t>(old.buffer)];
+    if (was.first_task != buf.first_task || was.size != buf.size || was.last_task != buf.last_task)
+      return InvalidArgument(why + "changed (" + std::to_string(was.size) + " -> " +
+                             std::to_string(buf.size) + " bytes, nodes [" +
+                             std::to_string(was.first_task) + ", " + std::to_string(was.last_task) +
+                             "] -> [" + std::to_string(buf.first_task) + ", " +
+                             std::to_string(buf.last_task) + "]); re-plan from node " +
+                             std::to_string(buf.first_task) + " or earlier");
+    if (old.offset % buf.alignment != 0)
+      return InvalidArgument(why + "keeps offset " + std::to_string(old.offset) +
+                             " which does not suit its alignment " + std::to_string(buf.alignment));
+    buf.fixed_offset = old.offset;
+  }
+  TM_RETURN_IF_ERROR(Finish(graph, plan, params));
+  return plan;
+}
+
+Status ValidateGraphPlan(const Graph& graph, const GraphPlan& plan) {
+  const std::size_t n = graph.tensors.size();
+  if (plan.placements.size() != n || plan.liveness.tensors.size() != n)
+    return InvalidArgument("graph plan: " + std::to_string(plan.placements.size()) +
+                           " placements for " + std::to_string(n) + " tensors");
+  if (plan.scratch_owner.size() != plan.scratch.buffers.size())
+    return InvalidArgument("graph plan: scratch owners do not match the scratch buffers");
+  TM_RETURN_IF_ERROR(ValidateOffsetsPlan(plan.scratch, plan.scratch_plan, 1, false)
+                         .WithContext("graph plan: scratch arena"));
+  std::vector<std::pair<std::uint64_t, std::size_t>> persistent;
+  for (std::size_t t = 0; t < n; ++t) {
+    const TensorPlacement& p = plan.placements[t];
+    const TensorLiveness& l = plan.liveness.tensors[t];
+    const std::uint64_t bytes = graph.tensors[t].bytes;
+    const std::string who = "graph plan: " + TensorLabel(graph, static_cast<int>(t));
+    if (p.arena != l.arena) return InvalidArgument(who + ": arena differs from its liveness");
+    if (p.arena == Arena::kScratch) {
+      if (p.buffer < 0 || static_cast<std::size_t>(p.buffer) >= plan.scratch.buffers.size())
+        return InvalidArgument(who + ": no scratch buffer");
+      const auto b = static_cast<std::size_t>(p.buffer);
+      const Buffer& buf = plan.scratch.buffers[b];
+      if (plan.scratch_owner[b] != l.root)
+        return InvalidArgument(who + ": its buffer belongs to " +
+                               TensorLabel(graph, plan.scratch_owner[b]) +
+                               ", not to the root of its memory");
+      if (p.offset != plan.scratch_plan.offsets[b] || bytes > buf.size)
+        return InvalidArgument(who + ": offset or size disagrees with its buffer '" + buf.id + "'");
+      if (l.first_node < buf.first_task || l.last_node > buf.last_task)
+        return InvalidArgument(who + ": lives outside its buffer's lifetime");
+      const std::uint64_t align = graph.tensors[t].alignment;
+      if (align && p.offset % align != 0)
+        return InvalidArgument(who + ": offset " + std::to_string(p.offset) +
+                               " is not a multiple of its alignment " + std::to_string(align));
+    } else if (p.arena == Arena::kPersistent) {
+      std::uint64_t end;
+      if (!CheckedAdd(p.offset, bytes, &end) || end > plan.persistent_bytes)
+        return InvalidArgument(who + ": ends beyond the persistent arena");
+      const std::uint64_t align = graph.tensors[t].alignment;
+      if (align && p.offset % align != 0)
+        return InvalidArgument(who + ": persistent offset not aligned");
+      persistent.emplace_back(p.offset, t);
+    }
+  }
+  std::sort(persistent.begin(), persistent.end());
+  for (std::size_t k = 1; k < persistent.size(); ++k) {
+    const std::size_t prev = persistent[k - 1].second;
+    if (persistent[k - 1].first + graph.tensors[prev].bytes > persistent[k].first)
+      return InvalidArgument("graph plan: persistent tensors " +
+                             TensorLabel(graph, static_cast<int>(prev)) + " and " +
+                             TensorLabel(graph, static_cast<int>(persistent[k].second)) +
+                             " overlap");
+  }
+  return Status::Ok();
+}
+
+}  // namespace tensormem

@@ -1,0 +1,560 @@
+// ONNX model -> Graph. Parses the protobuf with bounded limits, applies the
+// user's dimensions, then alternates ONNX shape inference and shape folding
+// (shape_folding.h) on a working copy of the model, where folded nodes are
+// replaced by initializers holding their values, until a round folds
+// nothing. The remaining nodes, in file order, become the graph; every
+// tensor they touch must have a fully known shape and a sized element type.
+#include "tensormem/onnx.h"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <fstream>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "core/checked_math.h"
+#include "onnx/const_tensor.h"
+#include "onnx/dtype.h"
+#include "onnx/shape_folding.h"
+
+namespace tensormem {
+namespace {
+
+using namespace onnx_import;
+using Dims = std::vector<std::int64_t>;
+
+// A value's type as ONNX knows it: element type and, per dimension, a fixed
+// value (>= 0), a symbol (dim_param) or nothing (-1 with an empty symbol).
+struct ValueType {
+  std::int32_t dtype = 0;
+  bool has_shape = false;
+  Dims dims;
+  std::vector<std::string> symbols;
+
+  bool Known() const {
+    if (!has_shape) return false;
+    return std::all_of(dims.begin(), dims.end(), [](std::int64_t d) { return d >= 0; });
+  }
+  std::string FirstSymbol() const {
+    for (const std::string& s : symbols)
+      if (!s.empty()) return s;
+    return "";
+  }
+};
+
+ValueType TypeOf(const onnx::TypeProto& type) {
+  ValueType v;
+  if (!type.has_tensor_type()) return v;
+  const auto& tt = type.tensor_type();
+  v.dtype = tt.elem_type();
+  if (!tt.has_shape()) return v;
+  v.has_shape = true;
+  for (const auto& d : tt.shape().dim()) {
+    v.dims.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value() : -1);
+    v.symbols.push_back(d.has_dim_param() ? d.dim_param() : "");
+  }
+  return v;
+}
+
+ValueType TypeOf(const onnx::TensorProto& t) {
+  ValueType v;
+  v.dtype = t.data_type();
+  v.has_shape = true;
+  v.dims.assign(t.dims().begin(), t.dims().end());
+  v.symbols.assign(v.dims.size(), "");
+  return v;
+}
+
+ValueType TypeOf(const ConstTensor& t) {
+  ValueType v;
+  v.dtype = t.dtype;
+  v.has_shape = true;
+  v.dims = t.dims;
+  v.symbols.assign(v.dims.size(), "");
+  return v;
+}
+
+std::string ShapeString(const ValueType& v) {
+  if (!v.has_shape) return "unknown";
+  std::string s;
+  for (std::size_t i = 0; i < v.dims.size(); ++i) {
+    if (i) s += "x";
+    s += v.dims[i] >= 0 ? std::to_string(v.dims[i]) : (v.symbols[i].empty() ? "?" : v.symbols[i]);
+  }
+  return s.empty() ? "scalar" : s;
+}
+
+bool IsDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+class Importer {
+ public:
+  Importer(std::string_view source, const OnnxImportParams& params)
+      : source_(source), params_(params) {}
+
+  Result<OnnxModel> Run(std::string_view bytes) {
+    const auto start = std::chrono::steady_clock::now();
+    TM_RETURN_IF_ERROR(Parse(bytes));
+    TM_RETURN_IF_ERROR(Collect());
+    TM_RETURN_IF_ERROR(ApplyUserShapes());
+    TM_RETURN_IF_ERROR(InferAndFold());
+    TM_ASSIGN_OR_RETURN(OnnxModel out, Build());
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return out;
+  }
+
+ private:
+  Status Error(const std::string& what) const { return InvalidArgument(source_ + ": " + what); }
+
+  std::string NodeName(int k) const {
+    const onnx::NodeProto& n = model_.graph().node(k);
+    return "node " + std::to_string(k) + (n.name().empty() ? "" : " '" + n.name() + "'") + " (" +
+           n.op_type() + ")";
+  }
+
+  Status Parse(std::string_view bytes) {
+    if (bytes.size() > params_.max_file_bytes || bytes.size() > static_cast<std::size_t>(INT_MAX))
+      return Error("file of " + std::to_string(bytes.size()) + " bytes exceeds the limit of " +
+                   std::to_string(std::min<std::uint64_t>(params_.max_file_bytes, INT_MAX)) + " bytes");
+    google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
+    google::protobuf::io::CodedInputStream in(&raw);
+    in.SetTotalBytesLimit(static_cast<int>(bytes.size()));
+    in.SetRecursionLimit(64);
+    if (!model_.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
+      return Error("not an ONNX model: protobuf parsing failed (truncated, corrupt or not a ModelProto)");
+    if (model_.ir_version() <= 0 || !model_.has_graph())
+      return Error("not an ONNX model: no IR version or no graph");
+    bool found = false;
+    for (const auto& op : model_.opset_import())
+      if (IsDefaultDomain(op.domain())) {
+        opset_ = static_cast<int>(op.version());
+        found = true;
+      }
+    if (!found || opset_ <= 0) return Error("no opset version for the default ONNX domain");
+    return Status::Ok();
+  }
+
+  Status Collect() {
+    const onnx::GraphProto& g = model_.graph();
+    for (const auto& t : g.initializer()) {
+      if (!initializer_.emplace(t.name(), &t).second)
+        return Error("initializer '" + t.name() + "' is defined twice");
+      TM_ASSIGN_OR_RETURN(std::optional<ConstTensor> v, ReadTensorProto(t, params_.max_folded_elements));
+      if (v) values_[t.name()] = std::move(*v);
+    }
+    for (const auto& t : g.sparse_initializer()) {
+      onnx::TensorProto dense;
+      dense.set_name(t.values().name());
+      dense.set_data_type(t.values().data_type());
+      for (std::int64_t d : t.dims()) dense.add_dims(d);
+      sparse_.push_back(std::move(dense));
+    }
+    for (const auto& t : sparse_) initializer_.emplace(t.name(), &t);
+    for (int k = 0; k < g.node_size(); ++k) {
+      const onnx::NodeProto& n = g.node(k);
+      for (const auto& a : n.attribute())
+        if (a.has_g() || a.graphs_size() > 0)
+          return Unimplemented(source_ + ": " + NodeName(k) +
+                               " has a sub-graph (control flow); such models are not supported");
+      if (n.op_type() == "Constant" && IsDefaultDomain(n.domain())) {
+        TM_RETURN_IF_ERROR(ReadConstantNode(k));
+      }
+    }
+    // Data inputs.
+    std::unordered_set<std::string> named(params_.data_inputs.begin(), params_.data_inputs.end());
+    for (const auto& [name, shape] : params_.input_shapes) named.insert(name);
+    std::unordered_set<std::string> inputs;
+    for (const auto& vi : g.input()) inputs.insert(vi.name());
+    for (const std::string& n : named)
+      if (!inputs.count(n)) return Error("no graph input named '" + n + "' (" + InputList() + ")");
+    bool first = true;
+    for (const auto& vi : g.input()) {
+      bool data;
+      if (!named.empty())
+        data = named.count(vi.name()) > 0;
+      else if (initializer_.count(vi.name()))
+        data = false;
+      else
+        data = g.initializer_size() > 0 || first;  // no initializers at all: weights are inputs
+      if (!initializer_.count(vi.name())) first = false;
+      (data ? data_inputs_ : param_inputs_).insert(vi.name());
+    }
+    return Status::Ok();
+  }
+
+  std::string InputList() const {
+    std::string s = "graph inputs:";
+    int shown = 0;
+    for (const auto& vi : model_.graph().input()) {
+      if (++shown > 8) {
+        s += " ...";
+        break;
+      }
+      s += " '" + vi.name() + "'";
+    }
+    return s;
+  }
+
+  Status ReadConstantNode(int k) {
+    const onnx::NodeProto& n = model_.graph().node(k);
+    if (n.output_size() != 1 || n.attribute_size() != 1)
+      return Error(NodeName(k) + ": a Constant needs one output and one value attribute");
+    const onnx::AttributeProto& a = n.attribute(0);
+    onnx::TensorProto t;
+    if (a.name() == "value" && a.has_t()) {
+      t = a.t();
+    } else if (a.name() == "value_int") {
+      t.set_data_type(onnx::TensorProto::INT64);
+      t.add_int64_data(a.i());
+    } else if (a.name() == "value_ints") {
+      t.set_data_type(onnx::TensorProto::INT64);
+      t.add_dims(a.ints_size());
+      for (std::int64_t v : a.ints()) t.add_int64_data(v);
+    } else if (a.name() == "value_float") {
+      t.set_data_type(onnx::TensorProto::FLOAT);
+      t.add_float_data(a.f());
+    } else if (a.name() == "value_floats") {
+      t.set_data_type(onnx::TensorProto::FLOAT);
+      t.add_dims(a.floats_size());
+      for (float v : a.floats()) t.add_float_data(v);
+    } else if (a.name() == "sparse_value" && a.has_sparse_tensor()) {
+      t.set_data_type(a.sparse_tensor().values().data_type());
+      for (std::int64_t d : a.sparse_tensor().dims()) t.add_dims(d);
+    } else {
+      return Error(NodeName(k) + ": Constant attribute '" + a.name() + "' is not supported");
+    }
+    t.set_name(n.output(0));
+    TM_ASSIGN_OR_RETURN(std::optional<ConstTensor> v, ReadTensorProto(t, params_.max_folded_elements));
+    if (v) values_[n.output(0)] = std::move(*v);
+    constants_.emplace(n.output(0), std::move(t));
+    return Status::Ok();
+  }
+
+  Status ApplyUserShapes() {
+    working_ = model_;
+    onnx::GraphProto* g = working_.mutable_graph();
+    working_.set_ir_version(std::max<std::int64_t>(working_.ir_version(), 4));
+    // Constant nodes become initializers of the working model.
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+    for (int k = 0; k < g->node_size(); ++k) {
+      const onnx::NodeProto& n = g->node(k);
+      if (n.op_type() == "Constant" && IsDefaultDomain(n.domain())) {
+        *g->add_initializer() = constants_.at(n.output(0));
+        continue;
+      }
+      *nodes.Add() = n;
+      working_index_.push_back(k);
+    }
+    g->mutable_node()->Swap(&nodes);
+    for (const auto& [name, dims] : params_.input_shapes) {
+      for (auto& vi : *g->mutable_input()) {
+        if (vi.name() != name) continue;
+        auto* shape = vi.mutable_type()->mutable_tensor_type()->mutable_shape();
+        shape->clear_dim();
+        for (std::int64_t d : dims) {
+          if (d < 0) return Error("--input-shape " + name + ": negative dimension");
+          shape->add_dim()->set_dim_value(d);
+        }
+      }
+    }
+    for (const auto& [symbol, value] : params_.dims) {
+      if (value < 0) return Error("--dim " + symbol + "=" + std::to_string(value) + ": negative");
+      int replaced = 0;
+      auto fix = [&](onnx::ValueInfoProto& vi) {
+        if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+        for (auto& d : *vi.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
+          if (d.has_dim_param() && d.dim_param() == symbol) {
+            d.set_dim_value(value);
+            ++replaced;
+          }
+      };
+      for (auto& vi : *g->mutable_input()) fix(vi);
+      for (auto& vi : *g->mutable_output()) fix(vi);
+      for (auto& vi : *g->mutable_value_info()) fix(vi);
+      if (!replaced) return Error("--dim " + symbol + ": the model has no dimension named '" + symbol + "'");
+    }
+    return Status::Ok();
+  }
+
+  Status Infer() {
+    try {
+      onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0,
+                                          /*data_prop=*/false);
+      onnx::shape_inference::InferShapes(working_, onnx::OpSchemaRegistry::Instance(), options);
+    } catch (const std::exception& e) {
+      return Error(std::string("ONNX shape inference failed: ") + e.what());
+    } catch (...) {
+      return Error("ONNX shape inference failed");
+    }
+    types_.clear();
+    const onnx::GraphProto& g = working_.graph();
+    for (const auto& t : g.initializer()) types_[t.name()] = TypeOf(t);
+    for (const auto& vi : g.input()) types_[vi.name()] = TypeOf(vi.type());
+    for (const auto& vi : g.value_info()) types_[vi.name()] = TypeOf(vi.type());
+    for (const auto& vi : g.output()) {
+      ValueType v = TypeOf(vi.type());
+      if (v.has_shape || !types_.count(vi.name())) types_[vi.name()] = v;
+    }
+    return Status::Ok();
+  }
+
+  bool FoldableType(std::int32_t dtype) const {
+    if (IsIntegral(dtype)) return true;
+    return params_.fold_floating &&
+           (dtype == onnx::TensorProto::FLOAT || dtype == onnx::TensorProto::DOUBLE);
+  }
+
+  Status InferAndFold() {
+    for (rounds_ = 1;; ++rounds_) {
+      TM_RETURN_IF_ERROR(Infer());
+      if (rounds_ > params_.max_rounds) break;
+      onnx::GraphProto* g = working_.mutable_graph();
+      std::vector<char> folded(static_cast<std::size_t>(g->node_size()), 0);
+      bool progress = false;
+      for (int k = 0; k < g->node_size(); ++k) {
+        const onnx::NodeProto& n = g->node(k);
+        if (!IsFoldableOp(n)) continue;
+        // Shape and Size need their input's shape, every other op its values.
+        const bool by_shape = n.op_type() == "Shape" || n.op_type() == "Size";
+        std::vector<FoldInput> in(static_cast<std::size_t>(n.input_size()));
+        bool ready = true;
+        for (int i = 0; i < n.input_size() && ready; ++i) {
+          if (n.input(i).empty()) continue;
+          FoldInput& f = in[static_cast<std::size_t>(i)];
+          if (auto it = values_.find(n.input(i)); it != values_.end()) {
+            f.value = &it->second;
+            f.shape = &it->second.dims;
+          } else if (auto t = types_.find(n.input(i)); by_shape && t != types_.end() && t->second.Known()) {
+            f.shape = &t->second.dims;
+          }
+          ready = by_shape ? f.shape != nullptr : f.value != nullptr;
+        }
+        if (!ready) continue;
+        std::vector<ConstTensor> outs;
+        std::string why;
+        if (!FoldNode(n, opset_, in, params_.max_folded_elements, &outs, &why)) {
+          why_not_[working_index_[static_cast<std::size_t>(k)]] = why;
+          continue;
+        }
+        if (!std::all_of(outs.begin(), outs.end(), [&](const ConstTensor& t) { return FoldableType(t.dtype); }))
+          continue;
+        for (int o = 0; o < n.output_size(); ++o)
+          if (!n.output(o).empty()) values_[n.output(o)] = std::move(outs[static_cast<std::size_t>(o)]);
+        folded[static_cast<std::size_t>(k)] = 1;
+        folded_original_.insert(working_index_[static_cast<std::size_t>(k)]);
+        progress = true;
+      }
+      if (!progress) break;
+      google::protobuf::RepeatedPtrField<onnx::NodeProto> keep;
+      std::vector<int> keep_index;
+      for (int k = 0; k < g->node_size(); ++k) {
+        if (folded[static_cast<std::size_t>(k)]) {
+          for (const std::string& o : g->node(k).output())
+            if (!o.empty()) WriteTensorProto(values_.at(o), o, g->add_initializer());
+          continue;
+        }
+        *keep.Add() = g->node(k);
+        keep_index.push_back(working_index_[static_cast<std::size_t>(k)]);
+      }
+      g->mutable_node()->Swap(&keep);
+      working_index_ = std::move(keep_index);
+      // A folded value is an initializer now: an earlier inferred type (maybe
+      // with generated symbols) would shadow it.
+      google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> infos;
+      for (const auto& vi : g->value_info())
+        if (!values_.count(vi.name())) *infos.Add() = vi;
+      g->mutable_value_info()->Swap(&infos);
+    }
+    return Status::Ok();
+  }
+
+  // The type of a named value the graph reads: from inference, else from
+  // the initializer/constant that defines it.
+  std::optional<ValueType> TypeOfName(const std::string& name) const {
+    if (auto it = values_.find(name); it != values_.end()) return TypeOf(it->second);
+    if (auto it = types_.find(name); it != types_.end()) return it->second;
+    if (auto it = initializer_.find(name); it != initializer_.end()) return TypeOf(*it->second);
+    if (auto it = constants_.find(name); it != constants_.end()) return TypeOf(it->second);
+    return std::nullopt;
+  }
+
+  Result<OnnxModel> Build() {
+    OnnxModel out;
+    const onnx::GraphProto& g = model_.graph();
+    out.file_nodes = static_cast<std::size_t>(g.node_size());
+    out.folded_nodes = folded_original_.size();
+    out.rounds = rounds_;
+    Graph& graph = out.graph;
+    std::unordered_map<std::string, int> index;
+    std::unordered_map<std::string, int> writer;  // name -> original node index
+
+    // Creates the tensor `name` with a checked size. `k` is the node that
+    // writes it (-1 for inputs and constants), for messages.
+    auto add = [&](const std::string& name, TensorKind kind, int k) -> Result<int> {
+      const std::string who = (k >= 0 ? NodeName(k) + ": output" : std::string("tensor")) + " '" + name + "'";
+      const std::optional<ValueType> type = TypeOfName(name);
+      if (!type || !type->has_shape)
+        return Error(who + ": shape unknown after ONNX shape inference and folding" + Hint(k));
+      if (!type->Known()) {
+        const std::string sym = type->FirstSymbol();
+        if (!sym.empty())
+          return Error(who + " has symbolic dimension '" + sym + "' (shape " + ShapeString(*type) +
+                       "): set it with --dim " + sym + "=VALUE" +
+                       (data_inputs_.count(name) ? " or --input-shape " + name + "=..." : ""));
+        return Error(who + ": shape " + ShapeString(*type) + " is not fully known" + Hint(k));
+      }
+      Result<std::uint64_t> esize = ElementSize(type->dtype);
+      if (!esize.ok()) return Error(who + ": " + esize.status().message());
+      std::uint64_t bytes = *esize;
+      for (std::int64_t d : type->dims)
+        if (!internal::CheckedMul(bytes, static_cast<std::uint64_t>(d), &bytes))
+          return OutOfRange(source_ + ": " + who + ": size of shape " + ShapeString(*type) + " overflows 64 bits");
+      const int id = static_cast<int>(graph.tensors.size());
+      graph.tensors.push_back({name, bytes, kind, 0});
+      out.shapes.push_back(type->dims);
+      out.dtypes.push_back(DtypeName(type->dtype));
+      index.emplace(name, id);
+      return id;
+    };
+    auto is_constant = [&](const std::string& name) {
+      return initializer_.count(name) || constants_.count(name) || param_inputs_.count(name) ||
+             values_.count(name);
+    };
+
+    for (const auto& vi : g.input()) {
+      if (!data_inputs_.count(vi.name())) continue;
+      if (!vi.type().has_tensor_type())
+        return Unimplemented(source_ + ": graph input '" + vi.name() + "' is not a tensor");
+      TM_ASSIGN_OR_RETURN(int id, add(vi.name(), TensorKind::kActivation, -1));
+      graph.inputs.push_back(id);
+    }
+    for (int k = 0; k < g.node_size(); ++k) {
+      const onnx::NodeProto& n = g.node(k);
+      if ((n.op_type() == "Constant" && IsDefaultDomain(n.domain())) || folded_original_.count(k)) {
+        for (const std::string& o : n.output())
+          if (!o.empty()) writer.emplace(o, k);
+        continue;
+      }
+      GraphNode node;
+      node.name = n.name();
+      node.op = IsDefaultDomain(n.domain()) ? n.op_type() : n.domain() + "." + n.op_type();
+      for (const std::string& name : n.input()) {
+        if (name.empty()) {
+          node.inputs.push_back(kNoTensor);
+          continue;
+        }
+        auto it = index.find(name);
+        if (it == index.end()) {
+          if (!is_constant(name))
+            return Error(NodeName(k) + " reads '" + name +
+                         "', which is no graph input, initializer or output of an earlier node");
+          TM_ASSIGN_OR_RETURN(int id, add(name, TensorKind::kConstant, -1));
+          it = index.find(name);
+          (void)id;
+        }
+        node.inputs.push_back(it->second);
+      }
+      for (const std::string& name : n.output()) {
+        if (name.empty()) {
+          node.outputs.push_back(kNoTensor);
+          continue;
+        }
+        if (index.count(name) || is_constant(name) || data_inputs_.count(name) || writer.count(name))
+          return Error(NodeName(k) + " writes '" + name + "', which is already defined");
+        writer.emplace(name, k);
+        TM_ASSIGN_OR_RETURN(int id, add(name, TensorKind::kActivation, k));
+        node.outputs.push_back(id);
+      }
+      node.in_place = InPlaceOf(n);
+      graph.nodes.push_back(std::move(node));
+    }
+    for (const auto& vi : g.output()) {
+      auto it = index.find(vi.name());
+      if (it == index.end()) {
+        if (!is_constant(vi.name()))
+          return Error("graph output '" + vi.name() + "' is written by no node");
+        TM_ASSIGN_OR_RETURN(int id, add(vi.name(), TensorKind::kConstant, -1));
+        (void)id;
+        it = index.find(vi.name());
+      }
+      graph.outputs.push_back(it->second);
+    }
+    out.constant_nodes = constants_.size();
+    TM_RETURN_IF_ERROR(CheckGraph(graph).WithContext(source_));
+    return out;
+  }
+
+  InPlace InPlaceOf(const onnx::NodeProto& n) const {
+    if (!IsDefaultDomain(n.domain())) return InPlace::kNone;
+    const std::string& op = n.op_type();
+    if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity")
+      return InPlace::kInput0Unmodified;
+    // Dropout at inference passes its input through (training_mode absent).
+    if (op == "Dropout" && n.input_size() < 3) return InPlace::kInput0Unmodified;
+    return InPlace::kNone;
+  }
+
+  std::string Hint(int k) const {
+    if (k < 0) return "";
+    const onnx::NodeProto& n = model_.graph().node(k);
+    std::string h;
+    if (!IsDefaultDomain(n.domain()) ||
+        !onnx::OpSchemaRegistry::Schema(n.op_type(), opset_, n.domain()))
+      h = " (op " + n.op_type() + " is unknown to ONNX shape inference; give its output shapes in the model's value_info)";
+    else if (auto it = why_not_.find(k); it != why_not_.end())
+      h = " (folding it failed: " + it->second + ")";
+    return h;
+  }
+
+  std::string source_;
+  const OnnxImportParams& params_;
+  onnx::ModelProto model_, working_;
+  int opset_ = 0;
+  int rounds_ = 0;
+  std::unordered_map<std::string, const onnx::TensorProto*> initializer_;
+  std::vector<onnx::TensorProto> sparse_;
+  std::unordered_map<std::string, onnx::TensorProto> constants_;  // Constant node outputs
+  std::unordered_map<std::string, ConstTensor> values_;           // known small values
+  std::unordered_map<std::string, ValueType> types_;              // from the last inference
+  std::unordered_set<std::string> data_inputs_, param_inputs_;
+  std::vector<int> working_index_;  // working node -> original node
+  std::unordered_set<int> folded_original_;
+  std::unordered_map<int, std::string> why_not_;
+};
+
+}  // namespace
+
+Result<OnnxModel> ImportOnnxBytes(std::string_view bytes, std::string_view source,
+                                  const OnnxImportParams& params) {
+  try {
+    Importer importer(source, params);
+    return importer.Run(bytes);
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted(std::string(source) + ": out of memory while importing");
+  } catch (const std::exception& e) {
+    return InvalidArgument(std::string(source) + ": import failed: " + e.what());
+  }
+}
+
+Result<OnnxModel> ImportOnnxFile(const std::string& path, const OnnxImportParams& params) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return NotFound(path + ": cannot open");
+  const std::streamoff size = in.tellg();
+  if (size < 0) return NotFound(path + ": cannot read");
+  if (static_cast<std::uint64_t>(size) > params.max_file_bytes)
+    return InvalidArgument(path + ": file of " + std::to_string(size) + " bytes exceeds the limit of " +
+                           std::to_string(params.max_file_bytes) + " bytes");
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  in.seekg(0);
+  if (!in.read(bytes.data(), size)) return NotFound(path + ": read failed");
+  return ImportOnnxBytes(bytes, path, params);
+}
+
+}  // namespace tensormem
