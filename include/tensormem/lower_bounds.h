@@ -2,7 +2,7 @@
 //
 // Offsets: no arena can be smaller than the peak live bytes (max over tasks of
 // the sum of the sizes live at that task; during a gap a buffer counts only
-// its window). Shared objects: no set of objects can cost less than the sum of
+// its window; with alignment, the padding that alignment forces). Shared objects: no set of objects can cost less than the sum of
 // the positional maximums (for each rank k, the largest k-th-largest size live
 // at any one task), since the k largest tensors live at a task need k
 // distinct objects.
@@ -19,7 +19,10 @@ namespace tensormem {
 
 // Saturates at UINT64_MAX. O(n log n).
 std::uint64_t PeakLiveBytes(std::span<const UsageRecord> records);
-std::uint64_t PeakLiveBytes(const Problem& problem);
+// With `alignment` (and the buffers' own alignments) the bound counts the
+// padding alignment forces between buffers live together: a tighter bound
+// that every aligned plan still respects.
+std::uint64_t PeakLiveBytes(const Problem& problem, std::uint64_t alignment = 1);
 
 // The first task at which the live bytes reach their peak (0 when empty).
 TaskIndex PeakTask(std::span<const UsageRecord> records);

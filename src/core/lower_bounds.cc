@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 
 #include "core/checked_math.h"
 
@@ -12,32 +13,42 @@ struct Event {
   TaskIndex task;
   int kind;  // 0 = starts at task, 1 = ends after task
   std::uint64_t bytes;
+  std::uint64_t pad;  // alignment padding counted in `bytes`
 };
 
-// Sweeps (first, last, bytes) spans; returns the peak and the first task where
-// it is reached. Removals at `last` are applied after additions at `last`.
+// Sweeps (first, last, bytes, pad) spans; returns the peak of (live bytes -
+// the largest live pad) and the first task where it is reached. Removals at
+// `last` are applied after additions at `last`. Adding a span never lowers
+// the value (it grows by bytes - pad >= 0), so checking after each addition
+// finds the peak.
 template <typename ForEachSpan>
 std::pair<std::uint64_t, TaskIndex> Sweep(ForEachSpan for_each_span) {
   std::vector<Event> events;
-  for_each_span([&](TaskIndex first, TaskIndex last, std::uint64_t bytes) {
+  bool any_pad = false;
+  for_each_span([&](TaskIndex first, TaskIndex last, std::uint64_t bytes, std::uint64_t pad) {
     if (bytes == 0) return;
-    events.push_back({first, 0, bytes});
-    events.push_back({last, 1, bytes});
+    events.push_back({first, 0, bytes, pad});
+    events.push_back({last, 1, bytes, pad});
+    any_pad |= pad > 0;
   });
   std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
     return a.task != b.task ? a.task < b.task : a.kind < b.kind;
   });
   internal::Uint128 live = 0, peak = 0;
+  std::multiset<std::uint64_t> pads;  // only used when some span is padded
   TaskIndex peak_task = 0;
   for (const Event& e : events) {
     if (e.kind == 0) {
       live += e.bytes;
-      if (live > peak) {
-        peak = live;
+      if (any_pad) pads.insert(e.pad);
+      const internal::Uint128 value = any_pad ? live - *pads.rbegin() : live;
+      if (value > peak) {
+        peak = value;
         peak_task = e.task;
       }
     } else {
       live -= e.bytes;
+      if (any_pad) pads.erase(pads.find(e.pad));
     }
   }
   const std::uint64_t capped =
@@ -73,22 +84,42 @@ class MaxAddTree {
 
 std::uint64_t PeakLiveBytes(std::span<const UsageRecord> records) {
   return Sweep([&](auto&& emit) {
-           for (const UsageRecord& r : records) emit(r.first_task, r.last_task, r.size);
+           for (const UsageRecord& r : records) emit(r.first_task, r.last_task, r.size, 0);
          })
       .first;
 }
 
 TaskIndex PeakTask(std::span<const UsageRecord> records) {
   return Sweep([&](auto&& emit) {
-           for (const UsageRecord& r : records) emit(r.first_task, r.last_task, r.size);
+           for (const UsageRecord& r : records) emit(r.first_task, r.last_task, r.size, 0);
          })
       .second;
 }
 
-std::uint64_t PeakLiveBytes(const Problem& problem) {
+// Every offset is a multiple of g, the gcd of the buffers' effective
+// alignments. Among the buffers live at one task, sorted by offset, each
+// next one starts at or above the previous end rounded up to g, so all but
+// the topmost count their size rounded up to g: live bytes rounded, minus the
+// largest padding. Windows start inside a buffer, unaligned, so a problem
+// with windows uses g = 1.
+std::uint64_t PeakLiveBytes(const Problem& problem, std::uint64_t alignment) {
+  std::uint64_t g = 0;
+  for (const Buffer& b : problem.buffers) {
+    if (b.size == 0) continue;
+    for (const Gap& gap : b.gaps)
+      if (gap.has_window) g = 1;
+    std::uint64_t e;
+    if (!internal::CheckedLcm(std::max<std::uint64_t>(alignment, 1), std::max<std::uint64_t>(b.alignment, 1), &e)) e = 1;
+    g = std::gcd(g, e);
+  }
+  if (g == 0) g = 1;
   return Sweep([&](auto&& emit) {
            for (const Buffer& b : problem.buffers)
-             for (const Segment& s : Occupancy(b)) emit(s.first_task, s.last_task, s.hi - s.lo);
+             for (const Segment& s : Occupancy(b)) {
+               std::uint64_t rounded;
+               if (g == 1 || !internal::CheckedAlignUp(s.hi - s.lo, g, &rounded)) rounded = s.hi - s.lo;
+               emit(s.first_task, s.last_task, rounded, rounded - (s.hi - s.lo));
+             }
          })
       .first;
 }

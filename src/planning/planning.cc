@@ -259,7 +259,7 @@ Result<OffsetsPlan> PlanOffsets(const Problem& problem, OffsetsStrategy strategy
   TM_ASSIGN_OR_RETURN(OffsetsPlan plan, DispatchOffsets(problem, strategy, params));
   plan.seconds = SecondsSince(start);
   if (plan.strategy.empty()) plan.strategy = std::string(Name(strategy));
-  plan.lower_bound = std::max(plan.lower_bound, PeakLiveBytes(problem));
+  plan.lower_bound = std::max(plan.lower_bound, PeakLiveBytes(problem, params.alignment));
   if (params.validate)
     TM_RETURN_IF_ERROR(ValidateOffsetsPlan(problem, plan, params.alignment,
                                            /*enforce_capacity=*/false)

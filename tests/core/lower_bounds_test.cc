@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "core/generators.h"
+#include "tensormem/planning.h"
 
 namespace tensormem {
 namespace {
@@ -73,6 +74,43 @@ TEST(LowerBounds, GapsCountOnlyTheirWindow) {
   EXPECT_EQ(PeakLiveBytes(p), 3u);
   p.buffers[0].gaps[0].has_window = false;
   EXPECT_EQ(PeakLiveBytes(p), 3u);  // tasks 5..9: 2 + 1
+}
+
+}  // namespace
+}  // namespace tensormem
+
+namespace tensormem {
+namespace {
+
+TEST(LowerBounds, AlignmentPaddingBetweenLiveBuffersCounts) {
+  // Three 10-byte buffers live together at alignment 16: offsets 0, 16, 32 at
+  // best, so the arena needs 42 bytes, not 30.
+  Problem p = FromRecords(std::vector<UsageRecord>{{10, 0, 1}, {10, 0, 1}, {10, 1, 2}});
+  EXPECT_EQ(PeakLiveBytes(p), 30u);
+  EXPECT_EQ(PeakLiveBytes(p, 16), 42u);
+  // The buffers' own alignments count the same way (gcd of them all).
+  for (Buffer& b : p.buffers) b.alignment = 16;
+  EXPECT_EQ(PeakLiveBytes(p), 42u);
+  p.buffers[0].alignment = 8;  // g = 8: still 16 + 16 + 10
+  EXPECT_EQ(PeakLiveBytes(p), 42u);
+  p.buffers[0].alignment = 3;  // g = 1: no padding is forced
+  EXPECT_EQ(PeakLiveBytes(p), 30u);
+}
+
+TEST(LowerBounds, AlignedBoundNeverExceedsAPlan) {
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    const std::uint64_t align = std::uint64_t{1} << (seed % 8);
+    Problem p = FromRecords(internal::GenerateRandomRecords(1 + seed % 30, seed, 20, 300, true));
+    for (OffsetsStrategy s : {OffsetsStrategy::kGreedyBySize, OffsetsStrategy::kNaive}) {
+      PlanParams params;
+      params.alignment = align;
+      Result<OffsetsPlan> plan = PlanOffsets(p, s, params);
+      ASSERT_TRUE(plan.ok());
+      ASSERT_LE(PeakLiveBytes(p, align), plan->total) << "seed " << seed;
+      ASSERT_GE(PeakLiveBytes(p, align), PeakLiveBytes(p));
+      ASSERT_EQ(plan->lower_bound, PeakLiveBytes(p, align));
+    }
+  }
 }
 
 }  // namespace

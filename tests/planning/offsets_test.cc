@@ -68,7 +68,7 @@ TEST_P(EveryOffsetsStrategy, ValidPlansWithAlignment) {
     if (plan.status().code() == StatusCode::kUnimplemented) GTEST_SKIP() << plan.status().message();
     ASSERT_TRUE(plan.ok()) << plan.status().ToString();
     EXPECT_TRUE(ValidateOffsetsPlan(FromRecords(records), *plan, align).ok());
-    EXPECT_EQ(plan->lower_bound, PeakLiveBytes(records));
+    EXPECT_EQ(plan->lower_bound, PeakLiveBytes(FromRecords(records), align));
     EXPECT_FALSE(plan->strategy.empty());
   }
 }

@@ -185,7 +185,7 @@ int RunPlan(const PlanOptions& o) {
     rows.push_back({plan->strategy, plan->total, plan->lower_bound, plan->seconds * 1e3});
     if (!best || plan->total < best->total) best = std::move(*plan);
   }
-  Print(o, problem, PeakLiveBytes(problem), rows, graph ? &*graph : nullptr);
+  Print(o, problem, PeakLiveBytes(problem, params.alignment), rows, graph ? &*graph : nullptr);
   if (!o.out.empty()) {
     Status st = WriteFile(o.out, [&](std::ostream& f) { return WriteProblemCsv(f, problem, &*best); });
     if (!st.ok()) return ReportError(st);

@@ -1,6 +1,9 @@
 // best (offsets): run every fast offset strategy and keep the smallest arena
 // (ties: the earlier in the list). Planning cost is the sum of theirs, all
-// near-linear on real networks.
+// near-linear on real networks. from_objects lays out greedy_best objects up
+// to 20,000 buffers and greedy_by_breadth objects above (greedy_best's
+// size-distance pass is super-linear); a candidate that gives up on its work
+// budget (ResourceExhausted) is skipped, never the whole plan.
 #include <optional>
 #include <string>
 
@@ -23,7 +26,6 @@ Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params
   std::string winner;
   for (const Candidate& c : candidates) {
     Result<OffsetsPlan> plan = c.fn(problem, params);
-    if (plan.status().code() == StatusCode::kUnimplemented) continue;  // not in this build
     if (!plan.ok()) return plan.status();
     if (!best || plan->total < best->total) {
       best = std::move(*plan);
@@ -35,9 +37,10 @@ Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params
   for (const Buffer& b : problem.buffers) has_fixed |= b.fixed_offset.has_value();
   if (!has_fixed) {
     PlanParams p = params;
-    p.from_objects = ObjectsStrategy::kGreedyBest;
+    p.from_objects = problem.buffers.size() <= 20'000 ? ObjectsStrategy::kGreedyBest
+                                                      : ObjectsStrategy::kGreedyByBreadth;
     Result<OffsetsPlan> plan = FromObjectsOffsets(problem, p);
-    if (!plan.ok() && plan.status().code() != StatusCode::kUnimplemented) return plan.status();
+    if (!plan.ok() && plan.status().code() != StatusCode::kResourceExhausted) return plan.status();
     if (plan.ok() && plan->total < best->total) {
       best = std::move(*plan);
       winner = "from_objects";
