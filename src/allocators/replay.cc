@@ -23,9 +23,10 @@
 namespace tensormem {
 namespace {
 
-constexpr std::array<ReplayAllocator, 6> kAll = {
-    ReplayAllocator::kBfc,    ReplayAllocator::kPool,     ReplayAllocator::kSystem,
-    ReplayAllocator::kMalloc, ReplayAllocator::kJemalloc, ReplayAllocator::kMimalloc};
+constexpr std::array<ReplayAllocator, 7> kAll = {
+    ReplayAllocator::kBfc,    ReplayAllocator::kBfcCompact, ReplayAllocator::kPool,
+    ReplayAllocator::kSystem, ReplayAllocator::kMalloc,     ReplayAllocator::kJemalloc,
+    ReplayAllocator::kMimalloc};
 
 struct Pass {
   double seconds = 0;      // wall clock
@@ -144,6 +145,10 @@ Ours MakeOurs(ReplayAllocator which, const ReplayParams& params) {
       } else {
         o.resource = std::make_unique<BfcAllocator>(HostBackend(), params.bfc);
       }
+      break;
+    case ReplayAllocator::kBfcCompact:  // fixed preset; --bfc-* tune kBfc only
+      o.backend = std::make_unique<VirtualMemoryBackend>();
+      o.resource = std::make_unique<BfcAllocator>(*o.backend, CompactBfcParams());
       break;
     case ReplayAllocator::kPool:
       o.resource = std::make_unique<BufferPool>(HostBackend(), params.pool);
@@ -264,6 +269,7 @@ void Finish(ReplayResult* r) {
 std::string_view Name(ReplayAllocator allocator) {
   switch (allocator) {
     case ReplayAllocator::kBfc: return "bfc";
+    case ReplayAllocator::kBfcCompact: return "bfc_compact";
     case ReplayAllocator::kPool: return "pool";
     case ReplayAllocator::kSystem: return "system";
     case ReplayAllocator::kMalloc: return "malloc";
@@ -277,7 +283,7 @@ Result<ReplayAllocator> ParseReplayAllocator(std::string_view name) {
   for (ReplayAllocator a : kAll)
     if (Name(a) == name) return a;
   return InvalidArgument("unknown allocator '" + std::string(name) +
-                         "' (known: bfc, pool, system, malloc, jemalloc, mimalloc)");
+                         "' (known: bfc, bfc_compact, pool, system, malloc, jemalloc, mimalloc)");
 }
 
 std::span<const ReplayAllocator> AllReplayAllocators() { return kAll; }

@@ -25,7 +25,7 @@ TEST(Replay, AllocatorNames) {
   for (ReplayAllocator a : AllReplayAllocators()) EXPECT_EQ(*ParseReplayAllocator(Name(a)), a);
   Result<ReplayAllocator> bad = ParseReplayAllocator("tcmalloc");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("known: bfc, pool, system, malloc, jemalloc, mimalloc"),
+  EXPECT_NE(bad.status().message().find("known: bfc, bfc_compact, pool, system, malloc, jemalloc, mimalloc"),
             std::string::npos);
 }
 
@@ -33,7 +33,7 @@ TEST(Replay, OurAllocatorsOnTheBundledTrace) {
   const Trace trace = LoadBundled();
   const std::uint64_t peak = PeakLiveBytes(TraceToProblem(trace));
   ASSERT_EQ(peak, 336448u);
-  for (ReplayAllocator a : {ReplayAllocator::kBfc, ReplayAllocator::kPool, ReplayAllocator::kSystem}) {
+  for (ReplayAllocator a : {ReplayAllocator::kBfc, ReplayAllocator::kBfcCompact, ReplayAllocator::kPool, ReplayAllocator::kSystem}) {
     for (bool isolate : {false, true}) {
       ReplayParams params;
       params.repetitions = 2;
@@ -163,8 +163,8 @@ TEST(ReplayCli, JsonForEveryAllocator) {
   const nlohmann::json j = nlohmann::json::parse(out);
   EXPECT_EQ(j["events"], 25);
   std::size_t rows = j["results"].size(), skipped = j["skipped"].size();
-  EXPECT_EQ(rows + skipped, 6u) << out;
-  EXPECT_GE(rows, 4u);  // bfc, pool, system, malloc at least
+  EXPECT_EQ(rows + skipped, 7u) << out;
+  EXPECT_GE(rows, 5u);  // bfc, bfc_compact, pool, system, malloc at least
   for (const auto& r : j["results"]) {
     for (const char* key : {"allocator", "ops", "ns_per_op", "peak_in_use", "peak_reserved",
                             "reserved_over_in_use"})

@@ -1,4 +1,4 @@
-// tensormem replay TRACE.csv [--allocator bfc|pool|system|malloc|jemalloc|mimalloc|all]
+// tensormem replay TRACE.csv [--allocator bfc|bfc_compact|pool|system|malloc|jemalloc|mimalloc|all]
 //                            [--json] [--alignment N] [--repetitions N] [--bfc-* ...]
 //
 // Replays an allocation trace (RAPIDS replay-log CSV) through each allocator
@@ -161,7 +161,7 @@ void AddReplayCommand(CLI::App& app, int* exit_code) {
                 "malloc peers: time per operation, peak in use, peak reserved");
   cmd->add_option("TRACE", o->input, "trace CSV: Thread,Time,Action,Pointer,Size,Stream")->required();
   cmd->add_option("--allocator,-a", o->allocator,
-                  "bfc, pool, system, malloc, jemalloc, mimalloc, or all")
+                  "bfc, bfc_compact, pool, system, malloc, jemalloc, mimalloc, or all")
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "print one JSON object per allocator");
   cmd->add_option("--alignment", o->alignment, "alignment of every allocation")

@@ -46,10 +46,12 @@
 
 namespace tensormem {
 
-enum class ReplayAllocator { kBfc, kPool, kSystem, kMalloc, kJemalloc, kMimalloc };
+// kBfc runs ReplayParams::bfc (TensorFlow's defaults unless changed);
+// kBfcCompact runs CompactBfcParams() over virtual memory.
+enum class ReplayAllocator { kBfc, kBfcCompact, kPool, kSystem, kMalloc, kJemalloc, kMimalloc };
 
 std::string_view Name(ReplayAllocator allocator);
-// "bfc", "pool", "system", "malloc", "jemalloc", "mimalloc"; the error lists them.
+// "bfc", "bfc_compact", "pool", "system", "malloc", "jemalloc", "mimalloc"; the error lists them.
 Result<ReplayAllocator> ParseReplayAllocator(std::string_view name);
 std::span<const ReplayAllocator> AllReplayAllocators();
 bool IsMallocPeer(ReplayAllocator allocator);
