@@ -10,7 +10,6 @@ reps=${2:-5}
 cli="$build/tools/tensormem/tensormem"
 traces=${TENSORMEM_SHARED_DIR:-../shared}/traces
 for trace in "$traces"/*.csv; do
-  "$cli" replay "$trace" -r "$reps"
-  "$cli" replay "$trace" -r "$reps" -a bfc --bfc-preset compact | sed -n '3p'
+  "$cli" replay "$trace" -r "$reps"   # every allocator, bfc and bfc_compact included
   echo
 done
