@@ -23,24 +23,20 @@ class CsvReader {
   CsvReader(std::string_view source, const ReadLimits& limits) : source_(source), limits_(limits) {}
 
   Result<Problem> Read(std::istream& in) {
-    std::string line;
+    io::CsvLines lines(in, source_);
     std::vector<std::string> fields;
-    std::string error;
     bool have_header = false;
     Problem problem;
     std::unordered_map<std::string, std::size_t> id_line;
-    while (std::getline(in, line)) {
-      ++line_no_;
-      if (io::Trim(line).empty()) continue;
-      if (!io::SplitCsv(line, &fields, &error)) return Error(error);
+    while (true) {
+      TM_ASSIGN_OR_RETURN(const bool more, lines.Next(&fields, header_.size()));
+      if (!more) break;
+      line_no_ = lines.line();
       if (!have_header) {
         TM_RETURN_IF_ERROR(ReadHeader(fields));
         have_header = true;
         continue;
       }
-      if (fields.size() != header_.size())
-        return Error("expected " + std::to_string(header_.size()) + " fields (as in the header), found " +
-                     std::to_string(fields.size()));
       if (problem.buffers.size() >= limits_.max_buffers)
         return Error("more than " + std::to_string(limits_.max_buffers) + " buffers");
       TM_ASSIGN_OR_RETURN(Buffer b, ReadRow(fields));
@@ -50,7 +46,6 @@ class CsvReader {
                      std::to_string(it->second) + ")");
       problem.buffers.push_back(std::move(b));
     }
-    if (in.bad()) return Error("read error");
     if (!have_header)
       return InvalidArgument(std::string(source_) +
                              ": empty file: expected a header such as id,lower,upper,size");

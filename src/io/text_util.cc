@@ -102,4 +102,22 @@ bool SplitCsv(std::string_view line, std::vector<std::string>* fields, std::stri
   return true;
 }
 
+Result<bool> CsvLines::Next(std::vector<std::string>* fields, std::size_t expected_fields) {
+  while (std::getline(in_, text_)) {
+    ++line_;
+    if (Trim(text_).empty()) continue;
+    if (!SplitCsv(text_, fields, &error_)) return Error(error_);
+    if (expected_fields > 0 && fields->size() != expected_fields)
+      return Error("expected " + std::to_string(expected_fields) +
+                   " fields (as in the header), found " + std::to_string(fields->size()));
+    return true;
+  }
+  if (in_.bad()) return Error("read error");
+  return false;
+}
+
+Status CsvLines::Error(const std::string& what) const {
+  return InvalidArgument(std::string(source_) + ":" + std::to_string(line_) + ": " + what);
+}
+
 }  // namespace tensormem::io

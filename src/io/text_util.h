@@ -6,7 +6,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <istream>
 #include <vector>
+
+#include "tensormem/status.h"
 
 namespace tensormem::io {
 
@@ -31,5 +34,23 @@ IntParse ParseUnsigned(std::string_view field);
 // Splits one CSV line into trimmed fields. Fields may be double-quoted (""
 // escapes a quote). False + reason on a malformed line.
 bool SplitCsv(std::string_view line, std::vector<std::string>* fields, std::string* error);
+
+// Reads a CSV stream line by line: skips blank lines, splits fields, and
+// (when told how many the header had) checks each line has that many. Errors
+// name the source and the line.
+class CsvLines {
+ public:
+  CsvLines(std::istream& in, std::string_view source) : in_(in), source_(source) {}
+  // The next non-blank line's fields: true, false at the end, or an error.
+  Result<bool> Next(std::vector<std::string>* fields, std::size_t expected_fields = 0);
+  std::size_t line() const { return line_; }
+  Status Error(const std::string& what) const;  // "source:line: what"
+
+ private:
+  std::istream& in_;
+  std::string_view source_;
+  std::string text_, error_;
+  std::size_t line_ = 0;
+};
 
 }  // namespace tensormem::io

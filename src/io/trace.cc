@@ -84,22 +84,20 @@ class TraceReader {
   Result<Trace> Read(std::istream& in) {
     Trace trace;
     trace.source = std::string(source_);
-    std::string line, error;
+    io::CsvLines lines(in, source_);
     std::vector<std::string> fields;
+    std::string error;
     bool have_header = false;
     std::unordered_map<std::uint64_t, std::uint64_t> live;  // pointer -> allocate event
-    while (std::getline(in, line)) {
-      ++line_no_;
-      if (io::Trim(line).empty()) continue;
-      if (!io::SplitCsv(line, &fields, &error)) return Error(error);
+    while (true) {
+      TM_ASSIGN_OR_RETURN(const bool more, lines.Next(&fields, have_header ? header_size_ : 0));
+      if (!more) break;
+      line_no_ = lines.line();
       if (!have_header) {
         TM_RETURN_IF_ERROR(ReadHeader(fields));
         have_header = true;
         continue;
       }
-      if (fields.size() != header_size_)
-        return Error("expected " + std::to_string(header_size_) + " fields (as in the header), found " +
-                     std::to_string(fields.size()));
       const std::string action = Lower(io::Trim(Field(fields, kAction)));
       TraceEvent e;
       e.line = line_no_;
@@ -151,7 +149,6 @@ class TraceReader {
       }
       trace.events.push_back(e);
     }
-    if (in.bad()) return Error("read error");
     if (!have_header)
       return InvalidArgument(std::string(source_) +
                              ": empty file: expected the header Thread,Time,Action,Pointer,Size,Stream");
