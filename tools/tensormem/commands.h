@@ -7,5 +7,6 @@
 namespace tensormem::cli {
 
 void AddPlanCommand(CLI::App& app, int* exit_code);
+void AddSolveCommand(CLI::App& app, int* exit_code);
 
 }  // namespace tensormem::cli

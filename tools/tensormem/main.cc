@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "tensormem 0.1.0");
   int exit_code = tensormem::cli::kExitOk;
   tensormem::cli::AddPlanCommand(app, &exit_code);
+  tensormem::cli::AddSolveCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
