@@ -46,6 +46,7 @@ enum class CanonicalOrder {
   kLongestFirst,  // longest lifetime, then largest area, then largest size
   kLargestFirst,  // largest size, then longest lifetime
   kAreaFirst,     // largest size x lifetime, then longest lifetime
+  kTotalFirst,    // highest live bytes during its lifetime, then longest, then largest
 };
 
 // How a search node branches (every choice gives a complete search; they
@@ -54,6 +55,9 @@ enum class Branching {
   kLowest,      // any buffer at the lowest offset, in static order, or none more there
   kLeftPoint,   // which buffer covers the leftmost open time section at that offset, or none
   kRightPoint,  // the same from the rightmost section
+  // kLowest, and a buffer whose skyline offset is below the level may float
+  // at the level (MiniMalloc's rule: more plans, often found sooner).
+  kLowestFloating,
 };
 
 struct SearchConfig {
@@ -113,7 +117,7 @@ struct SolverParams {
   double iis_time_limit_seconds = 10.0;
 
   // Progress (best height, bound, nodes, elapsed) every progress_interval
-  // seconds: to stderr, and/or to the callback.
+  // seconds and once at the end: to stderr, and/or to the callback.
   bool progress_to_stderr = false;
   std::function<void(const SolveProgress&)> on_progress;
   double progress_interval_seconds = 1.0;

@@ -9,7 +9,7 @@ namespace tensormem::solver {
 
 PartitionSolver::PartitionSolver(const Instance& instance, const SolverParams& params)
     : inst_(instance), params_(params) {
-  by_order_.resize(3);
+  by_order_.resize(4);
 }
 
 SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budget,

@@ -4,6 +4,8 @@
 #include <tuple>
 #include <cstdio>
 #include <cstdlib>
+#include <cstdio>
+#include <cstdlib>
 
 #include "core/checked_math.h"
 
@@ -107,7 +109,12 @@ std::uint64_t SkylineSearch::SharedTop(std::uint32_t xi, std::uint32_t yi,
 // identical predecessor is placed, and it crosses no section blocked there.
 bool SkylineSearch::Eligible(std::uint32_t item, std::uint64_t level) const {
   const Item& it = inst_.items[item];
-  if (am_[item] != level) return false;
+  if (am_[item] != level) {
+    // Floating: a buffer below the level may take it when aligned and clear.
+    if (!floating_ || am_[item] > level || level % it.alignment != 0 ||
+        (it.obstacle_begin != it.obstacle_end && LowestFreeOffset(inst_, it, level) != level))
+      return false;
+  }
   if (it.twin >= 0 && !placed_[static_cast<std::uint32_t>(it.twin)]) return false;
   if (active_blocks_ > 0)
     for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
@@ -125,13 +132,14 @@ bool SkylineSearch::Prepare(Frame& f) {
     std::uint32_t point = UINT32_MAX;
     std::uint64_t above = UINT64_MAX;
     const bool rtl = options_.branching == Branching::kRightPoint;
-    const bool lowest = options_.branching == Branching::kLowest;
+    const bool lowest = options_.branching == Branching::kLowest ||
+                        options_.branching == Branching::kLowestFloating;
     for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k) {
       const std::uint32_t y = pool_[k];
       const std::uint64_t a = am_[y];
       if (a > f.level) {
         above = std::min(above, a);
-      } else if (a == f.level && !f.closed && Eligible(y, f.level)) {
+      } else if ((a == f.level || floating_) && !f.closed && Eligible(y, f.level)) {
         if (lowest) {
           if (!f.has_min_rank || inst_.items[y].rank > f.min_rank) point = 0;
           continue;
@@ -167,7 +175,7 @@ std::int32_t SkylineSearch::NextCandidate(const Frame& f) const {
   for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k) {
     const std::uint32_t y = pool_[k];
     const Item& it = inst_.items[y];
-    if (am_[y] != f.level) continue;
+    if (am_[y] != f.level && !floating_) continue;
     switch (options_.branching) {
       case Branching::kLeftPoint:
         if (inst_.pieces[it.piece_begin].begin != f.point) continue;
@@ -176,6 +184,7 @@ std::int32_t SkylineSearch::NextCandidate(const Frame& f) const {
         if (inst_.num_sections - inst_.pieces[it.piece_end - 1].end != f.point) continue;
         break;
       case Branching::kLowest:
+      case Branching::kLowestFloating:
         if (f.has_min_rank && it.rank <= f.min_rank) continue;
         break;
     }
@@ -291,27 +300,62 @@ bool SkylineSearch::Update(std::uint32_t comp, std::uint32_t placed) {
 
 // Per section, the unplaced items stacked in order of the lowest offset each
 // can still take (one-machine scheduling with release times: that order
-// gives the lowest possible top) must end within the capacity.
+// gives the lowest possible top) must end within the capacity. Sections
+// where even the highest release plus all unplaced bytes fits are skipped,
+// so only the tight ones pay for the sort.
 bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
   if (!options_.section_inference) return true;
   const Comp& c = comps_[comp];
+  for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) {
+    lo_release_[s] = UINT64_MAX;
+    hi_release_[s] = 0;
+  }
   releases_.clear();
   for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k) {
     const std::uint32_t y = pool_[k];
+    const Item& it = inst_.items[y];
     std::uint64_t r = am_[y];
     // Below the level an item is placed only on top of something placed
     // later, so strictly above it.
-    if (r < level || (r == level && !Eligible(y, level)))
-      r = AlignUpSat(level + 1, inst_.items[y].alignment);
+    if (r <= level && !Eligible(y, level)) r = AlignUpSat(level + 1, it.alignment);
+    r = std::max(r, level);
     releases_.push_back({r, y});
+    for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
+      for (std::uint32_t s = inst_.pieces[q].begin; s < inst_.pieces[q].end; ++s) {
+        lo_release_[s] = std::min(lo_release_[s], r);
+        hi_release_[s] = std::max(hi_release_[s], r);
+      }
   }
+  bool any_tight = false;
+  for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) {
+    stack_top_[s] = UINT64_MAX;  // not tight
+    if (rem_[s] == 0 || SumFits(hi_release_[s], rem_[s], capacity_)) continue;
+    if (!SumFits(lo_release_[s], rem_[s], capacity_)) return false;
+    if (!options_.release_order) continue;
+    stack_top_[s] = 0;
+    any_tight = true;
+  }
+  if (!any_tight) return true;
+  std::size_t kept = 0;
+  for (const auto& ry : releases_) {
+    const Item& it = inst_.items[ry.second];
+    bool touches = false;
+    for (std::uint32_t q = it.piece_begin; q < it.piece_end && !touches; ++q)
+      for (std::uint32_t s = inst_.pieces[q].begin; s < inst_.pieces[q].end; ++s)
+        if (stack_top_[s] != UINT64_MAX) {
+          touches = true;
+          break;
+        }
+    if (touches) releases_[kept++] = ry;
+  }
+  releases_.resize(kept);
   std::sort(releases_.begin(), releases_.end());
-  for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) stack_top_[s] = 0;
   for (const auto& [r, y] : releases_) {
     const Item& it = inst_.items[y];
     for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q) {
       const std::uint64_t h = inst_.pieces[q].hi;
       for (std::uint32_t s = inst_.pieces[q].begin; s < inst_.pieces[q].end; ++s) {
+        if (stack_top_[s] == UINT64_MAX) continue;
         const std::uint64_t t = std::max(stack_top_[s], r);
         if (!SumFits(t, h, capacity_)) return false;
         stack_top_[s] = t + h;
@@ -397,6 +441,7 @@ bool SkylineSearch::CompleteComponent() {
 SearchOutcome SkylineSearch::Run(std::uint64_t capacity, std::uint64_t node_budget,
                                  SearchControl& control) {
   capacity_ = capacity;
+  floating_ = options_.branching == Branching::kLowestFloating;
   const std::size_t n = inst_.items.size();
   const std::uint32_t S = inst_.num_sections;
   raw_.assign(n, inst_.base);
@@ -407,6 +452,8 @@ SearchOutcome SkylineSearch::Run(std::uint64_t capacity, std::uint64_t node_budg
   blocked_.assign(S, UINT64_MAX);
   active_blocks_ = 0;
   stack_top_.assign(S, 0);
+  lo_release_.assign(S, 0);
+  hi_release_.assign(S, 0);
   rem_.assign(S, 0);
   for (std::size_t i = 0; i < n; ++i) {
     const Item& it = inst_.items[i];
@@ -464,7 +511,8 @@ SearchOutcome SkylineSearch::Run(std::uint64_t capacity, std::uint64_t node_budg
       child.comp = comp;
       child.mark = steps_.size();
       child.level = level;
-      if (options_.branching == Branching::kLowest) {
+      if (options_.branching == Branching::kLowest ||
+          options_.branching == Branching::kLowestFloating) {
         // Nothing more goes to this level.
         child.closed = true;
       } else {
@@ -510,6 +558,7 @@ SearchOutcome SkylineSearch::Run(std::uint64_t capacity, std::uint64_t node_budg
       }
     }
     frames_.push_back(child);
+    if (getenv("SKY_DEBUG")) { static std::size_t maxd = 0; std::size_t d = 0; for (auto& st : steps_) d += !st.block; if (d > maxd) { maxd = d; fprintf(stderr, "depth %zu at node %llu level %llu comps %zu\n", maxd, (unsigned long long)nodes_, (unsigned long long)level, comps_.size()); } }
   }
   return SearchOutcome::kExhausted;
 }

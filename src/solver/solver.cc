@@ -333,7 +333,8 @@ Result<SolveResult> Solve::Finish() {
   }
   r.nodes = control_.nodes();
   r.seconds = control_.Seconds();
-  if (params_.progress_to_stderr) control_.Report(r.seconds);
+  // One last report, so a caller always sees the final state.
+  if (params_.progress_to_stderr || params_.on_progress) control_.Report(r.seconds);
   return std::move(r);
 }
 
