@@ -5,7 +5,6 @@
 #include <map>
 #include <numeric>
 #include <tuple>
-#include <cstdlib>
 
 #include "core/checked_math.h"
 #include "tensormem/lower_bounds.h"
@@ -87,17 +86,6 @@ void AssignRanks(Instance& inst, CanonicalOrder order) {
     }
     return std::make_tuple(0.0, 0.0, 0.0);
   };
-  if (getenv("SKY_SEED")) {
-    std::uint64_t x = atoll(getenv("SKY_SEED")) * 0x9E3779B97F4A7C15ull + 1;
-    std::vector<std::pair<double, std::uint32_t>> keyed;
-    for (std::uint32_t i : idx) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; auto k = key(i); keyed.push_back({std::get<0>(k) * (1.0 + (x % 1000) / 2000.0), i}); }
-    std::stable_sort(keyed.begin(), keyed.end());
-    for (std::size_t j = 0; j < idx.size(); ++j) idx[j] = keyed[j].second;
-  } else if (getenv("SKY_KEY")) {
-    const char* kk = getenv("SKY_KEY");
-    auto kv = [&](const Item& it, char c) -> double { switch (c) { case 'W': return -(double)it.lifetime; case 'A': return -(double)it.area; case 'T': return -(double)it.total; case 'S': return -(double)it.height; case 'L': return (double)it.first_section; case 'R': return -(double)it.end_section; } return 0; };
-    std::stable_sort(idx.begin(), idx.end(), [&](std::uint32_t a, std::uint32_t b) { for (int j = 0; kk[j]; ++j) { double u = kv(inst.items[a], kk[j]), v = kv(inst.items[b], kk[j]); if (u != v) return u < v; } return false; });
-  } else
   std::stable_sort(idx.begin(), idx.end(),
                    [&](std::uint32_t a, std::uint32_t b) { return key(a) < key(b); });
   for (std::uint32_t r = 0; r < idx.size(); ++r) inst.items[idx[r]].rank = r;
@@ -211,12 +199,16 @@ Instance BuildInstance(const Problem& problem, const Group& group,
       pos->second = static_cast<std::int32_t>(k);
     }
   }
+  // "Total": the highest live bytes during each item's lifetime.
   {
     std::vector<std::uint64_t> load(inst.num_sections, 0);
-    for (const Item& it : inst.items) for (std::uint32_t p = it.piece_begin; p < it.piece_end; ++p) for (std::uint32_t q = inst.pieces[p].begin; q < inst.pieces[p].end; ++q) load[q] += inst.pieces[p].hi;
-    for (Item& it : inst.items) { it.total = 0; for (std::uint32_t q = it.first_section; q < it.end_section; ++q) it.total = std::max(it.total, load[q]); }
-    if (getenv("TOT2")) for (Item& it : inst.items) { it.total = 0; for (const Item& o : inst.items) if (o.first_section < it.end_section && it.first_section < o.end_section) it.total += o.height; }
-    if (getenv("TOT3")) for (Item& it : inst.items) { it.total = 0; for (std::uint32_t q = it.first_section; q < it.end_section; ++q) it.total += load[q]; }
+    for (const Item& it : inst.items)
+      for (std::uint32_t p = it.piece_begin; p < it.piece_end; ++p)
+        for (std::uint32_t q = inst.pieces[p].begin; q < inst.pieces[p].end; ++q)
+          load[q] = internal::SaturatingAdd(load[q], inst.pieces[p].hi);
+    for (Item& it : inst.items)
+      for (std::uint32_t q = it.first_section; q < it.end_section; ++q)
+        it.total = std::max(it.total, load[q]);
   }
   AssignRanks(inst, order);
 

@@ -60,7 +60,7 @@ struct Item {
   bool plain = true;       // one piece [first, end) with lo = 0, hi = height
   std::uint64_t area = 0;  // height x lifetime (saturating), for orders
   TaskIndex lifetime = 0;
-  std::uint64_t total = 0;
+  std::uint64_t total = 0;  // highest live bytes during its lifetime
 };
 
 struct Instance {

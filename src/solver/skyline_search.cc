@@ -4,8 +4,6 @@
 #include <tuple>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdio>
-#include <cstdlib>
 
 #include "core/checked_math.h"
 
@@ -415,6 +413,43 @@ void SkylineSearch::FailSplit(const Frame& split) {
   for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k) pos_[pool_[k]] = k;
 }
 
+std::int64_t SkylineSearch::RootKey(const Frame& root) {
+  if (!options_.memo) return -1;
+  const Comp& c = comps_[root.comp];
+  std::vector<std::uint64_t>& key = key_scratch_;
+  key.clear();
+  key.push_back(root.level);
+  key.push_back(root.has_min_rank ? root.min_rank : UINT64_MAX);
+  const std::size_t items_at = key.size();
+  for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k)
+    key.push_back((static_cast<std::uint64_t>(pool_[k]) << 1));
+  std::sort(key.begin() + static_cast<std::ptrdiff_t>(items_at), key.end());
+  const std::size_t n = key.size();
+  for (std::size_t k = items_at; k < n; ++k) key.push_back(am_[key[k] >> 1]);
+  if (active_blocks_ > 0)
+    for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s)
+      if (blocked_[s] == root.level) key.push_back((static_cast<std::uint64_t>(s) << 1) | 1);
+  std::uint64_t h = 0x9E3779B97F4A7C15ull;
+  for (std::uint64_t w : key) h = (h ^ w) * 0x100000001B3ull + (h >> 29);
+  auto it = failed_.find(h);
+  if (it != failed_.end())
+    for (std::uint32_t idx : it->second)
+      if (keys_[idx] == key) return -2;
+  if (key_words_ + key.size() > kMaxKeyWords) return -1;
+  key_words_ += key.size();
+  keys_.push_back(key);
+  keys_.back().push_back(h);  // the hash rides along, for RecordFailure
+  return static_cast<std::int64_t>(keys_.size() - 1);
+}
+
+void SkylineSearch::RecordFailure(std::int64_t key) {
+  if (key < 0) return;
+  std::vector<std::uint64_t>& k = keys_[static_cast<std::size_t>(key)];
+  const std::uint64_t h = k.back();
+  k.pop_back();
+  failed_[h].push_back(static_cast<std::uint32_t>(key));
+}
+
 bool SkylineSearch::CompleteComponent() {
   for (;;) {
     const std::uint32_t done = frames_.back().comp;
@@ -429,7 +464,9 @@ bool SkylineSearch::CompleteComponent() {
       root.level = s.level;
       root.has_min_rank = s.has_min_rank;
       root.min_rank = s.min_rank;
-      frames_.push_back(root);
+      root.key = RootKey(root);
+      // A state that failed before fails the split (it is on top).
+      if (root.key != -2) frames_.push_back(root);
       return false;
     }
     // Every group of the split is placed: the enclosing component is solved.
@@ -471,6 +508,9 @@ SearchOutcome SkylineSearch::Run(std::uint64_t capacity, std::uint64_t node_budg
   am_trail_.clear();
   steps_.clear();
   frames_.clear();
+  keys_.clear();
+  failed_.clear();
+  key_words_ = 0;
   const std::uint64_t start_nodes = nodes_;
 
   if (n == 0) return SearchOutcome::kFound;
@@ -490,6 +530,7 @@ SearchOutcome SkylineSearch::Run(std::uint64_t capacity, std::uint64_t node_budg
     }
     UndoTo(f.mark);
     if (!f.prepared && !Prepare(f)) {
+      RecordFailure(f.key);
       frames_.pop_back();
       continue;
     }
@@ -497,6 +538,7 @@ SearchOutcome SkylineSearch::Run(std::uint64_t capacity, std::uint64_t node_budg
     const std::uint64_t level = f.level;
     const std::int32_t next = NextCandidate(f);
     if (next < 0 && f.block_tried) {
+      RecordFailure(f.key);
       frames_.pop_back();
       continue;
     }
@@ -536,7 +578,10 @@ SearchOutcome SkylineSearch::Run(std::uint64_t capacity, std::uint64_t node_budg
       if (CompleteComponent()) return SearchOutcome::kFound;
       continue;
     }
-    if (!Update(comp, y) || !ReleasesFit(comp, level)) continue;
+    if (!Update(comp, y)) continue;
+    // The release bound costs most of a node; every other depth catches
+    // nearly all it would (a dead child dies one level later).
+    if (steps_.size() % 2 == 0 && !ReleasesFit(comp, level)) continue;
     Frame child;
     child.comp = comp;
     child.mark = steps_.size();
@@ -553,12 +598,12 @@ SearchOutcome SkylineSearch::Run(std::uint64_t capacity, std::uint64_t node_budg
         first.has_min_rank = split.has_min_rank;
         first.min_rank = split.min_rank;
         frames_.push_back(split);
-        frames_.push_back(first);
+        first.key = RootKey(first);
+        if (first.key != -2) frames_.push_back(first);
         continue;
       }
     }
     frames_.push_back(child);
-    if (getenv("SKY_DEBUG")) { static std::size_t maxd = 0; std::size_t d = 0; for (auto& st : steps_) d += !st.block; if (d > maxd) { maxd = d; fprintf(stderr, "depth %zu at node %llu level %llu comps %zu\n", maxd, (unsigned long long)nodes_, (unsigned long long)level, comps_.size()); } }
   }
   return SearchOutcome::kExhausted;
 }

@@ -43,6 +43,7 @@
 #pragma once
 
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "solver/instance.h"
@@ -58,6 +59,8 @@ struct SkylineOptions {
   // release order (stronger, ~10x the cost of a node) instead of checking
   // the lowest release + unplaced bytes only.
   bool release_order = true;
+  // Remember failed component states (nogoods) and fail them at once.
+  bool memo = true;
   // How a node branches (see above): on the leftmost or rightmost point of
   // the current level, or on any buffer of the level in static order
   // (MiniMalloc's way, ties in that order) with "close the level" last.
@@ -128,6 +131,9 @@ class SkylineSearch {
     bool has_min_rank = false;
     bool closed = false;
     std::uint32_t min_rank = 0;
+    // Component roots: the index of the component's state in keys_ (-1:
+    // not recorded), remembered as a failure when this frame fails.
+    std::int64_t key = -1;
     // Split frames.
     std::uint32_t first_comp = 0, num_comps = 0, next = 0, parent_comp = 0;
     std::size_t pool_mark = 0, comps_mark = 0;
@@ -148,6 +154,11 @@ class SkylineSearch {
   // The component on top is solved; continue with the next one. Returns
   // true when everything is placed.
   bool CompleteComponent();
+  // The state of a component about to be searched from `root`: -2 when the
+  // same state already failed in this run, else its index in keys_ (or -1
+  // when the memory for states is spent).
+  std::int64_t RootKey(const Frame& root);
+  void RecordFailure(std::int64_t key);
 
   const Instance& inst_;
   SkylineOptions options_;
@@ -172,6 +183,14 @@ class SkylineSearch {
   std::vector<std::uint64_t> stack_top_;  // scratch: per section
   std::vector<std::uint64_t> lo_release_, hi_release_;  // scratch: per section
   std::vector<std::pair<std::uint64_t, std::uint32_t>> releases_;  // scratch
+  // Failed component states of this run (nogoods): a component depends only
+  // on its items, their skyline offsets, the level and the level's blocks
+  // and rank bound, so the same state fails again wherever it recurs.
+  std::vector<std::vector<std::uint64_t>> keys_;
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> failed_;
+  std::size_t key_words_ = 0;
+  static constexpr std::size_t kMaxKeyWords = std::size_t{1} << 23;  // 64 MiB
+  std::vector<std::uint64_t> key_scratch_;
 };
 
 }  // namespace tensormem::solver

@@ -45,16 +45,15 @@ std::string_view Name(SolveStatus status) {
 }
 
 std::vector<SearchConfig> DefaultPortfolio() {
-  // Ordered by how often each found plans first on the MiniMalloc
-  // benchmark; see docs/solver.md.
+  // Ordered by how soon each found plans on the MiniMalloc benchmark (see
+  // docs/solver.md): no single one finds them all quickly.
   return {
       {Branching::kLowest, CanonicalOrder::kLongestFirst},
-      {Branching::kRightPoint, CanonicalOrder::kLongestFirst},
+      {Branching::kLowest, CanonicalOrder::kTotalFirst},
       {Branching::kLowest, CanonicalOrder::kLargestFirst},
       {Branching::kLowest, CanonicalOrder::kAreaFirst},
-      {Branching::kLeftPoint, CanonicalOrder::kLargestFirst},
-      {Branching::kRightPoint, CanonicalOrder::kAreaFirst},
-      {Branching::kLeftPoint, CanonicalOrder::kLongestFirst},
+      {Branching::kRightPoint, CanonicalOrder::kLongestFirst},
+      {Branching::kLowestFloating, CanonicalOrder::kTotalFirst},
   };
 }
 
