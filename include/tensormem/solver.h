@@ -137,6 +137,9 @@ struct SolveResult {
   double seconds = 0;
   std::uint64_t nodes = 0;
   std::size_t partitions = 0;  // independent time partitions after presolve
+  // Height of the best heuristic plan the search started from (0 when the
+  // heuristics were not run).
+  std::uint64_t heuristic_height = 0;
   // Why the answer is infeasible or unknown, in words.
   std::string reason;
   // kInfeasible with compute_iis: buffer indices (ascending) of a subset that

@@ -80,7 +80,8 @@ bool GeneralSearch::Dfs(std::int32_t last) {
   for (const Candidate& c : cands) {
     if (last >= 0 && static_cast<std::int32_t>(c.item) < last && c.without_last) continue;
     ++nodes_;
-    if (!control_->Tick() || nodes_ - start_nodes_ > budget_) {
+    if (!control_->Tick(inst_.items.size() * (order_.size() + 1)) ||
+        nodes_ - start_nodes_ > budget_) {
       limit_hit_ = true;
       return false;
     }

@@ -1,6 +1,7 @@
 #include "solver/instance.h"
 
 #include <algorithm>
+#include <bit>
 #include <deque>
 #include <map>
 #include <numeric>
@@ -199,16 +200,35 @@ Instance BuildInstance(const Problem& problem, const Group& group,
       pos->second = static_cast<std::int32_t>(k);
     }
   }
-  // "Total": the highest live bytes during each item's lifetime.
+  // "Total": the highest live bytes during each item's lifetime. Loads by a
+  // difference array, maxima over spans by a sparse table: O((n + S) log S)
+  // even when lifetimes are long.
   {
-    std::vector<std::uint64_t> load(inst.num_sections, 0);
+    const std::uint32_t S = inst.num_sections;
+    std::vector<internal::Uint128> diff(S + 1, 0);
     for (const Item& it : inst.items)
-      for (std::uint32_t p = it.piece_begin; p < it.piece_end; ++p)
-        for (std::uint32_t q = inst.pieces[p].begin; q < inst.pieces[p].end; ++q)
-          load[q] = internal::SaturatingAdd(load[q], inst.pieces[p].hi);
-    for (Item& it : inst.items)
-      for (std::uint32_t q = it.first_section; q < it.end_section; ++q)
-        it.total = std::max(it.total, load[q]);
+      for (std::uint32_t p = it.piece_begin; p < it.piece_end; ++p) {
+        diff[inst.pieces[p].begin] += inst.pieces[p].hi;
+        diff[inst.pieces[p].end] -= inst.pieces[p].hi;
+      }
+    std::vector<std::vector<std::uint64_t>> table(1, std::vector<std::uint64_t>(S));
+    internal::Uint128 run = 0;
+    for (std::uint32_t q = 0; q < S; ++q) {
+      run += diff[q];
+      table[0][q] = run > internal::kMaxU64 ? internal::kMaxU64 : static_cast<std::uint64_t>(run);
+    }
+    for (std::uint32_t w = 1; (std::uint32_t{1} << w) <= S; ++w) {
+      const std::vector<std::uint64_t>& prev = table.back();
+      std::vector<std::uint64_t> next(S - (std::uint32_t{1} << w) + 1);
+      for (std::uint32_t q = 0; q < next.size(); ++q)
+        next[q] = std::max(prev[q], prev[q + (std::uint32_t{1} << (w - 1))]);
+      table.push_back(std::move(next));
+    }
+    for (Item& it : inst.items) {
+      const std::uint32_t len = it.end_section - it.first_section;
+      const std::uint32_t w = static_cast<std::uint32_t>(std::bit_width(len) - 1);
+      it.total = std::max(table[w][it.first_section], table[w][it.end_section - (std::uint32_t{1} << w)]);
+    }
   }
   AssignRanks(inst, order);
 

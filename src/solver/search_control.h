@@ -34,12 +34,19 @@ class SearchControl {
     next_report_ = progress_interval_;
   }
 
-  // One node. Returns false once a limit has been reached (and from then on).
-  bool Tick() {
+  // One node that cost about `work` elementary steps (items scanned). The
+  // clock is read every 256 nodes or 2^20 steps, whichever comes first, so
+  // the deadline holds on huge instances too. Returns false once a limit
+  // has been reached (and from then on).
+  bool Tick(std::uint64_t work = 1) {
     ++nodes_;
+    work_ += work;
     if (stopped_) return false;
     if (nodes_ >= node_limit_) return Stop();
-    if ((nodes_ & 255) == 0) return Poll();
+    if ((nodes_ & 255) == 0 || work_ >= (std::uint64_t{1} << 20)) {
+      work_ = 0;
+      return Poll();
+    }
     return true;
   }
 
@@ -104,6 +111,7 @@ class SearchControl {
   Clock::time_point deadline_;
   std::uint64_t node_limit_;
   std::uint64_t nodes_ = 0;
+  std::uint64_t work_ = 0;
   bool stopped_ = false;
   bool progress_to_stderr_;
   std::function<void(const SolveProgress&)> on_progress_;

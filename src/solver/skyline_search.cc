@@ -492,13 +492,32 @@ SearchOutcome SkylineSearch::Run(std::uint64_t capacity, std::uint64_t node_budg
   lo_release_.assign(S, 0);
   hi_release_.assign(S, 0);
   rem_.assign(S, 0);
-  for (std::size_t i = 0; i < n; ++i) {
-    const Item& it = inst_.items[i];
-    am_[i] = LowestFreeOffset(inst_, it, inst_.base);
-    for (std::uint32_t k = it.piece_begin; k < it.piece_end; ++k)
-      for (std::uint32_t s = inst_.pieces[k].begin; s < inst_.pieces[k].end; ++s)
-        rem_[s] += inst_.pieces[k].hi;  // <= peak live bytes, which fits
-    for (std::uint32_t k = it.first_section + 1; k < it.end_section; ++k) ++cut_[k];
+  // Difference arrays: linear even when lifetimes are long.
+  {
+    std::vector<std::uint64_t> rem_diff(S + 1, 0);
+    std::vector<std::int64_t> cut_diff(S + 2, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Item& it = inst_.items[i];
+      am_[i] = LowestFreeOffset(inst_, it, inst_.base);
+      for (std::uint32_t k = it.piece_begin; k < it.piece_end; ++k) {
+        rem_diff[inst_.pieces[k].begin] += inst_.pieces[k].hi;  // wraps back: sums fit
+        rem_diff[inst_.pieces[k].end] -= inst_.pieces[k].hi;
+      }
+      if (it.end_section > it.first_section + 1) {
+        ++cut_diff[it.first_section + 1];
+        --cut_diff[it.end_section];
+      }
+    }
+    std::uint64_t r = 0;
+    std::int64_t c = 0;
+    for (std::uint32_t s = 0; s < S; ++s) {
+      r += rem_diff[s];
+      rem_[s] = r;  // <= peak live bytes, which fits
+    }
+    for (std::uint32_t k = 0; k <= S; ++k) {
+      c += cut_diff[k];
+      cut_[k] = static_cast<std::uint32_t>(c);
+    }
   }
   remaining_.Build(rem_);
   pool_.resize(n);
@@ -543,7 +562,8 @@ SearchOutcome SkylineSearch::Run(std::uint64_t capacity, std::uint64_t node_budg
       continue;
     }
     ++nodes_;
-    if (!control.Tick() || nodes_ - start_nodes > node_budget) {
+    const Comp& cur = comps_[comp];
+    if (!control.Tick(cur.count + (cur.sec_hi - cur.sec_lo)) || nodes_ - start_nodes > node_budget) {
       UndoTo(0);
       return SearchOutcome::kLimit;
     }

@@ -264,8 +264,22 @@ Result<SolveResult> Solve::Run() {
   for (std::size_t k = 0; k < parts_.size(); ++k) {
     parts_[k].inst = &presolved_.instances[k];
     parts_[k].solver = std::make_unique<PartitionSolver>(presolved_.instances[k], params_);
-    TM_RETURN_IF_ERROR(PartHeuristic(problem_, params_.alignment, &parts_[k]));
+    const Instance& inst = presolved_.instances[k];
+    if (inst.base == 0 && global_) {
+      // The whole problem's plan restricted to the partition is a plan of it.
+      Part& part = parts_[k];
+      part.offsets.resize(inst.items.size());
+      part.height = 0;
+      for (std::size_t i = 0; i < inst.items.size(); ++i) {
+        part.offsets[i] = global_->offsets[inst.items[i].buffer];
+        part.height = std::max(part.height, part.offsets[i] + inst.items[i].height);
+      }
+      part.has_plan = true;
+    } else {
+      TM_RETURN_IF_ERROR(PartHeuristic(problem_, params_.alignment, &parts_[k]));
+    }
   }
+  result_.heuristic_height = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
   Publish();
   if (params_.time_limit_seconds <= 0) return Finish();
 

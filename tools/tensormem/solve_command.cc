@@ -76,6 +76,7 @@ int RunSolve(const SolveOptions& o) {
                         {"nodes", r.nodes},
                         {"buffers", problem.buffers.size()},
                         {"partitions", r.partitions},
+                        {"heuristic", r.heuristic_height},
                         {"goal", params.goal == SolveGoal::kFit ? "fit" : "minimize"}};
     j["capacity"] = capacity ? nlohmann::json(*capacity) : nlohmann::json(nullptr);
     if (!r.reason.empty()) j["reason"] = r.reason;
@@ -98,6 +99,8 @@ int RunSolve(const SolveOptions& o) {
     std::cout << "status:      " << Name(r.status) << '\n';
     if (r.has_plan) std::cout << "height:      " << WithThousands(r.height) << '\n';
     std::cout << "lower bound: " << WithThousands(r.lower_bound) << '\n';
+    if (r.heuristic_height > 0)
+      std::cout << "heuristic:   " << WithThousands(r.heuristic_height) << '\n';
     if (r.has_plan) std::cout << "gap:         " << FormatDouble(r.gap * 100, 3) << "%\n";
     std::cout << "seconds:     " << FormatDouble(r.seconds, 3) << '\n';
     std::cout << "nodes:       " << r.nodes << '\n';
