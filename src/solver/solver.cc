@@ -363,8 +363,9 @@ Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& par
   const std::optional<std::uint64_t> capacity = params.capacity ? params.capacity : problem.capacity;
   if (params.goal == SolveGoal::kFit && !capacity)
     return InvalidArgument("the fit goal needs a capacity (SolverParams::capacity or Problem::capacity)");
-  Solve solve(problem, params, capacity);
-  return solve.Run();
+  // On the heap: the state is large, and SolveOffsets nests (IIS tests).
+  auto solve = std::make_unique<Solve>(problem, params, capacity);
+  return solve->Run();
 }
 
 }  // namespace tensormem
