@@ -9,5 +9,6 @@ namespace tensormem::cli {
 void AddPlanCommand(CLI::App& app, int* exit_code);
 void AddReplayCommand(CLI::App& app, int* exit_code);
 void AddRecordsCommand(CLI::App& app, int* exit_code);
+void AddSolveCommand(CLI::App& app, int* exit_code);
 
 }  // namespace tensormem::cli

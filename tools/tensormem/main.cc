@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   tensormem::cli::AddPlanCommand(app, &exit_code);
   tensormem::cli::AddReplayCommand(app, &exit_code);
   tensormem::cli::AddRecordsCommand(app, &exit_code);
+  tensormem::cli::AddSolveCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

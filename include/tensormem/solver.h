@@ -1,0 +1,155 @@
+// The exact offset solver: the smallest arena for an offsets problem, or the
+// answer to "does it fit in N bytes?", with proofs.
+//
+// A branch and bound over canonical placements in the spirit of Google's
+// MiniMalloc (buffers placed in non-decreasing offset order, each at the
+// lowest offset the "skyline" of already placed buffers allows; symmetric and
+// dominated partial solutions skipped; per-time-section bounds; independent
+// time partitions solved apart, statically and during the search), started
+// from the best heuristic plan and tightened probe by probe. Anytime: when
+// the time or node limit hits it returns the best valid plan found with its
+// proven lower bound and gap. Deterministic for a given input and node limit
+// (time only decides when to stop). docs/solver.md says how it works.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tensormem/problem.h"
+#include "tensormem/status.h"
+#include "tensormem/types.h"
+
+namespace tensormem {
+
+enum class SolveStatus {
+  kOptimal,     // a plan whose height equals the proven lower bound
+  kFeasible,    // a plan within the capacity (kFit), or the best found so far (kMinimize)
+  kInfeasible,  // proven: no plan fits in the capacity
+  kUnknown,     // limit hit: no plan within the capacity found, none proven impossible
+};
+
+std::string_view Name(SolveStatus status);  // "optimal", "feasible", ...
+
+enum class SolveGoal {
+  kMinimize,  // the smallest height (within the capacity, when one is set)
+  kFit,       // any plan within the capacity (required); stops at the first
+};
+
+// Static order among buffers that can go to the same place.
+enum class CanonicalOrder {
+  kLongestFirst,  // longest lifetime, then largest area, then largest size
+  kLargestFirst,  // largest size, then longest lifetime
+  kAreaFirst,     // largest size x lifetime, then longest lifetime
+  kTotalFirst,    // highest live bytes during its lifetime, then longest, then largest
+};
+
+// How a search node branches (every choice gives a complete search; they
+// differ, a lot, in how soon they find a plan on a given instance):
+enum class Branching {
+  kLowest,      // any buffer at the lowest offset, in static order, or none more there
+  kLeftPoint,   // which buffer covers the leftmost open time section at that offset, or none
+  kRightPoint,  // the same from the rightmost section
+  // kLowest, and a buffer whose skyline offset is below the level may float
+  // at the level (MiniMalloc's rule: more plans, often found sooner).
+  kLowestFloating,
+};
+
+struct SearchConfig {
+  Branching branching = Branching::kLowest;
+  CanonicalOrder order = CanonicalOrder::kLongestFirst;
+};
+
+// The configurations the solver cycles through (round robin, node budgets
+// doubling each round): any one finishing its search answers the question.
+std::vector<SearchConfig> DefaultPortfolio();
+
+struct SolveProgress {
+  std::uint64_t best_height = 0;  // meaningful when has_plan
+  bool has_plan = false;
+  std::uint64_t lower_bound = 0;
+  std::uint64_t nodes = 0;
+  double seconds = 0;
+};
+
+// Every knob of the solver, with its default.
+struct SolverParams {
+  SolveGoal goal = SolveGoal::kMinimize;
+  // Overrides Problem::capacity when set. kFit needs one of the two.
+  std::optional<std::uint64_t> capacity;
+  // Every offset is a multiple of this and of the buffer's own alignment.
+  std::uint64_t alignment = 1;
+
+  // Wall-clock limit: +infinity for none; 0 runs only the presolve and the
+  // heuristics. When it hits, the best plan so far is returned.
+  double time_limit_seconds = 10.0;
+  // Search nodes (placements) over the whole solve; 0 = unlimited. Unlike
+  // the time limit this gives the same answer on every machine.
+  std::uint64_t node_limit = 0;
+
+  // Split into time partitions no buffer crosses and solve them apart.
+  bool decompose = true;
+  // Split again during the search when placed buffers leave a cut.
+  bool dynamic_decomposition = true;
+  // Put buffers that span a whole partition at its bottom (plain problems).
+  bool full_span_reduction = true;
+  // Prune when a time section cannot hold what remains above its floor.
+  bool section_inference = true;
+  // Prune partial solutions a lower buffer could drop into (dominated).
+  bool dominance = true;
+  // Search configurations, cycled round robin; each gets
+  // initial_node_budget nodes in the first round, twice as many each round.
+  std::vector<SearchConfig> portfolio = DefaultPortfolio();
+  std::uint64_t initial_node_budget = 4096;
+  // Start from the best heuristic plan (PlanOffsets kBest).
+  bool heuristic_incumbent = true;
+  // A plan to start from (e.g. a previous solution); used when valid.
+  const OffsetsPlan* initial_plan = nullptr;
+
+  // On an infeasible answer, compute an irreducible infeasible subset (a
+  // deletion filter; each test gets a share of iis_time_limit_seconds).
+  bool compute_iis = false;
+  double iis_time_limit_seconds = 10.0;
+
+  // Progress (best height, bound, nodes, elapsed) every progress_interval
+  // seconds and once at the end: to stderr, and/or to the callback.
+  bool progress_to_stderr = false;
+  std::function<void(const SolveProgress&)> on_progress;
+  double progress_interval_seconds = 1.0;
+};
+
+struct SolveResult {
+  SolveStatus status = SolveStatus::kUnknown;
+  // The best plan found (validated). For kOptimal/kFeasible it fits in the
+  // capacity; with kUnknown it may be a heuristic plan above the capacity
+  // (has_plan tells whether there is one at all).
+  bool has_plan = false;
+  OffsetsPlan plan;
+  std::uint64_t height = 0;       // plan.total when has_plan
+  std::uint64_t lower_bound = 0;  // proven: no plan is smaller
+  // (height - lower_bound) / height; 0 when optimal, 1 without a plan.
+  double gap = 1.0;
+  double seconds = 0;
+  std::uint64_t nodes = 0;
+  std::size_t partitions = 0;  // independent time partitions after presolve
+  // Height of the best heuristic plan the search started from (0 when the
+  // heuristics were not run).
+  std::uint64_t heuristic_height = 0;
+  // Why the answer is infeasible or unknown, in words.
+  std::string reason;
+  // kInfeasible with compute_iis: buffer indices (ascending) of a subset that
+  // alone does not fit; irreducible when every test of the filter answered.
+  std::vector<std::size_t> infeasible_subset;
+  bool subset_irreducible = false;
+};
+
+// Errors only for bad input (CheckProblem, alignment 0, kFit without a
+// capacity, a negative or NaN limit); infeasibility is a status.
+Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& params = {});
+
+}  // namespace tensormem

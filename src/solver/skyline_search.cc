@@ -1,0 +1,631 @@
+#include "solver/skyline_search.h"
+
+#include <algorithm>
+#include <tuple>
+#include <cstdio>
+#include <cstdlib>
+
+#include "core/checked_math.h"
+
+namespace tensormem::solver {
+namespace {
+
+using internal::Uint128;
+
+// a + b <= c without overflow.
+inline bool SumFits(std::uint64_t a, std::uint64_t b, std::uint64_t c) {
+  return static_cast<Uint128>(a) + b <= c;
+}
+inline bool SumFits(std::uint64_t a, std::uint64_t b, std::uint64_t d, std::uint64_t c) {
+  return static_cast<Uint128>(a) + b + d <= c;
+}
+
+}  // namespace
+
+// ---- MaxAddTree ----------------------------------------------------------
+
+void SkylineSearch::MaxAddTree::Build(const std::vector<std::uint64_t>& values) {
+  n_ = static_cast<std::uint32_t>(values.size());
+  max_.assign(4 * std::max<std::size_t>(n_, 1), 0);
+  add_.assign(max_.size(), 0);
+  if (n_ > 0) Build(1, 0, n_, values);
+}
+
+void SkylineSearch::MaxAddTree::Build(std::size_t node, std::uint32_t l, std::uint32_t r,
+                                      const std::vector<std::uint64_t>& v) {
+  if (r - l == 1) {
+    max_[node] = static_cast<std::int64_t>(v[l]);
+    return;
+  }
+  const std::uint32_t m = l + (r - l) / 2;
+  Build(2 * node, l, m, v);
+  Build(2 * node + 1, m, r, v);
+  max_[node] = std::max(max_[2 * node], max_[2 * node + 1]);
+}
+
+void SkylineSearch::MaxAddTree::Add(std::uint32_t lo, std::uint32_t hi, std::int64_t delta) {
+  if (lo < hi) Add(1, 0, n_, lo, hi, delta);
+}
+
+void SkylineSearch::MaxAddTree::Add(std::size_t node, std::uint32_t l, std::uint32_t r,
+                                    std::uint32_t lo, std::uint32_t hi, std::int64_t delta) {
+  if (hi <= l || r <= lo) return;
+  if (lo <= l && r <= hi) {
+    max_[node] += delta;
+    add_[node] += delta;
+    return;
+  }
+  const std::uint32_t m = l + (r - l) / 2;
+  Add(2 * node, l, m, lo, hi, delta);
+  Add(2 * node + 1, m, r, lo, hi, delta);
+  max_[node] = add_[node] + std::max(max_[2 * node], max_[2 * node + 1]);
+}
+
+std::uint64_t SkylineSearch::MaxAddTree::Max(std::uint32_t lo, std::uint32_t hi) const {
+  if (lo >= hi) return 0;
+  return static_cast<std::uint64_t>(std::max<std::int64_t>(0, Max(1, 0, n_, lo, hi)));
+}
+
+std::int64_t SkylineSearch::MaxAddTree::Max(std::size_t node, std::uint32_t l, std::uint32_t r,
+                                            std::uint32_t lo, std::uint32_t hi) const {
+  if (hi <= l || r <= lo) return INT64_MIN / 2;
+  if (lo <= l && r <= hi) return max_[node];
+  const std::uint32_t m = l + (r - l) / 2;
+  return add_[node] + std::max(Max(2 * node, l, m, lo, hi), Max(2 * node + 1, m, r, lo, hi));
+}
+
+// ---- SkylineSearch -------------------------------------------------------
+
+SkylineSearch::SkylineSearch(const Instance& instance, const SkylineOptions& options)
+    : inst_(instance), options_(options) {}
+
+std::uint64_t SkylineSearch::height() const {
+  std::uint64_t h = inst_.base;
+  for (std::size_t i = 0; i < inst_.items.size(); ++i)
+    h = std::max(h, offset_[i] + inst_.items[i].height);
+  return h;
+}
+
+// The highest top of x (placed at `offset`) over the sections y occupies; 0
+// when they share none.
+std::uint64_t SkylineSearch::SharedTop(std::uint32_t xi, std::uint32_t yi,
+                                       std::uint64_t offset) const {
+  const Item& x = inst_.items[xi];
+  const Item& y = inst_.items[yi];
+  if (x.first_section >= y.end_section || y.first_section >= x.end_section) return 0;
+  if (x.plain && y.plain) return offset + x.height;
+  std::uint64_t reach = 0;
+  for (std::uint32_t p = x.piece_begin; p < x.piece_end; ++p)
+    for (std::uint32_t q = y.piece_begin; q < y.piece_end; ++q)
+      if (inst_.pieces[p].begin < inst_.pieces[q].end &&
+          inst_.pieces[q].begin < inst_.pieces[p].end)
+        reach = std::max(reach, inst_.pieces[p].hi);
+  return reach == 0 ? 0 : offset + reach;
+}
+
+// May `item` go to `level` now: its skyline offset is the level, its
+// identical predecessor is placed, and it crosses no section blocked there.
+bool SkylineSearch::Eligible(std::uint32_t item, std::uint64_t level) const {
+  const Item& it = inst_.items[item];
+  if (am_[item] != level) {
+    // Floating: a buffer below the level may take it when aligned and clear.
+    if (!floating_ || am_[item] > level || level % it.alignment != 0 ||
+        (it.obstacle_begin != it.obstacle_end && LowestFreeOffset(inst_, it, level) != level))
+      return false;
+  }
+  if (it.twin >= 0 && !placed_[static_cast<std::uint32_t>(it.twin)]) return false;
+  if (active_blocks_ > 0)
+    for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
+      for (std::uint32_t s = inst_.pieces[q].begin; s < inst_.pieces[q].end; ++s)
+        if (blocked_[s] == level) return false;
+  return true;
+}
+
+// Finds the point to branch on: the leftmost section a candidate at the
+// frame's level starts in, raising the level while there is none. False
+// when the node is dead.
+bool SkylineSearch::Prepare(Frame& f) {
+  const Comp& c = comps_[f.comp];
+  for (;;) {
+    std::uint32_t point = UINT32_MAX;
+    std::uint64_t above = UINT64_MAX;
+    const bool rtl = options_.branching == Branching::kRightPoint;
+    const bool lowest = options_.branching == Branching::kLowest ||
+                        options_.branching == Branching::kLowestFloating;
+    for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k) {
+      const std::uint32_t y = pool_[k];
+      const std::uint64_t a = am_[y];
+      if (a > f.level) {
+        above = std::min(above, a);
+      } else if ((a == f.level || floating_) && !f.closed && Eligible(y, f.level)) {
+        if (lowest) {
+          if (!f.has_min_rank || inst_.items[y].rank > f.min_rank) point = 0;
+          continue;
+        }
+        // Right to left: sections counted from the end.
+        const std::uint32_t p = rtl ? inst_.num_sections - inst_.pieces[inst_.items[y].piece_end - 1].end
+                                    : inst_.pieces[inst_.items[y].piece_begin].begin;
+        point = std::min(point, p);
+      }
+    }
+    if (point != UINT32_MAX) {
+      f.point = point;
+      f.prepared = true;
+      return true;
+    }
+    if (above == UINT64_MAX) return false;  // nothing can rise any more
+    f.level = above;
+    f.closed = false;
+    f.has_min_rank = false;
+    if (options_.dominance)
+      for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k) {
+        const std::uint32_t y = pool_[k];
+        if (SumFits(am_[y], inst_.items[y].height, f.level)) return false;
+      }
+    if (!ReleasesFit(f.comp, f.level)) return false;
+  }
+}
+
+std::int32_t SkylineSearch::NextCandidate(const Frame& f) const {
+  const Comp& c = comps_[f.comp];
+  std::int32_t best = -1;
+  std::uint32_t best_rank = UINT32_MAX;
+  for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k) {
+    const std::uint32_t y = pool_[k];
+    const Item& it = inst_.items[y];
+    if (am_[y] != f.level && !floating_) continue;
+    switch (options_.branching) {
+      case Branching::kLeftPoint:
+        if (inst_.pieces[it.piece_begin].begin != f.point) continue;
+        break;
+      case Branching::kRightPoint:
+        if (inst_.num_sections - inst_.pieces[it.piece_end - 1].end != f.point) continue;
+        break;
+      case Branching::kLowest:
+      case Branching::kLowestFloating:
+        if (f.has_min_rank && it.rank <= f.min_rank) continue;
+        break;
+    }
+    if (f.started && it.rank <= f.prev_rank) continue;
+    if (it.rank >= best_rank || !Eligible(y, f.level)) continue;
+    best = static_cast<std::int32_t>(y);
+    best_rank = it.rank;
+  }
+  return best;
+}
+
+bool SkylineSearch::Place(std::uint32_t item, std::uint32_t comp, std::uint64_t offset) {
+  Step st;
+  st.item = item;
+  st.comp = comp;
+  st.list_pos = pos_[item];
+  st.am_mark = am_trail_.size();
+  steps_.push_back(st);
+  placed_[item] = 1;
+  offset_[item] = offset;
+  Comp& c = comps_[comp];
+  const std::uint32_t q = c.begin + c.count - 1;
+  const std::uint32_t p = pos_[item];
+  std::swap(pool_[p], pool_[q]);
+  pos_[pool_[p]] = p;
+  pos_[item] = q;
+  --c.count;
+  const Item& it = inst_.items[item];
+  for (std::uint32_t k = it.piece_begin; k < it.piece_end; ++k) {
+    const Piece& pc = inst_.pieces[k];
+    remaining_.Add(pc.begin, pc.end, -static_cast<std::int64_t>(pc.hi));
+    for (std::uint32_t s = pc.begin; s < pc.end; ++s) rem_[s] -= pc.hi;
+  }
+  bool cut_hit = false;
+  for (std::uint32_t k = it.first_section + 1; k < it.end_section; ++k) cut_hit |= --cut_[k] == 0;
+  return cut_hit;
+}
+
+void SkylineSearch::Block(std::uint32_t section, std::uint64_t level) {
+  Step st;
+  st.block = true;
+  st.section = section;
+  st.prev_blocked = blocked_[section];
+  st.am_mark = am_trail_.size();
+  steps_.push_back(st);
+  blocked_[section] = level;
+  ++active_blocks_;
+}
+
+void SkylineSearch::UndoTo(std::size_t mark) {
+  while (steps_.size() > mark) {
+    const Step st = steps_.back();
+    steps_.pop_back();
+    if (st.block) {
+      blocked_[st.section] = st.prev_blocked;
+      --active_blocks_;
+      continue;
+    }
+    while (am_trail_.size() > st.am_mark) {
+      const AmChange& ch = am_trail_.back();
+      raw_[ch.item] = ch.raw;
+      am_[ch.item] = ch.am;
+      am_trail_.pop_back();
+    }
+    const Item& it = inst_.items[st.item];
+    for (std::uint32_t k = it.first_section + 1; k < it.end_section; ++k) ++cut_[k];
+    for (std::uint32_t k = it.piece_begin; k < it.piece_end; ++k) {
+      const Piece& pc = inst_.pieces[k];
+      remaining_.Add(pc.begin, pc.end, static_cast<std::int64_t>(pc.hi));
+      for (std::uint32_t s = pc.begin; s < pc.end; ++s) rem_[s] += pc.hi;
+    }
+    Comp& c = comps_[st.comp];
+    const std::uint32_t q = c.begin + c.count;  // where the item went
+    ++c.count;
+    std::swap(pool_[st.list_pos], pool_[q]);
+    pos_[pool_[st.list_pos]] = st.list_pos;
+    pos_[pool_[q]] = q;
+    placed_[st.item] = 0;
+  }
+}
+
+bool SkylineSearch::SectionsHold(std::uint32_t item, std::uint32_t comp) const {
+  if (!options_.section_inference) return true;
+  const Item& it = inst_.items[item];
+  const std::uint64_t o = offset_[item];
+  for (std::uint32_t k = it.piece_begin; k < it.piece_end; ++k) {
+    const Piece& p = inst_.pieces[k];
+    if (!SumFits(o, p.hi, remaining_.Max(p.begin, p.end), capacity_)) return false;
+  }
+  const Comp& c = comps_[comp];
+  return SumFits(o, remaining_.Max(c.sec_lo, c.sec_hi), capacity_);
+}
+
+// Brings the skyline offsets of `comp` up to date after `placed` went down,
+// and checks every unplaced item can still fit and is not dominated.
+bool SkylineSearch::Update(std::uint32_t comp, std::uint32_t placed) {
+  const Comp& c = comps_[comp];
+  const std::uint64_t o = offset_[placed];
+  for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k) {
+    const std::uint32_t y = pool_[k];
+    const Item& it = inst_.items[y];
+    const std::uint64_t top = SharedTop(placed, y, o);
+    if (top > raw_[y]) {
+      am_trail_.push_back({y, raw_[y], am_[y]});
+      raw_[y] = top;
+      am_[y] = LowestFreeOffset(inst_, it, top);
+    }
+    if (!SumFits(am_[y], it.height, capacity_)) return false;
+    if (options_.dominance && SumFits(am_[y], it.height, o)) return false;
+  }
+  return true;
+}
+
+// Per section, the unplaced items stacked in order of the lowest offset each
+// can still take (one-machine scheduling with release times: that order
+// gives the lowest possible top) must end within the capacity. Sections
+// where even the highest release plus all unplaced bytes fits are skipped,
+// so only the tight ones pay for the sort.
+bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
+  if (!options_.section_inference) return true;
+  const Comp& c = comps_[comp];
+  for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) {
+    lo_release_[s] = UINT64_MAX;
+    hi_release_[s] = 0;
+  }
+  releases_.clear();
+  for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k) {
+    const std::uint32_t y = pool_[k];
+    const Item& it = inst_.items[y];
+    std::uint64_t r = am_[y];
+    // Below the level an item is placed only on top of something placed
+    // later, so strictly above it.
+    if (r <= level && !Eligible(y, level)) r = AlignUpSat(level + 1, it.alignment);
+    r = std::max(r, level);
+    releases_.push_back({r, y});
+    for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
+      for (std::uint32_t s = inst_.pieces[q].begin; s < inst_.pieces[q].end; ++s) {
+        lo_release_[s] = std::min(lo_release_[s], r);
+        hi_release_[s] = std::max(hi_release_[s], r);
+      }
+  }
+  bool any_tight = false;
+  for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) {
+    stack_top_[s] = UINT64_MAX;  // not tight
+    if (rem_[s] == 0 || SumFits(hi_release_[s], rem_[s], capacity_)) continue;
+    if (!SumFits(lo_release_[s], rem_[s], capacity_)) return false;
+    if (!options_.release_order) continue;
+    stack_top_[s] = 0;
+    any_tight = true;
+  }
+  if (!any_tight) return true;
+  std::size_t kept = 0;
+  for (const auto& ry : releases_) {
+    const Item& it = inst_.items[ry.second];
+    bool touches = false;
+    for (std::uint32_t q = it.piece_begin; q < it.piece_end && !touches; ++q)
+      for (std::uint32_t s = inst_.pieces[q].begin; s < inst_.pieces[q].end; ++s)
+        if (stack_top_[s] != UINT64_MAX) {
+          touches = true;
+          break;
+        }
+    if (touches) releases_[kept++] = ry;
+  }
+  releases_.resize(kept);
+  std::sort(releases_.begin(), releases_.end());
+  for (const auto& [r, y] : releases_) {
+    const Item& it = inst_.items[y];
+    for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q) {
+      const std::uint64_t h = inst_.pieces[q].hi;
+      for (std::uint32_t s = inst_.pieces[q].begin; s < inst_.pieces[q].end; ++s) {
+        if (stack_top_[s] == UINT64_MAX) continue;
+        const std::uint64_t t = std::max(stack_top_[s], r);
+        if (!SumFits(t, h, capacity_)) return false;
+        stack_top_[s] = t + h;
+      }
+    }
+  }
+  return true;
+}
+
+// Splits the active items of `comp` into groups that share no section.
+bool SkylineSearch::TrySplit(std::uint32_t comp, Frame& split) {
+  const Comp c = comps_[comp];
+  std::vector<std::uint32_t> items(pool_.begin() + c.begin, pool_.begin() + c.begin + c.count);
+  std::sort(items.begin(), items.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return std::tie(inst_.items[a].first_section, a) < std::tie(inst_.items[b].first_section, b);
+  });
+  std::vector<std::pair<std::size_t, std::uint32_t>> groups;  // (start index, end section)
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    const Item& it = inst_.items[items[k]];
+    if (groups.empty() || it.first_section >= groups.back().second)
+      groups.push_back({k, it.end_section});
+    else
+      groups.back().second = std::max(groups.back().second, it.end_section);
+  }
+  if (groups.size() < 2) return false;
+  split.split = true;
+  split.parent_comp = comp;
+  split.pool_mark = pool_.size();
+  split.comps_mark = comps_.size();
+  split.first_comp = static_cast<std::uint32_t>(comps_.size());
+  split.num_comps = static_cast<std::uint32_t>(groups.size());
+  split.next = 0;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const std::size_t from = groups[g].first;
+    const std::size_t to = g + 1 < groups.size() ? groups[g + 1].first : items.size();
+    Comp sub;
+    sub.begin = static_cast<std::uint32_t>(pool_.size());
+    sub.count = static_cast<std::uint32_t>(to - from);
+    sub.sec_lo = inst_.items[items[from]].first_section;
+    sub.sec_hi = groups[g].second;
+    std::sort(items.begin() + static_cast<std::ptrdiff_t>(from),
+              items.begin() + static_cast<std::ptrdiff_t>(to));
+    for (std::size_t k = from; k < to; ++k) {
+      pos_[items[k]] = static_cast<std::uint32_t>(pool_.size());
+      pool_.push_back(items[k]);
+    }
+    comps_.push_back(sub);
+  }
+  return true;
+}
+
+void SkylineSearch::FailSplit(const Frame& split) {
+  UndoTo(split.mark);
+  pool_.resize(split.pool_mark);
+  comps_.resize(split.comps_mark);
+  const Comp& c = comps_[split.parent_comp];
+  for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k) pos_[pool_[k]] = k;
+}
+
+std::int64_t SkylineSearch::RootKey(const Frame& root) {
+  if (!options_.memo) return -1;
+  const Comp& c = comps_[root.comp];
+  std::vector<std::uint64_t>& key = key_scratch_;
+  key.clear();
+  key.push_back(root.level);
+  key.push_back(root.has_min_rank ? root.min_rank : UINT64_MAX);
+  const std::size_t items_at = key.size();
+  for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k)
+    key.push_back((static_cast<std::uint64_t>(pool_[k]) << 1));
+  std::sort(key.begin() + static_cast<std::ptrdiff_t>(items_at), key.end());
+  const std::size_t n = key.size();
+  for (std::size_t k = items_at; k < n; ++k) key.push_back(am_[key[k] >> 1]);
+  if (active_blocks_ > 0)
+    for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s)
+      if (blocked_[s] == root.level) key.push_back((static_cast<std::uint64_t>(s) << 1) | 1);
+  std::uint64_t h = 0x9E3779B97F4A7C15ull;
+  for (std::uint64_t w : key) h = (h ^ w) * 0x100000001B3ull + (h >> 29);
+  auto it = failed_.find(h);
+  if (it != failed_.end())
+    for (std::uint32_t idx : it->second)
+      if (keys_[idx] == key) return -2;
+  if (key_words_ + key.size() > kMaxKeyWords) return -1;
+  key_words_ += key.size();
+  keys_.push_back(key);
+  keys_.back().push_back(h);  // the hash rides along, for RecordFailure
+  return static_cast<std::int64_t>(keys_.size() - 1);
+}
+
+void SkylineSearch::RecordFailure(std::int64_t key) {
+  if (key < 0) return;
+  std::vector<std::uint64_t>& k = keys_[static_cast<std::size_t>(key)];
+  const std::uint64_t h = k.back();
+  k.pop_back();
+  failed_[h].push_back(static_cast<std::uint32_t>(key));
+}
+
+bool SkylineSearch::CompleteComponent() {
+  for (;;) {
+    const std::uint32_t done = frames_.back().comp;
+    while (!frames_.empty() && !frames_.back().split && frames_.back().comp == done)
+      frames_.pop_back();
+    if (frames_.empty()) return true;
+    Frame& s = frames_.back();  // a split frame
+    if (++s.next < s.num_comps) {
+      Frame root;
+      root.comp = s.first_comp + s.next;
+      root.mark = steps_.size();
+      root.level = s.level;
+      root.has_min_rank = s.has_min_rank;
+      root.min_rank = s.min_rank;
+      root.key = RootKey(root);
+      // A state that failed before fails the split (it is on top).
+      if (root.key != -2) frames_.push_back(root);
+      return false;
+    }
+    // Every group of the split is placed: the enclosing component is solved.
+    frames_.pop_back();
+    if (frames_.empty()) return true;
+  }
+}
+
+SearchOutcome SkylineSearch::Run(std::uint64_t capacity, std::uint64_t node_budget,
+                                 SearchControl& control) {
+  capacity_ = capacity;
+  floating_ = options_.branching == Branching::kLowestFloating;
+  const std::size_t n = inst_.items.size();
+  const std::uint32_t S = inst_.num_sections;
+  raw_.assign(n, inst_.base);
+  am_.resize(n);
+  offset_.assign(n, 0);
+  placed_.assign(n, 0);
+  cut_.assign(S + 1, 0);
+  blocked_.assign(S, UINT64_MAX);
+  active_blocks_ = 0;
+  stack_top_.assign(S, 0);
+  lo_release_.assign(S, 0);
+  hi_release_.assign(S, 0);
+  rem_.assign(S, 0);
+  // Difference arrays: linear even when lifetimes are long.
+  {
+    std::vector<std::uint64_t> rem_diff(S + 1, 0);
+    std::vector<std::int64_t> cut_diff(S + 2, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Item& it = inst_.items[i];
+      am_[i] = LowestFreeOffset(inst_, it, inst_.base);
+      for (std::uint32_t k = it.piece_begin; k < it.piece_end; ++k) {
+        rem_diff[inst_.pieces[k].begin] += inst_.pieces[k].hi;  // wraps back: sums fit
+        rem_diff[inst_.pieces[k].end] -= inst_.pieces[k].hi;
+      }
+      if (it.end_section > it.first_section + 1) {
+        ++cut_diff[it.first_section + 1];
+        --cut_diff[it.end_section];
+      }
+    }
+    std::uint64_t r = 0;
+    std::int64_t c = 0;
+    for (std::uint32_t s = 0; s < S; ++s) {
+      r += rem_diff[s];
+      rem_[s] = r;  // <= peak live bytes, which fits
+    }
+    for (std::uint32_t k = 0; k <= S; ++k) {
+      c += cut_diff[k];
+      cut_[k] = static_cast<std::uint32_t>(c);
+    }
+  }
+  remaining_.Build(rem_);
+  pool_.resize(n);
+  pos_.resize(n);
+  for (std::uint32_t i = 0; i < n; ++i) pool_[i] = pos_[i] = i;
+  comps_.assign(1, Comp{0, static_cast<std::uint32_t>(n), 0, S});
+  am_trail_.clear();
+  steps_.clear();
+  frames_.clear();
+  keys_.clear();
+  failed_.clear();
+  key_words_ = 0;
+  const std::uint64_t start_nodes = nodes_;
+
+  if (n == 0) return SearchOutcome::kFound;
+  if (!SumFits(inst_.base, remaining_.Max(0, S), capacity_)) return SearchOutcome::kExhausted;
+  for (std::size_t i = 0; i < n; ++i)
+    if (!SumFits(am_[i], inst_.items[i].height, capacity_)) return SearchOutcome::kExhausted;
+  frames_.push_back(Frame{});
+
+  while (!frames_.empty()) {
+    Frame& f = frames_.back();
+    if (f.split) {
+      // Only reached after the group on top of it failed.
+      const Frame split = f;
+      frames_.pop_back();
+      FailSplit(split);
+      continue;
+    }
+    UndoTo(f.mark);
+    if (!f.prepared && !Prepare(f)) {
+      RecordFailure(f.key);
+      frames_.pop_back();
+      continue;
+    }
+    const std::uint32_t comp = f.comp;
+    const std::uint64_t level = f.level;
+    const std::int32_t next = NextCandidate(f);
+    if (next < 0 && f.block_tried) {
+      RecordFailure(f.key);
+      frames_.pop_back();
+      continue;
+    }
+    ++nodes_;
+    const Comp& cur = comps_[comp];
+    if (!control.Tick(cur.count + (cur.sec_hi - cur.sec_lo)) || nodes_ - start_nodes > node_budget) {
+      UndoTo(0);
+      return SearchOutcome::kLimit;
+    }
+    if (next < 0) {
+      f.block_tried = true;
+      Frame child;
+      child.comp = comp;
+      child.mark = steps_.size();
+      child.level = level;
+      if (options_.branching == Branching::kLowest ||
+          options_.branching == Branching::kLowestFloating) {
+        // Nothing more goes to this level.
+        child.closed = true;
+      } else {
+        // Nothing will occupy this point at this level.
+        Block(options_.branching == Branching::kRightPoint
+                  ? inst_.num_sections - 1 - f.point
+                  : f.point,
+              level);
+        if (!ReleasesFit(comp, level)) continue;
+        child.mark = steps_.size();
+      }
+      frames_.push_back(child);
+      continue;
+    }
+    const auto y = static_cast<std::uint32_t>(next);
+    f.started = true;
+    f.prev_rank = inst_.items[y].rank;
+    const bool cut_hit = Place(y, comp, level);
+    if (!SectionsHold(y, comp)) continue;
+    if (comps_[comp].count == 0) {
+      if (CompleteComponent()) return SearchOutcome::kFound;
+      continue;
+    }
+    if (!Update(comp, y)) continue;
+    // The release bound costs most of a node; every other depth catches
+    // nearly all it would (a dead child dies one level later).
+    if (steps_.size() % 2 == 0 && !ReleasesFit(comp, level)) continue;
+    Frame child;
+    child.comp = comp;
+    child.mark = steps_.size();
+    child.level = level;
+    child.has_min_rank = true;
+    child.min_rank = inst_.items[y].rank;
+    if (cut_hit && options_.dynamic_decomposition) {
+      Frame split = child;
+      if (TrySplit(comp, split)) {
+        Frame first;
+        first.comp = split.first_comp;
+        first.mark = steps_.size();
+        first.level = level;
+        first.has_min_rank = split.has_min_rank;
+        first.min_rank = split.min_rank;
+        frames_.push_back(split);
+        first.key = RootKey(first);
+        if (first.key != -2) frames_.push_back(first);
+        continue;
+      }
+    }
+    frames_.push_back(child);
+  }
+  return SearchOutcome::kExhausted;
+}
+
+}  // namespace tensormem::solver

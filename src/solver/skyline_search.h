@@ -1,0 +1,196 @@
+// The fast engine: depth-first search over canonical placements for
+// instances whose buffers all occupy bytes from their offset up (plain
+// buffers, gaps, windows starting at 0), with alignment and fixed obstacles.
+//
+// Canonical solutions. Take any plan and let every buffer fall as low as it
+// can; among the plans of least total offset each buffer then rests on a
+// buffer below it, on an obstacle, or at the base. Listed by offset (ties by
+// the first time section they occupy), each buffer sits exactly at its
+// "skyline offset": the lowest aligned offset at or above the highest top of
+// the buffers already listed that share a time section with it, clear of
+// obstacles. The search builds such lists, so it never loses the best plan.
+//
+// Branching: at the current level L (offsets only grow) the candidates are
+// the unplaced buffers whose skyline offset is exactly L.
+//  - kLowest (MiniMalloc's): any candidate, in static order, ties at one
+//    level placed in that order; last branch: nothing more goes to L.
+//  - kLeftPoint ("bottom-left point"): take the leftmost time section s a
+//    candidate starts in; either one of the candidates starting in s goes to
+//    L, or nothing will ever occupy (s, L): s is blocked at this level.
+//  - kRightPoint: the same from the right.
+// When no candidate is left the level rises to the next skyline offset. All
+// three are complete; which one finds a plan soon depends on the instance
+// (by orders of magnitude), hence the solver's portfolio.
+//
+// Pruning:
+//  - dominance: every later buffer sits at >= L, so an unplaced buffer that
+//    would fit entirely below L could drop there: the plan is not one of
+//    least total offset (MiniMalloc's dominance check);
+//  - capacity: a buffer whose skyline offset + size exceeds the capacity can
+//    never be placed (skyline offsets only grow);
+//  - section inference: per time section, the unplaced buffers, each no
+//    lower than max(its skyline offset, L) (L + 1 when it crosses a blocked
+//    section), stacked in order of those release offsets must end below the
+//    capacity (exact for one section); and max(L, floor) + unplaced bytes
+//    must fit in every section (a max-segment tree, checked per placement);
+//  - identical buffers are placed in index order (symmetry);
+//  - dynamic decomposition: when no unplaced buffer crosses some section
+//    boundary any more, the unplaced buffers split into groups that no
+//    longer interact; each is solved alone, and if one fails the node fails
+//    without trying the other groups' alternatives (an AND node).
+// Iterative (an explicit stack), so deep instances do not exhaust the stack;
+// every change is trailed and undone on backtrack.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "solver/instance.h"
+#include "solver/search_control.h"
+
+namespace tensormem::solver {
+
+struct SkylineOptions {
+  bool dominance = true;
+  bool section_inference = true;
+  bool dynamic_decomposition = true;
+  // Section inference stacks the unplaced buffers of tight sections in
+  // release order (stronger, ~10x the cost of a node) instead of checking
+  // the lowest release + unplaced bytes only.
+  bool release_order = true;
+  // Remember failed component states (nogoods) and fail them at once.
+  bool memo = true;
+  // How a node branches (see above): on the leftmost or rightmost point of
+  // the current level, or on any buffer of the level in static order
+  // (MiniMalloc's way, ties in that order) with "close the level" last.
+  Branching branching = Branching::kLowest;
+};
+
+class SkylineSearch {
+ public:
+  SkylineSearch(const Instance& instance, const SkylineOptions& options);
+
+  // Looks for a placement with every top <= capacity, within node_budget
+  // nodes of this run and the solve's limits.
+  SearchOutcome Run(std::uint64_t capacity, std::uint64_t node_budget, SearchControl& control);
+
+  // After kFound: the offset of every item, and the highest top.
+  const std::vector<std::uint64_t>& offsets() const { return offset_; }
+  std::uint64_t height() const;
+  std::uint64_t nodes() const { return nodes_; }
+
+ private:
+  // Range add / range max over sections: the unplaced bytes per section.
+  class MaxAddTree {
+   public:
+    void Build(const std::vector<std::uint64_t>& values);
+    void Add(std::uint32_t lo, std::uint32_t hi, std::int64_t delta);  // [lo, hi)
+    std::uint64_t Max(std::uint32_t lo, std::uint32_t hi) const;        // [lo, hi)
+
+   private:
+    void Build(std::size_t node, std::uint32_t l, std::uint32_t r,
+               const std::vector<std::uint64_t>& v);
+    void Add(std::size_t node, std::uint32_t l, std::uint32_t r, std::uint32_t lo,
+             std::uint32_t hi, std::int64_t delta);
+    std::int64_t Max(std::size_t node, std::uint32_t l, std::uint32_t r, std::uint32_t lo,
+                     std::uint32_t hi) const;
+    std::uint32_t n_ = 0;
+    std::vector<std::int64_t> max_, add_;
+  };
+
+  struct Comp {  // a group of unplaced items solved on its own
+    std::uint32_t begin = 0, count = 0;  // active items: pool_[begin, begin + count)
+    std::uint32_t sec_lo = 0, sec_hi = 0;
+  };
+  struct AmChange {
+    std::uint32_t item;
+    std::uint64_t raw, am;
+  };
+  // One step on the current path: a placement, or a section blocked at a level.
+  struct Step {
+    bool block = false;
+    std::uint32_t item = 0, comp = 0, list_pos = 0;  // placements
+    std::uint32_t section = 0;                       // blocks
+    std::uint64_t prev_blocked = 0;
+    std::size_t am_mark = 0;
+  };
+  struct Frame {
+    bool split = false;
+    std::uint32_t comp = 0;
+    std::size_t mark = 0;  // steps_.size() at this node
+    // Choice frames: the level, the point branched on, what was tried.
+    std::uint64_t level = 0;
+    bool prepared = false;
+    std::uint32_t point = 0;
+    bool started = false;
+    std::uint32_t prev_rank = 0;
+    bool block_tried = false;
+    // kLowest: candidates at this level must rank after min_rank (when
+    // has_min_rank); `closed` = nothing more goes to this level.
+    bool has_min_rank = false;
+    bool closed = false;
+    std::uint32_t min_rank = 0;
+    // Component roots: the index of the component's state in keys_ (-1:
+    // not recorded), remembered as a failure when this frame fails.
+    std::int64_t key = -1;
+    // Split frames.
+    std::uint32_t first_comp = 0, num_comps = 0, next = 0, parent_comp = 0;
+    std::size_t pool_mark = 0, comps_mark = 0;
+  };
+
+  std::uint64_t SharedTop(std::uint32_t x, std::uint32_t y, std::uint64_t offset) const;
+  bool Eligible(std::uint32_t item, std::uint64_t level) const;
+  bool Prepare(Frame& f);
+  std::int32_t NextCandidate(const Frame& f) const;
+  bool Place(std::uint32_t item, std::uint32_t comp, std::uint64_t offset);
+  void Block(std::uint32_t section, std::uint64_t level);
+  bool SectionsHold(std::uint32_t item, std::uint32_t comp) const;
+  bool Update(std::uint32_t comp, std::uint32_t placed);
+  bool ReleasesFit(std::uint32_t comp, std::uint64_t level);
+  void UndoTo(std::size_t mark);
+  bool TrySplit(std::uint32_t comp, Frame& split);
+  void FailSplit(const Frame& split);
+  // The component on top is solved; continue with the next one. Returns
+  // true when everything is placed.
+  bool CompleteComponent();
+  // The state of a component about to be searched from `root`: -2 when the
+  // same state already failed in this run, else its index in keys_ (or -1
+  // when the memory for states is spent).
+  std::int64_t RootKey(const Frame& root);
+  void RecordFailure(std::int64_t key);
+
+  const Instance& inst_;
+  SkylineOptions options_;
+  std::uint64_t capacity_ = 0;
+  bool floating_ = false;
+  std::uint64_t nodes_ = 0;
+
+  std::vector<std::uint64_t> raw_;  // highest top below, per item
+  std::vector<std::uint64_t> am_;   // skyline offset, per item
+  std::vector<std::uint64_t> offset_;
+  std::vector<std::uint8_t> placed_;
+  std::vector<std::uint32_t> cut_;  // unplaced items crossing boundary k
+  std::vector<std::uint64_t> rem_;  // unplaced bytes per section
+  std::vector<std::uint64_t> blocked_;  // the level a section is blocked at, or UINT64_MAX
+  std::size_t active_blocks_ = 0;
+  MaxAddTree remaining_;                // rem_ as a range-max tree
+  std::vector<std::uint32_t> pool_, pos_;
+  std::vector<Comp> comps_;
+  std::vector<AmChange> am_trail_;
+  std::vector<Step> steps_;
+  std::vector<Frame> frames_;
+  std::vector<std::uint64_t> stack_top_;  // scratch: per section
+  std::vector<std::uint64_t> lo_release_, hi_release_;  // scratch: per section
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> releases_;  // scratch
+  // Failed component states of this run (nogoods): a component depends only
+  // on its items, their skyline offsets, the level and the level's blocks
+  // and rank bound, so the same state fails again wherever it recurs.
+  std::vector<std::vector<std::uint64_t>> keys_;
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> failed_;
+  std::size_t key_words_ = 0;
+  static constexpr std::size_t kMaxKeyWords = std::size_t{1} << 23;  // 64 MiB
+  std::vector<std::uint64_t> key_scratch_;
+};
+
+}  // namespace tensormem::solver

@@ -1,0 +1,371 @@
+// SolveOffsets: the orchestration around the engines.
+//
+// 1. Presolve (instance.h): trivial placements, obstacles, independent time
+//    partitions, full-span reduction. Quick proofs of infeasibility: a
+//    buffer or fixed buffer above the capacity, overlapping fixed buffers,
+//    peak live bytes above the capacity.
+// 2. Incumbents: the best heuristic on the whole problem (PlanOffsets kBest,
+//    or SolverParams::initial_plan when better) and the same heuristic on
+//    each partition; the arena is the highest partition.
+// 3. kFit: each partition above the capacity is probed at the capacity with
+//    no budget but the solve's limits.
+//    kMinimize: anytime bisection on the height between the proven lower
+//    bound and the best plan: each probe asks every partition above the
+//    target to fit under it with a node budget. A plan lowers the upper
+//    bound; a finished search raises the proven lower bound to target + 1;
+//    a probe out of budget marks the target "soft-failed" and the next probe
+//    goes higher; when the soft-failed range reaches the best plan, the
+//    budget quadruples and the bisection restarts from the proven bound.
+// 4. The plan is assembled and checked by ValidateOffsetsPlan; an
+//    infeasible answer can carry an irreducible infeasible subset (iis.h).
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "solver/iis.h"
+#include "solver/instance.h"
+#include "solver/portfolio.h"
+#include "solver/search_control.h"
+#include "tensormem/lower_bounds.h"
+#include "tensormem/planning.h"
+#include "tensormem/solver.h"
+#include "tensormem/validator.h"
+
+namespace tensormem {
+
+std::string_view Name(SolveStatus status) {
+  switch (status) {
+    case SolveStatus::kOptimal: return "optimal";
+    case SolveStatus::kFeasible: return "feasible";
+    case SolveStatus::kInfeasible: return "infeasible";
+    case SolveStatus::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+std::vector<SearchConfig> DefaultPortfolio() {
+  // Ordered by how soon each found plans on the MiniMalloc benchmark (see
+  // docs/solver.md): no single one finds them all quickly.
+  return {
+      {Branching::kLowest, CanonicalOrder::kLongestFirst},
+      {Branching::kLowest, CanonicalOrder::kTotalFirst},
+      {Branching::kLowest, CanonicalOrder::kLargestFirst},
+      {Branching::kLowest, CanonicalOrder::kAreaFirst},
+      {Branching::kRightPoint, CanonicalOrder::kLongestFirst},
+      {Branching::kLowestFloating, CanonicalOrder::kTotalFirst},
+  };
+}
+
+namespace {
+
+using solver::Instance;
+using solver::PartitionSolver;
+using solver::SearchControl;
+using solver::SearchOutcome;
+
+struct Part {
+  const Instance* inst = nullptr;
+  std::unique_ptr<PartitionSolver> solver;
+  std::vector<std::uint64_t> offsets;  // per item
+  std::uint64_t height = 0;
+  bool has_plan = false;
+};
+
+std::uint64_t TopOf(const Problem& problem, const std::vector<std::uint64_t>& offsets) {
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < problem.buffers.size(); ++i)
+    if (problem.buffers[i].size > 0) total = std::max(total, offsets[i] + problem.buffers[i].size);
+  return total;
+}
+
+// The best heuristic plan (PlanOffsets kBest). Until every strategy kBest
+// runs is implemented in this build, the best-fit ones alone.
+Result<OffsetsPlan> BestHeuristic(const Problem& problem, std::uint64_t alignment) {
+  PlanParams pp;
+  pp.alignment = alignment;
+  Result<OffsetsPlan> best = PlanOffsets(problem, OffsetsStrategy::kBest, pp);
+  if (best.ok() || best.status().code() != StatusCode::kUnimplemented) return best;
+  std::optional<OffsetsPlan> out;
+  for (OffsetsStrategy s : {OffsetsStrategy::kGreedyBySize, OffsetsStrategy::kGreedyByBreadth,
+                            OffsetsStrategy::kArena}) {
+    TM_ASSIGN_OR_RETURN(OffsetsPlan plan, PlanOffsets(problem, s, pp));
+    if (!out || plan.total < out->total) out = std::move(plan);
+  }
+  return std::move(*out);
+}
+
+// The heuristic plan of one partition: its buffers (and obstacles, fixed)
+// planned alone, lifted by the partition's base.
+Status PartHeuristic(const Problem& problem, std::uint64_t alignment, Part* part) {
+  const Instance& inst = *part->inst;
+  Problem sub;
+  for (const solver::Item& it : inst.items) sub.buffers.push_back(problem.buffers[it.buffer]);
+  for (std::size_t f : inst.obstacle_buffers) sub.buffers.push_back(problem.buffers[f]);
+  TM_ASSIGN_OR_RETURN(OffsetsPlan plan, BestHeuristic(sub, alignment));
+  part->offsets.resize(inst.items.size());
+  part->height = inst.base;
+  for (std::size_t k = 0; k < inst.items.size(); ++k) {
+    part->offsets[k] = plan.offsets[k] + inst.base;  // base > 0 only without obstacles
+    part->height = std::max(part->height, part->offsets[k] + inst.items[k].height);
+  }
+  part->has_plan = true;
+  return Status::Ok();
+}
+
+class Solve {
+ public:
+  Solve(const Problem& problem, const SolverParams& params, std::optional<std::uint64_t> capacity)
+      : problem_(problem),
+        params_(params),
+        capacity_(capacity),
+        control_(params.time_limit_seconds, params.node_limit, params.progress_to_stderr,
+                 params.on_progress, params.progress_interval_seconds) {}
+
+  Result<SolveResult> Run();
+
+ private:
+  void Infeasible(std::string reason, std::vector<std::size_t> culprits);
+  std::uint64_t AssembledHeight() const;
+  std::vector<std::uint64_t> AssembledOffsets() const;
+  void Publish();
+  // Every partition fits under `target`: kFound, or why not.
+  SearchOutcome TryTarget(std::uint64_t target, std::uint64_t budget);
+  void Minimize();
+  Result<SolveResult> Finish();
+
+  const Problem& problem_;
+  const SolverParams& params_;
+  std::optional<std::uint64_t> capacity_;
+  SearchControl control_;
+  solver::Presolved presolved_;
+  std::vector<Part> parts_;
+  std::optional<OffsetsPlan> global_;  // heuristic / initial plan of the whole problem
+  std::uint64_t lower_bound_ = 0;
+  SolveResult result_;
+  bool infeasible_ = false;
+  std::vector<std::size_t> culprits_;
+};
+
+void Solve::Infeasible(std::string reason, std::vector<std::size_t> culprits) {
+  infeasible_ = true;
+  result_.reason = std::move(reason);
+  culprits_ = std::move(culprits);
+}
+
+std::uint64_t Solve::AssembledHeight() const {
+  std::uint64_t h = presolved_.placed_height;
+  for (const Part& p : parts_) h = std::max(h, p.height);
+  return h;
+}
+
+std::vector<std::uint64_t> Solve::AssembledOffsets() const {
+  std::vector<std::uint64_t> offsets(problem_.buffers.size(), 0);
+  for (const solver::Placement& pl : presolved_.placed) offsets[pl.buffer] = pl.offset;
+  for (const Part& p : parts_)
+    for (std::size_t k = 0; k < p.inst->items.size(); ++k)
+      offsets[p.inst->items[k].buffer] = p.offsets[k];
+  return offsets;
+}
+
+// The best height so far, for the progress report.
+void Solve::Publish() {
+  std::uint64_t best = AssembledHeight();
+  if (global_) best = std::min(best, global_->total);
+  control_.SetBest(true, best);
+  control_.SetLowerBound(lower_bound_);
+}
+
+SearchOutcome Solve::TryTarget(std::uint64_t target, std::uint64_t budget) {
+  for (Part& p : parts_) {
+    if (p.height <= target) continue;
+    const SearchOutcome out = p.solver->Probe(target, budget, control_);
+    if (out != SearchOutcome::kFound) return out;
+    p.offsets = p.solver->offsets();
+    p.height = p.solver->height();
+  }
+  return SearchOutcome::kFound;
+}
+
+void Solve::Minimize() {
+  std::uint64_t ub = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
+  std::uint64_t soft = lower_bound_;
+  std::uint64_t budget =
+      std::max<std::uint64_t>(params_.initial_node_budget, 1) *
+      std::max<std::uint64_t>(params_.portfolio.size(), 1) * 8;
+  while (ub > lower_bound_ && !control_.stopped()) {
+    if (soft >= ub) {
+      soft = lower_bound_;
+      budget = budget > UINT64_MAX / 4 ? UINT64_MAX : budget * 4;
+    }
+    const std::uint64_t target = soft + (ub - 1 - soft) / 2;
+    const SearchOutcome out = TryTarget(target, budget);
+    if (out == SearchOutcome::kFound) {
+      ub = std::min(ub, AssembledHeight());
+    } else if (out == SearchOutcome::kExhausted) {
+      lower_bound_ = target + 1;
+      soft = std::max(soft, lower_bound_);
+    } else if (!control_.stopped()) {
+      soft = target + 1;
+    }
+    Publish();
+  }
+}
+
+Result<SolveResult> Solve::Run() {
+  solver::PresolveOptions po;
+  po.alignment = params_.alignment;
+  po.decompose = params_.decompose;
+  po.full_span_reduction = params_.full_span_reduction;
+  TM_ASSIGN_OR_RETURN(presolved_, solver::Presolve(problem_, po));
+  result_.partitions = presolved_.instances.size();
+
+  // Quick proofs.
+  if (!presolved_.conflict.empty()) {
+    Infeasible(presolved_.conflict, presolved_.conflict_buffers);
+    return Finish();
+  }
+  lower_bound_ = std::max(PeakLiveBytes(problem_), presolved_.placed_height);
+  for (const Instance& inst : presolved_.instances)
+    lower_bound_ = std::max(lower_bound_, inst.lower_bound);
+  if (capacity_) {
+    for (std::size_t i = 0; i < problem_.buffers.size(); ++i) {
+      const Buffer& b = problem_.buffers[i];
+      const std::uint64_t top = b.fixed_offset ? *b.fixed_offset + b.size : b.size;
+      if (b.size > 0 && top > *capacity_) {
+        Infeasible("buffer " + std::to_string(i) + " (id '" + b.id + "') " +
+                       (b.fixed_offset ? "ends at its fixed offset + size " + std::to_string(top)
+                                       : "alone needs " + std::to_string(b.size) + " bytes") +
+                       ", more than the capacity of " + std::to_string(*capacity_),
+                   {i});
+        return Finish();
+      }
+    }
+    if (lower_bound_ > *capacity_) {
+      Infeasible("the buffers need at least " + std::to_string(lower_bound_) +
+                     " bytes (peak live bytes or a partition's bound), more than the capacity of " +
+                     std::to_string(*capacity_),
+                 {});
+      return Finish();
+    }
+  }
+
+  // Incumbents.
+  if (params_.heuristic_incumbent) {
+    TM_ASSIGN_OR_RETURN(global_, BestHeuristic(problem_, params_.alignment));
+  }
+  if (params_.initial_plan &&
+      ValidateOffsetsPlan(problem_, *params_.initial_plan, params_.alignment, false).ok() &&
+      (!global_ || params_.initial_plan->total < global_->total)) {
+    global_ = *params_.initial_plan;
+    global_->strategy = "initial";
+  }
+  parts_.resize(presolved_.instances.size());
+  for (std::size_t k = 0; k < parts_.size(); ++k) {
+    parts_[k].inst = &presolved_.instances[k];
+    parts_[k].solver = std::make_unique<PartitionSolver>(presolved_.instances[k], params_);
+    const Instance& inst = presolved_.instances[k];
+    if (inst.base == 0 && global_) {
+      // The whole problem's plan restricted to the partition is a plan of it.
+      Part& part = parts_[k];
+      part.offsets.resize(inst.items.size());
+      part.height = 0;
+      for (std::size_t i = 0; i < inst.items.size(); ++i) {
+        part.offsets[i] = global_->offsets[inst.items[i].buffer];
+        part.height = std::max(part.height, part.offsets[i] + inst.items[i].height);
+      }
+      part.has_plan = true;
+    } else {
+      TM_RETURN_IF_ERROR(PartHeuristic(problem_, params_.alignment, &parts_[k]));
+    }
+  }
+  result_.heuristic_height = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
+  Publish();
+  if (params_.time_limit_seconds <= 0) return Finish();
+
+  const std::uint64_t best = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
+  if (capacity_ && best > *capacity_) {
+    // Fit first (both goals need a plan within the capacity).
+    const SearchOutcome out = TryTarget(*capacity_, UINT64_MAX);
+    if (out == SearchOutcome::kExhausted) {
+      Infeasible("the search proved that no placement fits in " + std::to_string(*capacity_) +
+                     " bytes",
+                 {});
+      return Finish();
+    }
+    Publish();
+    if (out == SearchOutcome::kLimit) return Finish();
+  }
+  if (params_.goal == SolveGoal::kMinimize) Minimize();
+  return Finish();
+}
+
+Result<SolveResult> Solve::Finish() {
+  SolveResult& r = result_;
+  r.lower_bound = lower_bound_;
+  if (infeasible_) {
+    r.status = SolveStatus::kInfeasible;
+    r.lower_bound = std::max(lower_bound_, capacity_ ? *capacity_ + 1 : 0);
+    if (params_.compute_iis) {
+      TM_ASSIGN_OR_RETURN(solver::IisResult iis,
+                          solver::IrreducibleInfeasibleSubset(problem_, *capacity_, params_,
+                                                              culprits_));
+      r.infeasible_subset = std::move(iis.buffers);
+      r.subset_irreducible = iis.irreducible;
+    }
+  } else if (!parts_.empty() || presolved_.instances.empty()) {
+    OffsetsPlan plan;
+    plan.offsets = AssembledOffsets();
+    plan.total = TopOf(problem_, plan.offsets);
+    plan.strategy = "exact";
+    if (global_ && global_->total < plan.total) {
+      plan.offsets = global_->offsets;
+      plan.total = global_->total;
+      plan.strategy = "exact(" + global_->strategy + ")";
+    }
+    plan.lower_bound = std::min(lower_bound_, plan.total);
+    TM_RETURN_IF_ERROR(ValidateOffsetsPlan(problem_, plan, params_.alignment, false)
+                           .WithContext("internal error: the solver produced an invalid plan"));
+    r.has_plan = true;
+    r.height = plan.total;
+    r.lower_bound = std::min(lower_bound_, plan.total);
+    const bool fits = !capacity_ || plan.total <= *capacity_;
+    if (!fits) {
+      r.status = SolveStatus::kUnknown;
+      r.reason = "limit reached: no plan within the capacity found, none proven impossible";
+    } else if (plan.total == r.lower_bound) {
+      r.status = SolveStatus::kOptimal;
+    } else {
+      r.status = SolveStatus::kFeasible;
+    }
+    r.gap = plan.total == 0 ? 0.0
+                            : static_cast<double>(plan.total - r.lower_bound) /
+                                  static_cast<double>(plan.total);
+    plan.seconds = control_.Seconds();
+    r.plan = std::move(plan);
+  }
+  r.nodes = control_.nodes();
+  r.seconds = control_.Seconds();
+  // One last report, so a caller always sees the final state.
+  if (params_.progress_to_stderr || params_.on_progress) control_.Report(r.seconds);
+  return std::move(r);
+}
+
+}  // namespace
+
+Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& params) {
+  if (params.alignment == 0) return InvalidArgument("alignment must be >= 1");
+  if (std::isnan(params.time_limit_seconds) || params.time_limit_seconds < 0)
+    return InvalidArgument("time limit must be >= 0 seconds (+infinity for none)");
+  if (std::isnan(params.iis_time_limit_seconds) || params.iis_time_limit_seconds < 0)
+    return InvalidArgument("IIS time limit must be >= 0 seconds");
+  TM_RETURN_IF_ERROR(CheckProblem(problem));
+  const std::optional<std::uint64_t> capacity = params.capacity ? params.capacity : problem.capacity;
+  if (params.goal == SolveGoal::kFit && !capacity)
+    return InvalidArgument("the fit goal needs a capacity (SolverParams::capacity or Problem::capacity)");
+  // On the heap: the state is large, and SolveOffsets nests (IIS tests).
+  auto solve = std::make_unique<Solve>(problem, params, capacity);
+  return solve->Run();
+}
+
+}  // namespace tensormem

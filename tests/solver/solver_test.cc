@@ -1,0 +1,436 @@
+// The exact solver against brute force on small random problems (plain,
+// aligned, fixed offsets, gaps and windows), its answers in fit and
+// minimise mode, anytime behaviour, determinism and bad input. Every plan
+// it returns is checked by the one validator.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "core/generators.h"
+#include "tensormem/lower_bounds.h"
+#include "tensormem/planning.h"
+#include "tensormem/solver.h"
+#include "tensormem/validator.h"
+
+namespace tensormem {
+namespace {
+
+// ---- Brute force, independent of the solver ------------------------------
+
+bool Collide(const Buffer& a, std::uint64_t oa, const Buffer& b, std::uint64_t ob) {
+  for (const Segment& s : Occupancy(a))
+    for (const Segment& t : Occupancy(b))
+      if (LifetimesOverlap(s.first_task, s.last_task, t.first_task, t.last_task) &&
+          oa + s.lo < ob + t.hi && ob + t.lo < oa + s.hi)
+        return true;
+  return false;
+}
+
+// Smallest height over every order of the movable buffers, each at the
+// lowest aligned offset that collides with nothing placed before it (fixed
+// buffers first). Complete for buffers whose windows start at 0: in a plan of
+// least total offset listed by offset each buffer is at that lowest offset.
+std::uint64_t BruteForceHeight(const Problem& p, std::uint64_t global_align) {
+  std::vector<std::size_t> movable;
+  std::uint64_t fixed_top = 0;
+  for (std::size_t i = 0; i < p.buffers.size(); ++i) {
+    if (p.buffers[i].fixed_offset) {
+      if (p.buffers[i].size > 0) fixed_top = std::max(fixed_top, *p.buffers[i].fixed_offset + p.buffers[i].size);
+    } else if (p.buffers[i].size > 0) {
+      movable.push_back(i);
+    }
+  }
+  std::uint64_t best = std::numeric_limits<std::uint64_t>::max();
+  do {
+    std::vector<std::uint64_t> off(p.buffers.size(), 0);
+    std::vector<std::size_t> placed;
+    for (std::size_t i = 0; i < p.buffers.size(); ++i)
+      if (p.buffers[i].fixed_offset && p.buffers[i].size > 0) {
+        off[i] = *p.buffers[i].fixed_offset;
+        placed.push_back(i);
+      }
+    std::uint64_t h = fixed_top;
+    for (std::size_t i : movable) {
+      const std::uint64_t a = std::lcm(global_align, p.buffers[i].alignment);
+      std::uint64_t o = 0;
+      for (bool moved = true; moved;) {
+        moved = false;
+        for (std::size_t j : placed)
+          if (Collide(p.buffers[i], o, p.buffers[j], off[j])) {
+            o += a;
+            moved = true;
+            break;
+          }
+      }
+      off[i] = o;
+      placed.push_back(i);
+      h = std::max(h, o + p.buffers[i].size);
+    }
+    best = std::min(best, h);
+  } while (std::next_permutation(movable.begin(), movable.end()));
+  return best;
+}
+
+// Feasibility at `capacity` by trying every offset of every buffer (tiny
+// problems with any windows).
+bool BruteForceFits(const Problem& p, std::uint64_t capacity, std::size_t k,
+                    std::vector<std::uint64_t>& off) {
+  if (k == p.buffers.size()) return true;
+  const Buffer& b = p.buffers[k];
+  for (std::uint64_t o = 0; o + b.size <= capacity; ++o) {
+    bool ok = true;
+    for (std::size_t j = 0; j < k && ok; ++j) ok = !Collide(b, o, p.buffers[j], off[j]);
+    if (!ok) continue;
+    off[k] = o;
+    if (BruteForceFits(p, capacity, k + 1, off)) return true;
+  }
+  return false;
+}
+
+Problem RandomProblem(std::mt19937_64& rng, int n, bool extended) {
+  Problem p;
+  for (int i = 0; i < n; ++i) {
+    Buffer b;
+    b.id = std::to_string(i);
+    b.size = 1 + rng() % 6;
+    b.first_task = static_cast<TaskIndex>(rng() % 6);
+    b.last_task = b.first_task + static_cast<TaskIndex>(rng() % 4);
+    if (extended) {
+      if (rng() % 4 == 0) b.alignment = 2;
+      if (rng() % 4 == 0 && b.last_task - b.first_task >= 2) {
+        Gap g;
+        g.first_task = b.first_task + 1;
+        g.last_task = b.first_task + 1;
+        if (rng() % 2) {
+          g.has_window = true;
+          g.window_lo = 0;
+          g.window_hi = 1 + rng() % b.size;
+        }
+        b.gaps.push_back(g);
+      }
+    }
+    p.buffers.push_back(std::move(b));
+  }
+  if (extended && rng() % 3 == 0) p.buffers[0].fixed_offset = 2 * (rng() % 3);
+  return p;
+}
+
+SolverParams Exact() {
+  SolverParams params;
+  params.time_limit_seconds = 30;
+  return params;
+}
+
+TEST(SolverBruteForce, MinimumHeightOnRandomPlainProblems) {
+  std::mt19937_64 rng(7);
+  for (int t = 0; t < 300; ++t) {
+    const Problem p = RandomProblem(rng, 2 + static_cast<int>(rng() % 6), false);
+    const std::uint64_t opt = BruteForceHeight(p, 1);
+    Result<SolveResult> r = SolveOffsets(p, Exact());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->status, SolveStatus::kOptimal) << "case " << t;
+    ASSERT_EQ(r->height, opt) << "case " << t;
+    ASSERT_EQ(r->lower_bound, opt);
+    ASSERT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
+  }
+}
+
+TEST(SolverBruteForce, FitAnswersAtAndBelowTheOptimum) {
+  std::mt19937_64 rng(11);
+  for (int t = 0; t < 200; ++t) {
+    const Problem p = RandomProblem(rng, 3 + static_cast<int>(rng() % 5), t % 2 == 1);
+    const std::uint64_t opt = BruteForceHeight(p, 1);
+    SolverParams params = Exact();
+    params.goal = SolveGoal::kFit;
+    params.capacity = opt;
+    Result<SolveResult> yes = SolveOffsets(p, params);
+    ASSERT_TRUE(yes.ok()) << yes.status().ToString();
+    ASSERT_TRUE(yes->status == SolveStatus::kOptimal || yes->status == SolveStatus::kFeasible)
+        << "case " << t;
+    Problem bounded = p;
+    bounded.capacity = opt;
+    ASSERT_TRUE(ValidateOffsetsPlan(bounded, yes->plan).ok());
+    if (opt == 0) continue;
+    params.capacity = opt - 1;
+    Result<SolveResult> no = SolveOffsets(p, params);
+    ASSERT_TRUE(no.ok());
+    ASSERT_EQ(no->status, SolveStatus::kInfeasible) << "case " << t;
+    ASSERT_GE(no->lower_bound, opt);
+  }
+}
+
+TEST(SolverBruteForce, AlignmentFixedOffsetsAndGaps) {
+  std::mt19937_64 rng(5);
+  for (int t = 0; t < 250; ++t) {
+    const Problem p = RandomProblem(rng, 2 + static_cast<int>(rng() % 5), true);
+    if (!CheckProblem(p).ok()) continue;
+    const std::uint64_t align = t % 3 == 0 ? 2 : 1;
+    bool fixed_aligned = true;
+    for (const Buffer& b : p.buffers)
+      if (b.fixed_offset && *b.fixed_offset % align) fixed_aligned = false;
+    if (!fixed_aligned) continue;
+    const std::uint64_t opt = BruteForceHeight(p, align);
+    SolverParams params = Exact();
+    params.alignment = align;
+    Result<SolveResult> r = SolveOffsets(p, params);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->status, SolveStatus::kOptimal) << "case " << t;
+    ASSERT_EQ(r->height, opt) << "case " << t;
+    ASSERT_TRUE(ValidateOffsetsPlan(p, r->plan, align).ok());
+  }
+}
+
+TEST(SolverBruteForce, WindowsAboveTheOffset) {
+  // Windows [lo, hi) with lo > 0 go to the general engine.
+  std::mt19937_64 rng(3);
+  int checked = 0;
+  for (int t = 0; t < 300 && checked < 80; ++t) {
+    Problem p;
+    const int n = 2 + static_cast<int>(rng() % 3);
+    for (int i = 0; i < n; ++i) {
+      Buffer b;
+      b.id = std::to_string(i);
+      b.size = 1 + rng() % 3;
+      b.first_task = static_cast<TaskIndex>(rng() % 3);
+      b.last_task = b.first_task + 1 + static_cast<TaskIndex>(rng() % 3);
+      if (b.size >= 2 && rng() % 2) {
+        Gap g;
+        g.first_task = b.first_task;
+        g.last_task = b.first_task;
+        g.has_window = true;
+        g.window_lo = 1;
+        g.window_hi = b.size;
+        b.gaps.push_back(g);
+      }
+      p.buffers.push_back(b);
+    }
+    ++checked;
+    const std::uint64_t peak = PeakLiveBytes(p);
+    for (std::uint64_t cap = peak; cap <= peak + 2; ++cap) {
+      std::vector<std::uint64_t> off(p.buffers.size());
+      const bool fits = BruteForceFits(p, cap, 0, off);
+      SolverParams params = Exact();
+      params.goal = SolveGoal::kFit;
+      params.capacity = cap;
+      Result<SolveResult> r = SolveOffsets(p, params);
+      ASSERT_TRUE(r.ok());
+      if (fits) {
+        ASSERT_TRUE(r->status == SolveStatus::kOptimal || r->status == SolveStatus::kFeasible)
+            << "case " << t << " cap " << cap;
+        Problem bounded = p;
+        bounded.capacity = cap;
+        ASSERT_TRUE(ValidateOffsetsPlan(bounded, r->plan).ok());
+      } else {
+        ASSERT_EQ(r->status, SolveStatus::kInfeasible) << "case " << t << " cap " << cap;
+      }
+    }
+  }
+}
+
+TEST(Solver, EveryPortfolioConfigurationIsComplete) {
+  std::mt19937_64 rng(21);
+  for (Branching br : {Branching::kLowest, Branching::kLeftPoint, Branching::kRightPoint,
+                       Branching::kLowestFloating})
+    for (CanonicalOrder order : {CanonicalOrder::kLongestFirst, CanonicalOrder::kLargestFirst,
+                                 CanonicalOrder::kAreaFirst, CanonicalOrder::kTotalFirst})
+      for (int t = 0; t < 25; ++t) {
+        const Problem p = RandomProblem(rng, 3 + static_cast<int>(rng() % 5), false);
+        SolverParams params = Exact();
+        params.portfolio = {{br, order}};
+        params.heuristic_incumbent = t % 2 == 0;
+        Result<SolveResult> r = SolveOffsets(p, params);
+        ASSERT_TRUE(r.ok());
+        ASSERT_EQ(r->height, BruteForceHeight(p, 1));
+        ASSERT_EQ(r->status, SolveStatus::kOptimal);
+      }
+}
+
+// ---- Behaviour -----------------------------------------------------------
+
+Problem Hard(std::size_t n, std::uint64_t seed) {
+  return FromRecords(internal::GenerateRandomRecords(n, seed, 60, 1000));
+}
+
+TEST(Solver, TimeLimitZeroReturnsTheHeuristicWithItsBound) {
+  const Problem p = Hard(200, 1);
+  SolverParams params;
+  params.time_limit_seconds = 0;
+  Result<SolveResult> r = SolveOffsets(p, params);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->has_plan);
+  EXPECT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
+  EXPECT_EQ(r->nodes, 0u);
+  EXPECT_GE(r->height, r->lower_bound);
+  EXPECT_GE(r->lower_bound, PeakLiveBytes(p));
+  if (r->height > r->lower_bound) {
+    EXPECT_EQ(r->status, SolveStatus::kFeasible);
+  }
+  EXPECT_NEAR(r->gap, static_cast<double>(r->height - r->lower_bound) / r->height, 1e-12);
+}
+
+TEST(Solver, AnytimeUnderANodeLimitIsValidAndDeterministic) {
+  const Problem p = Hard(150, 2);
+  SolverParams params;
+  params.node_limit = 20000;
+  params.time_limit_seconds = std::numeric_limits<double>::infinity();
+  Result<SolveResult> a = SolveOffsets(p, params);
+  Result<SolveResult> b = SolveOffsets(p, params);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(ValidateOffsetsPlan(p, a->plan).ok());
+  EXPECT_EQ(a->plan.offsets, b->plan.offsets);
+  EXPECT_EQ(a->lower_bound, b->lower_bound);
+  EXPECT_EQ(a->status, b->status);
+  EXPECT_LE(a->nodes, params.node_limit);
+  PlanParams pp;
+  Result<OffsetsPlan> heuristic = PlanOffsets(p, OffsetsStrategy::kGreedyBySize, pp);
+  ASSERT_TRUE(heuristic.ok());
+  EXPECT_LE(a->height, heuristic->total);
+}
+
+TEST(Solver, ShortTimeLimitStillReturnsAValidPlan) {
+  const Problem p = Hard(400, 3);
+  SolverParams params;
+  params.time_limit_seconds = 0.2;
+  Result<SolveResult> r = SolveOffsets(p, params);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->has_plan);
+  EXPECT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
+  EXPECT_LT(r->seconds, 5.0);
+}
+
+TEST(Solver, ProgressIsReported) {
+  const Problem p = Hard(300, 4);
+  SolverParams params;
+  params.time_limit_seconds = 0.3;
+  params.progress_interval_seconds = 0.01;
+  int calls = 0;
+  std::uint64_t last_nodes = 0;
+  params.on_progress = [&](const SolveProgress& pr) {
+    ++calls;
+    EXPECT_TRUE(pr.has_plan);
+    EXPECT_GE(pr.best_height, pr.lower_bound);
+    EXPECT_GE(pr.nodes, last_nodes);
+    last_nodes = pr.nodes;
+  };
+  ASSERT_TRUE(SolveOffsets(p, params).ok());
+  EXPECT_GE(calls, 1);
+}
+
+TEST(Solver, ObviouslyInfeasibleIsAnsweredAtOnceWithItsSubset) {
+  Problem p = FromRecords(std::vector<UsageRecord>{{5, 0, 3}, {10, 1, 2}, {3, 0, 0}});
+  SolverParams params;
+  params.goal = SolveGoal::kFit;
+  params.capacity = 9;
+  params.compute_iis = true;
+  Result<SolveResult> r = SolveOffsets(p, params);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, SolveStatus::kInfeasible);
+  EXPECT_EQ(r->nodes, 0u);
+  EXPECT_EQ(r->infeasible_subset, (std::vector<std::size_t>{1}));
+  EXPECT_TRUE(r->subset_irreducible);
+  EXPECT_FALSE(r->reason.empty());
+
+  params.capacity = 14;  // 5 + 10 live together at tasks 1-2
+  r = SolveOffsets(p, params);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, SolveStatus::kInfeasible);
+  EXPECT_EQ(r->infeasible_subset, (std::vector<std::size_t>{0, 1}));
+}
+
+TEST(Solver, OverlappingFixedBuffersAreInfeasible) {
+  Problem p = FromRecords(std::vector<UsageRecord>{{4, 0, 2}, {4, 1, 3}, {1, 0, 3}});
+  p.buffers[0].fixed_offset = 0;
+  p.buffers[1].fixed_offset = 2;
+  Result<SolveResult> r = SolveOffsets(p, Exact());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, SolveStatus::kInfeasible);
+  EXPECT_FALSE(r->has_plan);
+}
+
+TEST(Solver, EmptyZeroBytesAndFullSpanBuffers) {
+  Problem empty;
+  Result<SolveResult> r = SolveOffsets(empty, Exact());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, SolveStatus::kOptimal);
+  EXPECT_EQ(r->height, 0u);
+
+  Problem p = FromRecords(std::vector<UsageRecord>{{0, 0, 5}, {7, 0, 9}, {3, 2, 4}, {3, 5, 9}, {0, 3, 3}});
+  r = SolveOffsets(p, Exact());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, SolveStatus::kOptimal);
+  EXPECT_EQ(r->height, 10u);
+  EXPECT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
+}
+
+TEST(Solver, InitialPlanIsReused) {
+  const Problem p = Hard(120, 5);
+  SolverParams first;
+  first.node_limit = 50000;
+  Result<SolveResult> a = SolveOffsets(p, first);
+  ASSERT_TRUE(a.ok());
+  SolverParams again;
+  again.time_limit_seconds = 0;
+  again.heuristic_incumbent = false;
+  again.initial_plan = &a->plan;
+  Result<SolveResult> b = SolveOffsets(p, again);
+  ASSERT_TRUE(b.ok());
+  EXPECT_LE(b->height, a->height);
+}
+
+TEST(Solver, ExactStrategyThroughTheDispatcher) {
+  const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(200, 9);
+  PlanParams params;
+  params.time_limit_seconds = 1;
+  Result<OffsetsPlan> plan = PlanOffsets(records, OffsetsStrategy::kExact, params);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(ValidateOffsetsPlan(FromRecords(records), *plan).ok());
+  EXPECT_GE(plan->total, plan->lower_bound);
+  EXPECT_GE(plan->lower_bound, PeakLiveBytes(records));
+  Result<OffsetsPlan> best = PlanOffsets(records, OffsetsStrategy::kGreedyBySize, params);
+  ASSERT_TRUE(best.ok());
+  EXPECT_LE(plan->total, best->total);
+}
+
+TEST(Solver, BadInput) {
+  Problem p = FromRecords(std::vector<UsageRecord>{{4, 0, 2}});
+  SolverParams params;
+  params.alignment = 0;
+  EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument);
+  params = SolverParams{};
+  params.time_limit_seconds = -1;
+  EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument);
+  params.time_limit_seconds = std::nan("");
+  EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument);
+  params = SolverParams{};
+  params.goal = SolveGoal::kFit;
+  EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument);
+  Problem bad = p;
+  bad.buffers[0].last_task = -1;
+  EXPECT_EQ(SolveOffsets(bad, SolverParams{}).status().code(), StatusCode::kInvalidArgument);
+  Problem misaligned = p;
+  misaligned.buffers[0].fixed_offset = 4;
+  params = SolverParams{};
+  params.alignment = 8;
+  EXPECT_EQ(SolveOffsets(misaligned, params).status().code(), StatusCode::kInvalidArgument);
+  Problem huge = FromRecords(std::vector<UsageRecord>{{~0ull, 0, 2}, {~0ull, 1, 3}});
+  Result<SolveResult> r = SolveOffsets(huge, SolverParams{});
+  if (r.ok()) {
+    EXPECT_NE(r->status, SolveStatus::kOptimal);
+  } else {
+    EXPECT_NE(r.status().code(), StatusCode::kInternal);
+  }
+}
+
+TEST(Solver, StatusNames) {
+  EXPECT_EQ(Name(SolveStatus::kOptimal), "optimal");
+  EXPECT_EQ(Name(SolveStatus::kFeasible), "feasible");
+  EXPECT_EQ(Name(SolveStatus::kInfeasible), "infeasible");
+  EXPECT_EQ(Name(SolveStatus::kUnknown), "unknown");
+}
+
+}  // namespace
+}  // namespace tensormem

@@ -1,0 +1,155 @@
+// tensormem solve INPUT [--capacity N] [--minimize] [--time-limit SECONDS]
+//                       [--nodes N] [--align N] [--out PLAN.csv] [--json]
+//                       [--progress] [--iis]
+//
+// The exact offset solver. With a capacity (option or the input's own) it
+// answers "does it fit?" and stops at the first plan that does (--minimize:
+// the smallest height within the capacity); without one it minimises the
+// arena. Exit codes: 0 a plan (optimal or feasible), 3 proven infeasible,
+// 4 unknown (limit reached first), 2 bad input, 1 internal error.
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "tensormem/tensormem.h"
+
+namespace tensormem::cli {
+namespace {
+
+inline constexpr int kExitInfeasible = 3;
+inline constexpr int kExitUnknown = 4;
+
+struct SolveOptions {
+  std::string input;
+  std::optional<std::uint64_t> capacity;
+  bool minimize = false;
+  double time_limit = 10.0;
+  std::uint64_t nodes = 0;
+  std::uint64_t align = 1;
+  std::string out;
+  bool json = false;
+  bool progress = false;
+  bool iis = false;
+};
+
+int RunSolve(const SolveOptions& o) {
+  Result<Problem> loaded = LoadProblem(o.input);
+  if (!loaded.ok()) return ReportError(loaded.status());
+  const Problem& problem = *loaded;
+  SolverParams params;
+  params.capacity = o.capacity;
+  const bool has_capacity = o.capacity || problem.capacity;
+  params.goal = has_capacity && !o.minimize ? SolveGoal::kFit : SolveGoal::kMinimize;
+  params.time_limit_seconds = o.time_limit;
+  params.node_limit = o.nodes;
+  params.alignment = o.align;
+  params.progress_to_stderr = o.progress;
+  params.compute_iis = o.iis;
+  Result<SolveResult> solved = SolveOffsets(problem, params);
+  if (!solved.ok()) return ReportError(solved.status());
+  const SolveResult& r = *solved;
+  const bool answered_plan = r.status == SolveStatus::kOptimal || r.status == SolveStatus::kFeasible;
+
+  if (!o.out.empty() && answered_plan) {
+    std::ofstream f(o.out);
+    if (!f) return ReportError(NotFound(o.out + ": cannot open for writing"));
+    Status st = WriteProblemCsv(f, problem, &r.plan);
+    f.close();
+    if (!st.ok()) return ReportError(st);
+    if (!f) return ReportError(Internal(o.out + ": write failed"));
+  }
+
+  const std::optional<std::uint64_t> capacity = o.capacity ? o.capacity : problem.capacity;
+  if (o.json) {
+    nlohmann::json j = {{"status", std::string(Name(r.status))},
+                        {"height", r.has_plan ? nlohmann::json(r.height) : nlohmann::json(nullptr)},
+                        {"lower_bound", r.lower_bound},
+                        {"gap", r.has_plan ? nlohmann::json(r.gap) : nlohmann::json(nullptr)},
+                        {"seconds", r.seconds},
+                        {"nodes", r.nodes},
+                        {"buffers", problem.buffers.size()},
+                        {"partitions", r.partitions},
+                        {"heuristic", r.heuristic_height},
+                        {"goal", params.goal == SolveGoal::kFit ? "fit" : "minimize"}};
+    j["capacity"] = capacity ? nlohmann::json(*capacity) : nlohmann::json(nullptr);
+    if (!r.reason.empty()) j["reason"] = r.reason;
+    if (o.iis && r.status == SolveStatus::kInfeasible) {
+      nlohmann::json ids = nlohmann::json::array();
+      for (std::size_t i : r.infeasible_subset) ids.push_back(problem.buffers[i].id);
+      j["infeasible_subset"] = r.infeasible_subset;
+      j["infeasible_subset_ids"] = ids;
+      j["subset_irreducible"] = r.subset_irreducible;
+    }
+    std::cout << j.dump() << '\n';
+  } else {
+    std::cout << o.input << ": " << problem.buffers.size() << " buffers, " << r.partitions
+              << " partition(s), "
+              << (params.goal == SolveGoal::kFit
+                      ? "fit in " + WithThousands(*capacity) + " bytes"
+                      : std::string("minimise the arena") +
+                            (capacity ? " within " + WithThousands(*capacity) + " bytes" : ""))
+              << '\n';
+    std::cout << "status:      " << Name(r.status) << '\n';
+    if (r.has_plan) std::cout << "height:      " << WithThousands(r.height) << '\n';
+    std::cout << "lower bound: " << WithThousands(r.lower_bound) << '\n';
+    if (r.heuristic_height > 0)
+      std::cout << "heuristic:   " << WithThousands(r.heuristic_height) << '\n';
+    if (r.has_plan) std::cout << "gap:         " << FormatDouble(r.gap * 100, 3) << "%\n";
+    std::cout << "seconds:     " << FormatDouble(r.seconds, 3) << '\n';
+    std::cout << "nodes:       " << r.nodes << '\n';
+    if (!r.reason.empty()) std::cout << "reason:      " << r.reason << '\n';
+    if (o.iis && r.status == SolveStatus::kInfeasible) {
+      std::cout << (r.subset_irreducible ? "irreducible infeasible subset:" : "infeasible subset (not proven irreducible):");
+      for (std::size_t i : r.infeasible_subset) std::cout << ' ' << problem.buffers[i].id;
+      std::cout << '\n';
+    }
+  }
+  switch (r.status) {
+    case SolveStatus::kOptimal:
+    case SolveStatus::kFeasible: return kExitOk;
+    case SolveStatus::kInfeasible: return kExitInfeasible;
+    case SolveStatus::kUnknown: return kExitUnknown;
+  }
+  return kExitFailure;
+}
+
+}  // namespace
+
+void AddSolveCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<SolveOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "solve",
+      "Exact offsets: does the problem fit in a capacity (yes with a plan, no with a proof, or "
+      "unknown at the limit), or the smallest arena. Exit 0 plan, 3 infeasible, 4 unknown, "
+      "2 bad input");
+  cmd->add_option("INPUT", o->input, "problem: MiniMalloc CSV or JSON ('-' = CSV on stdin)")
+      ->required();
+  cmd->add_option("--capacity,-c", o->capacity,
+                  "bytes the arena must fit in (default: the input's own capacity, if any)");
+  cmd->add_flag("--minimize", o->minimize,
+                "with a capacity: find the smallest height within it instead of any plan");
+  cmd->add_option("--time-limit,-t", o->time_limit, "seconds (0: heuristics only)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--nodes", o->nodes, "search node limit, 0 = none (machine-independent)")
+      ->capture_default_str();
+  cmd->add_option("--align", o->align, "offset alignment in bytes")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--out,-o", o->out, "write the plan: the input's CSV with the offset column");
+  cmd->add_flag("--json", o->json,
+                "print {status, height, lower_bound, gap, seconds, nodes, ...} as one JSON line");
+  cmd->add_flag("--progress", o->progress,
+                "report the best height, bound, nodes and time on stderr every second");
+  cmd->add_flag("--iis", o->iis, "on an infeasible answer, find an irreducible infeasible subset");
+  cmd->callback([o, exit_code] { *exit_code = RunSolve(*o); });
+}
+
+}  // namespace tensormem::cli
