@@ -81,6 +81,31 @@ void AddForbidden(const Problem& problem, const std::vector<std::vector<Segment>
     }
 }
 
+// Sorts forbidden intervals by start. Busy tasks (10^3 live buffers, as in
+// training traces) make this the hot spot, so large sets take an LSD radix
+// sort over the bytes in which the starts differ.
+void SortByStart(std::vector<Interval>* v, std::vector<Interval>* scratch) {
+  if (v->size() < 96) {
+    std::sort(v->begin(), v->end(), [](const Interval& a, const Interval& b) { return a.first < b.first; });
+    return;
+  }
+  std::uint64_t all_or = 0, all_and = ~std::uint64_t{0};
+  for (const Interval& x : *v) {
+    all_or |= x.first;
+    all_and &= x.first;
+  }
+  const std::uint64_t varying = all_or ^ all_and;
+  scratch->resize(v->size());
+  for (int shift = 0; shift < 64; shift += 8) {
+    if (((varying >> shift) & 0xff) == 0) continue;
+    std::size_t count[257] = {};
+    for (const Interval& x : *v) ++count[((x.first >> shift) & 0xff) + 1];
+    for (int b = 0; b < 256; ++b) count[b + 1] += count[b];
+    for (const Interval& x : *v) (*scratch)[count[(x.first >> shift) & 0xff]++] = x;
+    v->swap(*scratch);
+  }
+}
+
 }  // namespace
 
 Result<OffsetsPlan> PlaceBestFit(const Problem& problem, std::span<const std::size_t> order,
@@ -126,7 +151,7 @@ Result<OffsetsPlan> PlaceBestFit(const Problem& problem, std::span<const std::si
     jobs.push_back({bj.size, align, placed.RanksOf(j), static_cast<std::uint32_t>(j), bj.gaps.empty()});
   }
 
-  std::vector<Interval> forbidden;
+  std::vector<Interval> forbidden, sort_scratch;
   // Plain pairs (the common case) go to a buffer large enough for every
   // placed buffer, written without capacity checks.
   std::vector<Interval> plain_forbidden(jobs.size() + n);
@@ -147,8 +172,7 @@ Result<OffsetsPlan> PlaceBestFit(const Problem& problem, std::span<const std::si
         AddForbidden(problem, segments, pi, j, &forbidden);
       });
     }
-    std::sort(forbidden.begin(), forbidden.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
+    SortByStart(&forbidden, &sort_scratch);
     std::uint64_t x;
     std::uint64_t end;
     if (!ChooseOffset(forbidden, job.align, &x) || !CheckedAdd(x, job.size, &end))
