@@ -72,6 +72,13 @@ struct PlanParams {
   ObjectsStrategy from_objects = ObjectsStrategy::kBest;
   // kExact: time limit for the search (it always returns a valid plan).
   double time_limit_seconds = 10.0;
+  // kBest: when the best heuristic plan misses the lower bound on a problem
+  // of at most polish_max_buffers buffers, the exact solver continues from
+  // it for at most polish_nodes search nodes (the same answer on every
+  // machine) and polish_seconds (a safety cap). 0 nodes turns this off.
+  std::uint64_t polish_nodes = 50'000;
+  std::size_t polish_max_buffers = 2'000;
+  double polish_seconds = 2.0;
   // Check every plan with the validator before returning it.
   bool validate = true;
 };

@@ -177,10 +177,6 @@ int RunPlan(const PlanOptions& o) {
   for (OffsetsStrategy s : strategies) {
     Result<OffsetsPlan> plan =
         graph ? PlanScratchArena(*graph, s, params) : PlanOffsets(problem, s, params);
-    if (o.strategy == "all" && plan.status().code() == StatusCode::kUnimplemented) {
-      std::cerr << "tensormem: note: " << Name(s) << " skipped: " << plan.status().message() << '\n';
-      continue;
-    }
     if (!plan.ok()) return ReportError(plan.status().WithContext(std::string(Name(s))));
     rows.push_back({plan->strategy, plan->total, plan->lower_bound, plan->seconds * 1e3});
     if (!best || plan->total < best->total) best = std::move(*plan);

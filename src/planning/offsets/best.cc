@@ -5,11 +5,16 @@
 // instances, the 20 ONNX models or the allocation traces, and above that
 // size its objects pass costs more than the three best-fit orders together.
 // A candidate that gives up on its work budget (ResourceExhausted) is
-// skipped, never the whole plan.
+// skipped, never the whole plan. When the winner misses the lower bound on a
+// small problem, the exact solver polishes it within a node budget
+// (PlanParams::polish_*): greedy orders cannot make a tensor alternate above
+// and below its neighbours (convnext_tiny's residuals), a search can.
 #include <optional>
 #include <string>
 
 #include "planning/offsets/offsets_strategies.h"
+#include "tensormem/lower_bounds.h"
+#include "tensormem/solver.h"
 
 namespace tensormem::planning {
 
@@ -46,6 +51,26 @@ Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params
       best = std::move(*plan);
       winner = "from_objects";
     }
+  }
+  if (params.polish_nodes > 0 && problem.buffers.size() <= params.polish_max_buffers &&
+      best->total > PeakLiveBytes(problem, params.alignment)) {
+    SolverParams sp;
+    sp.goal = SolveGoal::kMinimize;
+    sp.alignment = params.alignment;
+    sp.node_limit = params.polish_nodes;
+    sp.time_limit_seconds = params.polish_seconds;
+    sp.heuristic_incumbent = false;  // start from this plan; no recursion into best
+    sp.initial_plan = &*best;
+    Problem unbounded = problem;
+    unbounded.capacity.reset();
+    Result<SolveResult> r = SolveOffsets(unbounded, sp);
+    if (!r.ok()) return r.status();
+    if (r->has_plan && r->plan.total < best->total) {
+      best->offsets = std::move(r->plan.offsets);
+      best->total = r->plan.total;
+      winner += "+exact";
+    }
+    best->lower_bound = std::max(best->lower_bound, r->lower_bound);
   }
   best->strategy = "best(" + winner + ")";
   return std::move(*best);
