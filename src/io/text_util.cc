@@ -33,7 +33,7 @@ IntParse ParseUnsigned(std::string_view field) {
   if (field.front() == '+') field.remove_prefix(1);
   if (!field.empty() && field.front() == '-') {
     // A negative number is "negative"; anything else starting with '-' is not a number.
-    std::int64_t v;
+    std::int64_t v = 0;
     auto [p, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
     const bool number = p == field.data() + field.size() &&
                         (ec == std::errc() || ec == std::errc::result_out_of_range);
