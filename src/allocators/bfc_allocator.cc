@@ -195,6 +195,7 @@ struct BfcAllocator::State {
   std::vector<Region> regions;  // sorted by address
 
   std::uint64_t curr_region_bytes = 0;  // the size of the next region (growth)
+  std::string backend_refusal;          // why the backend last refused a region
   std::uint64_t total_region_bytes = 0;
   std::uint64_t free_bytes = 0;
   AllocatorStats stats;
@@ -423,7 +424,10 @@ struct BfcAllocator::State {
         mem = backend.Reserve(bytes, region_alignment);
       }
     }
-    if (!mem.ok()) return false;
+    if (!mem.ok()) {
+      backend_refusal = mem.status().message();
+      return false;
+    }
     char* const base = static_cast<char*>(*mem);
 
     // TensorFlow's coalesce_regions: memory that starts where a region ends
@@ -557,6 +561,7 @@ Result<void*> BfcAllocator::DoAllocate(std::uint64_t bytes, std::uint64_t alignm
     return FailedPrecondition("bfc: growth kReserveAll needs a finite memory_limit");
   std::lock_guard<std::mutex> lock(s.mutex);
   if (void* p = s.Find(rounded, bytes, alignment)) return p;
+  s.backend_refusal.clear();
   if (s.Extend(alignment, rounded)) {
     if (void* p = s.Find(rounded, bytes, alignment)) return p;
   }
@@ -566,7 +571,9 @@ Result<void*> BfcAllocator::DoAllocate(std::uint64_t bytes, std::uint64_t alignm
   ++s.stats.num_failed_allocs;
   return ResourceExhausted("bfc: out of memory allocating " + std::to_string(bytes) +
                            " bytes (rounded to " + std::to_string(rounded) + ", alignment " +
-                           std::to_string(alignment) + ")\n" + s.Report(s.params.report_max_chunks));
+                           std::to_string(alignment) + ")" +
+                           (s.backend_refusal.empty() ? "" : "; the backend refused: " + s.backend_refusal) +
+                           "\n" + s.Report(s.params.report_max_chunks));
 }
 
 Status BfcAllocator::DoDeallocate(void* pointer) {

@@ -38,10 +38,21 @@ VirtualMemoryBackend::VirtualMemoryBackend(std::uint64_t address_space, std::uin
   if (page > 0) s.page = static_cast<std::uint64_t>(page);
   s.commit_step = (commit_step + s.page - 1) / s.page * s.page;
   s.size = (address_space + s.page - 1) / s.page * s.page;
-  void* p = mmap(nullptr, s.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  // Address space can be scarce (ulimit -v, sanitizer runtimes that own
+  // most of it): halve the reservation until it succeeds, down to 1/1024 of
+  // what was asked, rather than fail every later request.
+  const std::uint64_t asked = s.size;
+  void* p = MAP_FAILED;
+  int error = 0;
+  while (s.size >= s.page && s.size >= asked / 1024) {
+    p = mmap(nullptr, s.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p != MAP_FAILED) break;
+    error = errno;
+    s.size = s.size / 2 / s.page * s.page;
+  }
   if (p == MAP_FAILED) {
-    s.error = "virtual backend: cannot reserve " + std::to_string(s.size) +
-              " bytes of address space: " + std::strerror(errno);
+    s.error = "virtual backend: cannot reserve " + std::to_string(asked) +
+              " bytes of address space, nor 1/1024 of it: " + std::strerror(error);
     s.size = 0;
     return;
   }

@@ -240,5 +240,17 @@ TEST(Bfc, TensorFlowDefaultsDoNotCoalesceRegions) {
   ASSERT_TRUE(a.Deallocate(y).ok());
 }
 
+TEST(Bfc, AnAddressSpaceTheSystemRefusesIsNamedInTheOutOfMemoryError) {
+  // 2^62 bytes, nor 1/1024 of it, fit no x86-64 or AArch64 address space.
+  VirtualMemoryBackend vm(std::uint64_t{1} << 62);
+  BfcAllocator a(vm, CompactBfcParams());
+  Result<void*> p = a.Allocate(4096, 64);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(p.status().message().find("the backend refused: virtual backend: cannot reserve"),
+            std::string::npos)
+      << p.status().message();
+}
+
 }  // namespace
 }  // namespace tensormem
