@@ -65,8 +65,8 @@ struct SearchConfig {
   CanonicalOrder order = CanonicalOrder::kLongestFirst;
 };
 
-// The configurations the solver cycles through (round robin, node budgets
-// doubling each round): any one finishing its search answers the question.
+// The configurations the solver runs side by side (in slices of nodes): any
+// one finishing its search answers the question.
 std::vector<SearchConfig> DefaultPortfolio();
 
 struct SolveProgress {
@@ -102,10 +102,14 @@ struct SolverParams {
   bool section_inference = true;
   // Prune partial solutions a lower buffer could drop into (dominated).
   bool dominance = true;
-  // Search configurations, cycled round robin; each gets
-  // initial_node_budget nodes in the first round, twice as many each round.
+  // Search configurations, run side by side: each in turn continues its own
+  // search for portfolio_slice_nodes nodes.
   std::vector<SearchConfig> portfolio = DefaultPortfolio();
-  std::uint64_t initial_node_budget = 4096;
+  std::uint64_t portfolio_slice_nodes = 1024;
+  // Minimise: node budget of the first probes (all partitions and
+  // configurations together); it quadruples each time the bisection
+  // restarts.
+  std::uint64_t probe_node_budget = std::uint64_t{1} << 17;
   // Start from the best heuristic plan (PlanOffsets kBest).
   bool heuristic_incumbent = true;
   // A plan to start from (e.g. a previous solution); used when valid.

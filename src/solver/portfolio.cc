@@ -12,6 +12,8 @@ PartitionSolver::PartitionSolver(const Instance& instance, const SolverParams& p
   by_order_.resize(4);
 }
 
+PartitionSolver::~PartitionSolver() = default;
+
 SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budget,
                                      SearchControl& control) {
   if (inst_.lower_bound > capacity) return SearchOutcome::kExhausted;
@@ -24,34 +26,46 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
     }
     return out;
   }
-  SkylineOptions options;
-  options.dominance = params_.dominance;
-  options.section_inference = params_.section_inference;
-  options.dynamic_decomposition = params_.dynamic_decomposition;
   std::vector<SearchConfig> portfolio = params_.portfolio;
   if (portfolio.empty()) portfolio.push_back({});
+  if (searches_.size() != portfolio.size() || capacity != capacity_) {
+    searches_.clear();
+    searches_.resize(portfolio.size());
+    capacity_ = capacity;
+    next_ = 0;
+  }
+  const std::uint64_t slice = std::max<std::uint64_t>(params_.portfolio_slice_nodes, 1);
   std::uint64_t spent = 0;
-  std::uint64_t round = std::max<std::uint64_t>(params_.initial_node_budget, 1);
-  for (;;) {
-    for (const SearchConfig& config : portfolio) {
-      if (control.stopped() || spent >= budget) return SearchOutcome::kLimit;
+  for (;; next_ = (next_ + 1) % portfolio.size()) {
+    if (control.stopped() || spent >= budget) return SearchOutcome::kLimit;
+    std::unique_ptr<SkylineSearch>& search = searches_[next_];
+    if (!search) {
+      const SearchConfig& config = portfolio[next_];
       auto& inst = by_order_[static_cast<std::size_t>(config.order)];
       if (!inst) {
         inst = std::make_unique<Instance>(inst_);
         AssignRanks(*inst, config.order);
       }
+      SkylineOptions options;
+      options.dominance = params_.dominance;
+      options.section_inference = params_.section_inference;
+      options.dynamic_decomposition = params_.dynamic_decomposition;
       options.branching = config.branching;
-      SkylineSearch search(*inst, options);
-      const SearchOutcome out = search.Run(capacity, std::min(round, budget - spent), control);
-      spent += search.nodes();
-      if (out == SearchOutcome::kFound) {
-        offsets_ = search.offsets();
-        height_ = search.height();
-        return out;
-      }
-      if (out == SearchOutcome::kExhausted) return out;
+      options.regroup_ranks = config.order == CanonicalOrder::kTotalFirst;
+      // The memory for nogoods is shared by the searches that run together.
+      options.memo_words = options.memo_words / portfolio.size();
+      search = std::make_unique<SkylineSearch>(*inst, options);
+      search->Start(capacity);
     }
-    round = round > UINT64_MAX / 2 ? UINT64_MAX : round * 2;
+    const std::uint64_t before = search->nodes();
+    const SearchOutcome out = search->Continue(std::min(slice, budget - spent), control);
+    spent += search->nodes() - before;
+    if (out == SearchOutcome::kFound) {
+      offsets_ = search->offsets();
+      height_ = search->height();
+      return out;
+    }
+    if (out == SearchOutcome::kExhausted) return out;
   }
 }
 

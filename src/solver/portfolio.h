@@ -4,12 +4,16 @@
 // Plain partitions go to the skyline engine. How soon a depth-first search
 // finds a plan depends, by orders of magnitude, on how it branches and in
 // which static order it tries buffers, while every configuration is a
-// complete search. So the configurations of SolverParams::portfolio run
-// round robin, each restarted with twice the node budget of the previous
-// round (a deterministic restart schedule): a plan found by any of them is
-// an answer, and any one finishing its search without a plan is a proof
-// that none exists. The cost of the restarts is at most the work of the
-// last round. Windowed partitions go to the general engine, once.
+// complete search. So the configurations of SolverParams::portfolio run side
+// by side: each in turn continues its own search for a slice of nodes
+// (SolverParams::portfolio_slice_nodes). A plan found by any of them is an
+// answer, and any one finishing its search without a plan is a proof that
+// none exists; the cost is at most the number of configurations times that
+// of the fastest one. (Restarting them with doubling budgets instead would
+// repeat the same work each round: the searches are deterministic.) The
+// searches of the last capacity asked are kept, so a later probe at the
+// same capacity goes on where they stopped. Windowed partitions go to the
+// general engine, once.
 #pragma once
 
 #include <cstdint>
@@ -22,9 +26,12 @@
 
 namespace tensormem::solver {
 
+class SkylineSearch;
+
 class PartitionSolver {
  public:
   PartitionSolver(const Instance& instance, const SolverParams& params);
+  ~PartitionSolver();
 
   // `budget`: nodes for this probe (UINT64_MAX: until the solve's limits).
   SearchOutcome Probe(std::uint64_t capacity, std::uint64_t budget, SearchControl& control);
@@ -37,6 +44,11 @@ class PartitionSolver {
   const Instance& inst_;
   const SolverParams& params_;
   std::vector<std::unique_ptr<Instance>> by_order_;  // ranks per CanonicalOrder
+  // The searches of the portfolio at capacity_ (null: not started yet), and
+  // which one runs next.
+  std::vector<std::unique_ptr<SkylineSearch>> searches_;
+  std::uint64_t capacity_ = 0;
+  std::size_t next_ = 0;
   std::vector<std::uint64_t> offsets_;
   std::uint64_t height_ = 0;
 };

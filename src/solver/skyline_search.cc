@@ -139,7 +139,7 @@ bool SkylineSearch::Prepare(Frame& f) {
         above = std::min(above, a);
       } else if ((a == f.level || floating_) && !f.closed && Eligible(y, f.level)) {
         if (lowest) {
-          if (!f.has_min_rank || inst_.items[y].rank > f.min_rank) point = 0;
+          if (!f.has_min_rank || rank_[y] > f.min_rank) point = 0;
           continue;
         }
         // Right to left: sections counted from the end.
@@ -183,13 +183,13 @@ std::int32_t SkylineSearch::NextCandidate(const Frame& f) const {
         break;
       case Branching::kLowest:
       case Branching::kLowestFloating:
-        if (f.has_min_rank && it.rank <= f.min_rank) continue;
+        if (f.has_min_rank && rank_[y] <= f.min_rank) continue;
         break;
     }
-    if (f.started && it.rank <= f.prev_rank) continue;
-    if (it.rank >= best_rank || !Eligible(y, f.level)) continue;
+    if (f.started && rank_[y] <= f.prev_rank) continue;
+    if (rank_[y] >= best_rank || !Eligible(y, f.level)) continue;
     best = static_cast<std::int32_t>(y);
-    best_rank = it.rank;
+    best_rank = rank_[y];
   }
   return best;
 }
@@ -402,11 +402,49 @@ bool SkylineSearch::TrySplit(std::uint32_t comp, Frame& split) {
     }
     comps_.push_back(sub);
   }
+  split.rank_mark = rank_trail_.size();
+  if (options_.regroup_ranks)
+    for (std::uint32_t g = split.first_comp; g < split.first_comp + split.num_comps; ++g)
+      RankGroup(g);
   return true;
+}
+
+// kTotalFirst's order recomputed for one group: by the highest bytes the
+// unplaced items need during the item's lifetime (then longest, then
+// largest, then the previous order). A group is a subproblem of its own;
+// what decides which of its items is hardest to fit is its own congestion,
+// not the whole problem's (placed buffers no longer compete for space). The
+// group's items take the same set of rank values, so ranks stay distinct.
+void SkylineSearch::RankGroup(std::uint32_t comp) {
+  const Comp& c = comps_[comp];
+  std::vector<std::uint32_t>& items = group_scratch_;
+  std::vector<std::uint32_t>& ranks = rank_scratch_;
+  items.assign(pool_.begin() + c.begin, pool_.begin() + c.begin + c.count);
+  ranks.clear();
+  for (std::uint32_t y : items) {
+    ranks.push_back(rank_[y]);
+    rank_trail_.push_back({y, rank_[y]});
+    const Item& it = inst_.items[y];
+    total_[y] = remaining_.Max(it.first_section, it.end_section);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  std::sort(items.begin(), items.end(), [&](std::uint32_t a, std::uint32_t b) {
+    const Item& x = inst_.items[a];
+    const Item& y = inst_.items[b];
+    if (total_[a] != total_[b]) return total_[a] > total_[b];
+    if (x.lifetime != y.lifetime) return x.lifetime > y.lifetime;
+    if (x.height != y.height) return x.height > y.height;
+    return rank_[a] < rank_[b];
+  });
+  for (std::size_t k = 0; k < items.size(); ++k) rank_[items[k]] = ranks[k];
 }
 
 void SkylineSearch::FailSplit(const Frame& split) {
   UndoTo(split.mark);
+  while (rank_trail_.size() > split.rank_mark) {
+    rank_[rank_trail_.back().first] = rank_trail_.back().second;
+    rank_trail_.pop_back();
+  }
   pool_.resize(split.pool_mark);
   comps_.resize(split.comps_mark);
   const Comp& c = comps_[split.parent_comp];
@@ -435,7 +473,7 @@ std::int64_t SkylineSearch::RootKey(const Frame& root) {
   if (it != failed_.end())
     for (std::uint32_t idx : it->second)
       if (keys_[idx] == key) return -2;
-  if (key_words_ + key.size() > kMaxKeyWords) return -1;
+  if (key_words_ + key.size() > options_.memo_words) return -1;
   key_words_ += key.size();
   keys_.push_back(key);
   keys_.back().push_back(h);  // the hash rides along, for RecordFailure
@@ -462,7 +500,9 @@ bool SkylineSearch::CompleteComponent() {
       root.comp = s.first_comp + s.next;
       root.mark = steps_.size();
       root.level = s.level;
-      root.has_min_rank = s.has_min_rank;
+      // Regrouped ranks are a new order: the old bound means nothing there
+      // (dropping it only lets placements at this level come in any order).
+      root.has_min_rank = s.has_min_rank && !options_.regroup_ranks;
       root.min_rank = s.min_rank;
       root.key = RootKey(root);
       // A state that failed before fails the split (it is on top).
@@ -477,6 +517,11 @@ bool SkylineSearch::CompleteComponent() {
 
 SearchOutcome SkylineSearch::Run(std::uint64_t capacity, std::uint64_t node_budget,
                                  SearchControl& control) {
+  Start(capacity);
+  return Continue(node_budget, control);
+}
+
+void SkylineSearch::Start(std::uint64_t capacity) {
   capacity_ = capacity;
   floating_ = options_.branching == Branching::kLowestFloating;
   const std::size_t n = inst_.items.size();
@@ -530,14 +575,31 @@ SearchOutcome SkylineSearch::Run(std::uint64_t capacity, std::uint64_t node_budg
   keys_.clear();
   failed_.clear();
   key_words_ = 0;
-  const std::uint64_t start_nodes = nodes_;
+  rank_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) rank_[i] = inst_.items[i].rank;
+  rank_trail_.clear();
+  total_.assign(n, 0);
 
-  if (n == 0) return SearchOutcome::kFound;
-  if (!SumFits(inst_.base, remaining_.Max(0, S), capacity_)) return SearchOutcome::kExhausted;
+  outcome_ = SearchOutcome::kLimit;
+  if (n == 0) {
+    outcome_ = SearchOutcome::kFound;
+    return;
+  }
+  if (!SumFits(inst_.base, remaining_.Max(0, S), capacity_)) {
+    outcome_ = SearchOutcome::kExhausted;
+    return;
+  }
   for (std::size_t i = 0; i < n; ++i)
-    if (!SumFits(am_[i], inst_.items[i].height, capacity_)) return SearchOutcome::kExhausted;
+    if (!SumFits(am_[i], inst_.items[i].height, capacity_)) {
+      outcome_ = SearchOutcome::kExhausted;
+      return;
+    }
   frames_.push_back(Frame{});
+}
 
+SearchOutcome SkylineSearch::Continue(std::uint64_t node_budget, SearchControl& control) {
+  if (outcome_ != SearchOutcome::kLimit) return outcome_;
+  const std::uint64_t start_nodes = nodes_;
   while (!frames_.empty()) {
     Frame& f = frames_.back();
     if (f.split) {
@@ -561,12 +623,12 @@ SearchOutcome SkylineSearch::Run(std::uint64_t capacity, std::uint64_t node_budg
       frames_.pop_back();
       continue;
     }
+    // Out of budget: this node has changed nothing yet (Prepare's work is
+    // kept in the frame), so the next Continue picks it up here.
+    if (nodes_ - start_nodes >= node_budget) return SearchOutcome::kLimit;
     ++nodes_;
     const Comp& cur = comps_[comp];
-    if (!control.Tick(cur.count + (cur.sec_hi - cur.sec_lo)) || nodes_ - start_nodes > node_budget) {
-      UndoTo(0);
-      return SearchOutcome::kLimit;
-    }
+    if (!control.Tick(cur.count + (cur.sec_hi - cur.sec_lo))) return SearchOutcome::kLimit;
     if (next < 0) {
       f.block_tried = true;
       Frame child;
@@ -591,11 +653,11 @@ SearchOutcome SkylineSearch::Run(std::uint64_t capacity, std::uint64_t node_budg
     }
     const auto y = static_cast<std::uint32_t>(next);
     f.started = true;
-    f.prev_rank = inst_.items[y].rank;
+    f.prev_rank = rank_[y];
     const bool cut_hit = Place(y, comp, level);
     if (!SectionsHold(y, comp)) continue;
     if (comps_[comp].count == 0) {
-      if (CompleteComponent()) return SearchOutcome::kFound;
+      if (CompleteComponent()) return outcome_ = SearchOutcome::kFound;
       continue;
     }
     if (!Update(comp, y)) continue;
@@ -607,7 +669,7 @@ SearchOutcome SkylineSearch::Run(std::uint64_t capacity, std::uint64_t node_budg
     child.mark = steps_.size();
     child.level = level;
     child.has_min_rank = true;
-    child.min_rank = inst_.items[y].rank;
+    child.min_rank = rank_[y];
     if (cut_hit && options_.dynamic_decomposition) {
       Frame split = child;
       if (TrySplit(comp, split)) {
@@ -615,7 +677,7 @@ SearchOutcome SkylineSearch::Run(std::uint64_t capacity, std::uint64_t node_budg
         first.comp = split.first_comp;
         first.mark = steps_.size();
         first.level = level;
-        first.has_min_rank = split.has_min_rank;
+        first.has_min_rank = split.has_min_rank && !options_.regroup_ranks;
         first.min_rank = split.min_rank;
         frames_.push_back(split);
         first.key = RootKey(first);
@@ -625,7 +687,7 @@ SearchOutcome SkylineSearch::Run(std::uint64_t capacity, std::uint64_t node_budg
     }
     frames_.push_back(child);
   }
-  return SearchOutcome::kExhausted;
+  return outcome_ = SearchOutcome::kExhausted;
 }
 
 }  // namespace tensormem::solver

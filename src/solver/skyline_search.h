@@ -59,8 +59,13 @@ struct SkylineOptions {
   // release order (stronger, ~10x the cost of a node) instead of checking
   // the lowest release + unplaced bytes only.
   bool release_order = true;
-  // Remember failed component states (nogoods) and fail them at once.
+  // Remember failed component states (nogoods) and fail them at once, in
+  // up to memo_words 64-bit words.
   bool memo = true;
+  std::size_t memo_words = std::size_t{1} << 23;  // 64 MiB
+  // After a split, order each group's items by kTotalFirst's key computed
+  // on the unplaced items alone (see RankGroup). For the kTotalFirst order.
+  bool regroup_ranks = false;
   // How a node branches (see above): on the leftmost or rightmost point of
   // the current level, or on any buffer of the level in static order
   // (MiniMalloc's way, ties in that order) with "close the level" last.
@@ -72,8 +77,14 @@ class SkylineSearch {
   SkylineSearch(const Instance& instance, const SkylineOptions& options);
 
   // Looks for a placement with every top <= capacity, within node_budget
-  // nodes of this run and the solve's limits.
+  // nodes of this run and the solve's limits: Start, then Continue.
   SearchOutcome Run(std::uint64_t capacity, std::uint64_t node_budget, SearchControl& control);
+  // A search in steps: Start sets up the root; each Continue goes on where
+  // the previous one stopped for up to node_budget more nodes. kLimit: not
+  // finished (resumable unless the solve's limits were reached); kFound and
+  // kExhausted are final and returned again by later calls.
+  void Start(std::uint64_t capacity);
+  SearchOutcome Continue(std::uint64_t node_budget, SearchControl& control);
 
   // After kFound: the offset of every item, and the highest top.
   const std::vector<std::uint64_t>& offsets() const { return offset_; }
@@ -136,7 +147,7 @@ class SkylineSearch {
     std::int64_t key = -1;
     // Split frames.
     std::uint32_t first_comp = 0, num_comps = 0, next = 0, parent_comp = 0;
-    std::size_t pool_mark = 0, comps_mark = 0;
+    std::size_t pool_mark = 0, comps_mark = 0, rank_mark = 0;
   };
 
   std::uint64_t SharedTop(std::uint32_t x, std::uint32_t y, std::uint64_t offset) const;
@@ -150,6 +161,7 @@ class SkylineSearch {
   bool ReleasesFit(std::uint32_t comp, std::uint64_t level);
   void UndoTo(std::size_t mark);
   bool TrySplit(std::uint32_t comp, Frame& split);
+  void RankGroup(std::uint32_t comp);
   void FailSplit(const Frame& split);
   // The component on top is solved; continue with the next one. Returns
   // true when everything is placed.
@@ -165,6 +177,14 @@ class SkylineSearch {
   std::uint64_t capacity_ = 0;
   bool floating_ = false;
   std::uint64_t nodes_ = 0;
+  SearchOutcome outcome_ = SearchOutcome::kLimit;  // kLimit while running
+
+  // The static order (Item::rank), changed per group by RankGroup; the
+  // trail restores it when a split fails.
+  std::vector<std::uint32_t> rank_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> rank_trail_;  // (item, old rank)
+  std::vector<std::uint64_t> total_;  // scratch for RankGroup, per item
+  std::vector<std::uint32_t> group_scratch_, rank_scratch_;
 
   std::vector<std::uint64_t> raw_;  // highest top below, per item
   std::vector<std::uint64_t> am_;   // skyline offset, per item
@@ -189,7 +209,6 @@ class SkylineSearch {
   std::vector<std::vector<std::uint64_t>> keys_;
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> failed_;
   std::size_t key_words_ = 0;
-  static constexpr std::size_t kMaxKeyWords = std::size_t{1} << 23;  // 64 MiB
   std::vector<std::uint64_t> key_scratch_;
 };
 

@@ -190,9 +190,7 @@ SearchOutcome Solve::TryTarget(std::uint64_t target, std::uint64_t budget) {
 void Solve::Minimize() {
   std::uint64_t ub = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
   std::uint64_t soft = lower_bound_;
-  std::uint64_t budget =
-      std::max<std::uint64_t>(params_.initial_node_budget, 1) *
-      std::max<std::uint64_t>(params_.portfolio.size(), 1) * 8;
+  std::uint64_t budget = std::max<std::uint64_t>(params_.probe_node_budget, 1);
   while (ub > lower_bound_ && !control_.stopped()) {
     if (soft >= ub) {
       soft = lower_bound_;
