@@ -79,20 +79,13 @@ std::uint64_t TopOf(const Problem& problem, const std::vector<std::uint64_t>& of
   return total;
 }
 
-// The best heuristic plan (PlanOffsets kBest). Until every strategy kBest
-// runs is implemented in this build, the best-fit ones alone.
+// The best heuristic plan (PlanOffsets kBest), without kBest's exact polish:
+// the search that follows does that work, under the solve's own limits.
 Result<OffsetsPlan> BestHeuristic(const Problem& problem, std::uint64_t alignment) {
   PlanParams pp;
   pp.alignment = alignment;
-  Result<OffsetsPlan> best = PlanOffsets(problem, OffsetsStrategy::kBest, pp);
-  if (best.ok() || best.status().code() != StatusCode::kUnimplemented) return best;
-  std::optional<OffsetsPlan> out;
-  for (OffsetsStrategy s : {OffsetsStrategy::kGreedyBySize, OffsetsStrategy::kGreedyByBreadth,
-                            OffsetsStrategy::kArena}) {
-    TM_ASSIGN_OR_RETURN(OffsetsPlan plan, PlanOffsets(problem, s, pp));
-    if (!out || plan.total < out->total) out = std::move(plan);
-  }
-  return std::move(*out);
+  pp.polish_nodes = 0;
+  return PlanOffsets(problem, OffsetsStrategy::kBest, pp);
 }
 
 // The heuristic plan of one partition: its buffers (and obstacles, fixed)
