@@ -129,7 +129,7 @@ void AddSolveCommand(CLI::App& app, int* exit_code) {
       "Exact offsets: does the problem fit in a capacity (yes with a plan, no with a proof, or "
       "unknown at the limit), or the smallest arena. Exit 0 plan, 3 infeasible, 4 unknown, "
       "2 bad input");
-  cmd->add_option("INPUT", o->input, "problem: MiniMalloc CSV or JSON ('-' = CSV on stdin)")
+  cmd->add_option("INPUT", o->input, "problem: MiniMalloc CSV, JSON or allocation trace ('-' = CSV on stdin)")
       ->required();
   cmd->add_option("--capacity,-c", o->capacity,
                   "bytes the arena must fit in (default: the input's own capacity, if any)");
