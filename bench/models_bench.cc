@@ -1,7 +1,8 @@
 // The graph planner on every model of ../shared/models: a Markdown table of
 // import time, tensors planned, the lower bound (peak live bytes of the
 // scratch arena), each offset strategy's arena / lower bound, planning times
-// and the execution checker's verdict on committed memory.
+// and the execution checker's verdict on committed memory (arena, best and
+// exact plans).
 //
 //   models_bench [--align N] [--repeat N] [MODELS_DIR]
 //
@@ -62,14 +63,17 @@ int main(int argc, char** argv) {
   std::sort(models.begin(), models.end());
   const std::vector<OffsetsStrategy> strategies = {
       OffsetsStrategy::kNaive, OffsetsStrategy::kGreedyBySize, OffsetsStrategy::kGreedyByBreadth,
-      OffsetsStrategy::kArena, OffsetsStrategy::kBest};
+      OffsetsStrategy::kFromObjects, OffsetsStrategy::kArena, OffsetsStrategy::kBest,
+      OffsetsStrategy::kExact};
+  // Columns of their own (times, the checker) for these.
+  const std::size_t kArenaAt = 4, kBestAt = 5, kExactAt = 6;
   std::printf("alignment %llu, times: median of %d runs\n\n",
               static_cast<unsigned long long>(align), repeat);
   std::printf("| model | nodes (folded) | import ms | tensors planned | lower bound |");
   for (OffsetsStrategy s : strategies) std::printf(" %s |", std::string(Name(s)).c_str());
-  std::printf(" best - bound (bytes) | arena ms | best ms | persistent | naive scratch | checker |\n|---|---|---|---|---|");
+  std::printf(" best - bound (bytes) | arena ms | best ms | exact ms | persistent | naive scratch | checker |\n|---|---|---|---|---|");
   for (std::size_t k = 0; k < strategies.size(); ++k) std::printf("---|");
-  std::printf("---|---|---|---|---|---|\n");
+  std::printf("---|---|---|---|---|---|---|\n");
   int failures = 0;
   for (const auto& path : models) {
     Result<OnnxModel> model = ImportOnnxFile(path.string());
@@ -100,9 +104,10 @@ int main(int argc, char** argv) {
       ++failures;
       continue;
     }
-    const GraphPlan& best = plans.back();
+    const GraphPlan& best = plans[kBestAt];
     std::string verdict = "pass";
-    for (const GraphPlan& plan : {plans[3], plans[4]}) {  // arena and best
+    for (std::size_t k : {kArenaAt, kBestAt, kExactAt}) {
+      const GraphPlan& plan = plans[k];
       CommittedArenas arenas;
       Status st = arenas.Commit(plan);
       Result<ExecutionReport> run = st.ok() ? CheckExecution(model->graph, plan, arenas)
@@ -118,8 +123,9 @@ int main(int argc, char** argv) {
                 model->folded_nodes, import_ms, best.scratch.buffers.size(),
                 static_cast<unsigned long long>(bound));
     for (const GraphPlan& plan : plans) std::printf(" %.4f |", Ratio(plan.scratch_bytes(), bound));
-    std::printf(" %llu | %.2f | %.2f | %llu | %llu | %s |\n",
-                static_cast<unsigned long long>(best.scratch_bytes() - bound), ms[3], ms[4],
+    std::printf(" %llu | %.2f | %.2f | %.2f | %llu | %llu | %s |\n",
+                static_cast<unsigned long long>(best.scratch_bytes() - bound), ms[kArenaAt],
+                ms[kBestAt], ms[kExactAt],
                 static_cast<unsigned long long>(best.persistent_bytes),
                 static_cast<unsigned long long>(best.naive_scratch_bytes), verdict.c_str());
   }
