@@ -71,19 +71,19 @@ Result<MallocPeer> Load(ReplayAllocator which) {
   auto missing = [&](const char* sym) {
     return NotFound(std::string(Name(which)) + ": " + lib + " has no symbol " + sym);
   };
+  // glibc and jemalloc export the standard names; mimalloc its mi_ ones.
+  if (which != ReplayAllocator::kMimalloc) {
+    if (!Sym(p.handle, "malloc", &p.malloc_fn)) return missing("malloc");
+    if (!Sym(p.handle, "posix_memalign", &p.posix_memalign_fn)) return missing("posix_memalign");
+    if (!Sym(p.handle, "free", &p.free_fn)) return missing("free");
+  }
   switch (which) {
     case ReplayAllocator::kMalloc:
-      if (!Sym(p.handle, "malloc", &p.malloc_fn)) return missing("malloc");
-      if (!Sym(p.handle, "posix_memalign", &p.posix_memalign_fn)) return missing("posix_memalign");
-      if (!Sym(p.handle, "free", &p.free_fn)) return missing("free");
       if (!Sym(p.handle, "mallinfo2", &g_mallinfo2)) return missing("mallinfo2");
       p.reserved_fn = GlibcReserved;
       p.reserved_source = "glibc mallinfo2 arena+hblkhd";
       break;
     case ReplayAllocator::kJemalloc:
-      if (!Sym(p.handle, "malloc", &p.malloc_fn)) return missing("malloc");
-      if (!Sym(p.handle, "posix_memalign", &p.posix_memalign_fn)) return missing("posix_memalign");
-      if (!Sym(p.handle, "free", &p.free_fn)) return missing("free");
       if (!Sym(p.handle, "mallctl", &g_mallctl)) return missing("mallctl");
       p.reserved_fn = JemallocReserved;
       p.reserved_source = "jemalloc stats.resident";

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "allocators/malloc_peers.h"
+#include "core/parse_name.h"
 
 namespace tensormem {
 namespace {
@@ -280,10 +281,7 @@ std::string_view Name(ReplayAllocator allocator) {
 }
 
 Result<ReplayAllocator> ParseReplayAllocator(std::string_view name) {
-  for (ReplayAllocator a : kAll)
-    if (Name(a) == name) return a;
-  return InvalidArgument("unknown allocator '" + std::string(name) +
-                         "' (known: bfc, bfc_compact, pool, system, malloc, jemalloc, mimalloc)");
+  return internal::ParseName<ReplayAllocator>(name, kAll, "allocator");
 }
 
 std::span<const ReplayAllocator> AllReplayAllocators() { return kAll; }

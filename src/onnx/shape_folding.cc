@@ -121,6 +121,27 @@ std::vector<std::size_t> BroadcastIndex(const Dims& in_dims, const Dims& out_dim
   return map;
 }
 
+// Row-major element strides of an array of shape `dims`.
+std::vector<std::size_t> RowMajorStrides(const Dims& dims) {
+  std::vector<std::size_t> stride(dims.size(), 1);
+  for (std::size_t d = dims.size(); d-- > 1;) stride[d - 1] = stride[d] * static_cast<std::size_t>(dims[d]);
+  return stride;
+}
+
+// Calls fn(idx, k) for the first `count` indices of shape `dims` in row-major
+// order (k = flat index): the loop of every gather-style op.
+template <typename Fn>
+void ForEachIndex(const Dims& dims, std::size_t count, Fn fn) {
+  Dims idx(dims.size(), 0);
+  for (std::size_t k = 0; k < count; ++k) {
+    fn(static_cast<const Dims&>(idx), k);
+    for (std::size_t d = dims.size(); d-- > 0;) {
+      if (++idx[d] < dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
 std::int64_t WrapAdd(std::int64_t a, std::int64_t b) {
   return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
 }
@@ -468,18 +489,12 @@ class Evaluator {
     for (std::size_t d = 0; d < rank; ++d) dims[d] = x.dims[static_cast<std::size_t>(perm[d])];
     out = Like(x);
     if (!f_.Shape(out, dims)) return false;
-    std::vector<std::size_t> in_stride(rank, 1);
-    for (std::size_t d = rank; d-- > 1;) in_stride[d - 1] = in_stride[d] * static_cast<std::size_t>(x.dims[d]);
-    Dims idx(rank, 0);
-    for (std::size_t k = 0; k < out.size(); ++k) {
+    const std::vector<std::size_t> in_stride = RowMajorStrides(x.dims);
+    ForEachIndex(dims, out.size(), [&](const Dims& idx, std::size_t k) {
       std::size_t from = 0;
       for (std::size_t d = 0; d < rank; ++d) from += static_cast<std::size_t>(idx[d]) * in_stride[static_cast<std::size_t>(perm[d])];
       CopyElement(x, from, out, k);
-      for (std::size_t d = rank; d-- > 0;) {
-        if (++idx[d] < dims[d]) break;
-        idx[d] = 0;
-      }
-    }
+    });
     return true;
   }
 
@@ -532,19 +547,13 @@ class Evaluator {
     out = Like(x);
     if (!f_.Shape(out, dims)) return false;
     const std::size_t r = x.dims.size();
-    std::vector<std::size_t> stride(r, 1);
-    for (std::size_t d = r; d-- > 1;) stride[d - 1] = stride[d] * static_cast<std::size_t>(x.dims[d]);
-    Dims idx(r, 0);
-    for (std::size_t k = 0; k < out.size(); ++k) {
+    const std::vector<std::size_t> stride = RowMajorStrides(x.dims);
+    ForEachIndex(dims, out.size(), [&](const Dims& idx, std::size_t k) {
       std::size_t from = 0;
       for (std::size_t d = 0; d < r; ++d)
         from += static_cast<std::size_t>(begin[d] + idx[d] * step[d]) * stride[d];
       CopyElement(x, from, out, k);
-      for (std::size_t d = r; d-- > 0;) {
-        if (++idx[d] < dims[d]) break;
-        idx[d] = 0;
-      }
-    }
+    });
     return true;
   }
 
@@ -583,18 +592,12 @@ class Evaluator {
     out = Like(x);
     if (!f_.Shape(out, dims)) return false;
     const std::size_t r = dims.size();
-    std::vector<std::size_t> stride(r, 1);
-    for (std::size_t d = r; d-- > 1;) stride[d - 1] = stride[d] * static_cast<std::size_t>(x.dims[d]);
-    Dims idx(r, 0);
-    for (std::size_t k = 0; k < out.size(); ++k) {
+    const std::vector<std::size_t> stride = RowMajorStrides(x.dims);
+    ForEachIndex(dims, out.size(), [&](const Dims& idx, std::size_t k) {
       std::size_t from = 0;
       for (std::size_t d = 0; d < r; ++d) from += static_cast<std::size_t>(idx[d] % x.dims[d]) * stride[d];
       CopyElement(x, from, out, k);
-      for (std::size_t d = r; d-- > 0;) {
-        if (++idx[d] < dims[d]) break;
-        idx[d] = 0;
-      }
-    }
+    });
     return true;
   }
 

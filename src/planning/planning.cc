@@ -9,6 +9,7 @@
 #include <numeric>
 #include <string>
 
+#include "core/parse_name.h"
 #include "planning/objects/objects_strategies.h"
 #include "planning/offsets/offsets_strategies.h"
 #include "tensormem/lower_bounds.h"
@@ -28,18 +29,6 @@ constexpr std::array kOffsetsStrategies = {
     OffsetsStrategy::kFromObjects, OffsetsStrategy::kArena, OffsetsStrategy::kBest,
     OffsetsStrategy::kExact,
 };
-
-template <typename Enum, std::size_t N>
-Result<Enum> Parse(std::string_view name, const std::array<Enum, N>& all, const char* kind) {
-  std::string known;
-  for (Enum e : all) {
-    if (Name(e) == name) return e;
-    if (!known.empty()) known += ", ";
-    known += Name(e);
-  }
-  return InvalidArgument("unknown " + std::string(kind) + " strategy '" + std::string(name) +
-                         "' (known: " + known + ")");
-}
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -189,10 +178,10 @@ std::string_view Name(OffsetsStrategy s) {
 }
 
 Result<ObjectsStrategy> ParseObjectsStrategy(std::string_view name) {
-  return Parse(name, kObjectsStrategies, "objects");
+  return internal::ParseName<ObjectsStrategy>(name, kObjectsStrategies, "objects strategy");
 }
 Result<OffsetsStrategy> ParseOffsetsStrategy(std::string_view name) {
-  return Parse(name, kOffsetsStrategies, "offsets");
+  return internal::ParseName<OffsetsStrategy>(name, kOffsetsStrategies, "offsets strategy");
 }
 std::span<const ObjectsStrategy> AllObjectsStrategies() { return kObjectsStrategies; }
 std::span<const OffsetsStrategy> AllOffsetsStrategies() { return kOffsetsStrategies; }
