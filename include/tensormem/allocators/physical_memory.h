@@ -1,0 +1,138 @@
+// Physical memory in granules, mapped into reserved virtual address ranges:
+// the one interface below the `vmm` allocator and the VirtualMemoryBackend.
+//
+// A granule is the unit of physical memory (2 MiB on NVIDIA GPUs). Any
+// granule can be mapped at any granule-aligned address of a reserved range,
+// so a free granule anywhere can back a request anywhere (CUDA's virtual
+// memory management API; GMLake's stitching; PyTorch's expandable segments).
+//
+// - HostPhysicalMemory: granules are pieces of one memfd_create file, mapped
+//   with mmap(MAP_SHARED | MAP_FIXED) into a PROT_NONE reservation; runs and
+//   is tested on every Linux machine.
+// - CUDA (MakeCudaPhysicalMemory): cuMemCreate / cuMemAddressReserve /
+//   cuMemMap / cuMemSetAccess / cuMemUnmap / cuMemRelease, the driver found at
+//   run time (nothing links libcuda), FailedPrecondition "no device" where
+//   there is none.
+//
+// Streams and events: device work is queued on streams, so memory freed on a
+// stream may still be in use by work queued before the free. An event
+// recorded at the free completes when that work has finished. On the host
+// every event is complete at once (unless `manual_events` is set, for tests).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+#include <string>
+#include <string_view>
+
+#include "tensormem/status.h"
+
+namespace tensormem {
+
+// Opaque handles: a granule, a stream (cudaStream_t; 0 is the default
+// stream), an event (0 means "nothing to wait for").
+using GranuleHandle = std::uint64_t;
+using StreamHandle = std::uintptr_t;
+using EventHandle = std::uintptr_t;
+
+class PhysicalMemory {
+ public:
+  PhysicalMemory() = default;
+  PhysicalMemory(const PhysicalMemory&) = delete;
+  PhysicalMemory& operator=(const PhysicalMemory&) = delete;
+  virtual ~PhysicalMemory() = default;
+
+  // Bytes per granule (a power of two).
+  virtual std::uint64_t granularity() const = 0;
+  virtual bool host_accessible() const = 0;
+  virtual std::string_view name() const = 0;
+  // "device 0 (NVIDIA H100 80GB HBM3)", "host memfd"
+  virtual std::string description() const { return std::string(name()); }
+
+  // A range of addresses with no memory behind it (a multiple of the
+  // granularity, aligned to it). Free it with every granule unmapped.
+  virtual Result<void*> ReserveAddressRange(std::uint64_t bytes) = 0;
+  virtual Status FreeAddressRange(void* base, std::uint64_t bytes) = 0;
+
+  // `count` new granules appended to `out` (all or none).
+  virtual Status CreateGranules(std::size_t count, std::vector<GranuleHandle>& out) = 0;
+  // Gives a granule's memory back; it must not be mapped.
+  virtual Status ReleaseGranule(GranuleHandle granule) = 0;
+  // Maps granules[i] at address + i * granularity, readable and writable.
+  virtual Status Map(void* address, std::span<const GranuleHandle> granules) = 0;
+  // Unmaps `count` granules mapped at address, address + granularity, ...;
+  // the addresses stay reserved. The caller makes sure no work in flight
+  // uses them (Synchronize, or completed events).
+  virtual Status Unmap(void* address, std::size_t count) = 0;
+
+  // Waits until all work queued on the device has finished.
+  virtual Status Synchronize() = 0;
+  // An event recorded now on `stream` (0 where the device needs none).
+  virtual Result<EventHandle> RecordEvent(StreamHandle stream) = 0;
+  // True once the work queued before the event has finished.
+  virtual bool EventCompleted(EventHandle event) = 0;
+  virtual void DestroyEvent(EventHandle event) = 0;
+};
+
+struct HostPhysicalMemoryParams {
+  // Bytes per granule: a power of two, a multiple of the page size.
+  std::uint64_t granularity = std::uint64_t{2} << 20;
+  // Tests only: events complete when CompleteEvents() is called, so stream
+  // ordering can be checked on the host.
+  bool manual_events = false;
+};
+Status Validate(const HostPhysicalMemoryParams& params);
+
+// Host memory through one memfd: granules are granule-sized pieces of the
+// file (grown with ftruncate, given back with FALLOCATE_FL_PUNCH_HOLE and
+// reused); Map is mmap(MAP_SHARED | MAP_FIXED), one call per run of
+// consecutive pieces; Unmap puts a PROT_NONE reservation back. Thread-safe.
+class HostPhysicalMemory final : public PhysicalMemory {
+ public:
+  // Validates the params; FailedPrecondition when memfd_create is refused.
+  static Result<std::unique_ptr<HostPhysicalMemory>> Create(const HostPhysicalMemoryParams& params = {});
+  ~HostPhysicalMemory() override;
+
+  std::uint64_t granularity() const override;
+  bool host_accessible() const override { return true; }
+  std::string_view name() const override { return "host"; }
+  std::string description() const override;
+  Result<void*> ReserveAddressRange(std::uint64_t bytes) override;
+  Status FreeAddressRange(void* base, std::uint64_t bytes) override;
+  Status CreateGranules(std::size_t count, std::vector<GranuleHandle>& out) override;
+  Status ReleaseGranule(GranuleHandle granule) override;
+  Status Map(void* address, std::span<const GranuleHandle> granules) override;
+  Status Unmap(void* address, std::size_t count) override;
+  Status Synchronize() override;
+  Result<EventHandle> RecordEvent(StreamHandle stream) override;
+  bool EventCompleted(EventHandle event) override;
+  void DestroyEvent(EventHandle event) override;
+
+  // Granules created and not released.
+  std::uint64_t granules_held() const;
+  // Calls made so far (what a device pays for): map, unmap, create, release, synchronize.
+  struct CallCounts {
+    std::uint64_t map = 0, unmap = 0, create = 0, release = 0, synchronize = 0, events = 0;
+  };
+  CallCounts call_counts() const;
+  // manual_events: completes every event recorded so far.
+  void CompleteEvents();
+
+ private:
+  struct State;
+  explicit HostPhysicalMemory(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// True when this build has the CUDA implementation compiled in.
+bool CudaPhysicalMemoryCompiled();
+
+// CUDA device memory through the driver's virtual memory management API.
+// Unimplemented when the build has no CUDA toolkit; FailedPrecondition "no
+// device" (with the driver's reason) when libcuda or the device is missing or
+// the device lacks virtual memory management.
+Result<std::unique_ptr<PhysicalMemory>> MakeCudaPhysicalMemory(int device = 0);
+
+}  // namespace tensormem

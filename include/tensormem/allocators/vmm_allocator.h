@@ -1,0 +1,111 @@
+// The `vmm` allocator: physical granules stitched into virtual ranges.
+//
+// - Two virtual address spaces, each one huge reservation: requests up to
+//   `small_request_bytes` go to the small space, larger ones to the large
+//   space. In each, blocks are placed best fit (smallest free block, then
+//   lowest address) with splitting and immediate coalescing, as in BFC; a
+//   request no free block fits takes fresh addresses at the top. Sizes are
+//   rounded to `block_rounding_bytes`.
+// - Physical memory is a separate matter: a page of a space (one granule of
+//   addresses) is backed by a granule while any live block touches it. A
+//   page that no live block touches stays mapped (the cache: a repeat of the
+//   same request costs no map call). When a block needs pages that are not
+//   mapped, granules come from (1) granules held but unmapped, (2) cached
+//   pages anywhere, unmapped and re-stitched (least recently freed first;
+//   without waiting where their last free's event has completed), (3) new
+//   granules, while the limit allows. With `restitch_before_growing`
+//   (default) (2) comes before (3), so the memory held never exceeds the
+//   most pages live blocks ever touched at once.
+// - Reserved = granules held x granularity.
+// - Streams: a block freed on stream S is reusable by S at once; by another
+//   stream only once an event recorded at the free has completed (events
+//   are recorded only after a second stream has been seen).
+// - One mutex; every public call is thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "tensormem/allocators/physical_memory.h"
+#include "tensormem/allocators/resource.h"
+
+namespace tensormem {
+
+struct VmmParams {
+  // The most bytes of physical memory held (granules x granularity); unset =
+  // no limit of our own (the device's refusal is the limit).
+  std::optional<std::uint64_t> memory_limit;
+  // Requests of at most this many bytes share pages in the small space;
+  // 0 puts every request in one space.
+  std::uint64_t small_request_bytes = std::uint64_t{1} << 20;
+  // Every block is a multiple of this (a power of two, 256 to 64 KiB); it is
+  // also the alignment every block has without asking.
+  std::uint64_t block_rounding_bytes = 512;
+  // Addresses reserved per space (rounded to granules); halved until the
+  // system grants them, down to 1/1024.
+  std::uint64_t address_space_bytes = std::uint64_t{1} << 40;
+  // Re-stitch cached pages before creating granules (keeps the memory held
+  // at the peak of touched pages); false grows first, like PyTorch's
+  // expandable segments.
+  bool restitch_before_growing = true;
+  // Before failing a request, wait for all device work and unmap every
+  // cached page (what PyTorch does before reporting out of memory).
+  bool synchronize_before_failing = true;
+  // Chunks listed at most in the out-of-memory report.
+  std::size_t report_max_blocks = 32;
+};
+Status Validate(const VmmParams& params);
+
+class VmmAllocator final : public MemoryResource {
+ public:
+  // Validates the params and reserves the address spaces. The physical
+  // memory must outlive the allocator.
+  static Result<std::unique_ptr<VmmAllocator>> Create(PhysicalMemory& memory,
+                                                      const VmmParams& params = {});
+  ~VmmAllocator() override;
+
+  // Stream-ordered allocation: the block may be used by work on `stream`.
+  // MemoryResource::Allocate is AllocateAsync on stream 0.
+  Result<void*> AllocateAsync(std::uint64_t bytes, StreamHandle stream,
+                              std::uint64_t alignment = kDefaultAllocationAlignment);
+  // Frees a block in the order of `stream`: reusable by that stream at once,
+  // by others once the work queued on `stream` so far has finished.
+  Status DeallocateAsync(void* pointer, StreamHandle stream);
+
+  // PyTorch's empty_cache: unmaps every cached page and gives every granule
+  // not backing a live block back to the device (after waiting for the
+  // device). Returns the bytes given back.
+  Result<std::uint64_t> ReleaseCachedMemory();
+
+  // Limit, held, in use, cached, per-space blocks and pages, the largest
+  // free block, and up to `max_blocks` blocks of each space.
+  std::string MemoryReport(std::size_t max_blocks) const;
+
+  struct Counters {
+    std::uint64_t map_calls = 0;        // Map calls (one per run of pages)
+    std::uint64_t pages_mapped = 0;
+    std::uint64_t pages_unmapped = 0;
+    std::uint64_t pages_restitched = 0;  // cached pages taken for another place
+    std::uint64_t granules_created = 0;
+    std::uint64_t granules_released = 0;
+    std::uint64_t synchronizations = 0;
+    std::uint64_t events_recorded = 0;
+  };
+  Counters counters() const;
+  const VmmParams& params() const;
+  std::uint64_t granularity() const;
+
+ private:
+  struct State;
+  explicit VmmAllocator(std::unique_ptr<State> state);
+  Result<void*> DoAllocate(std::uint64_t bytes, std::uint64_t alignment) override;
+  Status DoDeallocate(void* pointer) override;
+  AllocatorStats DoGetStats() const override;
+  std::string_view DoName() const override { return "vmm"; }
+
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace tensormem

@@ -1,0 +1,44 @@
+/* The PyTorch plug-in's C interface (libtensormem_torch.so): the two
+ * functions torch.cuda.memory.CUDAPluggableAllocator loads, plus statistics
+ * and empty_cache. One tensormem `vmm` allocator per device, over CUDA
+ * physical memory, created on the device's first allocation.
+ *
+ *   import torch
+ *   a = torch.cuda.memory.CUDAPluggableAllocator(
+ *       "libtensormem_torch.so", "tensormem_torch_malloc", "tensormem_torch_free")
+ *   torch.cuda.memory.change_current_allocator(a)   # before any CUDA allocation
+ *
+ * Settings come from the environment, read once at the first allocation:
+ * TENSORMEM_VMM_LIMIT (bytes per device), TENSORMEM_VMM_SMALL (small-request
+ * threshold), TENSORMEM_VMM_RESTITCH (0 or 1). A failed allocation returns
+ * NULL (PyTorch raises its out-of-memory error) and leaves its report in
+ * tensormem_torch_last_error(). stream is a cudaStream_t. */
+#ifndef TENSORMEM_TORCH_H_
+#define TENSORMEM_TORCH_H_
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void* tensormem_torch_malloc(ssize_t size, int device, void* stream);
+void tensormem_torch_free(void* ptr, ssize_t size, int device, void* stream);
+/* JSON of the device's statistics ({"device":0,"bytes_in_use":..,
+ * "peak_bytes_in_use":..,"bytes_reserved":..,"peak_bytes_reserved":..,
+ * "num_allocs":..,"num_frees":..,"num_failed_allocs":..,"map_calls":..,...}),
+ * "{}" for a device not used yet, written to buf (at most len bytes with the
+ * terminating NUL). Returns the length of the whole JSON text. */
+size_t tensormem_torch_stats(int device, char* buf, size_t len);
+/* empty_cache: gives cached memory back to the device; returns the bytes given
+ * back, or -1 (see tensormem_torch_last_error). */
+long long tensormem_torch_release_cached(int device);
+/* The message of the last failure on this thread ("" when none). */
+const char* tensormem_torch_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TENSORMEM_TORCH_H_ */
