@@ -8,6 +8,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev             # CLI, JSON
   libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX import
   libjemalloc-dev libmimalloc-dev             # allocator peers for trace replay
+  zlib1g-dev                                  # .csv.gz traces and problems
 )
 missing=()
 for p in "${packages[@]}"; do
