@@ -36,6 +36,7 @@ struct Pass {
   std::uint64_t peak_reserved = 0;  // ours: statistics; peers: sampled passes only
   std::optional<double> fragmentation;
   std::optional<double> warm_seconds;  // ours: a second pass over the same allocator
+  std::optional<VmmAllocator::Counters> vmm_counters;
 };
 
 double ThreadCpuSeconds() {
@@ -208,6 +209,7 @@ Result<Pass> LocalPass(const Trace& trace, ReplayAllocator which, const ReplayPa
   TM_ASSIGN_OR_RETURN(Pass pass, ResourcePass(trace, *ours.resource, params.alignment, &stats));
   pass.peak_reserved = stats.peak_bytes_reserved;
   pass.fragmentation = stats.fragmentation;
+  if (const auto* vmm = dynamic_cast<const VmmAllocator*>(ours.resource.get())) pass.vmm_counters = vmm->counters();
   TM_ASSIGN_OR_RETURN(Pass warm, ResourcePass(trace, *ours.resource, params.alignment, nullptr));
   pass.warm_seconds = warm.seconds;
   return pass;
@@ -223,6 +225,8 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
     int ok = 0;
     int has_fragmentation = 0;
     int has_warm = 0;
+    int has_vmm = 0;
+    VmmAllocator::Counters vmm;
     double warm_seconds = 0;
     double seconds = 0;
     double cpu_seconds = 0;
@@ -251,6 +255,8 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
       w.fragmentation = pass->fragmentation.value_or(0.0);
       w.has_warm = pass->warm_seconds.has_value();
       w.warm_seconds = pass->warm_seconds.value_or(0.0);
+      w.has_vmm = pass->vmm_counters.has_value();
+      if (pass->vmm_counters) w.vmm = *pass->vmm_counters;
     } else {
       std::snprintf(w.error, sizeof w.error, "%s", pass.status().message().c_str());
     }
@@ -289,6 +295,7 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
   pass.peak_reserved = w.peak_reserved;
   if (w.has_fragmentation) pass.fragmentation = w.fragmentation;
   if (w.has_warm) pass.warm_seconds = w.warm_seconds;
+  if (w.has_vmm) pass.vmm_counters = w.vmm;
   return pass;
 }
 
@@ -392,6 +399,7 @@ Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
     ns.push_back(PerOp(pass.seconds, r.ops));
     cpu_ns.push_back(PerOp(pass.cpu_seconds, r.ops));
     if (pass.warm_seconds) warm_ns.push_back(PerOp(*pass.warm_seconds, r.ops));
+    if (pass.vmm_counters) r.vmm_counters = pass.vmm_counters;
     if (!IsMallocPeer(allocator)) {
       r.peak_reserved = pass.peak_reserved;
       r.fragmentation = pass.fragmentation;

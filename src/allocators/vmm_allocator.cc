@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -99,6 +100,11 @@ struct VmmAllocator::State {
   std::uint64_t lru_head = kNoPage, lru_tail = kNoPage;
   std::uint64_t cache_seq = 0;  // pages cached so far
   std::uint64_t safe_seq = 0;   // pages cached up to here are safe to unmap
+  // One event at a time recorded after a free that cached pages: once it
+  // completes, every page cached before it is safe without a wait.
+  EventHandle fence = 0;
+  bool fence_pending = false;
+  std::uint64_t fence_seq = 0;
 
   // Streams.
   bool seen_stream = false;
@@ -261,34 +267,47 @@ struct VmmAllocator::State {
       counters.granules_created += got;
       need -= got;
     };
-    auto restitch = [&]() -> Status {
+    // Takes the oldest cached page and the cached pages right above it (one
+    // unmap call for the run).
+    auto restitch = [&](bool may_wait) -> Status {
+      PollFence();
       while (need > 0 && lru_head != kNoPage) {
         const std::uint64_t id = lru_head;
-        Page& p = PageAt(id);
-        if (p.cached_seq > safe_seq) {
+        Space& s = spaces[id >> kPageBits];
+        const std::uint64_t first = id & ((std::uint64_t{1} << kPageBits) - 1);
+        std::uint64_t end = first + 1;
+        std::uint64_t newest = s.pages[first].cached_seq;
+        while (end - first < need && end < s.pages.size() && s.pages[end].mapped && s.pages[end].touch == 0) {
+          newest = std::max(newest, s.pages[end].cached_seq);
+          ++end;
+        }
+        if (newest > safe_seq) {
+          if (!may_wait) break;
           TM_RETURN_IF_ERROR(memory->Synchronize());
           ++counters.synchronizations;
           safe_seq = cache_seq;
         }
-        Space& s = spaces[id >> kPageBits];
-        const std::uint64_t index = id & ((std::uint64_t{1} << kPageBits) - 1);
-        TM_RETURN_IF_ERROR(memory->Unmap(s.base + index * g, 1));
-        LruRemove(id);
-        p.mapped = false;
-        out.push_back(p.granule);
-        ++counters.pages_unmapped;
-        ++counters.pages_restitched;
-        --need;
+        TM_RETURN_IF_ERROR(memory->Unmap(s.base + first * g, end - first));
+        for (std::uint64_t i = first; i < end; ++i) {
+          const std::uint64_t pid = (std::uint64_t(s.index) << kPageBits) | i;
+          LruRemove(pid);
+          s.pages[i].mapped = false;
+          out.push_back(s.pages[i].granule);
+        }
+        counters.pages_unmapped += end - first;
+        counters.pages_restitched += end - first;
+        need -= end - first;
       }
       return Status::Ok();
     };
     Status st = Status::Ok();
     if (params.restitch_before_growing) {
-      st = restitch();
+      st = restitch(false);  // pages safe without waiting for the device
       if (st.ok()) create(need);
+      if (st.ok()) st = restitch(true);
     } else {
       create(need);
-      st = restitch();
+      st = restitch(true);
     }
     if (st.ok() && need == 0) return Status::Ok();
     pool.insert(pool.end(), out.end() - static_cast<std::ptrdiff_t>(count - need), out.end());
@@ -298,6 +317,30 @@ struct VmmAllocator::State {
     if (params.memory_limit) why += "; the limit is " + HumanBytes(*params.memory_limit);
     if (!created_status.ok()) why += "; the device refused: " + created_status.message();
     return ResourceExhausted(why);
+  }
+
+  void PollFence() {
+    if (fence_pending && memory->EventCompleted(fence)) {
+      safe_seq = std::max(safe_seq, fence_seq);
+      memory->DestroyEvent(fence);
+      fence_pending = false;
+    }
+  }
+  // After a free that cached pages: a fence on its stream (single-stream
+  // use only; with several streams a re-stitch waits for the device).
+  Status RecordFence(StreamHandle stream) {
+    PollFence();
+    if (fence_pending || multi_stream || cache_seq == safe_seq) return Status::Ok();
+    TM_ASSIGN_OR_RETURN(EventHandle e, memory->RecordEvent(stream));
+    ++counters.events_recorded;
+    if (e == 0) {  // nothing in flight
+      safe_seq = cache_seq;
+      return Status::Ok();
+    }
+    fence = e;
+    fence_seq = cache_seq;
+    fence_pending = true;
+    return Status::Ok();
   }
 
   // Touches the pages of [offset, offset + size) of s and maps those not
@@ -351,13 +394,38 @@ struct VmmAllocator::State {
   }
 
   // ---- allocation ----
-  Block* FindFit(Space& s, std::uint64_t need, StreamHandle stream) {
+  // Pages of [offset, offset + size) with no granule mapped.
+  std::uint64_t UnmappedPages(const Space& s, std::uint64_t offset, std::uint64_t size) const {
+    const std::uint64_t first = offset / g, last = (offset + size - 1) / g;
+    std::uint64_t n = 0;
+    for (std::uint64_t i = first; i <= last; ++i)
+      if (i >= s.pages.size() || !s.pages[i].mapped) ++n;
+    return n;
+  }
+
+  // Best fit among the free blocks `stream` may use; among the first
+  // kCandidates that fit, the first whose pages are all mapped wins (no map
+  // call, no re-stitch), else the best fit. Null: the wilderness.
+  static constexpr int kCandidates = 8;
+  Block* FindFit(Space& s, std::uint64_t need, std::uint64_t rounded, StreamHandle stream,
+                 const std::function<std::uint64_t(std::uint64_t)>& aligned) {
     Block key;
     key.size = need;
     key.offset = 0;
-    for (auto it = s.free_blocks.lower_bound(&key); it != s.free_blocks.end(); ++it)
-      if (Usable(*it, stream)) return *it;
-    return nullptr;
+    Block* best = nullptr;
+    int looked = 0;
+    for (auto it = s.free_blocks.lower_bound(&key); it != s.free_blocks.end() && looked < kCandidates; ++it) {
+      if (!Usable(*it, stream)) continue;
+      ++looked;
+      if (best == nullptr) best = *it;
+      if (UnmappedPages(s, aligned((*it)->offset), rounded) == 0) return *it;
+    }
+    // The wilderness may hold cached pages where a best fit would need maps.
+    if (best != nullptr && UnmappedPages(s, aligned(best->offset), rounded) > 0 &&
+        aligned(s.top) + rounded <= s.size && UnmappedPages(s, aligned(s.top), rounded) == 0 &&
+        (WildSettled(s) || s.wild_stream == stream))
+      return nullptr;
+    return best;
   }
 
   Result<void*> Allocate(std::uint64_t bytes, std::uint64_t alignment, StreamHandle stream) {
@@ -367,9 +435,11 @@ struct VmmAllocator::State {
     const std::uint64_t slack = alignment > r ? alignment - r : 0;
     Space& s = SpaceOf(rounded);
     const auto base = reinterpret_cast<std::uintptr_t>(s.base);
-    auto aligned = [&](std::uint64_t off) { return RoundUp(base + off, alignment) - base; };
+    const std::function<std::uint64_t(std::uint64_t)> aligned = [&](std::uint64_t off) {
+      return RoundUp(base + off, alignment) - base;
+    };
 
-    Block* fit = FindFit(s, rounded + slack, stream);
+    Block* fit = FindFit(s, rounded + slack, rounded, stream, aligned);
     std::uint64_t start;
     if (fit != nullptr) {
       start = aligned(fit->offset);
@@ -518,7 +588,9 @@ struct VmmAllocator::State {
     --s.live_blocks;
     ++stats.num_frees;
     stats.bytes_in_use -= b->size;
+    const std::uint64_t cached_before = cache_seq;
     Untouch(s, b->offset, b->size);
+    if (cache_seq != cached_before) TM_RETURN_IF_ERROR(RecordFence(stream));
     b->free = true;
     b->settled = multi_stream && event == 0;  // a device with nothing to wait for
     b->stream = stream;
@@ -708,6 +780,7 @@ VmmAllocator::~VmmAllocator() {
   }
   for (GranuleHandle h : s.pool) (void)s.memory->ReleaseGranule(h);
   for (auto& [event, refs] : s.event_refs) s.memory->DestroyEvent(event);
+  if (s.fence_pending) s.memory->DestroyEvent(s.fence);
 }
 
 Result<void*> VmmAllocator::AllocateAsync(std::uint64_t bytes, StreamHandle stream, std::uint64_t alignment) {

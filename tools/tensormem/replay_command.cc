@@ -151,6 +151,14 @@ int RunReplay(const ReplayOptions& o) {
                             {"reserved_source", r.reserved_source}};
       row["fragmentation"] = r.fragmentation ? nlohmann::json(*r.fragmentation) : nlohmann::json();
       row["warm_ns_per_op"] = r.warm_ns_per_op ? nlohmann::json(*r.warm_ns_per_op) : nlohmann::json();
+      if (r.vmm_counters)
+        row["vmm"] = {{"map_calls", r.vmm_counters->map_calls},
+                      {"pages_mapped", r.vmm_counters->pages_mapped},
+                      {"pages_unmapped", r.vmm_counters->pages_unmapped},
+                      {"pages_restitched", r.vmm_counters->pages_restitched},
+                      {"granules_created", r.vmm_counters->granules_created},
+                      {"synchronizations", r.vmm_counters->synchronizations},
+                      {"events_recorded", r.vmm_counters->events_recorded}};
       rows.push_back(row);
     }
     j["results"] = rows;
@@ -175,6 +183,12 @@ int RunReplay(const ReplayOptions& o) {
       std::cout << "  " << r.allocator << ": peak_reserved from " << r.reserved_source
                 << (r.fragmentation ? ", fragmentation at the end " + FormatDouble(*r.fragmentation, 3)
                                     : std::string())
+                << (r.vmm_counters ? "; cold pass: " + WithThousands(r.vmm_counters->map_calls) + " map calls, " +
+                                         WithThousands(r.vmm_counters->pages_mapped) + " pages mapped, " +
+                                         WithThousands(r.vmm_counters->pages_restitched) + " re-stitched, " +
+                                         WithThousands(r.vmm_counters->granules_created) + " granules created, " +
+                                         WithThousands(r.vmm_counters->synchronizations) + " synchronizations"
+                                   : std::string())
                 << '\n';
     for (const auto& [name, why] : skipped) std::cout << "  skipped " << name << ": " << why << '\n';
   }

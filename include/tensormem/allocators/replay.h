@@ -104,6 +104,9 @@ struct ReplayResult {
   // Ours only: a second pass over the same allocator right after the first
   // (its memory cached, nothing to map): median over the repetitions.
   std::optional<double> warm_ns_per_op;
+  // vmm only, cold pass: what a device would pay for (map calls, pages
+  // mapped, pages re-stitched, granules created, synchronizations).
+  std::optional<VmmAllocator::Counters> vmm_counters;
 };
 
 // One allocator over a trace (built fresh per pass from params).
