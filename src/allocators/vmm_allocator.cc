@@ -528,7 +528,7 @@ struct VmmAllocator::State {
     ++stats.num_allocs;
     stats.bytes_in_use += b->size;
     stats.peak_bytes_in_use = std::max(stats.peak_bytes_in_use, stats.bytes_in_use);
-    stats.largest_alloc_size = std::max(stats.largest_alloc_size, bytes);
+    stats.largest_alloc_size = std::max(stats.largest_alloc_size, rounded);
     return p;
   }
 

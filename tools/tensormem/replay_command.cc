@@ -89,8 +89,6 @@ int RunReplay(const ReplayOptions& o) {
   if (params.device == ReplayDevice::kCuda) {
     // CUDA does not survive fork: passes run here, each on a fresh allocator.
     params.isolate = false;
-    Result<std::unique_ptr<PhysicalMemory>> gpu = MakeCudaPhysicalMemory(o.cuda_device);
-    if (!gpu.ok()) return ReportError(gpu.status().WithContext("--device cuda"));
   }
 
   std::vector<ReplayAllocator> allocators;
@@ -100,6 +98,14 @@ int RunReplay(const ReplayOptions& o) {
     Result<ReplayAllocator> a = ParseReplayAllocator(o.allocator);
     if (!a.ok()) return ReportError(a.status());
     allocators.push_back(*a);
+  }
+
+  if (params.device == ReplayDevice::kCuda) {
+    if (o.allocator != "all" && (IsMallocPeer(allocators[0]) || allocators[0] == ReplayAllocator::kSystem))
+      return ReportError(InvalidArgument(o.allocator + " allocates host memory: it cannot replay with "
+                                         "--device cuda (use bfc, bfc_compact, vmm or pool)"));
+    Result<std::unique_ptr<PhysicalMemory>> gpu = MakeCudaPhysicalMemory(o.cuda_device);
+    if (!gpu.ok()) return ReportError(gpu.status().WithContext("--device cuda"));
   }
 
   Result<Trace> trace = LoadTrace(o.input);
