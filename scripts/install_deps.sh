@@ -9,6 +9,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX import
   libjemalloc-dev libmimalloc-dev             # allocator peers for trace replay
   zlib1g-dev                                  # .csv.gz traces and problems
+  clang-16 libc++-16-dev libc++abi-16-dev     # the second build of the test command
 )
 missing=()
 for p in "${packages[@]}"; do

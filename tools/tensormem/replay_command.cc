@@ -6,6 +6,7 @@
 // and prints one row per allocator: ops, ns per op (median of the timed
 // passes), peak bytes in use (the trace's), peak bytes reserved, their
 // ratio, and the CPU time per op (robust on a busy machine). A malloc peer that cannot be loaded is skipped with a message.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -95,15 +96,22 @@ int RunReplay(const ReplayOptions& o) {
   if (o.allocator == "all") {
     allocators.assign(AllReplayAllocators().begin(), AllReplayAllocators().end());
   } else {
-    Result<ReplayAllocator> a = ParseReplayAllocator(o.allocator);
-    if (!a.ok()) return ReportError(a.status());
-    allocators.push_back(*a);
+    // One name or a comma-separated list ("vmm,bfc_compact,malloc").
+    std::size_t from = 0;
+    while (from <= o.allocator.size()) {
+      const std::size_t comma = std::min(o.allocator.find(',', from), o.allocator.size());
+      Result<ReplayAllocator> a = ParseReplayAllocator(std::string_view(o.allocator).substr(from, comma - from));
+      if (!a.ok()) return ReportError(a.status());
+      allocators.push_back(*a);
+      from = comma + 1;
+    }
   }
 
   if (params.device == ReplayDevice::kCuda) {
-    if (o.allocator != "all" && (IsMallocPeer(allocators[0]) || allocators[0] == ReplayAllocator::kSystem))
-      return ReportError(InvalidArgument(o.allocator + " allocates host memory: it cannot replay with "
-                                         "--device cuda (use bfc, bfc_compact, vmm or pool)"));
+    for (ReplayAllocator a : allocators)
+      if (o.allocator != "all" && (IsMallocPeer(a) || a == ReplayAllocator::kSystem))
+        return ReportError(InvalidArgument(std::string(Name(a)) + " allocates host memory: it cannot replay "
+                                           "with --device cuda (use bfc, bfc_compact, vmm or pool)"));
     Result<std::unique_ptr<PhysicalMemory>> gpu = MakeCudaPhysicalMemory(o.cuda_device);
     if (!gpu.ok()) return ReportError(gpu.status().WithContext("--device cuda"));
   }
@@ -214,7 +222,7 @@ void AddReplayCommand(CLI::App& app, int* exit_code) {
                 "malloc peers: time per operation, peak in use, peak reserved");
   cmd->add_option("TRACE", o->input, "trace CSV: Thread,Time,Action,Pointer,Size,Stream")->required();
   cmd->add_option("--allocator,-a", o->allocator,
-                  "bfc, bfc_compact, vmm, pool, system, malloc, jemalloc, mimalloc, or all")
+                  "bfc, bfc_compact, vmm, pool, system, malloc, jemalloc, mimalloc, a comma-separated list of them, or all")
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "print one JSON object per allocator");
   cmd->add_option("--alignment", o->alignment, "alignment of every allocation")
