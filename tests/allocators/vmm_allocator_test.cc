@@ -188,6 +188,66 @@ TEST(VmmAllocator, OutOfMemoryReportsLeaksNothingAndKeepsServing) {
   EXPECT_EQ(v->GetStats().bytes_reserved, 0u);
 }
 
+// Physical memory that refuses granules beyond a count, as a full device
+// refuses cuMemCreate.
+class RefusingMemory final : public PhysicalMemory {
+ public:
+  RefusingMemory(PhysicalMemory& below, std::uint64_t max_granules) : below_(below), max_(max_granules) {}
+  std::uint64_t granularity() const override { return below_.granularity(); }
+  bool host_accessible() const override { return true; }
+  std::string_view name() const override { return "refusing"; }
+  Result<void*> ReserveAddressRange(std::uint64_t bytes) override { return below_.ReserveAddressRange(bytes); }
+  Status FreeAddressRange(void* base, std::uint64_t bytes) override { return below_.FreeAddressRange(base, bytes); }
+  Status CreateGranules(std::size_t count, std::vector<GranuleHandle>& out) override {
+    if (held_ + count > max_) return ResourceExhausted("device out of memory (test)");
+    TM_RETURN_IF_ERROR(below_.CreateGranules(count, out));
+    held_ += count;
+    return Status::Ok();
+  }
+  Status ReleaseGranule(GranuleHandle g) override {
+    TM_RETURN_IF_ERROR(below_.ReleaseGranule(g));
+    --held_;
+    return Status::Ok();
+  }
+  Status Map(void* a, std::span<const GranuleHandle> g) override { return below_.Map(a, g); }
+  Status Unmap(void* a, std::size_t n) override { return below_.Unmap(a, n); }
+  Status Synchronize() override { return below_.Synchronize(); }
+  Result<EventHandle> RecordEvent(StreamHandle s) override { return below_.RecordEvent(s); }
+  bool EventCompleted(EventHandle e) override { return below_.EventCompleted(e); }
+  void DestroyEvent(EventHandle e) override { below_.DestroyEvent(e); }
+  std::uint64_t held() const { return held_; }
+
+ private:
+  PhysicalMemory& below_;
+  std::uint64_t max_;
+  std::uint64_t held_ = 0;
+};
+
+TEST(VmmAllocator, ADeviceThatRefusesGranulesGivesAReportAndTheAllocatorGoesOn) {
+  auto host = Host();
+  RefusingMemory device(*host, 5);  // 10 MiB
+  auto v = Vmm(device);
+  Result<void*> a = v->Allocate(6 * kMiB);  // 3 granules
+  ASSERT_TRUE(a.ok());
+  Result<void*> b = v->Allocate(6 * kMiB);  // 3 more: only 2 are granted
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(b.status().message().find("the device refused: device out of memory (test)"), std::string::npos)
+      << b.status().message();
+  // The granules it did get are held, accounted and reused, not leaked.
+  EXPECT_EQ(v->GetStats().bytes_reserved, device.held() * device.granularity());
+  Result<void*> c = v->Allocate(4 * kMiB);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(device.held(), 5u);
+  ASSERT_TRUE(v->Deallocate(*a).ok());
+  Result<void*> d = v->Allocate(6 * kMiB);  // a's granules, re-stitched
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(device.held(), 5u);
+  for (void* p : {*c, *d}) ASSERT_TRUE(v->Deallocate(p).ok());
+  ASSERT_TRUE(v->ReleaseCachedMemory().ok());
+  EXPECT_EQ(device.held(), 0u);
+}
+
 TEST(VmmAllocator, DoubleFreesAndForeignPointersAreErrors) {
   auto m = Host();
   auto v = Vmm(*m);
