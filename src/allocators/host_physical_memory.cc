@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -23,7 +24,8 @@ struct HostPhysicalMemory::State {
   HostPhysicalMemoryParams params;
   int fd = -1;
   mutable std::mutex mutex;
-  std::uint64_t file_granules = 0;       // the file's length in granules
+  std::uint64_t file_granules = 0;       // granules handed out from the file so far
+  std::uint64_t file_capacity = 0;       // the file's length in granules
   std::vector<GranuleHandle> free_indices;  // punched out, reusable
   std::vector<bool> live;                // per index: created and not released
   std::uint64_t held = 0;
@@ -103,15 +105,19 @@ Status HostPhysicalMemory::CreateGranules(std::size_t count, std::vector<Granule
   std::lock_guard<std::mutex> lock(s.mutex);
   const std::size_t reused = std::min(count, s.free_indices.size());
   const std::uint64_t fresh = count - reused;
-  if (fresh > 0) {
+  if (fresh > 0 && s.file_granules + fresh > s.file_capacity) {
     const std::uint64_t g = s.params.granularity;
-    const std::uint64_t new_length = s.file_granules + fresh;
-    if (new_length > (std::uint64_t{1} << 62) / g)
+    const std::uint64_t needed = s.file_granules + fresh;
+    if (needed > (std::uint64_t{1} << 46) / g)
       return ResourceExhausted("host physical memory: " + std::to_string(count) +
-                               " more granules exceed the largest file");
-    if (ftruncate(s.fd, static_cast<off_t>(new_length * g)) != 0)
-      return ResourceExhausted("host physical memory: cannot grow to " + std::to_string(new_length) +
+                               " more granules exceed 64 TiB");
+    // The file is sparse (no memory until a granule is touched): grow it in
+    // doublings so creating granules rarely costs a system call.
+    const std::uint64_t capacity = std::max(needed, std::min(2 * s.file_capacity, (std::uint64_t{1} << 46) / g));
+    if (ftruncate(s.fd, static_cast<off_t>(capacity * g)) != 0)
+      return ResourceExhausted("host physical memory: cannot grow to " + std::to_string(needed) +
                                " granules: " + std::strerror(errno));
+    s.file_capacity = capacity;
   }
   // Reused indices first, lowest last-released first (a stack).
   for (std::size_t i = 0; i < reused; ++i) {
