@@ -12,6 +12,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <time.h>
+
 #include <chrono>
 #include <cstdint>
 #include <fstream>
@@ -525,26 +527,29 @@ PYBIND11_MODULE(_tensormem, m) {
       },
       py::arg("problem"), py::arg("strategy"), py::arg("alignment"), py::arg("objects"),
       py::arg("time_limit"));
-  // The C++ call alone, timed in C++ (for python/bench/plan_overhead.py): the
-  // median seconds of `repeats` PlanOffsets calls on records converted once.
+  // The C++ call alone, timed in C++ (for python/bench/plan_overhead.py):
+  // (wall seconds, thread CPU seconds) of one PlanOffsets call on records
+  // converted beforehand.
   m.def(
       "_time_plan_cpp",
       [](const py::object& sizes, const py::object& first, const py::object& last,
-         const std::string& strategy, std::uint64_t alignment, int repeats) {
+         const std::string& strategy, std::uint64_t alignment) {
         const std::vector<UsageRecord> records = ToRecords(sizes, first, last);
         const OffsetsStrategy s = OffsetsByName(strategy);
         PlanParams params;
         params.alignment = alignment;
-        std::vector<double> t;
         py::gil_scoped_release release;
-        for (int k = 0; k < repeats; ++k) {
-          const auto a = std::chrono::steady_clock::now();
-          Result<OffsetsPlan> r = PlanOffsets(records, s, params);
-          t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
-          if (!r.ok()) break;
-        }
-        std::sort(t.begin(), t.end());
-        return t.empty() ? 0.0 : t[t.size() / 2];
+        auto cpu = [] {
+          timespec ts{};
+          clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+          return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+        };
+        const double c0 = cpu();
+        const auto a = std::chrono::steady_clock::now();
+        Result<OffsetsPlan> r = PlanOffsets(records, s, params);
+        const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
+        const double c1 = cpu();
+        return std::make_pair(wall, c1 - c0);
       });
   m.def("offsets_strategies", [] {
     std::vector<std::string> v;
