@@ -5,7 +5,8 @@
 // pointer by a linear scan (about a millisecond for 10^5).
 //
 // The page writes its own summary into #summary (data-buffers, data-total,
-// data-lower-bound, data-draw-ms) once it has drawn: a headless browser's
+// data-lower-bound, data-draw-ms: script start to first frame drawn,
+// data-load-ms: navigation start to then) once it has drawn: a headless browser's
 // --dump-dom shows that the script ran and what it saw. With the URL
 // fragment #selftest it also hovers, zooms and pans through its own event
 // handlers (synthetic events) and records the outcome in data-selftest.
@@ -135,9 +136,11 @@ function draw(){
     const x=v.x0+(v.x1-v.x0)*k/5, q=px(x); ctx.fillText(String(Math.round(x)),q-10,H-MB+14); }
   ctx.fillText(XLABEL,(W-ML)/2+ML-20,H-6);
 }
-function at(mx,my){ const x=wx(mx), y=wy(my);
-  for(let i=N-1;i>=0;i--){ if(!(S[i]>0)||x<F[i]||x>=L[i]+1||y<O[i]||y>=O[i]+S[i]) continue;
-    const ss=segs(i); for(let s=0;s<ss.length;s++){ const g=ss[s]; if(x>=g[0]&&x<g[1]+1&&y>=O[i]+g[2]&&y<O[i]+g[3]) return i; } }
+// The buffer under the pointer; failing that, one within 2 px (buffers
+// narrower than a pixel stay reachable).
+function at(mx,my){ for(let tol=0;tol<=2;tol+=2){ const xa=wx(mx-tol), xb=wx(mx+tol), ya=wy(my+tol), yb=wy(my-tol);
+  for(let i=N-1;i>=0;i--){ if(!(S[i]>0)||xb<F[i]||xa>=L[i]+1||yb<O[i]||ya>=O[i]+S[i]) continue;
+    const ss=segs(i); for(let s=0;s<ss.length;s++){ const g=ss[s]; if(xb>=g[0]&&xa<g[1]+1&&yb>=O[i]+g[2]&&ya<O[i]+g[3]) return i; } } }
   return -1; }
 function id(i){ return I? I[i] : String(i); }
 let hovered=-1, drag=null;
@@ -162,6 +165,7 @@ cv.addEventListener("dblclick",function(){ v={x0:X0,x1:X1,y0:0,y1:YTOP}; draw();
 window.addEventListener("resize",resize);
 resize();
 const ms=performance.now()-T0;
+sum.dataset.loadMs=performance.now().toFixed(1);
 sum.dataset.buffers=String(N); sum.dataset.total=String(TOTAL); sum.dataset.lowerBound=String(LB); sum.dataset.drawMs=ms.toFixed(1);
 sum.textContent=N+" buffers, total "+TOTAL+" B ("+bytes(TOTAL)+")"+(LB>0?", lower bound "+bytes(LB)+", ratio "+(TOTAL/LB).toFixed(3):"")+
   (R.length?", peak reserved "+bytes(R.reduce(function(a,b){return a>b?a:b;},0)):"")+" \u2014 drawn in "+ms.toFixed(0)+" ms";
