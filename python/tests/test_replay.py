@@ -26,8 +26,10 @@ def test_trace_and_its_problem(trace_file):
     assert tm.load_problem(trace_file).ids == p.ids
 
 
-@pytest.mark.parametrize("allocator", ["bfc", "bfc_compact", "pool", "system"])
+@pytest.mark.parametrize("allocator", ["bfc", "bfc_compact", "vmm", "pool", "system"])
 def test_replay_figures(trace_file, allocator):
+    if allocator not in tm.replay_allocators():
+        pytest.skip(f"no '{allocator}' replay allocator in this build")
     r = tm.replay(trace_file, allocator=allocator, repetitions=2)
     assert r["allocator"] == allocator and r["ops"] == 5
     assert r["peak_in_use"] == 3001000 and r["peak_reserved"] >= (3001000 if allocator != "system" else 0)
@@ -47,11 +49,14 @@ def test_replay_through_an_allocator_object(trace_file):
     assert a.stats()["bytes_in_use"] == 0
 
 
-def test_replay_map(trace_file, tmp_path):
+@pytest.mark.parametrize("allocator", ["bfc", "vmm"])
+def test_replay_map(trace_file, tmp_path, allocator):
+    if allocator not in tm.replay_allocators():
+        pytest.skip(f"no '{allocator}' replay allocator in this build")
     out = tmp_path / "replay.html"
-    tm.replay(trace_file, allocator="bfc", html=out)
+    tm.replay(trace_file, allocator=allocator, html=out)
     html = out.read_text()
-    assert "<canvas" in html and "const R=[" in html and "event" in html
+    assert "<canvas" in html and "const RK=[" in html and "event" in html
 
 
 def test_shared_trace(shared, tmp_path):

@@ -70,3 +70,17 @@ def test_enable_on_a_gpu():
             "print('OK', s['bytes_in_use'])\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.stdout.startswith("OK"), r.stdout + r.stderr
+
+
+def test_stats_through_the_real_plugin_without_a_gpu(monkeypatch):
+    """The built plug-in answers stats and empty_cache through ctypes even
+    where no GPU (and no PyTorch) is: a device never used reports {}."""
+    monkeypatch.delenv("TENSORMEM_TORCH_PLUGIN", raising=False)
+    try:
+        path = tt.plugin_path()
+    except tt.TorchPluginError as e:
+        pytest.skip(str(e))
+    monkeypatch.setattr(tt, "_lib", None)
+    assert path.endswith("libtensormem_torch.so")
+    assert tt.stats(7) == {}
+    assert tt.empty_cache(7) == 0

@@ -24,16 +24,19 @@
 namespace tensormem {
 namespace {
 
-constexpr std::array<ReplayAllocator, 7> kAll = {
-    ReplayAllocator::kBfc,    ReplayAllocator::kBfcCompact, ReplayAllocator::kPool,
-    ReplayAllocator::kSystem, ReplayAllocator::kMalloc,     ReplayAllocator::kJemalloc,
-    ReplayAllocator::kMimalloc};
+constexpr std::array<ReplayAllocator, 8> kAll = {
+    ReplayAllocator::kBfc,    ReplayAllocator::kBfcCompact, ReplayAllocator::kVmm,
+    ReplayAllocator::kPool,   ReplayAllocator::kSystem,     ReplayAllocator::kMalloc,
+    ReplayAllocator::kJemalloc, ReplayAllocator::kMimalloc};
+constexpr std::array<ReplayDevice, 2> kDevices = {ReplayDevice::kHost, ReplayDevice::kCuda};
 
 struct Pass {
   double seconds = 0;      // wall clock
   double cpu_seconds = 0;  // the replaying thread's CPU time (user + system)
   std::uint64_t peak_reserved = 0;  // ours: statistics; peers: sampled passes only
   std::optional<double> fragmentation;
+  std::optional<double> warm_seconds;  // ours: a second pass over the same allocator
+  std::optional<VmmAllocator::Counters> vmm_counters;
 };
 
 double ThreadCpuSeconds() {
@@ -130,49 +133,85 @@ Result<Pass> PeerPass(const Trace& trace, const replay::MallocPeer& peer, std::u
       nothing);
 }
 
-// One of our allocators with the backend it owns.
+// One of our allocators with the memory it owns.
 struct Ours {
+  std::unique_ptr<PhysicalMemory> physical;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<MemoryResource> resource;
 };
 
-Ours MakeOurs(ReplayAllocator which, const ReplayParams& params) {
+Result<std::unique_ptr<PhysicalMemory>> MakePhysical(const ReplayParams& params) {
+  if (params.device == ReplayDevice::kCuda) return MakeCudaPhysicalMemory(params.cuda_device);
+  TM_ASSIGN_OR_RETURN(std::unique_ptr<HostPhysicalMemory> host, HostPhysicalMemory::Create());
+  return std::unique_ptr<PhysicalMemory>(std::move(host));
+}
+
+Result<Ours> MakeOurs(ReplayAllocator which, const ReplayParams& params) {
   Ours o;
+  const bool cuda = params.device == ReplayDevice::kCuda;
+  Backend* plain = &HostBackend();  // bfc and pool: host memory, or cudaMalloc
+  if (cuda && (which == ReplayAllocator::kBfc || which == ReplayAllocator::kPool)) {
+    TM_ASSIGN_OR_RETURN(o.backend, MakeCudaBackend(params.cuda_device));
+    plain = o.backend.get();
+  }
   switch (which) {
     case ReplayAllocator::kBfc:
       if (params.bfc_virtual_memory) {
-        o.backend = std::make_unique<VirtualMemoryBackend>();
-        o.resource = std::make_unique<BfcAllocator>(*o.backend, params.bfc);
-      } else {
-        o.resource = std::make_unique<BfcAllocator>(HostBackend(), params.bfc);
+        if (cuda) {
+          TM_ASSIGN_OR_RETURN(o.physical, MakePhysical(params));
+          o.backend = std::make_unique<VirtualMemoryBackend>(*o.physical);
+        } else {
+          o.backend = std::make_unique<VirtualMemoryBackend>();
+        }
+        plain = o.backend.get();
       }
+      o.resource = std::make_unique<BfcAllocator>(*plain, params.bfc);
       break;
     case ReplayAllocator::kBfcCompact:  // fixed preset; --bfc-* tune kBfc only
-      o.backend = std::make_unique<VirtualMemoryBackend>();
+      if (cuda) {
+        TM_ASSIGN_OR_RETURN(o.physical, MakePhysical(params));
+        o.backend = std::make_unique<VirtualMemoryBackend>(*o.physical);
+      } else {
+        o.backend = std::make_unique<VirtualMemoryBackend>();
+      }
       o.resource = std::make_unique<BfcAllocator>(*o.backend, CompactBfcParams());
       break;
+    case ReplayAllocator::kVmm: {
+      TM_ASSIGN_OR_RETURN(o.physical, MakePhysical(params));
+      TM_ASSIGN_OR_RETURN(std::unique_ptr<VmmAllocator> vmm, VmmAllocator::Create(*o.physical, params.vmm));
+      o.resource = std::move(vmm);
+      break;
+    }
     case ReplayAllocator::kPool:
-      o.resource = std::make_unique<BufferPool>(HostBackend(), params.pool);
+      o.resource = std::make_unique<BufferPool>(*plain, params.pool);
       break;
     default:
+      if (cuda)
+        return InvalidArgument(std::string(Name(which)) + " allocates host memory: it cannot replay on cuda");
       o.resource = std::make_unique<SystemAllocator>(params.system);
       break;
   }
   return o;
 }
 
-// One pass in this process: ours on a fresh instance; a peer sampled or not.
+// One pass in this process: ours on a fresh instance (then a warm pass over
+// the same instance); a peer sampled or not.
 Result<Pass> LocalPass(const Trace& trace, ReplayAllocator which, const ReplayParams& params,
                        bool sample) {
   if (IsMallocPeer(which)) {
+    if (params.device != ReplayDevice::kHost)
+      return InvalidArgument(std::string(Name(which)) + " allocates host memory: it cannot replay on cuda");
     TM_ASSIGN_OR_RETURN(replay::MallocPeer peer, replay::LoadMallocPeer(which));
     return PeerPass(trace, peer, params.alignment, sample);
   }
-  Ours ours = MakeOurs(which, params);
+  TM_ASSIGN_OR_RETURN(Ours ours, MakeOurs(which, params));
   AllocatorStats stats;
   TM_ASSIGN_OR_RETURN(Pass pass, ResourcePass(trace, *ours.resource, params.alignment, &stats));
   pass.peak_reserved = stats.peak_bytes_reserved;
   pass.fragmentation = stats.fragmentation;
+  if (const auto* vmm = dynamic_cast<const VmmAllocator*>(ours.resource.get())) pass.vmm_counters = vmm->counters();
+  TM_ASSIGN_OR_RETURN(Pass warm, ResourcePass(trace, *ours.resource, params.alignment, nullptr));
+  pass.warm_seconds = warm.seconds;
   return pass;
 }
 
@@ -185,6 +224,10 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
   struct Wire {
     int ok = 0;
     int has_fragmentation = 0;
+    int has_warm = 0;
+    int has_vmm = 0;
+    VmmAllocator::Counters vmm;
+    double warm_seconds = 0;
     double seconds = 0;
     double cpu_seconds = 0;
     double fragmentation = 0;
@@ -210,6 +253,10 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
       w.peak_reserved = pass->peak_reserved;
       w.has_fragmentation = pass->fragmentation.has_value();
       w.fragmentation = pass->fragmentation.value_or(0.0);
+      w.has_warm = pass->warm_seconds.has_value();
+      w.warm_seconds = pass->warm_seconds.value_or(0.0);
+      w.has_vmm = pass->vmm_counters.has_value();
+      if (pass->vmm_counters) w.vmm = *pass->vmm_counters;
     } else {
       std::snprintf(w.error, sizeof w.error, "%s", pass.status().message().c_str());
     }
@@ -247,6 +294,8 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
   pass.cpu_seconds = w.cpu_seconds;
   pass.peak_reserved = w.peak_reserved;
   if (w.has_fragmentation) pass.fragmentation = w.fragmentation;
+  if (w.has_warm) pass.warm_seconds = w.warm_seconds;
+  if (w.has_vmm) pass.vmm_counters = w.vmm;
   return pass;
 }
 
@@ -271,6 +320,7 @@ std::string_view Name(ReplayAllocator allocator) {
   switch (allocator) {
     case ReplayAllocator::kBfc: return "bfc";
     case ReplayAllocator::kBfcCompact: return "bfc_compact";
+    case ReplayAllocator::kVmm: return "vmm";
     case ReplayAllocator::kPool: return "pool";
     case ReplayAllocator::kSystem: return "system";
     case ReplayAllocator::kMalloc: return "malloc";
@@ -285,6 +335,18 @@ Result<ReplayAllocator> ParseReplayAllocator(std::string_view name) {
 }
 
 std::span<const ReplayAllocator> AllReplayAllocators() { return kAll; }
+
+std::string_view Name(ReplayDevice device) {
+  switch (device) {
+    case ReplayDevice::kHost: return "host";
+    case ReplayDevice::kCuda: return "cuda";
+  }
+  return "?";
+}
+
+Result<ReplayDevice> ParseReplayDevice(std::string_view name) {
+  return internal::ParseName<ReplayDevice>(name, kDevices, "device");
+}
 
 bool IsMallocPeer(ReplayAllocator a) {
   return a == ReplayAllocator::kMalloc || a == ReplayAllocator::kJemalloc ||
@@ -331,11 +393,13 @@ Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
   } else {
     r.reserved_source = "allocator statistics (peak bytes reserved)";
   }
-  std::vector<double> ns, cpu_ns;
+  std::vector<double> ns, cpu_ns, warm_ns;
   for (int k = 0; k < params.repetitions; ++k) {
     TM_ASSIGN_OR_RETURN(Pass pass, run(false));
     ns.push_back(PerOp(pass.seconds, r.ops));
     cpu_ns.push_back(PerOp(pass.cpu_seconds, r.ops));
+    if (pass.warm_seconds) warm_ns.push_back(PerOp(*pass.warm_seconds, r.ops));
+    if (pass.vmm_counters) r.vmm_counters = pass.vmm_counters;
     if (!IsMallocPeer(allocator)) {
       r.peak_reserved = pass.peak_reserved;
       r.fragmentation = pass.fragmentation;
@@ -343,6 +407,7 @@ Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
   }
   r.ns_per_op = Median(ns);
   r.cpu_ns_per_op = Median(cpu_ns);
+  if (!warm_ns.empty()) r.warm_ns_per_op = Median(warm_ns);
   Finish(&r);
   return r;
 }
@@ -352,7 +417,7 @@ Result<ReplayPlacement> ReplayPlacements(const Trace& trace, ReplayAllocator all
   if (IsMallocPeer(allocator))
     return Unimplemented("replay placements: '" + std::string(Name(allocator)) +
                          "' is a malloc peer; the map needs one of our allocators");
-  Ours ours = MakeOurs(allocator, params);
+  TM_ASSIGN_OR_RETURN(Ours ours, MakeOurs(allocator, params));
   ReplayPlacement out;
   out.allocator = std::string(Name(allocator));
   out.reserved.reserve(trace.events.size());

@@ -3,7 +3,9 @@
 // order. Commit makes pages read-write up to a commit step past the page
 // holding the new top; decommit (madvise DONTNEED, then PROT_NONE) happens
 // when the top comes down by more than a step, so pages shared by two
-// regions are never decommitted under a live one.
+// regions are never decommitted under a live one. Over a PhysicalMemory the
+// page is its granule: committing maps fresh granules, decommitting unmaps
+// and releases them.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -12,6 +14,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "tensormem/allocators/backend.h"
 #include "tensormem/allocators/resource.h"
@@ -20,6 +23,9 @@ namespace tensormem {
 
 struct VirtualMemoryBackend::State {
   std::mutex mutex;
+  PhysicalMemory* physical = nullptr;   // null: anonymous host pages
+  std::vector<GranuleHandle> granules;  // physical: the granule at base + i * page
+
   char* base = nullptr;
   std::uint64_t size = 0;
   std::string error;  // why the reservation failed, if it did
@@ -59,8 +65,84 @@ VirtualMemoryBackend::VirtualMemoryBackend(std::uint64_t address_space, std::uin
   s.base = static_cast<char*>(p);
 }
 
+VirtualMemoryBackend::VirtualMemoryBackend(PhysicalMemory& memory, std::uint64_t address_space,
+                                           std::uint64_t commit_step)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.physical = &memory;
+  s.page = memory.granularity();
+  s.commit_step = (commit_step + s.page - 1) / s.page * s.page;
+  const std::uint64_t asked = (std::max<std::uint64_t>(address_space, s.page) + s.page - 1) / s.page * s.page;
+  s.size = asked;
+  Status last = Status::Ok();
+  while (s.size >= s.page && s.size >= asked / 1024) {
+    Result<void*> r = memory.ReserveAddressRange(s.size);
+    if (r.ok()) {
+      s.base = static_cast<char*>(*r);
+      return;
+    }
+    last = r.status();
+    s.size = s.size / 2 / s.page * s.page;
+  }
+  s.error = "virtual backend: cannot reserve " + std::to_string(asked) + " bytes of addresses on " +
+            memory.description() + ", nor 1/1024 of it: " + last.message();
+  s.size = 0;
+}
+
 VirtualMemoryBackend::~VirtualMemoryBackend() {
-  if (state_->base != nullptr) munmap(state_->base, state_->size);
+  State& s = *state_;
+  if (s.base == nullptr) return;
+  if (s.physical == nullptr) {
+    munmap(s.base, s.size);
+    return;
+  }
+  (void)s.physical->Synchronize();
+  if (!s.granules.empty()) (void)s.physical->Unmap(s.base, s.granules.size());
+  for (GranuleHandle h : s.granules) (void)s.physical->ReleaseGranule(h);
+  (void)s.physical->FreeAddressRange(s.base, s.size);
+}
+
+bool VirtualMemoryBackend::host_accessible() const {
+  return state_->physical == nullptr || state_->physical->host_accessible();
+}
+
+// Makes [committed, new_committed) usable.
+Status VirtualMemoryBackend::Commit(State& s, std::uint64_t new_committed) {
+  if (s.physical == nullptr) {
+    if (mprotect(s.base + s.committed, new_committed - s.committed, PROT_READ | PROT_WRITE) != 0)
+      return ResourceExhausted("virtual backend: cannot commit " +
+                               std::to_string(new_committed - s.committed) + " bytes: " + std::strerror(errno));
+    s.committed = new_committed;
+    return Status::Ok();
+  }
+  const std::size_t count = (new_committed - s.committed) / s.page;
+  std::vector<GranuleHandle> fresh;
+  TM_RETURN_IF_ERROR(s.physical->CreateGranules(count, fresh).WithContext("virtual backend"));
+  if (Status st = s.physical->Map(s.base + s.committed, fresh); !st.ok()) {
+    for (GranuleHandle h : fresh) (void)s.physical->ReleaseGranule(h);
+    return st.WithContext("virtual backend");
+  }
+  s.granules.insert(s.granules.end(), fresh.begin(), fresh.end());
+  s.committed = new_committed;
+  return Status::Ok();
+}
+
+// Gives back [keep, committed).
+void VirtualMemoryBackend::Decommit(State& s, std::uint64_t keep) {
+  if (s.physical == nullptr) {
+    madvise(s.base + keep, s.committed - keep, MADV_DONTNEED);
+    mprotect(s.base + keep, s.committed - keep, PROT_NONE);
+    s.committed = keep;
+    return;
+  }
+  // The regions above were released by their user, who has finished with
+  // them; device work queued before that may still run: wait for it.
+  const std::size_t first = keep / s.page;
+  if (!s.physical->Synchronize().ok() || !s.physical->Unmap(s.base + keep, s.granules.size() - first).ok())
+    return;  // keep them mapped: committed stays correct
+  for (std::size_t i = first; i < s.granules.size(); ++i) (void)s.physical->ReleaseGranule(s.granules[i]);
+  s.granules.resize(first);
+  s.committed = keep;
 }
 
 Result<void*> VirtualMemoryBackend::Reserve(std::uint64_t bytes, std::uint64_t alignment) {
@@ -80,11 +162,7 @@ Result<void*> VirtualMemoryBackend::Reserve(std::uint64_t bytes, std::uint64_t a
   if (end > s.committed) {
     const std::uint64_t new_committed =
         std::min(s.size, (end + s.page - 1) / s.page * s.page + s.commit_step);
-    if (mprotect(s.base + s.committed, new_committed - s.committed, PROT_READ | PROT_WRITE) != 0)
-      return ResourceExhausted("virtual backend: cannot commit " +
-                               std::to_string(new_committed - s.committed) + " bytes: " +
-                               std::strerror(errno));
-    s.committed = new_committed;
+    TM_RETURN_IF_ERROR(Commit(s, new_committed));
   }
   s.top = end;
   s.live.emplace(start, bytes);
@@ -117,11 +195,7 @@ Status VirtualMemoryBackend::Release(void* region, std::uint64_t bytes) {
   if (new_top < s.top) {
     s.top = new_top;
     const std::uint64_t keep = (new_top + s.page - 1) / s.page * s.page + s.commit_step;
-    if (keep < s.committed) {
-      madvise(s.base + keep, s.committed - keep, MADV_DONTNEED);
-      mprotect(s.base + keep, s.committed - keep, PROT_NONE);
-      s.committed = keep;
-    }
+    if (keep < s.committed) Decommit(s, keep);
   }
   return Status::Ok();
 }
@@ -131,6 +205,11 @@ const void* VirtualMemoryBackend::next_address() const {
   std::lock_guard<std::mutex> lock(s.mutex);
   if (s.base == nullptr) return nullptr;
   return s.base + s.top;
+}
+
+std::uint64_t VirtualMemoryBackend::committed() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->committed;
 }
 
 std::uint64_t VirtualMemoryBackend::reserved() const {

@@ -88,9 +88,10 @@ const tip=document.getElementById("tip"), sum=document.getElementById("summary")
 const ML=92, MR=16, MT=12, MB=34;
 let X0=Infinity, X1=-Infinity;
 for(let i=0;i<N;i++){ if(F[i]<X0)X0=F[i]; if(L[i]+1>X1)X1=L[i]+1; }
-if(R.length){ X0=Math.min(X0,0); X1=Math.max(X1,R.length); }
+if(RN){ X0=Math.min(X0,0); X1=Math.max(X1,RN); }
 if(!(X0<X1)){ X0=0; X1=1; }
-let YTOP=Math.max(TOTAL,LB,1); for(let k=0;k<R.length;k++) if(R[k]>YTOP) YTOP=R[k];
+let RMAX=0; for(let j=0;j<RV.length;j++) if(RV[j]>RMAX) RMAX=RV[j];
+let YTOP=Math.max(TOTAL,LB,RMAX,1);
 YTOP*=1.04;
 let v={x0:X0,x1:X1,y0:0,y1:YTOP}, W=0, H=0, DPR=window.devicePixelRatio||1;
 const HUES=24, buckets=[]; for(let c=0;c<HUES;c++) buckets.push([]);
@@ -122,10 +123,11 @@ function draw(){
     for(let i=0;i<N;i++){ if(!(S[i]>0)) continue; const ss=segs(i);
       for(let s=0;s<ss.length;s++){ const g=ss[s]; const a=px(g[0]), e=px(g[1]+1), top=py(O[i]+g[3]), bot=py(O[i]+g[2]);
         if(e-a>3&&bot-top>3) ctx.strokeRect(a,top,e-a,bot-top); } } }
-  if(R.length){ ctx.strokeStyle="#1f5fd0"; ctx.lineWidth=1.5; ctx.beginPath();
-    const k0=Math.max(0,Math.floor(v.x0)), k1=Math.min(R.length,Math.ceil(v.x1)+1), step=Math.max(1,Math.floor((k1-k0)/(4*W)));
-    for(let k=k0;k<k1;k+=step){ let m=R[k]; for(let q=k+1;q<Math.min(k1,k+step);q++) if(R[q]>m) m=R[q];
-      const y=py(m); if(k===k0) ctx.moveTo(px(k),y); else ctx.lineTo(px(k),y); ctx.lineTo(px(k+step),y); }
+  if(RN){ ctx.strokeStyle="#1f5fd0"; ctx.lineWidth=1.5; ctx.beginPath(); let started=false;
+    // Steps: RV[j] from event RK[j] up to the next change.
+    for(let j=0;j<RK.length;j++){ const xs=RK[j], xe=j+1<RK.length?RK[j+1]:RN; if(xe<v.x0||xs>v.x1) continue;
+      const a=px(Math.max(xs,v.x0-1)), b=px(Math.min(xe,v.x1+1)), y=py(RV[j]);
+      if(!started){ ctx.moveTo(a,y); started=true; } else ctx.lineTo(a,y); ctx.lineTo(b,y); }
     ctx.stroke(); }
   ctx.font="12px sans-serif";
   hline(TOTAL,"#000",[],(RLABEL?"top ":"total ")+bytes(TOTAL));
@@ -168,7 +170,7 @@ const ms=performance.now()-T0;
 sum.dataset.loadMs=performance.now().toFixed(1);
 sum.dataset.buffers=String(N); sum.dataset.total=String(TOTAL); sum.dataset.lowerBound=String(LB); sum.dataset.drawMs=ms.toFixed(1);
 sum.textContent=N+" buffers, total "+TOTAL+" B ("+bytes(TOTAL)+")"+(LB>0?", lower bound "+bytes(LB)+", ratio "+(TOTAL/LB).toFixed(3):"")+
-  (R.length?", peak reserved "+bytes(R.reduce(function(a,b){return a>b?a:b;},0)):"")+" \u2014 drawn in "+ms.toFixed(0)+" ms";
+  (RN?", peak reserved "+bytes(RMAX):"")+" \u2014 drawn in "+ms.toFixed(0)+" ms";
 if(location.hash==="#selftest"){
   let out=[];
   let k=-1; for(let i=0;i<N;i++) if(S[i]>0&&(k<0||S[i]*(L[i]-F[i]+1)>S[k]*(L[k]-F[k]+1))) k=i;
@@ -208,7 +210,8 @@ Status WriteHtmlMap(std::ostream& out, const Problem& problem, const OffsetsPlan
   const auto& b = problem.buffers;
   out << "const TOTAL=" << plan.total << ",LB=" << options.lower_bound
       << ",XLABEL=" << JsString(options.x_label)
-      << ",RLABEL=" << (options.reserved.empty() ? "false" : "true") << ";\n";
+      << ",RLABEL=" << (options.reserved.empty() ? "false" : "true")
+      << ",RN=" << options.reserved.size() << ";\n";
   out << "const F=";
   WriteArray(out, n, [&](std::size_t i) { return b[i].first_task; });
   out << ";\nconst L=";
@@ -217,8 +220,14 @@ Status WriteHtmlMap(std::ostream& out, const Problem& problem, const OffsetsPlan
   WriteArray(out, n, [&](std::size_t i) { return b[i].size; });
   out << ";\nconst O=";
   WriteArray(out, n, [&](std::size_t i) { return plan.offsets[i]; });
-  out << ";\nconst R=";
-  WriteArray(out, options.reserved.size(), [&](std::size_t i) { return options.reserved[i]; });
+  // The reserved bytes as change points: (event, value) where the value changes.
+  std::vector<std::size_t> changes;
+  for (std::size_t i = 0; i < options.reserved.size(); ++i)
+    if (i == 0 || options.reserved[i] != options.reserved[i - 1]) changes.push_back(i);
+  out << ";\nconst RK=";
+  WriteArray(out, changes.size(), [&](std::size_t j) { return changes[j]; });
+  out << ";\nconst RV=";
+  WriteArray(out, changes.size(), [&](std::size_t j) { return options.reserved[changes[j]]; });
   // Ids only when they are not simply 0, 1, 2, ...
   bool plain_ids = true;
   for (std::size_t i = 0; i < n && plain_ids; ++i) plain_ids = b[i].id == std::to_string(i);

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "tensormem/allocators/trace.h"
+#include "io/input_file.h"
 #include "tensormem/io.h"
 
 namespace tensormem {
@@ -18,11 +19,10 @@ bool EndsWith(const std::string& s, std::string_view suffix) {
 
 Result<InputFormat> DetectInputFormat(const std::string& path) {
   if (path == "-") return InputFormat::kCsv;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(path + ": cannot open: " + std::strerror(errno));
+  TM_ASSIGN_OR_RETURN(std::unique_ptr<std::istream> in, internal::OpenInputFile(path));
   char head[64] = {};
-  in.read(head, sizeof head - 1);
-  const std::string_view h(head, static_cast<std::size_t>(in.gcount()));
+  in->read(head, sizeof head - 1);
+  const std::string_view h(head, static_cast<std::size_t>(in->gcount()));
   if (EndsWith(path, ".onnx")) return InputFormat::kOnnx;
   std::size_t i = 0;
   if (h.substr(0, 3) == "\xef\xbb\xbf") i = 3;
@@ -38,12 +38,11 @@ Result<InputFormat> DetectInputFormat(const std::string& path) {
 Result<Problem> LoadProblem(const std::string& path, const ReadLimits& limits) {
   TM_ASSIGN_OR_RETURN(InputFormat format, DetectInputFormat(path));
   if (path == "-") return ReadProblemCsv(std::cin, "<stdin>", limits);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(path + ": cannot open: " + std::strerror(errno));
+  TM_ASSIGN_OR_RETURN(std::unique_ptr<std::istream> in, internal::OpenInputFile(path));
   switch (format) {
-    case InputFormat::kCsv: return ReadProblemCsv(in, path, limits);
-    case InputFormat::kJson: return ReadProblemJson(in, path, limits);
-    case InputFormat::kTrace: return ReadTraceProblem(in, path, limits);
+    case InputFormat::kCsv: return ReadProblemCsv(*in, path, limits);
+    case InputFormat::kJson: return ReadProblemJson(*in, path, limits);
+    case InputFormat::kTrace: return ReadTraceProblem(*in, path, limits);
     case InputFormat::kOnnx:
       return InvalidArgument(path + ": an ONNX model: import it with the ONNX importer");
   }

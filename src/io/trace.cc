@@ -13,6 +13,8 @@
 #include "io/text_util.h"
 #include "tensormem/allocators/trace.h"
 
+#include "io/input_file.h"
+
 namespace tensormem {
 namespace {
 
@@ -215,9 +217,8 @@ Result<Trace> ReadTrace(std::istream& in, std::string_view source, const ReadLim
 }
 
 Result<Trace> LoadTrace(const std::string& path, const ReadLimits& limits) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(path + ": cannot open: " + std::strerror(errno));
-  return ReadTrace(in, path, limits);
+  TM_ASSIGN_OR_RETURN(std::unique_ptr<std::istream> in, internal::OpenInputFile(path));
+  return ReadTrace(*in, path, limits);
 }
 
 Problem TraceToProblem(const Trace& trace) {

@@ -25,7 +25,7 @@ TEST(Replay, AllocatorNames) {
   for (ReplayAllocator a : AllReplayAllocators()) EXPECT_EQ(*ParseReplayAllocator(Name(a)), a);
   Result<ReplayAllocator> bad = ParseReplayAllocator("tcmalloc");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("known: bfc, bfc_compact, pool, system, malloc, jemalloc, mimalloc"),
+  EXPECT_NE(bad.status().message().find("known: bfc, bfc_compact, vmm, pool, system, malloc, jemalloc, mimalloc"),
             std::string::npos);
 }
 
@@ -33,7 +33,8 @@ TEST(Replay, OurAllocatorsOnTheBundledTrace) {
   const Trace trace = LoadBundled();
   const std::uint64_t peak = PeakLiveBytes(TraceToProblem(trace));
   ASSERT_EQ(peak, 336448u);
-  for (ReplayAllocator a : {ReplayAllocator::kBfc, ReplayAllocator::kBfcCompact, ReplayAllocator::kPool, ReplayAllocator::kSystem}) {
+  for (ReplayAllocator a : {ReplayAllocator::kBfc, ReplayAllocator::kBfcCompact, ReplayAllocator::kVmm,
+                           ReplayAllocator::kPool, ReplayAllocator::kSystem}) {
     for (bool isolate : {false, true}) {
       ReplayParams params;
       params.repetitions = 2;
@@ -163,8 +164,8 @@ TEST(ReplayCli, JsonForEveryAllocator) {
   const nlohmann::json j = nlohmann::json::parse(out);
   EXPECT_EQ(j["events"], 25);
   std::size_t rows = j["results"].size(), skipped = j["skipped"].size();
-  EXPECT_EQ(rows + skipped, 7u) << out;
-  EXPECT_GE(rows, 5u);  // bfc, bfc_compact, pool, system, malloc at least
+  EXPECT_EQ(rows + skipped, 8u) << out;
+  EXPECT_GE(rows, 6u);  // bfc, bfc_compact, vmm, pool, system, malloc at least
   for (const auto& r : j["results"]) {
     for (const char* key : {"allocator", "ops", "ns_per_op", "peak_in_use", "peak_reserved",
                             "reserved_over_in_use"})
@@ -196,6 +197,31 @@ TEST(ReplayCli, TableAndErrors) {
   const nlohmann::json plan = nlohmann::json::parse(out);
   EXPECT_EQ(plan["buffers"], 14);
   EXPECT_EQ(plan["lower_bound"], 336448);
+}
+
+TEST(ReplayCli, VmmRowAndTheCudaDevice) {
+  if (testing::CliPath().empty()) GTEST_SKIP() << "the CLI is not built";
+  std::string out;
+  ASSERT_EQ(RunCli("replay " + Bundled() + " -a vmm -r 1 --json", &out), 0) << out;
+  const nlohmann::json j = nlohmann::json::parse(out);
+  ASSERT_EQ(j["results"].size(), 1u);
+  const auto& row = j["results"][0];
+  EXPECT_EQ(row["allocator"], "vmm");
+  EXPECT_TRUE(row["warm_ns_per_op"].is_number());
+  EXPECT_GE(row["vmm"]["granules_created"].get<int>(), 1);
+  EXPECT_EQ(row["peak_reserved"], 2u << 20);  // 336,448 bytes live at most: one granule
+  out.clear();
+  EXPECT_EQ(RunCli("replay " + Bundled() + " -a malloc --device cuda", &out), 2) << out;
+  out.clear();
+  EXPECT_EQ(RunCli("replay " + Bundled() + " --device tpu", &out), 2) << out;
+  EXPECT_NE(out.find("unknown device 'tpu'"), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(RunCli("replay " + Bundled() + " --vmm-rounding 100", &out), 2) << out;
+  if (MakeCudaPhysicalMemory(0).ok()) GTEST_SKIP() << "a GPU is present: the no-device error is not reachable";
+  out.clear();
+  EXPECT_NE(RunCli("replay " + Bundled() + " -a vmm --device cuda", &out), 0) << out;
+  EXPECT_NE(out.find("no device"), std::string::npos) << out;
+  EXPECT_NE(out.find("--device cuda"), std::string::npos) << out;
 }
 
 }  // namespace

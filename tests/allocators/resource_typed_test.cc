@@ -21,12 +21,14 @@
 #include "tensormem/allocators/bfc_allocator.h"
 #include "tensormem/allocators/buffer_pool.h"
 #include "tensormem/allocators/system_allocator.h"
+#include "tensormem/allocators/vmm_allocator.h"
 
 namespace tensormem {
 namespace {
 
 // Owns a resource and whatever it is built on.
 struct Built {
+  std::vector<std::unique_ptr<PhysicalMemory>> physical;  // destroyed last
   std::vector<std::unique_ptr<Backend>> backends;
   std::vector<std::unique_ptr<MemoryResource>> layers;  // the last one is used
   MemoryResource& get() { return *layers.back(); }
@@ -94,6 +96,25 @@ struct CompactBfcTraits {
 };
 
 // Statistics over BFC: counts what callers asked for.
+// vmm over host physical memory (2 MiB granules, memfd).
+struct VmmTraits {
+  static constexpr bool kCoalesces = true;
+  static Built Make(std::optional<std::uint64_t> limit) {
+    Built b;
+    auto memory = HostPhysicalMemory::Create();
+    EXPECT_TRUE(memory.ok()) << memory.status().ToString();
+    b.physical.push_back(std::move(*memory));
+    VmmParams p;
+    if (limit) p.memory_limit = *limit;
+    auto vmm = VmmAllocator::Create(*b.physical.back(), p);
+    EXPECT_TRUE(vmm.ok()) << vmm.status().ToString();
+    b.layers.push_back(std::move(*vmm));
+    return b;
+  }
+  static std::uint64_t Accounted(std::uint64_t bytes) { return (bytes + 511) / 512 * 512; }
+  static void Prime(MemoryResource&, std::uint64_t) {}
+};
+
 struct StatisticsOverBfcTraits {
   static constexpr bool kCoalesces = true;
   static Built Make(std::optional<std::uint64_t> limit) {
@@ -113,7 +134,7 @@ class EveryResource : public ::testing::Test {
   Built built_;
 };
 
-using Resources = ::testing::Types<SystemTraits, PoolTraits, BfcTraits, CompactBfcTraits,
+using Resources = ::testing::Types<SystemTraits, PoolTraits, BfcTraits, CompactBfcTraits, VmmTraits,
                                    StatisticsOverBfcTraits>;
 class ResourceNames {
  public:
@@ -123,6 +144,7 @@ class ResourceNames {
     if (std::is_same_v<T, PoolTraits>) return "pool";
     if (std::is_same_v<T, BfcTraits>) return "bfc";
     if (std::is_same_v<T, CompactBfcTraits>) return "bfc_compact";
+    if (std::is_same_v<T, VmmTraits>) return "vmm";
     return "statistics_over_bfc";
   }
 };

@@ -72,7 +72,7 @@ Trace SmallTrace() {
 
 TEST(ReplayPlacements, AddressesPerAllocationAndReservedPerEvent) {
   const Trace trace = SmallTrace();
-  for (ReplayAllocator a : {ReplayAllocator::kBfc, ReplayAllocator::kBfcCompact, ReplayAllocator::kPool,
+  for (ReplayAllocator a : {ReplayAllocator::kBfc, ReplayAllocator::kBfcCompact, ReplayAllocator::kVmm, ReplayAllocator::kPool,
                             ReplayAllocator::kSystem}) {
     Result<ReplayPlacement> r = ReplayPlacements(trace, a);
     ASSERT_TRUE(r.ok()) << Name(a) << ": " << r.status().ToString();
@@ -88,7 +88,7 @@ TEST(ReplayPlacements, AddressesPerAllocationAndReservedPerEvent) {
     }
     std::ostringstream out;
     ASSERT_TRUE(WriteReplayHtmlMap(out, trace, *r).ok());
-    EXPECT_NE(out.str().find("const R=["), std::string::npos);
+    EXPECT_NE(out.str().find("const RK=[0"), std::string::npos);
   }
   EXPECT_EQ(ReplayPlacements(trace, ReplayAllocator::kMalloc).status().code(), StatusCode::kUnimplemented);
 }

@@ -1,6 +1,7 @@
 // Shared pieces of the CLI: exit codes, error reporting, tables.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 

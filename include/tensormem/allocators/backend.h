@@ -5,8 +5,10 @@
 // - CUDA device memory (cudaMalloc / cudaFree): compiled only when CMake
 //   finds a CUDA toolkit (TENSORMEM_HAVE_CUDA); MakeCudaBackend says why it
 //   is unavailable otherwise (not compiled, no device, driver missing).
-// - VirtualMemoryBackend: host memory committed contiguously inside one
-//   reserved address range, so regions can coalesce.
+// - VirtualMemoryBackend: memory committed contiguously inside one reserved
+//   address range, so regions can coalesce: host pages, or granules of any
+//   PhysicalMemory (CUDA device memory included: PyTorch's expandable
+//   segments).
 // - CappedBackend: wraps another backend and refuses regions beyond a
 //   capacity, as a device with N bytes of memory would (tests, simulation).
 #pragma once
@@ -18,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "tensormem/allocators/physical_memory.h"
 #include "tensormem/status.h"
 
 namespace tensormem {
@@ -89,19 +92,28 @@ class VirtualMemoryBackend final : public Backend {
   // it down to 1/1024 that it grants.
   explicit VirtualMemoryBackend(std::uint64_t address_space = std::uint64_t{1} << 40,
                                 std::uint64_t commit_step = std::uint64_t{64} << 20);
+  // The same over granules of `memory` (which must outlive the backend):
+  // committing maps new granules at the top of the range, decommitting
+  // unmaps and releases them. Steps are rounded up to whole granules.
+  VirtualMemoryBackend(PhysicalMemory& memory, std::uint64_t address_space = std::uint64_t{1} << 40,
+                       std::uint64_t commit_step = 0);
   ~VirtualMemoryBackend() override;
   Result<void*> Reserve(std::uint64_t bytes, std::uint64_t alignment) override;
   Status Release(void* region, std::uint64_t bytes) override;
-  bool host_accessible() const override { return true; }
+  bool host_accessible() const override;
   std::string_view name() const override { return "virtual"; }
   bool contiguous() const override { return true; }
   const void* next_address() const override;
 
   // Bytes of live regions.
   std::uint64_t reserved() const;
+  // Bytes of memory committed (pages made read-write, or granules mapped).
+  std::uint64_t committed() const;
 
  private:
   struct State;
+  static Status Commit(State& s, std::uint64_t new_committed);
+  static void Decommit(State& s, std::uint64_t keep);
   std::unique_ptr<State> state_;
 };
 

@@ -7,7 +7,9 @@
 // not linked into tensormem). A peer that cannot be loaded is reported as
 // unavailable (NotFound, with the reason), never a crash.
 //
-// Figures per allocator:
+// Figures per allocator (ns_per_op is the cold pass: a fresh allocator, so
+// the vmm allocator maps every granule it uses during it; warm_ns_per_op is
+// a second pass over the same allocator):
 // - ops: events replayed; ns_per_op: the median over `repetitions` timed
 //   passes of the pass's time / ops (each pass runs in a forked child
 //   process on a fresh allocator, so no pass inherits a warmed heap);
@@ -45,12 +47,22 @@
 #include "tensormem/allocators/resource.h"
 #include "tensormem/allocators/system_allocator.h"
 #include "tensormem/allocators/trace.h"
+#include "tensormem/allocators/vmm_allocator.h"
 
 namespace tensormem {
 
 // kBfc runs ReplayParams::bfc (TensorFlow's defaults unless changed);
-// kBfcCompact runs CompactBfcParams() over virtual memory.
-enum class ReplayAllocator { kBfc, kBfcCompact, kPool, kSystem, kMalloc, kJemalloc, kMimalloc };
+// kBfcCompact runs CompactBfcParams() over virtual memory; kVmm runs
+// ReplayParams::vmm over physical memory (host memfd granules, or CUDA).
+enum class ReplayAllocator { kBfc, kBfcCompact, kVmm, kPool, kSystem, kMalloc, kJemalloc, kMimalloc };
+
+// Where our allocators get their memory. kCuda: bfc on cudaMalloc,
+// bfc_compact on a VirtualMemoryBackend over CUDA physical memory, vmm on CUDA
+// physical memory, pool on cudaMalloc; system and the malloc peers are
+// host-only (InvalidArgument).
+enum class ReplayDevice { kHost, kCuda };
+std::string_view Name(ReplayDevice device);
+Result<ReplayDevice> ParseReplayDevice(std::string_view name);
 
 std::string_view Name(ReplayAllocator allocator);
 // "bfc", "bfc_compact", "pool", "system", "malloc", "jemalloc", "mimalloc"; the error lists them.
@@ -76,6 +88,9 @@ struct ReplayParams {
   bool bfc_virtual_memory = false;
   BufferPoolParams pool;
   SystemAllocatorParams system;
+  VmmParams vmm;
+  ReplayDevice device = ReplayDevice::kHost;
+  int cuda_device = 0;
 };
 
 struct ReplayResult {
@@ -88,6 +103,12 @@ struct ReplayResult {
   double reserved_over_in_use = 0;
   std::optional<double> fragmentation;
   std::string reserved_source;
+  // Ours only: a second pass over the same allocator right after the first
+  // (its memory cached, nothing to map): median over the repetitions.
+  std::optional<double> warm_ns_per_op;
+  // vmm only, cold pass: what a device would pay for (map calls, pages
+  // mapped, pages re-stitched, granules created, synchronizations).
+  std::optional<VmmAllocator::Counters> vmm_counters;
 };
 
 // One allocator over a trace (built fresh per pass from params).

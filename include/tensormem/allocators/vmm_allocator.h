@@ -50,9 +50,6 @@ struct VmmParams {
   // at the peak of touched pages); false grows first, like PyTorch's
   // expandable segments.
   bool restitch_before_growing = true;
-  // Before failing a request, wait for all device work and unmap every
-  // cached page (what PyTorch does before reporting out of memory).
-  bool synchronize_before_failing = true;
   // Chunks listed at most in the out-of-memory report.
   std::size_t report_max_blocks = 32;
 };

@@ -1,0 +1,171 @@
+// The PyTorch plug-in (see tensormem_torch.h): one vmm allocator per device
+// over CUDA physical memory, created at the device's first allocation with
+// the settings of the environment. PyTorch calls malloc and free with the
+// stream of the allocation, so a block freed on a stream is reusable by that
+// stream at once and by others after its event (the vmm allocator's rule).
+#include "tensormem_torch.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "tensormem/allocators/physical_memory.h"
+#include "tensormem/allocators/vmm_allocator.h"
+
+#define TM_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+using tensormem::MakeCudaPhysicalMemory;
+using tensormem::PhysicalMemory;
+using tensormem::Result;
+using tensormem::Status;
+using tensormem::VmmAllocator;
+using tensormem::VmmParams;
+
+constexpr int kMaxDevices = 64;
+
+struct Device {
+  std::unique_ptr<PhysicalMemory> memory;
+  std::unique_ptr<VmmAllocator> vmm;
+};
+
+std::mutex g_mutex;
+std::array<std::unique_ptr<Device>, kMaxDevices> g_devices;
+std::array<std::string, kMaxDevices> g_device_errors;  // why a device could not start
+thread_local std::string t_last_error;
+
+// TENSORMEM_VMM_LIMIT etc.: a whole number of bytes, or the error says which.
+Status ReadSize(const char* name, std::optional<std::uint64_t>* out) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return Status::Ok();
+  char* end = nullptr;
+  const unsigned long long x = std::strtoull(v, &end, 10);
+  if (*end != '\0' || v[0] == '-')
+    return tensormem::InvalidArgument(std::string(name) + "='" + v + "' is not a whole number of bytes");
+  *out = x;
+  return Status::Ok();
+}
+
+Result<VmmParams> ParamsFromEnvironment() {
+  VmmParams p;
+  std::optional<std::uint64_t> limit, small, restitch;
+  if (Status s = ReadSize("TENSORMEM_VMM_LIMIT", &limit); !s.ok()) return s;
+  if (Status s = ReadSize("TENSORMEM_VMM_SMALL", &small); !s.ok()) return s;
+  if (Status s = ReadSize("TENSORMEM_VMM_RESTITCH", &restitch); !s.ok()) return s;
+  if (limit) p.memory_limit = *limit;
+  if (small) p.small_request_bytes = *small;
+  if (restitch) p.restitch_before_growing = *restitch != 0;
+  if (Status s = tensormem::Validate(p); !s.ok()) return s;
+  return p;
+}
+
+// The device's allocator, created on first use; null with t_last_error set.
+VmmAllocator* Get(int device, bool create) {
+  if (device < 0 || device >= kMaxDevices) {
+    t_last_error = "tensormem: device " + std::to_string(device) + " is out of range";
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_devices[device]) return g_devices[device]->vmm.get();
+  if (!create) return nullptr;
+  if (!g_device_errors[device].empty()) {
+    t_last_error = g_device_errors[device];
+    return nullptr;
+  }
+  auto fail = [&](const Status& s) -> VmmAllocator* {
+    g_device_errors[device] = "tensormem: device " + std::to_string(device) + ": " + s.ToString();
+    t_last_error = g_device_errors[device];
+    std::fprintf(stderr, "%s\n", t_last_error.c_str());
+    return nullptr;
+  };
+  Result<VmmParams> params = ParamsFromEnvironment();
+  if (!params.ok()) return fail(params.status());
+  Result<std::unique_ptr<PhysicalMemory>> memory = MakeCudaPhysicalMemory(device);
+  if (!memory.ok()) return fail(memory.status());
+  auto d = std::make_unique<Device>();
+  d->memory = std::move(*memory);
+  Result<std::unique_ptr<VmmAllocator>> vmm = VmmAllocator::Create(*d->memory, *params);
+  if (!vmm.ok()) return fail(vmm.status());
+  d->vmm = std::move(*vmm);
+  g_devices[device] = std::move(d);
+  return g_devices[device]->vmm.get();
+}
+
+}  // namespace
+
+TM_EXPORT void* tensormem_torch_malloc(ssize_t size, int device, void* stream) {
+  if (size < 0) {
+    t_last_error = "tensormem: negative size " + std::to_string(size);
+    return nullptr;
+  }
+  VmmAllocator* vmm = Get(device, true);
+  if (vmm == nullptr) return nullptr;
+  // 512-byte alignment, as PyTorch's caching allocator gives.
+  Result<void*> p = vmm->AllocateAsync(static_cast<std::uint64_t>(size),
+                                       reinterpret_cast<tensormem::StreamHandle>(stream), 512);
+  if (!p.ok()) {
+    t_last_error = p.status().ToString();
+    return nullptr;
+  }
+  return *p;
+}
+
+TM_EXPORT void tensormem_torch_free(void* ptr, ssize_t /*size*/, int device, void* stream) {
+  if (ptr == nullptr) return;
+  VmmAllocator* vmm = Get(device, false);
+  Status s = vmm == nullptr ? tensormem::NotFound("tensormem: free of " + tensormem::PointerToString(ptr) +
+                                                  " on device " + std::to_string(device) +
+                                                  ", which has no allocator")
+                            : vmm->DeallocateAsync(ptr, reinterpret_cast<tensormem::StreamHandle>(stream));
+  if (!s.ok()) {
+    // free returns nothing to PyTorch: say it where someone will see it.
+    t_last_error = s.ToString();
+    std::fprintf(stderr, "tensormem: %s\n", t_last_error.c_str());
+  }
+}
+
+TM_EXPORT size_t tensormem_torch_stats(int device, char* buf, size_t len) {
+  std::string json = "{}";
+  if (VmmAllocator* vmm = Get(device, false)) {
+    const tensormem::AllocatorStats s = vmm->GetStats();
+    const VmmAllocator::Counters c = vmm->counters();
+    json = "{\"device\":" + std::to_string(device) + ",\"bytes_in_use\":" + std::to_string(s.bytes_in_use) +
+           ",\"peak_bytes_in_use\":" + std::to_string(s.peak_bytes_in_use) +
+           ",\"bytes_reserved\":" + std::to_string(s.bytes_reserved) +
+           ",\"peak_bytes_reserved\":" + std::to_string(s.peak_bytes_reserved) +
+           ",\"num_allocs\":" + std::to_string(s.num_allocs) + ",\"num_frees\":" + std::to_string(s.num_frees) +
+           ",\"num_failed_allocs\":" + std::to_string(s.num_failed_allocs) +
+           ",\"map_calls\":" + std::to_string(c.map_calls) + ",\"pages_mapped\":" + std::to_string(c.pages_mapped) +
+           ",\"pages_restitched\":" + std::to_string(c.pages_restitched) +
+           ",\"granules_created\":" + std::to_string(c.granules_created) +
+           ",\"granules_released\":" + std::to_string(c.granules_released) +
+           ",\"synchronizations\":" + std::to_string(c.synchronizations) +
+           ",\"events_recorded\":" + std::to_string(c.events_recorded) +
+           ",\"granularity\":" + std::to_string(vmm->granularity()) + "}";
+  }
+  if (buf != nullptr && len > 0) {
+    const std::size_t n = std::min(len - 1, json.size());
+    json.copy(buf, n);
+    buf[n] = '\0';
+  }
+  return json.size();
+}
+
+TM_EXPORT long long tensormem_torch_release_cached(int device) {
+  VmmAllocator* vmm = Get(device, false);
+  if (vmm == nullptr) return 0;
+  Result<std::uint64_t> r = vmm->ReleaseCachedMemory();
+  if (!r.ok()) {
+    t_last_error = r.status().ToString();
+    return -1;
+  }
+  return static_cast<long long>(*r);
+}
+
+TM_EXPORT const char* tensormem_torch_last_error(void) { return t_last_error.c_str(); }

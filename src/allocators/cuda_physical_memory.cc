@@ -1,0 +1,317 @@
+// CUDA physical memory through the driver's virtual memory management API.
+// The driver (libcuda.so.1) is opened with dlopen and its entry points
+// looked up at run time, so nothing links libcuda and a machine without a
+// driver or device gets FailedPrecondition "no device" with the reason.
+// cuda.h (from the toolkit CMake found) supplies only the types.
+//
+// One granule = one cuMemCreate allocation of the recommended granularity
+// (cuMemMap maps whole allocations, so granules cannot be carved from a
+// larger one). Every call runs with the device's primary context current
+// (pushed when another context is current), as the CUDA runtime and PyTorch
+// use it.
+#include <dlfcn.h>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "tensormem/allocators/physical_memory.h"
+#include "tensormem/allocators/resource.h"
+
+#if TENSORMEM_HAVE_CUDA
+#include <cuda.h>
+#endif
+
+namespace tensormem {
+
+#if TENSORMEM_HAVE_CUDA
+namespace {
+
+struct Driver {
+  void* library = nullptr;
+  std::string error;
+#define TM_CU_FN(name) decltype(&::name) name = nullptr;
+  TM_CU_FN(cuInit)
+  TM_CU_FN(cuGetErrorString)
+  TM_CU_FN(cuDeviceGetCount)
+  TM_CU_FN(cuDeviceGet)
+  TM_CU_FN(cuDeviceGetName)
+  TM_CU_FN(cuDeviceGetAttribute)
+  TM_CU_FN(cuDevicePrimaryCtxRetain)
+  TM_CU_FN(cuCtxGetCurrent)
+  TM_CU_FN(cuCtxPushCurrent)
+  TM_CU_FN(cuCtxPopCurrent)
+  TM_CU_FN(cuCtxSynchronize)
+  TM_CU_FN(cuMemGetAllocationGranularity)
+  TM_CU_FN(cuMemCreate)
+  TM_CU_FN(cuMemRelease)
+  TM_CU_FN(cuMemAddressReserve)
+  TM_CU_FN(cuMemAddressFree)
+  TM_CU_FN(cuMemMap)
+  TM_CU_FN(cuMemUnmap)
+  TM_CU_FN(cuMemSetAccess)
+  TM_CU_FN(cuEventCreate)
+  TM_CU_FN(cuEventRecord)
+  TM_CU_FN(cuEventQuery)
+  TM_CU_FN(cuEventDestroy)
+#undef TM_CU_FN
+};
+
+// Opened once per process; `error` says why not.
+const Driver& LoadDriver() {
+  static const Driver driver = [] {
+    Driver d;
+    d.library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (d.library == nullptr) {
+      const char* e = dlerror();
+      d.error = std::string("cannot load the CUDA driver (libcuda.so.1): ") + (e ? e : "unknown");
+      return d;
+    }
+    bool ok = true;
+    auto find = [&](auto& fn, const char* symbol) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(d.library, symbol));
+      if (fn == nullptr) {
+        ok = false;
+        d.error = std::string("the CUDA driver has no ") + symbol;
+      }
+    };
+    find(d.cuInit, "cuInit");
+    find(d.cuGetErrorString, "cuGetErrorString");
+    find(d.cuDeviceGetCount, "cuDeviceGetCount");
+    find(d.cuDeviceGet, "cuDeviceGet");
+    find(d.cuDeviceGetName, "cuDeviceGetName");
+    find(d.cuDeviceGetAttribute, "cuDeviceGetAttribute");
+    find(d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    find(d.cuCtxGetCurrent, "cuCtxGetCurrent");
+    find(d.cuCtxPushCurrent, "cuCtxPushCurrent_v2");
+    find(d.cuCtxPopCurrent, "cuCtxPopCurrent_v2");
+    find(d.cuCtxSynchronize, "cuCtxSynchronize");
+    find(d.cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity");
+    find(d.cuMemCreate, "cuMemCreate");
+    find(d.cuMemRelease, "cuMemRelease");
+    find(d.cuMemAddressReserve, "cuMemAddressReserve");
+    find(d.cuMemAddressFree, "cuMemAddressFree");
+    find(d.cuMemMap, "cuMemMap");
+    find(d.cuMemUnmap, "cuMemUnmap");
+    find(d.cuMemSetAccess, "cuMemSetAccess");
+    find(d.cuEventCreate, "cuEventCreate");
+    find(d.cuEventRecord, "cuEventRecord");
+    find(d.cuEventQuery, "cuEventQuery");
+    find(d.cuEventDestroy, "cuEventDestroy_v2");
+    if (!ok) {
+      dlclose(d.library);
+      d.library = nullptr;
+    }
+    return d;
+  }();
+  return driver;
+}
+
+class CudaPhysicalMemory final : public PhysicalMemory {
+ public:
+  CudaPhysicalMemory(const Driver& d, CUdevice device, int ordinal, CUcontext context,
+                     std::uint64_t granularity, std::string device_name)
+      : d_(d), device_(device), ordinal_(ordinal), context_(context), granularity_(granularity),
+        device_name_(std::move(device_name)) {
+    prop_.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop_.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop_.location.id = device_;
+    access_.location = prop_.location;
+    access_.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  }
+  ~CudaPhysicalMemory() override {
+    Scope scope(*this);
+    for (CUevent e : spare_events_) d_.cuEventDestroy(e);
+  }
+
+  std::uint64_t granularity() const override { return granularity_; }
+  bool host_accessible() const override { return false; }
+  std::string_view name() const override { return "cuda"; }
+  std::string description() const override {
+    return "CUDA device " + std::to_string(ordinal_) + " (" + device_name_ + "), " +
+           HumanBytes(granularity_) + " granules";
+  }
+
+  Result<void*> ReserveAddressRange(std::uint64_t bytes) override {
+    Scope scope(*this);
+    CUdeviceptr p = 0;
+    if (CUresult r = d_.cuMemAddressReserve(&p, bytes, granularity_, 0, 0); r != CUDA_SUCCESS)
+      return ResourceExhausted(Why("cuMemAddressReserve(" + std::to_string(bytes) + ")", r));
+    return reinterpret_cast<void*>(p);
+  }
+  Status FreeAddressRange(void* base, std::uint64_t bytes) override {
+    Scope scope(*this);
+    if (CUresult r = d_.cuMemAddressFree(Ptr(base), bytes); r != CUDA_SUCCESS)
+      return Internal(Why("cuMemAddressFree", r));
+    return Status::Ok();
+  }
+  Status CreateGranules(std::size_t count, std::vector<GranuleHandle>& out) override {
+    Scope scope(*this);
+    const std::size_t before = out.size();
+    for (std::size_t i = 0; i < count; ++i) {
+      CUmemGenericAllocationHandle h = 0;
+      if (CUresult r = d_.cuMemCreate(&h, granularity_, &prop_, 0); r != CUDA_SUCCESS) {
+        for (std::size_t j = before; j < out.size(); ++j) d_.cuMemRelease(out[j]);
+        out.resize(before);
+        return ResourceExhausted(Why("cuMemCreate(" + std::to_string(granularity_) + ")", r));
+      }
+      out.push_back(h);
+    }
+    return Status::Ok();
+  }
+  Status ReleaseGranule(GranuleHandle granule) override {
+    Scope scope(*this);
+    if (CUresult r = d_.cuMemRelease(granule); r != CUDA_SUCCESS) return Internal(Why("cuMemRelease", r));
+    return Status::Ok();
+  }
+  Status Map(void* address, std::span<const GranuleHandle> granules) override {
+    Scope scope(*this);
+    const CUdeviceptr base = Ptr(address);
+    for (std::size_t i = 0; i < granules.size(); ++i) {
+      if (CUresult r = d_.cuMemMap(base + i * granularity_, granularity_, 0, granules[i], 0);
+          r != CUDA_SUCCESS) {
+        for (std::size_t j = 0; j < i; ++j) d_.cuMemUnmap(base + j * granularity_, granularity_);
+        return ResourceExhausted(Why("cuMemMap", r));
+      }
+    }
+    if (CUresult r = d_.cuMemSetAccess(base, granules.size() * granularity_, &access_, 1);
+        r != CUDA_SUCCESS) {
+      for (std::size_t j = 0; j < granules.size(); ++j) d_.cuMemUnmap(base + j * granularity_, granularity_);
+      return ResourceExhausted(Why("cuMemSetAccess", r));
+    }
+    return Status::Ok();
+  }
+  Status Unmap(void* address, std::size_t count) override {
+    Scope scope(*this);
+    const CUdeviceptr base = Ptr(address);
+    for (std::size_t i = 0; i < count; ++i)
+      if (CUresult r = d_.cuMemUnmap(base + i * granularity_, granularity_); r != CUDA_SUCCESS)
+        return Internal(Why("cuMemUnmap", r));
+    return Status::Ok();
+  }
+  Status Synchronize() override {
+    Scope scope(*this);
+    if (CUresult r = d_.cuCtxSynchronize(); r != CUDA_SUCCESS) return Internal(Why("cuCtxSynchronize", r));
+    return Status::Ok();
+  }
+  Result<EventHandle> RecordEvent(StreamHandle stream) override {
+    Scope scope(*this);
+    CUevent e = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!spare_events_.empty()) {
+        e = spare_events_.back();
+        spare_events_.pop_back();
+      }
+    }
+    if (e == nullptr) {
+      if (CUresult r = d_.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING); r != CUDA_SUCCESS)
+        return Internal(Why("cuEventCreate", r));
+    }
+    if (CUresult r = d_.cuEventRecord(e, reinterpret_cast<CUstream>(stream)); r != CUDA_SUCCESS) {
+      d_.cuEventDestroy(e);
+      return Internal(Why("cuEventRecord", r));
+    }
+    return reinterpret_cast<EventHandle>(e);
+  }
+  bool EventCompleted(EventHandle event) override {
+    if (event == 0) return true;
+    Scope scope(*this);
+    return d_.cuEventQuery(reinterpret_cast<CUevent>(event)) == CUDA_SUCCESS;
+  }
+  void DestroyEvent(EventHandle event) override {
+    if (event == 0) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    spare_events_.push_back(reinterpret_cast<CUevent>(event));  // reused by the next record
+  }
+
+ private:
+  // Makes the device's primary context current for one call.
+  struct Scope {
+    explicit Scope(const CudaPhysicalMemory& m) : m_(m) {
+      CUcontext current = nullptr;
+      m_.d_.cuCtxGetCurrent(&current);
+      if (current != m_.context_) pushed_ = m_.d_.cuCtxPushCurrent(m_.context_) == CUDA_SUCCESS;
+    }
+    ~Scope() {
+      CUcontext popped = nullptr;
+      if (pushed_) m_.d_.cuCtxPopCurrent(&popped);
+    }
+    const CudaPhysicalMemory& m_;
+    bool pushed_ = false;
+  };
+  static CUdeviceptr Ptr(void* p) { return reinterpret_cast<CUdeviceptr>(p); }
+  std::string Why(const std::string& call, CUresult r) const {
+    const char* text = nullptr;
+    d_.cuGetErrorString(r, &text);
+    return "cuda physical memory on device " + std::to_string(ordinal_) + ": " + call + ": " +
+           (text ? text : "error " + std::to_string(static_cast<int>(r)));
+  }
+
+  const Driver& d_;
+  CUdevice device_;
+  int ordinal_;
+  CUcontext context_;
+  std::uint64_t granularity_;
+  std::string device_name_;
+  CUmemAllocationProp prop_{};
+  CUmemAccessDesc access_{};
+  std::mutex mutex_;
+  std::vector<CUevent> spare_events_;
+};
+
+}  // namespace
+
+bool CudaPhysicalMemoryCompiled() { return true; }
+
+Result<std::unique_ptr<PhysicalMemory>> MakeCudaPhysicalMemory(int device) {
+  const Driver& d = LoadDriver();
+  if (d.library == nullptr) return FailedPrecondition("no device: " + d.error);
+  auto why = [&](const char* call, CUresult r) {
+    const char* text = nullptr;
+    d.cuGetErrorString(r, &text);
+    return std::string(call) + ": " + (text ? text : "error " + std::to_string(static_cast<int>(r)));
+  };
+  if (CUresult r = d.cuInit(0); r != CUDA_SUCCESS) return FailedPrecondition("no device: " + why("cuInit", r));
+  int count = 0;
+  if (CUresult r = d.cuDeviceGetCount(&count); r != CUDA_SUCCESS)
+    return FailedPrecondition("no device: " + why("cuDeviceGetCount", r));
+  if (device < 0 || device >= count)
+    return FailedPrecondition("no device: CUDA device " + std::to_string(device) + " does not exist (" +
+                              std::to_string(count) + " present)");
+  CUdevice dev = 0;
+  if (CUresult r = d.cuDeviceGet(&dev, device); r != CUDA_SUCCESS)
+    return FailedPrecondition("no device: " + why("cuDeviceGet", r));
+  int vmm = 0;
+  d.cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev);
+  if (vmm == 0)
+    return FailedPrecondition("no device: CUDA device " + std::to_string(device) +
+                              " does not support virtual memory management");
+  char name[256] = {};
+  d.cuDeviceGetName(name, sizeof name - 1, dev);
+  CUcontext context = nullptr;
+  if (CUresult r = d.cuDevicePrimaryCtxRetain(&context, dev); r != CUDA_SUCCESS)
+    return FailedPrecondition("no device: " + why("cuDevicePrimaryCtxRetain", r));
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = dev;
+  std::size_t granularity = 0;
+  if (CUresult r = d.cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+      r != CUDA_SUCCESS || granularity == 0 || !IsPowerOfTwo(granularity))
+    return FailedPrecondition("no device: " + why("cuMemGetAllocationGranularity", r));
+  return std::unique_ptr<PhysicalMemory>(new CudaPhysicalMemory(d, dev, device, context, granularity, name));
+}
+
+#else
+
+bool CudaPhysicalMemoryCompiled() { return false; }
+
+Result<std::unique_ptr<PhysicalMemory>> MakeCudaPhysicalMemory(int /*device*/) {
+  return Unimplemented("this build of tensormem has no CUDA physical memory (no CUDA toolkit was found "
+                       "when it was configured)");
+}
+
+#endif
+
+}  // namespace tensormem

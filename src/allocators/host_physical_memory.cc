@@ -1,0 +1,226 @@
+// HostPhysicalMemory: one memfd holds every granule; granule g is the file's
+// bytes [g * granularity, (g + 1) * granularity). The file grows by
+// ftruncate; a released granule's bytes are punched out (the memory goes
+// back to the system) and its index is reused first. Map runs of
+// consecutive indices with one mmap each; Unmap maps PROT_NONE anonymous
+// memory over the range, so the addresses stay reserved.
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "tensormem/allocators/physical_memory.h"
+#include "tensormem/allocators/resource.h"
+
+namespace tensormem {
+
+struct HostPhysicalMemory::State {
+  HostPhysicalMemoryParams params;
+  int fd = -1;
+  mutable std::mutex mutex;
+  std::uint64_t file_granules = 0;       // the file's length in granules
+  std::vector<GranuleHandle> free_indices;  // punched out, reusable
+  std::vector<bool> live;                // per index: created and not released
+  std::uint64_t held = 0;
+  CallCounts calls;
+  // manual_events: events are numbered from 1; those up to `completed` are done.
+  EventHandle next_event = 1;
+  EventHandle completed = 0;
+};
+
+namespace {
+std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+}  // namespace
+
+Status Validate(const HostPhysicalMemoryParams& params) {
+  const long page = sysconf(_SC_PAGESIZE);
+  const std::uint64_t page_bytes = page > 0 ? static_cast<std::uint64_t>(page) : 4096;
+  if (!IsPowerOfTwo(params.granularity) || params.granularity < page_bytes ||
+      params.granularity > (std::uint64_t{1} << 30))
+    return InvalidArgument("host physical memory: granularity " + std::to_string(params.granularity) +
+                           " is not a power of two between the page size (" +
+                           std::to_string(page_bytes) + ") and 1 GiB");
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<HostPhysicalMemory>> HostPhysicalMemory::Create(
+    const HostPhysicalMemoryParams& params) {
+  TM_RETURN_IF_ERROR(Validate(params));
+  auto state = std::make_unique<State>();
+  state->params = params;
+  state->fd = memfd_create("tensormem-granules", MFD_CLOEXEC);
+  if (state->fd < 0)
+    return FailedPrecondition("host physical memory: " + Errno("memfd_create"));
+  return std::unique_ptr<HostPhysicalMemory>(new HostPhysicalMemory(std::move(state)));
+}
+
+HostPhysicalMemory::HostPhysicalMemory(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+HostPhysicalMemory::~HostPhysicalMemory() {
+  if (state_->fd >= 0) close(state_->fd);
+}
+
+std::uint64_t HostPhysicalMemory::granularity() const { return state_->params.granularity; }
+
+std::string HostPhysicalMemory::description() const {
+  return "host memfd, " + HumanBytes(state_->params.granularity) + " granules";
+}
+
+Result<void*> HostPhysicalMemory::ReserveAddressRange(std::uint64_t bytes) {
+  const std::uint64_t g = state_->params.granularity;
+  if (bytes == 0 || bytes % g != 0)
+    return InvalidArgument("host physical memory: address range of " + std::to_string(bytes) +
+                           " bytes is not a positive multiple of the granularity " + std::to_string(g));
+  if (bytes > (std::uint64_t{1} << 47))
+    return ResourceExhausted("host physical memory: address range of " + std::to_string(bytes) +
+                             " bytes is larger than the user address space");
+  // Over-reserve by one granule and trim, so the range is granule-aligned
+  // (mmap only promises page alignment).
+  void* p = mmap(nullptr, bytes + g, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    return ResourceExhausted("host physical memory: cannot reserve " + std::to_string(bytes) +
+                             " bytes of addresses: " + std::strerror(errno));
+  const auto raw = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t aligned = (raw + g - 1) / g * g;
+  if (aligned > raw) munmap(p, aligned - raw);
+  const std::uintptr_t end = raw + bytes + g;
+  if (end > aligned + bytes) munmap(reinterpret_cast<void*>(aligned + bytes), end - (aligned + bytes));
+  return reinterpret_cast<void*>(aligned);
+}
+
+Status HostPhysicalMemory::FreeAddressRange(void* base, std::uint64_t bytes) {
+  if (munmap(base, bytes) != 0) return Internal("host physical memory: " + Errno("munmap"));
+  return Status::Ok();
+}
+
+Status HostPhysicalMemory::CreateGranules(std::size_t count, std::vector<GranuleHandle>& out) {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const std::size_t reused = std::min(count, s.free_indices.size());
+  const std::uint64_t fresh = count - reused;
+  if (fresh > 0) {
+    const std::uint64_t g = s.params.granularity;
+    const std::uint64_t new_length = s.file_granules + fresh;
+    if (new_length > (std::uint64_t{1} << 62) / g)
+      return ResourceExhausted("host physical memory: " + std::to_string(count) +
+                               " more granules exceed the largest file");
+    if (ftruncate(s.fd, static_cast<off_t>(new_length * g)) != 0)
+      return ResourceExhausted("host physical memory: cannot grow to " + std::to_string(new_length) +
+                               " granules: " + std::strerror(errno));
+  }
+  // Reused indices first, lowest last-released first (a stack).
+  for (std::size_t i = 0; i < reused; ++i) {
+    out.push_back(s.free_indices.back());
+    s.live[s.free_indices.back()] = true;
+    s.free_indices.pop_back();
+  }
+  for (std::uint64_t i = 0; i < fresh; ++i) {
+    out.push_back(s.file_granules + i);
+    s.live.push_back(true);
+  }
+  s.file_granules += fresh;
+  s.held += count;
+  ++s.calls.create;
+  return Status::Ok();
+}
+
+Status HostPhysicalMemory::ReleaseGranule(GranuleHandle granule) {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (granule >= s.live.size() || !s.live[granule])
+    return NotFound("host physical memory: granule " + std::to_string(granule) + " is not held");
+  const std::uint64_t g = s.params.granularity;
+  if (fallocate(s.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(granule * g),
+                static_cast<off_t>(g)) != 0)
+    return Internal("host physical memory: " + Errno("fallocate(PUNCH_HOLE)"));
+  s.live[granule] = false;
+  s.free_indices.push_back(granule);
+  --s.held;
+  ++s.calls.release;
+  return Status::Ok();
+}
+
+Status HostPhysicalMemory::Map(void* address, std::span<const GranuleHandle> granules) {
+  State& s = *state_;
+  const std::uint64_t g = s.params.granularity;
+  if (reinterpret_cast<std::uintptr_t>(address) % g != 0)
+    return InvalidArgument("host physical memory: map address " + PointerToString(address) +
+                           " is not granule-aligned");
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    for (GranuleHandle h : granules)
+      if (h >= s.live.size() || !s.live[h])
+        return NotFound("host physical memory: granule " + std::to_string(h) + " is not held");
+  }
+  char* at = static_cast<char*>(address);
+  std::size_t i = 0;
+  while (i < granules.size()) {
+    std::size_t run = 1;
+    while (i + run < granules.size() && granules[i + run] == granules[i] + run) ++run;
+    void* p = mmap(at + i * g, run * g, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, s.fd,
+                   static_cast<off_t>(granules[i] * g));
+    if (p == MAP_FAILED) {
+      const Status failed = ResourceExhausted("host physical memory: " + Errno("mmap"));
+      if (i > 0) (void)Unmap(address, i);  // all or nothing
+      return failed;
+    }
+    std::lock_guard<std::mutex> lock(s.mutex);
+    ++s.calls.map;
+    i += run;
+  }
+  return Status::Ok();
+}
+
+Status HostPhysicalMemory::Unmap(void* address, std::size_t count) {
+  State& s = *state_;
+  const std::uint64_t g = s.params.granularity;
+  void* p = mmap(address, count * g, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+                 -1, 0);
+  if (p == MAP_FAILED) return Internal("host physical memory: " + Errno("mmap(PROT_NONE)"));
+  std::lock_guard<std::mutex> lock(s.mutex);
+  ++s.calls.unmap;
+  return Status::Ok();
+}
+
+Status HostPhysicalMemory::Synchronize() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  ++state_->calls.synchronize;
+  return Status::Ok();
+}
+
+Result<EventHandle> HostPhysicalMemory::RecordEvent(StreamHandle /*stream*/) {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  ++s.calls.events;
+  if (!s.params.manual_events) return EventHandle{0};
+  return s.next_event++;
+}
+
+bool HostPhysicalMemory::EventCompleted(EventHandle event) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return event <= state_->completed;
+}
+
+void HostPhysicalMemory::DestroyEvent(EventHandle /*event*/) {}
+
+void HostPhysicalMemory::CompleteEvents() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->completed = state_->next_event - 1;
+}
+
+std::uint64_t HostPhysicalMemory::granules_held() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->held;
+}
+
+HostPhysicalMemory::CallCounts HostPhysicalMemory::call_counts() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->calls;
+}
+
+}  // namespace tensormem

@@ -1,0 +1,93 @@
+// The PyTorch plug-in as PyTorch loads it: dlopen, then the C functions by
+// name. Without a GPU every allocation fails with "no device" and nothing
+// crashes; with one, memory round-trips and the statistics follow.
+#include <dlfcn.h>
+#include <sys/types.h>
+
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tensormem/allocators/physical_memory.h"
+
+namespace tensormem {
+namespace {
+
+struct Plugin {
+  void* handle = nullptr;
+  void* (*malloc_fn)(ssize_t, int, void*) = nullptr;
+  void (*free_fn)(void*, ssize_t, int, void*) = nullptr;
+  size_t (*stats_fn)(int, char*, size_t) = nullptr;
+  long long (*release_fn)(int) = nullptr;
+  const char* (*error_fn)() = nullptr;
+};
+
+Plugin Load() {
+  Plugin p;
+  p.handle = dlopen(TENSORMEM_TORCH_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+  EXPECT_NE(p.handle, nullptr) << dlerror();
+  if (p.handle == nullptr) return p;
+  p.malloc_fn = reinterpret_cast<decltype(p.malloc_fn)>(dlsym(p.handle, "tensormem_torch_malloc"));
+  p.free_fn = reinterpret_cast<decltype(p.free_fn)>(dlsym(p.handle, "tensormem_torch_free"));
+  p.stats_fn = reinterpret_cast<decltype(p.stats_fn)>(dlsym(p.handle, "tensormem_torch_stats"));
+  p.release_fn = reinterpret_cast<decltype(p.release_fn)>(dlsym(p.handle, "tensormem_torch_release_cached"));
+  p.error_fn = reinterpret_cast<decltype(p.error_fn)>(dlsym(p.handle, "tensormem_torch_last_error"));
+  return p;
+}
+
+std::string Stats(const Plugin& p, int device) {
+  char buf[2048];
+  const size_t n = p.stats_fn(device, buf, sizeof buf);
+  EXPECT_LT(n, sizeof buf);
+  return buf;
+}
+
+TEST(TorchPlugin, ExportsTheFunctionsPyTorchLoads) {
+  Plugin p = Load();
+  ASSERT_NE(p.handle, nullptr);
+  ASSERT_NE(p.malloc_fn, nullptr);
+  ASSERT_NE(p.free_fn, nullptr);
+  ASSERT_NE(p.stats_fn, nullptr);
+  ASSERT_NE(p.release_fn, nullptr);
+  ASSERT_NE(p.error_fn, nullptr);
+  // Only the C interface is exported, not the library inside.
+  EXPECT_EQ(dlsym(p.handle, "_ZN9tensormem12VmmAllocator6CreateERNS_14PhysicalMemoryERKNS_9VmmParamsE"), nullptr);
+  EXPECT_EQ(Stats(p, 3), "{}");  // a device never used
+  EXPECT_EQ(p.malloc_fn(-1, 0, nullptr), nullptr);
+  EXPECT_NE(std::string(p.error_fn()).find("negative size"), std::string::npos);
+  EXPECT_EQ(p.malloc_fn(100, 999, nullptr), nullptr);
+  EXPECT_NE(std::string(p.error_fn()).find("out of range"), std::string::npos);
+  int local = 0;
+  p.free_fn(&local, 4, 5, nullptr);  // a device with no allocator: an error, not a crash
+  EXPECT_NE(std::string(p.error_fn()).find("has no allocator"), std::string::npos);
+  EXPECT_EQ(p.release_fn(5), 0);
+}
+
+TEST(TorchPlugin, AllocatesOnTheGpuOrSaysThereIsNone) {
+  Plugin p = Load();
+  ASSERT_NE(p.handle, nullptr);
+  const bool gpu = MakeCudaPhysicalMemory(0).ok();
+  void* a = p.malloc_fn(1 << 20, 0, nullptr);
+  if (!gpu) {
+    EXPECT_EQ(a, nullptr);
+    EXPECT_NE(std::string(p.error_fn()).find("no device"), std::string::npos) << p.error_fn();
+    GTEST_SKIP() << "no GPU: " << p.error_fn();
+  }
+  ASSERT_NE(a, nullptr) << p.error_fn();
+  void* b = p.malloc_fn(3 << 20, 0, nullptr);
+  ASSERT_NE(b, nullptr) << p.error_fn();
+  nlohmann::json s = nlohmann::json::parse(Stats(p, 0));
+  EXPECT_EQ(s["num_allocs"], 2);
+  EXPECT_GE(s["bytes_reserved"].get<std::uint64_t>(), std::uint64_t{4} << 20);
+  p.free_fn(a, 1 << 20, 0, nullptr);
+  p.free_fn(b, 3 << 20, 0, nullptr);
+  s = nlohmann::json::parse(Stats(p, 0));
+  EXPECT_EQ(s["bytes_in_use"], 0);
+  EXPECT_GT(p.release_fn(0), 0);
+  s = nlohmann::json::parse(Stats(p, 0));
+  EXPECT_EQ(s["bytes_reserved"], 0);
+}
+
+}  // namespace
+}  // namespace tensormem

@@ -1,0 +1,368 @@
+// The vmm allocator and the physical memory below it, on the host (memfd
+// granules): the page cache (a repeat costs no map call), re-stitching under
+// a limit, out-of-memory reports that leak nothing, stream ordering with
+// events, release, parameter validation, and the VirtualMemoryBackend over
+// granules. The same run on a GPU where one is present (skipped elsewhere).
+#include <zlib.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tensormem/allocators/backend.h"
+#include "tensormem/allocators/bfc_allocator.h"
+#include "tensormem/allocators/physical_memory.h"
+#include "tensormem/allocators/trace.h"
+#include "tensormem/allocators/vmm_allocator.h"
+#include "tensormem/io.h"
+
+namespace tensormem {
+namespace {
+
+constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
+
+std::unique_ptr<HostPhysicalMemory> Host(HostPhysicalMemoryParams params = {}) {
+  auto m = HostPhysicalMemory::Create(params);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return std::move(*m);
+}
+
+std::unique_ptr<VmmAllocator> Vmm(PhysicalMemory& memory, VmmParams params = {}) {
+  auto v = VmmAllocator::Create(memory, params);
+  EXPECT_TRUE(v.ok()) << v.status().ToString();
+  return std::move(*v);
+}
+
+void Fill(void* p, std::uint64_t bytes, std::uint8_t seed) {
+  auto* b = static_cast<std::uint8_t*>(p);
+  for (std::uint64_t i = 0; i < bytes; i += 61) b[i] = static_cast<std::uint8_t>(seed + i);
+  b[bytes - 1] = seed;
+}
+bool Intact(const void* p, std::uint64_t bytes, std::uint8_t seed) {
+  const auto* b = static_cast<const std::uint8_t*>(p);
+  for (std::uint64_t i = 0; i + 1 < bytes; i += 61)
+    if (b[i] != static_cast<std::uint8_t>(seed + i)) return false;
+  return b[bytes - 1] == seed;
+}
+
+TEST(HostPhysicalMemory, ValidatesItsParams) {
+  for (std::uint64_t g : {std::uint64_t{0}, std::uint64_t{3000}, std::uint64_t{1024}, std::uint64_t{3} << 20,
+                          std::uint64_t{2} << 30}) {
+    HostPhysicalMemoryParams p;
+    p.granularity = g;
+    EXPECT_EQ(HostPhysicalMemory::Create(p).status().code(), StatusCode::kInvalidArgument) << g;
+  }
+}
+
+TEST(HostPhysicalMemory, GranulesMapAnywhereAndKeepTheirBytes) {
+  auto m = Host();
+  const std::uint64_t g = m->granularity();
+  Result<void*> range = m->ReserveAddressRange(8 * g);
+  ASSERT_TRUE(range.ok()) << range.status().ToString();
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(*range) % g, 0u);
+  char* base = static_cast<char*>(*range);
+  std::vector<GranuleHandle> h;
+  ASSERT_TRUE(m->CreateGranules(2, h).ok());
+  EXPECT_EQ(m->granules_held(), 2u);
+  ASSERT_TRUE(m->Map(base, h).ok());
+  std::memset(base, 0xAB, g);
+  std::memset(base + g, 0xCD, g);
+  ASSERT_TRUE(m->Unmap(base, 2).ok());
+  // Stitched elsewhere, in the other order: the bytes follow the granules.
+  const GranuleHandle swapped[] = {h[1], h[0]};
+  ASSERT_TRUE(m->Map(base + 5 * g, swapped).ok());
+  EXPECT_EQ(static_cast<unsigned char>(base[5 * g]), 0xCD);
+  EXPECT_EQ(static_cast<unsigned char>(base[6 * g + g - 1]), 0xAB);
+  ASSERT_TRUE(m->Unmap(base + 5 * g, 2).ok());
+  EXPECT_EQ(m->ReleaseGranule(h[0]).code(), StatusCode::kOk);
+  EXPECT_EQ(m->ReleaseGranule(h[0]).code(), StatusCode::kNotFound);  // twice
+  EXPECT_EQ(m->Map(base, std::span<const GranuleHandle>(h.data(), 1)).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(m->ReleaseGranule(h[1]).ok());
+  EXPECT_EQ(m->granules_held(), 0u);
+  EXPECT_EQ(m->ReserveAddressRange(g + 1).status().code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(m->FreeAddressRange(base, 8 * g).ok());
+}
+
+TEST(VmmAllocator, ValidatesEveryParameter) {
+  auto m = Host();
+  std::vector<VmmParams> bad(6);
+  bad[0].block_rounding_bytes = 0;
+  bad[1].block_rounding_bytes = 384;
+  bad[2].block_rounding_bytes = std::uint64_t{1} << 20;
+  bad[3].memory_limit = 0;
+  bad[4].memory_limit = 4096;  // less than a granule
+  bad[5].address_space_bytes = 1024;
+  for (std::size_t i = 0; i < bad.size(); ++i)
+    EXPECT_EQ(VmmAllocator::Create(*m, bad[i]).status().code(), StatusCode::kInvalidArgument) << i;
+  VmmParams huge_small;
+  huge_small.small_request_bytes = std::uint64_t{1} << 45;
+  EXPECT_EQ(Validate(huge_small).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Validate(VmmParams{}).ok());
+}
+
+TEST(VmmAllocator, ARepeatOfTheSameRequestCostsNoMapCall) {
+  auto m = Host();
+  auto v = Vmm(*m);
+  for (std::uint64_t bytes : {std::uint64_t{1000}, 3 * kMiB, 64 * kMiB}) {
+    Result<void*> a = v->Allocate(bytes);
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    Fill(*a, bytes, 7);
+    ASSERT_TRUE(v->Deallocate(*a).ok());
+    const auto before = v->counters();
+    for (int i = 0; i < 10; ++i) {
+      Result<void*> b = v->Allocate(bytes);
+      ASSERT_TRUE(b.ok());
+      EXPECT_EQ(*b, *a);
+      ASSERT_TRUE(v->Deallocate(*b).ok());
+    }
+    EXPECT_EQ(v->counters().map_calls, before.map_calls) << bytes;
+    EXPECT_EQ(v->counters().granules_created, before.granules_created) << bytes;
+  }
+}
+
+TEST(VmmAllocator, FreedGranulesAnywhereServeARequestElsewhere) {
+  // Four separate 2 MiB blocks, every other one freed: a 4 MiB request finds
+  // no free range, and is served by the two freed granules stitched at new
+  // addresses, with no new granule.
+  auto m = Host();
+  VmmParams p;
+  p.small_request_bytes = 0;
+  auto v = Vmm(*m, p);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 4; ++i) {
+    Result<void*> a = v->Allocate(2 * kMiB);
+    ASSERT_TRUE(a.ok());
+    Fill(*a, 2 * kMiB, static_cast<std::uint8_t>(i));
+    blocks.push_back(*a);
+  }
+  ASSERT_TRUE(v->Deallocate(blocks[0]).ok());
+  ASSERT_TRUE(v->Deallocate(blocks[2]).ok());
+  const std::uint64_t held = m->granules_held();
+  Result<void*> big = v->Allocate(4 * kMiB);
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  Fill(*big, 4 * kMiB, 99);
+  EXPECT_EQ(m->granules_held(), held);
+  EXPECT_EQ(v->counters().pages_restitched, 2u);
+  EXPECT_TRUE(Intact(blocks[1], 2 * kMiB, 1));
+  EXPECT_TRUE(Intact(blocks[3], 2 * kMiB, 3));
+  EXPECT_TRUE(Intact(*big, 4 * kMiB, 99));
+  EXPECT_EQ(v->GetStats().peak_bytes_reserved, 4 * 2 * kMiB);
+  for (void* b : {blocks[1], blocks[3], *big}) ASSERT_TRUE(v->Deallocate(b).ok());
+}
+
+TEST(VmmAllocator, OutOfMemoryReportsLeaksNothingAndKeepsServing) {
+  auto m = Host();
+  VmmParams p;
+  p.memory_limit = 16 * kMiB;
+  auto v = Vmm(*m, p);
+  std::vector<void*> live;
+  Status failure;
+  while (failure.ok()) {
+    Result<void*> a = v->Allocate(3 * kMiB);
+    if (a.ok()) live.push_back(*a); else failure = a.status();
+  }
+  EXPECT_EQ(failure.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(failure.message().find("vmm: out of memory allocating 3145728 bytes"), std::string::npos)
+      << failure.message();
+  EXPECT_NE(failure.message().find("limit 16.0 MiB"), std::string::npos) << failure.message();
+  EXPECT_NE(failure.message().find("large space"), std::string::npos) << failure.message();
+  EXPECT_LE(m->granules_held() * m->granularity(), 16 * kMiB);
+  EXPECT_EQ(v->GetStats().bytes_reserved, m->granules_held() * m->granularity());
+  EXPECT_EQ(v->GetStats().num_failed_allocs, 1u);
+  // Still serving: free one, the same request fits again.
+  ASSERT_TRUE(v->Deallocate(live.back()).ok());
+  live.pop_back();
+  Result<void*> again = v->Allocate(3 * kMiB);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  live.push_back(*again);
+  for (void* b : live) ASSERT_TRUE(v->Deallocate(b).ok());
+  Result<std::uint64_t> released = v->ReleaseCachedMemory();
+  ASSERT_TRUE(released.ok());
+  EXPECT_GT(*released, 0u);
+  EXPECT_EQ(m->granules_held(), 0u);
+  EXPECT_EQ(v->GetStats().bytes_reserved, 0u);
+}
+
+TEST(VmmAllocator, DoubleFreesAndForeignPointersAreErrors) {
+  auto m = Host();
+  auto v = Vmm(*m);
+  Result<void*> a = v->Allocate(1000);
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(v->Deallocate(*a).ok());
+  EXPECT_EQ(v->Deallocate(*a).code(), StatusCode::kFailedPrecondition);
+  int local = 0;
+  EXPECT_EQ(v->Deallocate(&local).code(), StatusCode::kNotFound);
+  Result<void*> b = v->Allocate(4096);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(v->Deallocate(static_cast<char*>(*b) + 512).code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(v->Deallocate(*b).ok());
+  EXPECT_EQ(v->GetStats().num_frees, 2u);
+  EXPECT_EQ(v->GetStats().bytes_in_use, 0u);
+}
+
+TEST(VmmAllocator, ABlockFreedOnOneStreamWaitsForItsEventBeforeAnotherStreamReusesIt) {
+  HostPhysicalMemoryParams hp;
+  hp.manual_events = true;
+  auto m = Host(hp);
+  auto v = Vmm(*m);
+  const StreamHandle s1 = 1, s2 = 2;
+  Result<void*> a = v->AllocateAsync(4096, s1);
+  ASSERT_TRUE(a.ok());
+  Result<void*> other = v->AllocateAsync(4096, s2);  // a second stream is seen
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(v->DeallocateAsync(*a, s1).ok());
+  // The same stream reuses it at once.
+  Result<void*> same = v->AllocateAsync(4096, s1);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(*same, *a);
+  ASSERT_TRUE(v->DeallocateAsync(*same, s1).ok());
+  // Another stream does not, while the free's event is pending...
+  Result<void*> before = v->AllocateAsync(4096, s2);
+  ASSERT_TRUE(before.ok());
+  EXPECT_NE(*before, *a);
+  // ...and does once it completed.
+  m->CompleteEvents();
+  Result<void*> after = v->AllocateAsync(4096, s2);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(*after, *a);
+  EXPECT_GE(v->counters().events_recorded, 2u);
+  for (void* p : {*other, *before, *after}) ASSERT_TRUE(v->DeallocateAsync(p, s2).ok());
+}
+
+TEST(VmmAllocator, SeededStressFromSeveralThreadsKeepsEveryPattern) {
+  auto m = Host();
+  VmmParams p;
+  p.memory_limit = 1024 * kMiB;
+  auto v = Vmm(*m, p);
+  auto worker = [&](std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    struct Live { void* p; std::uint64_t bytes; std::uint8_t pattern; };
+    std::vector<Live> live;
+    for (int i = 0; i < 3000; ++i) {
+      if (live.empty() || rng() % 100 < 55) {
+        const std::uint64_t kind = rng() % 100;
+        const std::uint64_t bytes = kind < 70 ? 1 + rng() % 4096 : kind < 97 ? 1 + rng() % (256 << 10) : 1 + rng() % (4 << 20);
+        const std::uint64_t align = std::uint64_t{64} << (rng() % 6);
+        Result<void*> a = v->AllocateAsync(bytes, 0, align);
+        ASSERT_TRUE(a.ok()) << a.status().ToString();
+        ASSERT_EQ(reinterpret_cast<std::uintptr_t>(*a) % align, 0u);
+        const auto pattern = static_cast<std::uint8_t>(rng());
+        Fill(*a, bytes, pattern);
+        live.push_back({*a, bytes, pattern});
+      } else {
+        const std::size_t k = rng() % live.size();
+        ASSERT_TRUE(Intact(live[k].p, live[k].bytes, live[k].pattern)) << "block overwritten";
+        ASSERT_TRUE(v->Deallocate(live[k].p).ok());
+        live[k] = live.back();
+        live.pop_back();
+      }
+    }
+    for (const Live& l : live) {
+      ASSERT_TRUE(Intact(l.p, l.bytes, l.pattern));
+      ASSERT_TRUE(v->Deallocate(l.p).ok());
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::uint64_t t = 0; t < 4; ++t) threads.emplace_back(worker, 1234 + t);
+  for (auto& t : threads) t.join();
+  const AllocatorStats s = v->GetStats();
+  EXPECT_EQ(s.bytes_in_use, 0u);
+  EXPECT_EQ(s.num_allocs, s.num_frees);
+  EXPECT_EQ(s.bytes_reserved, m->granules_held() * m->granularity());
+  EXPECT_LE(s.peak_bytes_reserved, 1024 * kMiB);
+}
+
+TEST(VirtualMemoryBackend, CompactBfcGrowsInPlaceOverPhysicalGranules) {
+  auto m = Host();
+  VirtualMemoryBackend backend(*m);
+  BfcAllocator bfc(backend, CompactBfcParams());
+  std::vector<void*> live;
+  for (int i = 0; i < 20; ++i) {
+    Result<void*> a = bfc.Allocate(std::uint64_t(i + 1) * 300000);
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    Fill(*a, std::uint64_t(i + 1) * 300000, static_cast<std::uint8_t>(i));
+    live.push_back(*a);
+  }
+  EXPECT_EQ(bfc.num_regions(), 1u);  // every extension coalesced
+  EXPECT_EQ(backend.committed(), m->granules_held() * m->granularity());
+  EXPECT_GE(backend.committed(), backend.reserved());
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_TRUE(Intact(live[i], std::uint64_t(i + 1) * 300000, static_cast<std::uint8_t>(i)));
+    ASSERT_TRUE(bfc.Deallocate(live[i]).ok());
+  }
+  bfc.ReleaseFreeRegions();
+  EXPECT_EQ(m->granules_held(), 0u);
+}
+
+TEST(GzipInput, TracesAndProblemsAreReadCompressed) {
+  const std::string dir = ::testing::TempDir();
+  auto write_gz = [](const std::string& path, const std::string& text) {
+    gzFile f = gzopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+    gzclose(f);
+  };
+  const std::string trace = dir + "/tiny_trace.csv.gz";
+  write_gz(trace,
+           "Thread,Time,Action,Pointer,Size,Stream\n0,1,allocate,0x10,100,0\n0,2,allocate,0x20,300,0\n"
+           "0,3,free,0x10,100,0\n0,4,free,0x20,300,0\n");
+  Result<Trace> t = LoadTrace(trace);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->events.size(), 4u);
+  Result<Problem> as_problem = LoadProblem(trace);
+  ASSERT_TRUE(as_problem.ok()) << as_problem.status().ToString();
+  EXPECT_EQ(as_problem->buffers.size(), 2u);
+  const std::string csv = dir + "/tiny_problem.csv.gz";
+  write_gz(csv, "id,lower,upper,size\na,0,2,64\nb,1,3,32\n");
+  Result<Problem> p = LoadProblem(csv);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->buffers.size(), 2u);
+}
+
+// On a GPU: the vmm allocator over CUDA physical memory. Skipped with the
+// reason where the build has no CUDA or the machine no device.
+TEST(CudaPhysicalMemory, VmmOnTheDevice) {
+  Result<std::unique_ptr<PhysicalMemory>> gpu = MakeCudaPhysicalMemory(0);
+  if (!CudaPhysicalMemoryCompiled()) {
+    ASSERT_EQ(gpu.status().code(), StatusCode::kUnimplemented);
+    GTEST_SKIP() << gpu.status().message();
+  }
+  if (!gpu.ok()) {
+    ASSERT_EQ(gpu.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(gpu.status().message().find("no device"), std::string::npos);
+    GTEST_SKIP() << gpu.status().message();
+  }
+  PhysicalMemory& memory = **gpu;
+  EXPECT_FALSE(memory.host_accessible());
+  VmmParams p;
+  p.memory_limit = 64 * memory.granularity();
+  auto v = Vmm(memory, p);
+  std::vector<void*> live;
+  for (int i = 0; i < 200; ++i) {
+    Result<void*> a = v->AllocateAsync(std::uint64_t(1000) + std::uint64_t(i) * 70000, 0);
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    live.push_back(*a);
+  }
+  Status oom = v->Allocate(200 * memory.granularity()).status();
+  EXPECT_EQ(oom.code(), StatusCode::kResourceExhausted);
+  for (void* q : live) ASSERT_TRUE(v->DeallocateAsync(q, 0).ok());
+  Result<void*> big = v->Allocate(32 * memory.granularity());
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  ASSERT_TRUE(v->Deallocate(*big).ok());
+  Result<std::uint64_t> released = v->ReleaseCachedMemory();
+  ASSERT_TRUE(released.ok()) << released.status().ToString();
+  EXPECT_EQ(v->GetStats().bytes_reserved, 0u);
+  // bfc_compact grows in place on the device.
+  VirtualMemoryBackend backend(memory);
+  BfcAllocator bfc(backend, CompactBfcParams());
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(bfc.Allocate(std::uint64_t(i + 1) << 20).ok());
+  EXPECT_EQ(bfc.num_regions(), 1u);
+}
+
+}  // namespace
+}  // namespace tensormem
