@@ -135,7 +135,8 @@ function draw(){
   ctx.restore();
   ctx.strokeStyle="#444"; ctx.lineWidth=1; ctx.strokeRect(ML,MT,W-ML-MR,H-MT-MB); ctx.fillStyle="#222"; ctx.font="11px sans-serif";
   for(let k=0;k<=5;k++){ const y=v.y0+(v.y1-v.y0)*k/5, p=py(y); ctx.fillText(bytes(Math.round(y)),4,p+4);
-    const x=v.x0+(v.x1-v.x0)*k/5, q=px(x); ctx.fillText(String(Math.round(x)),q-10,H-MB+14); }
+    const x=v.x0+(v.x1-v.x0)*k/5, q=px(x), t=String(Math.round(x));
+    ctx.fillText(t,Math.min(q-10,W-ctx.measureText(t).width-2),H-MB+14); }
   ctx.fillText(XLABEL,(W-ML)/2+ML-20,H-6);
 }
 // The buffer under the pointer; failing that, one within 2 px (buffers
@@ -144,7 +145,7 @@ function at(mx,my){ for(let tol=0;tol<=2;tol+=2){ const xa=wx(mx-tol), xb=wx(mx+
   for(let i=N-1;i>=0;i--){ if(!(S[i]>0)||xb<F[i]||xa>=L[i]+1||yb<O[i]||ya>=O[i]+S[i]) continue;
     const ss=segs(i); for(let s=0;s<ss.length;s++){ const g=ss[s]; if(xb>=g[0]&&xa<g[1]+1&&yb>=O[i]+g[2]&&ya<O[i]+g[3]) return i; } } }
   return -1; }
-function id(i){ return I? I[i] : String(i); }
+function id(i){ return I? I[i] : IN? IP+IN[i] : String(i); }
 let hovered=-1, drag=null;
 function pos(e){ const r=cv.getBoundingClientRect(); return [e.clientX-r.left,e.clientY-r.top]; }
 cv.addEventListener("mousemove",function(e){ const p=pos(e);
@@ -231,11 +232,27 @@ Status WriteHtmlMap(std::ostream& out, const Problem& problem, const OffsetsPlan
   // Ids only when they are not simply 0, 1, 2, ...
   bool plain_ids = true;
   for (std::size_t i = 0; i < n && plain_ids; ++i) plain_ids = b[i].id == std::to_string(i);
+  // Ids "<prefix><number>" with one prefix (a trace's "line<N>") as numbers.
+  std::string prefix;
+  bool numbered = !plain_ids && n > 0;
+  for (std::size_t i = 0; i < n && numbered; ++i) {
+    const std::string& id = b[i].id;
+    const std::size_t digits = id.find_last_not_of("0123456789") + 1;  // npos + 1 = 0
+    if (i == 0) prefix = id.substr(0, digits);
+    numbered = digits < id.size() && id.size() - digits <= 15 && id.compare(0, digits, prefix) == 0 &&
+               digits == prefix.size() && (id[digits] != '0' || digits + 1 == id.size());
+  }
   out << ";\nconst I=";
-  if (plain_ids) {
+  if (plain_ids || numbered) {
     out << "null";
   } else {
     WriteArray(out, n, [&](std::size_t i) { return JsString(b[i].id); });
+  }
+  out << ";\nconst IP=" << JsString(prefix) << ",IN=";
+  if (numbered) {
+    WriteArray(out, n, [&](std::size_t i) { return std::string_view(b[i].id).substr(prefix.size()); });
+  } else {
+    out << "null";
   }
   // Segments of the buffers with gaps: {index: [[first, last, lo, hi], ...]}.
   out << ";\nconst G={";

@@ -89,6 +89,8 @@ TEST(ReplayPlacements, AddressesPerAllocationAndReservedPerEvent) {
     std::ostringstream out;
     ASSERT_TRUE(WriteReplayHtmlMap(out, trace, *r).ok());
     EXPECT_NE(out.str().find("const RK=[0"), std::string::npos);
+    // The trace's ids line2, line3, line5 as a prefix and numbers.
+    EXPECT_NE(out.str().find("const IP=\"line\",IN=[2,3,5]"), std::string::npos);
   }
   EXPECT_EQ(ReplayPlacements(trace, ReplayAllocator::kMalloc).status().code(), StatusCode::kUnimplemented);
 }
