@@ -8,6 +8,8 @@ packages=(
   libcli11-dev nlohmann-json3-dev             # CLI, JSON
   libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX import
   libjemalloc-dev libmimalloc-dev             # allocator peers for trace replay
+  pybind11-dev python3-dev python3-numpy python3-pytest  # the Python package and its tests
+  chromium                                    # the HTML map's headless-browser check
   zlib1g-dev                                  # .csv.gz traces and problems
   clang-16 libc++-16-dev libc++abi-16-dev     # the second build of the test command
 )

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tensormem/problem.h"
 #include "tensormem/status.h"
@@ -70,5 +71,24 @@ struct SvgOptions {
 // and offset, and the lower bound as a dashed line.
 Status WriteSvg(std::ostream& out, const Problem& problem, const OffsetsPlan& plan,
                 const SvgOptions& options = {});
+
+struct HtmlMapOptions {
+  std::string title;
+  std::uint64_t lower_bound = 0;  // drawn as a dashed line when > 0
+  std::string x_label = "task";   // what x counts ("event" for a replay)
+  // Optional: bytes an allocator held after each x (x = 0, 1, 2, ...),
+  // drawn as a step line (a replay's reserved bytes over time).
+  std::vector<std::uint64_t> reserved;
+};
+
+// An interactive memory map as one self-contained HTML file (inline script,
+// no network): x = task, y = address, one rectangle per buffer (per
+// occupancy segment when it has gaps) drawn on a canvas, so 10^5 buffers
+// stay responsive; hover names the buffer (id, size, lifetime, offset); the
+// wheel zooms, dragging pans, a double click resets; the lower bound, the
+// plan's total and the reserved bytes are lines. The page writes its own
+// summary (buffers drawn, total) into the element #summary once drawn.
+Status WriteHtmlMap(std::ostream& out, const Problem& problem, const OffsetsPlan& plan,
+                    const HtmlMapOptions& options = {});
 
 }  // namespace tensormem

@@ -126,6 +126,11 @@ struct SolverParams {
   bool progress_to_stderr = false;
   std::function<void(const SolveProgress&)> on_progress;
   double progress_interval_seconds = 1.0;
+
+  // Polled when the clock is read (every 256 nodes or so): returning true
+  // stops the solve as the time limit would (the best plan so far is
+  // returned). For Ctrl-C in bindings, or a caller's own cancel flag.
+  std::function<bool()> should_stop;
 };
 
 struct SolveResult {

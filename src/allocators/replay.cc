@@ -412,6 +412,63 @@ Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
   return r;
 }
 
+Result<ReplayPlacement> ReplayPlacements(const Trace& trace, ReplayAllocator allocator,
+                                         const ReplayParams& params) {
+  if (IsMallocPeer(allocator))
+    return Unimplemented("replay placements: '" + std::string(Name(allocator)) +
+                         "' is a malloc peer; the map needs one of our allocators");
+  TM_ASSIGN_OR_RETURN(Ours ours, MakeOurs(allocator, params));
+  ReplayPlacement out;
+  out.allocator = std::string(Name(allocator));
+  out.reserved.reserve(trace.events.size());
+  std::vector<std::uint64_t> address;  // per allocation, in event order
+  std::vector<std::uint64_t> sizes;
+  std::vector<void*> slots(trace.events.size(), nullptr);
+  Status failed = Status::Ok();
+  for (std::size_t i = 0; i < trace.events.size() && failed.ok(); ++i) {
+    const TraceEvent& e = trace.events[i];
+    if (e.action == TraceAction::kAllocate) {
+      Result<void*> p = ours.resource->Allocate(e.size, params.alignment);
+      if (!p.ok()) {
+        failed = p.status().WithContext(Where(trace, e));
+        break;
+      }
+      slots[i] = *p;
+      address.push_back(reinterpret_cast<std::uintptr_t>(*p));
+      sizes.push_back(e.size);
+    } else {
+      failed = ours.resource->Deallocate(slots[e.partner]).WithContext(Where(trace, e));
+      slots[e.partner] = nullptr;
+    }
+    out.reserved.push_back(ours.resource->GetStats().bytes_reserved);
+  }
+  for (void* p : slots)
+    if (p != nullptr) (void)ours.resource->Deallocate(p);
+  TM_RETURN_IF_ERROR(failed);
+  // Close the holes between disjoint address ranges: sort the blocks by
+  // address, merge overlapping spans, and stack the spans from 0.
+  std::vector<std::size_t> order(address.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return address[a] < address[b]; });
+  out.offsets.assign(address.size(), 0);
+  std::uint64_t span_start = 0, span_end = 0, span_base = 0;
+  bool open = false;
+  for (std::size_t k : order) {
+    const std::uint64_t end = address[k] + std::max<std::uint64_t>(sizes[k], 1);
+    if (!open || address[k] > span_end) {
+      span_base = open ? span_base + (span_end - span_start) : 0;
+      span_start = address[k];
+      span_end = end;
+      open = true;
+    } else {
+      span_end = std::max(span_end, end);
+    }
+    out.offsets[k] = span_base + (address[k] - span_start);
+    out.top = std::max(out.top, out.offsets[k] + sizes[k]);
+  }
+  return out;
+}
+
 void PrepareProcessForMallocPeers(char** argv) {
   const char* current = std::getenv("GLIBC_TUNABLES");
   if (current != nullptr && std::strstr(current, "glibc.rtld.optional_static_tls") != nullptr) return;

@@ -55,6 +55,7 @@ class SearchControl {
     if (stopped_) return false;
     const Clock::time_point now = Clock::now();
     if (now >= deadline_) return Stop();
+    if (should_stop_ && should_stop_()) return Stop();
     if (progress_to_stderr_ || on_progress_) {
       const double s = std::chrono::duration<double>(now - start_).count();
       if (s >= next_report_) {
@@ -64,6 +65,9 @@ class SearchControl {
     }
     return true;
   }
+
+  // Asked at every clock reading; true stops the search (SolverParams::should_stop).
+  void SetShouldStop(std::function<bool()> should_stop) { should_stop_ = std::move(should_stop); }
 
   bool stopped() const { return stopped_; }
   std::uint64_t nodes() const { return nodes_; }
@@ -115,6 +119,7 @@ class SearchControl {
   bool stopped_ = false;
   bool progress_to_stderr_;
   std::function<void(const SolveProgress&)> on_progress_;
+  std::function<bool()> should_stop_;
   double progress_interval_;
   double next_report_;
   bool has_plan_ = false;

@@ -113,7 +113,9 @@ class Solve {
         params_(params),
         capacity_(capacity),
         control_(params.time_limit_seconds, params.node_limit, params.progress_to_stderr,
-                 params.on_progress, params.progress_interval_seconds) {}
+                 params.on_progress, params.progress_interval_seconds) {
+    control_.SetShouldStop(params.should_stop);
+  }
 
   Result<SolveResult> Run();
 

@@ -340,6 +340,20 @@ TEST(Solver, ShortTimeLimitStillReturnsAValidPlan) {
   EXPECT_LT(r->seconds, 5.0);
 }
 
+TEST(Solver, ShouldStopEndsTheSolveWithAValidPlan) {
+  const Problem p = Hard(400, 3);
+  SolverParams params;
+  params.time_limit_seconds = 60;  // the stop request, not the clock, ends it
+  int polls = 0;
+  params.should_stop = [&] { return ++polls >= 3; };
+  Result<SolveResult> r = SolveOffsets(p, params);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->has_plan);
+  EXPECT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
+  EXPECT_GE(polls, 3);
+  EXPECT_LT(r->seconds, 10.0);
+}
+
 TEST(Solver, ProgressIsReported) {
   const Problem p = Hard(300, 4);
   SolverParams params;

@@ -1,5 +1,5 @@
 // tensormem plan INPUT [--strategy NAME|all] [--objects] [--align N]
-//                      [--out PLAN.csv] [--json] [--svg MAP.svg]
+//                      [--out PLAN.csv] [--json] [--svg MAP.svg] [--html MAP.html]
 //                      [--dim NAME=V] [--input-shape NAME=AxBxC] [--data-input NAME]
 //
 // Plans offsets (default) or shared objects for a CSV/JSON problem and prints
@@ -33,6 +33,7 @@ struct PlanOptions {
   std::string out;
   bool json = false;
   std::string svg;
+  std::string html;
   double time_limit = 10.0;
   bool reference = false;
   GraphInputOptions graph;
@@ -162,6 +163,14 @@ int RunPlan(const PlanOptions& o) {
       Status st = WriteFile(o.svg, [&](std::ostream& f) { return WriteSvg(f, problem, *laid, so); });
       if (!st.ok()) return ReportError(st);
     }
+    if (!o.html.empty()) {
+      Result<OffsetsPlan> laid = ObjectsToOffsets(*best, 1);
+      if (!laid.ok()) return ReportError(laid.status());
+      HtmlMapOptions ho;
+      ho.title = o.input + " \u2014 objects " + best->strategy + " laid back to back";
+      Status st = WriteFile(o.html, [&](std::ostream& f) { return WriteHtmlMap(f, problem, *laid, ho); });
+      if (!st.ok()) return ReportError(st);
+    }
     return kExitOk;
   }
 
@@ -193,6 +202,13 @@ int RunPlan(const PlanOptions& o) {
     Status st = WriteFile(o.svg, [&](std::ostream& f) { return WriteSvg(f, problem, *best, so); });
     if (!st.ok()) return ReportError(st);
   }
+  if (!o.html.empty()) {
+    HtmlMapOptions ho;
+    ho.title = o.input + " \u2014 " + best->strategy;
+    ho.lower_bound = best->lower_bound;
+    Status st = WriteFile(o.html, [&](std::ostream& f) { return WriteHtmlMap(f, problem, *best, ho); });
+    if (!st.ok()) return ReportError(st);
+  }
   return kExitOk;
 }
 
@@ -217,6 +233,8 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
                   "'all', the smallest plan");
   cmd->add_flag("--json", o->json, "print the results as JSON");
   cmd->add_option("--svg", o->svg, "write a memory map (x = task, y = address)");
+  cmd->add_option("--html", o->html,
+                  "write an interactive memory map (one self-contained HTML file: zoom, pan, hover)");
   cmd->add_option("--time-limit", o->time_limit, "seconds for the exact strategy")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);

@@ -17,6 +17,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "html_map.h"
 #include "tensormem/allocators/replay.h"
 
 namespace tensormem::cli {
@@ -36,6 +37,7 @@ struct ReplayOptions {
   std::optional<std::uint64_t> bfc_initial_region;
   std::optional<std::uint64_t> bfc_split_cap;
   std::uint64_t bfc_limit = 0;
+  std::string html;
   std::string device = "host";
   int cuda_device = 0;
   std::optional<std::uint64_t> vmm_small;
@@ -144,6 +146,9 @@ int RunReplay(const ReplayOptions& o) {
     results.push_back(std::move(*r));
   }
 
+  if (!o.html.empty()) {
+    if (Status st = WriteReplayMap(o.html, *trace, allocators, params); !st.ok()) return ReportError(st);
+  }
   if (o.json) {
     nlohmann::json j = {{"trace", o.input},
                         {"events", trace->events.size()},
@@ -250,6 +255,9 @@ void AddReplayCommand(CLI::App& app, int* exit_code) {
                   "BFC: split a chunk when the leftover is at least this many bytes (TensorFlow: "
                   "128 MiB)");
   cmd->add_option("--bfc-limit", o->bfc_limit, "BFC memory limit in bytes (0 = none)");
+  cmd->add_option("--html", o->html,
+                  "write an interactive memory map (x = event, y = address, reserved bytes as a "
+                  "line) of the first of our allocators asked for");
   cmd->add_option("--device", o->device,
                   "memory of our allocators: host, or cuda (bfc on cudaMalloc, bfc_compact and vmm on "
                   "CUDA virtual memory; a clear error where no GPU is present)")

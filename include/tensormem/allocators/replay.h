@@ -35,10 +35,12 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tensormem/allocators/bfc_allocator.h"
 #include "tensormem/allocators/buffer_pool.h"
@@ -118,6 +120,29 @@ Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
 // freed again.
 Result<ReplayResult> ReplayTraceThrough(const Trace& trace, MemoryResource& resource,
                                         std::uint64_t alignment = 64);
+
+// Where a replay put every block, for a memory map: one untimed pass in this
+// process through a fresh instance of one of our allocators (the malloc
+// peers are refused: Unimplemented). The buffers are those of
+// TraceToProblem(trace), in the same order.
+struct ReplayPlacement {
+  std::string allocator;
+  // Per buffer: its address, with the holes between disjoint address ranges
+  // (separate regions) closed, so the lowest block starts at 0 and regions
+  // sit on top of each other.
+  std::vector<std::uint64_t> offsets;
+  std::uint64_t top = 0;  // max(offset + size)
+  // Per event: the allocator's bytes reserved after it.
+  std::vector<std::uint64_t> reserved;
+};
+Result<ReplayPlacement> ReplayPlacements(const Trace& trace, ReplayAllocator allocator,
+                                         const ReplayParams& params = {});
+
+// The replay's interactive memory map (io.h WriteHtmlMap): x = event,
+// y = the placement's offsets, the reserved bytes after every event as a
+// line, the trace's peak live bytes as the lower bound.
+Status WriteReplayHtmlMap(std::ostream& out, const Trace& trace, const ReplayPlacement& placement,
+                          const std::string& title = {});
 
 // Ok when the peer can be loaded in this process; else why not.
 Status MallocPeerAvailable(ReplayAllocator peer);

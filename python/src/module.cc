@@ -1,0 +1,771 @@
+// tensormem._tensormem: the pybind11 binding of the C++ library.
+//
+// Arrays come in as NumPy arrays (or anything np.asarray takes) and are read
+// in C++ without per-element Python objects; offsets go out as NumPy arrays
+// that view the plan's own vector (no copy). The GIL is released around
+// planning, solving, ONNX import and replay. Library errors (Status) become
+// Python exceptions carrying the message: ValueError (invalid argument, out
+// of range), FileNotFoundError (a missing file), MemoryError (resource
+// exhausted), tensormem.TensormemError (everything else, with .code).
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <time.h>
+
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tensormem/allocators/bfc_allocator.h"
+#include "tensormem/allocators/buffer_pool.h"
+#include "tensormem/allocators/replay.h"
+#include "tensormem/allocators/system_allocator.h"
+#include "tensormem/allocators/trace.h"
+#include "tensormem/graph.h"
+#include "tensormem/io.h"
+#include "tensormem/lower_bounds.h"
+#include "tensormem/planning.h"
+#include "tensormem/solver.h"
+#if TENSORMEM_PY_HAVE_ONNX
+#include "tensormem/onnx.h"
+#endif
+#if TENSORMEM_PY_HAVE_VMM
+#include "tensormem/allocators/physical_memory.h"
+#include "tensormem/allocators/vmm_allocator.h"
+#endif
+
+namespace py = pybind11;
+using namespace tensormem;
+
+namespace {
+
+// The C++ side of tensormem.TensormemError.
+struct TensormemError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] void RaisePython(PyObject* type, const std::string& message) {
+  PyErr_SetString(type, message.c_str());
+  throw py::error_already_set();
+}
+
+// Status -> Python exception. `file` says a NotFound names a file.
+[[noreturn]] void Raise(const Status& st, bool file = true) {
+  switch (st.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kOutOfRange:
+      throw py::value_error(st.message());
+    case StatusCode::kNotFound:
+      if (file) RaisePython(PyExc_FileNotFoundError, st.message());
+      break;
+    case StatusCode::kResourceExhausted:
+      RaisePython(PyExc_MemoryError, st.message());
+    default:
+      break;
+  }
+  throw TensormemError(std::string(StatusCodeName(st.code())) + ": " + st.message());
+}
+
+void Check(const Status& st, bool file = true) {
+  if (!st.ok()) Raise(st, file);
+}
+
+template <typename T>
+T Take(Result<T>&& r, bool file = true) {
+  if (!r.ok()) Raise(r.status(), file);
+  return std::move(r).value();
+}
+
+// ---- arrays in -------------------------------------------------------------
+
+// A 1-D integer array from anything np.asarray accepts; ValueError naming
+// `name` otherwise. Empty inputs of any dtype are fine.
+py::array IntArray(const py::handle& obj, const char* name) {
+  py::array a;
+  try {
+    a = py::array::ensure(obj);
+  } catch (const py::error_already_set&) {
+  }
+  if (!a) throw py::value_error(std::string(name) + ": not convertible to an array");
+  if (a.ndim() != 1)
+    throw py::value_error(std::string(name) + ": expected a 1-D array, got " +
+                          std::to_string(a.ndim()) + " dimensions");
+  const char kind = a.dtype().kind();
+  if (a.size() > 0 && kind != 'i' && kind != 'u')
+    throw py::value_error(std::string(name) + ": dtype " + std::string(py::str(a.dtype())) +
+                          " is not an integer type");
+  return a;
+}
+
+// Non-negative integers (sizes); `max` bounds them.
+std::vector<std::uint64_t> ToU64(const py::handle& obj, const char* name) {
+  py::array a = IntArray(obj, name);
+  const auto n = static_cast<std::size_t>(a.size());
+  std::vector<std::uint64_t> out(n);
+  if (n == 0) return out;
+  if (a.dtype().kind() == 'u') {
+    auto u = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+    const std::uint64_t* p = u.data();
+    for (std::size_t i = 0; i < n; ++i) out[i] = p[i];
+  } else {
+    auto s = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+    const std::int64_t* p = s.data();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (p[i] < 0)
+        throw py::value_error(std::string(name) + "[" + std::to_string(i) + "] is negative (" +
+                              std::to_string(p[i]) + ")");
+      out[i] = static_cast<std::uint64_t>(p[i]);
+    }
+  }
+  return out;
+}
+
+// Task indices (int64; the library checks their range).
+std::vector<std::int64_t> ToI64(const py::handle& obj, const char* name) {
+  py::array a = IntArray(obj, name);
+  const auto n = static_cast<std::size_t>(a.size());
+  std::vector<std::int64_t> out(n);
+  if (n == 0) return out;
+  if (a.dtype().kind() == 'u') {
+    auto u = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+    const std::uint64_t* p = u.data();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (p[i] > static_cast<std::uint64_t>(kMaxTaskIndex))
+        throw py::value_error(std::string(name) + "[" + std::to_string(i) + "] is out of range (" +
+                              std::to_string(p[i]) + ")");
+      out[i] = static_cast<std::int64_t>(p[i]);
+    }
+  } else {
+    auto s = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+    std::copy(s.data(), s.data() + n, out.begin());
+  }
+  return out;
+}
+
+std::vector<UsageRecord> ToRecords(const py::handle& sizes, const py::handle& first,
+                                   const py::handle& last) {
+  const std::vector<std::uint64_t> s = ToU64(sizes, "sizes");
+  const std::vector<std::int64_t> f = ToI64(first, "first");
+  const std::vector<std::int64_t> l = ToI64(last, "last");
+  if (f.size() != s.size() || l.size() != s.size())
+    throw py::value_error("sizes, first and last must have the same length (got " +
+                          std::to_string(s.size()) + ", " + std::to_string(f.size()) + ", " +
+                          std::to_string(l.size()) + ")");
+  std::vector<UsageRecord> records(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) records[i] = {s[i], f[i], l[i]};
+  return records;
+}
+
+// ---- arrays out ------------------------------------------------------------
+
+template <typename T>
+py::array_t<T> View(const std::vector<T>& v, const py::object& owner) {
+  return py::array_t<T>({static_cast<py::ssize_t>(v.size())}, {static_cast<py::ssize_t>(sizeof(T))},
+                        v.data(), owner);
+}
+
+template <typename T>
+py::array_t<T> Copy(const std::vector<T>& v) {
+  py::array_t<T> a(static_cast<py::ssize_t>(v.size()));
+  std::copy(v.begin(), v.end(), a.mutable_data());
+  return a;
+}
+
+// ---- problems and plans ----------------------------------------------------
+
+struct PyProblem {
+  Problem problem;
+  std::string source;
+};
+
+struct PyPlan {
+  std::shared_ptr<const Problem> problem;  // when planned from a problem
+  std::vector<UsageRecord> records;        // when planned from arrays
+  bool objects = false;
+  OffsetsPlan offsets;   // offsets plan; for objects, the objects laid back to back
+  ObjectsPlan object_plan;
+  std::uint64_t alignment = 1;
+
+  const Problem& GetProblem() {
+    if (!problem) problem = std::make_shared<Problem>(FromRecords(records));
+    return *problem;
+  }
+};
+
+
+OffsetsStrategy OffsetsByName(const std::string& name) { return Take(ParseOffsetsStrategy(name)); }
+ObjectsStrategy ObjectsByName(const std::string& name) { return Take(ParseObjectsStrategy(name)); }
+
+PyPlan DoPlan(std::vector<UsageRecord> records, std::shared_ptr<const Problem> problem,
+              const std::string& strategy, std::uint64_t alignment, bool objects,
+              double time_limit) {
+  if (alignment == 0) throw py::value_error("alignment must be at least 1");
+  PyPlan out;
+  out.objects = objects;
+  out.alignment = alignment;
+  PlanParams params;
+  params.alignment = alignment;
+  params.time_limit_seconds = time_limit;
+  if (objects) {
+    const ObjectsStrategy s = ObjectsByName(strategy);
+    if (problem) records = ::tensormem::ToRecords(*problem);
+    std::optional<Result<ObjectsPlan>> r;
+    std::optional<Result<OffsetsPlan>> laid;
+    {
+      py::gil_scoped_release release;
+      r.emplace(PlanObjects(records, s, params));
+      if (r->ok()) laid.emplace(ObjectsToOffsets(**r, 1));
+    }
+    out.object_plan = Take(std::move(*r));
+    out.offsets = Take(std::move(*laid));
+    out.offsets.strategy = out.object_plan.strategy;
+    out.offsets.lower_bound = out.object_plan.lower_bound;
+    out.offsets.seconds = out.object_plan.seconds;
+  } else {
+    const OffsetsStrategy s = OffsetsByName(strategy);
+    std::optional<Result<OffsetsPlan>> r;
+    {
+      py::gil_scoped_release release;
+      r.emplace(problem ? PlanOffsets(*problem, s, params) : PlanOffsets(records, s, params));
+    }
+    out.offsets = Take(std::move(*r));
+  }
+  out.problem = std::move(problem);
+  out.records = std::move(records);
+  return out;
+}
+
+void WriteTo(const std::string& path, const std::function<Status(std::ostream&)>& write) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) Raise(NotFound(path + ": cannot open for writing"));
+  Check(write(f));
+  f.close();
+  if (!f) Raise(Internal(path + ": write failed"));
+}
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+#if TENSORMEM_PY_HAVE_ONNX
+std::shared_ptr<PyProblem> RecordsFromOnnx(const std::string& path,
+                                           const std::map<std::string, std::vector<std::int64_t>>& shapes,
+                                           const std::map<std::string, std::int64_t>& dims,
+                                           std::uint64_t alignment) {
+  OnnxImportParams ip;
+  ip.input_shapes = shapes;
+  ip.dims = dims;
+  std::optional<Result<OnnxModel>> model;
+  std::optional<Result<GraphPlan>> plan;
+  {
+    py::gil_scoped_release release;
+    model.emplace(ImportOnnxFile(path, ip));
+    if (model->ok()) {
+      GraphPlanParams gp;
+      gp.alignment = alignment;
+      plan.emplace(PlanGraph((*model)->graph, gp));
+    }
+  }
+  Take(std::move(*model));
+  auto out = std::make_shared<PyProblem>();
+  out->problem = std::move(Take(std::move(*plan)).scratch);
+  out->source = path;
+  return out;
+}
+#endif
+
+std::shared_ptr<PyProblem> LoadAnyProblem(const std::string& path) {
+  Result<InputFormat> format = DetectInputFormat(path);
+  if (format.ok() && *format == InputFormat::kOnnx) {
+#if TENSORMEM_PY_HAVE_ONNX
+    return RecordsFromOnnx(path, {}, {}, 64);
+#else
+    Raise(Unimplemented(path + ": an ONNX model, but tensormem was built without the ONNX importer"));
+#endif
+  }
+  std::optional<Result<Problem>> r;
+  {
+    py::gil_scoped_release release;
+    r.emplace(LoadProblem(path));
+  }
+  auto out = std::make_shared<PyProblem>();
+  out->problem = Take(std::move(*r));
+  out->source = path;
+  return out;
+}
+
+// ---- allocators ------------------------------------------------------------
+
+struct PyAllocator {
+  std::unique_ptr<Backend> backend;
+#if TENSORMEM_PY_HAVE_VMM
+  std::unique_ptr<PhysicalMemory> physical;
+#endif
+  std::unique_ptr<MemoryResource> resource;
+
+  MemoryResource& Get() {
+    if (!resource) throw TensormemError("the allocator was closed");
+    return *resource;
+  }
+};
+
+py::dict StatsDict(const AllocatorStats& s) {
+  py::dict d;
+  d["num_allocs"] = s.num_allocs;
+  d["num_frees"] = s.num_frees;
+  d["num_failed_allocs"] = s.num_failed_allocs;
+  d["bytes_in_use"] = s.bytes_in_use;
+  d["peak_bytes_in_use"] = s.peak_bytes_in_use;
+  d["largest_alloc_size"] = s.largest_alloc_size;
+  d["bytes_reserved"] = s.bytes_reserved;
+  d["peak_bytes_reserved"] = s.peak_bytes_reserved;
+  d["bytes_limit"] = s.bytes_limit ? py::cast(*s.bytes_limit) : py::none();
+  d["free_bytes"] = s.free_bytes;
+  d["largest_free_block"] = s.largest_free_block;
+  d["fragmentation"] = s.fragmentation;
+  return d;
+}
+
+BfcGrowth GrowthByName(const std::string& g) {
+  if (g == "doubling") return BfcGrowth::kDoubling;
+  if (g == "on_demand") return BfcGrowth::kOnDemand;
+  if (g == "reserve_all") return BfcGrowth::kReserveAll;
+  throw py::value_error("unknown growth '" + g + "' (known: doubling, on_demand, reserve_all)");
+}
+
+// ---- replay ----------------------------------------------------------------
+
+struct PyTrace {
+  Trace trace;
+};
+
+std::shared_ptr<PyTrace> LoadAnyTrace(const std::string& path) {
+  std::optional<Result<Trace>> r;
+  {
+    py::gil_scoped_release release;
+    r.emplace(LoadTrace(path));
+  }
+  auto t = std::make_shared<PyTrace>();
+  t->trace = Take(std::move(*r));
+  return t;
+}
+
+std::shared_ptr<PyTrace> TraceOf(const py::object& obj) {
+  if (py::isinstance<PyTrace>(obj)) return obj.cast<std::shared_ptr<PyTrace>>();
+  return LoadAnyTrace(py::str(obj));
+}
+
+py::dict ReplayDict(const ReplayResult& r) {
+  py::dict d;
+  d["allocator"] = r.allocator;
+  d["ops"] = r.ops;
+  d["ns_per_op"] = r.ns_per_op;
+  d["cpu_ns_per_op"] = r.cpu_ns_per_op;
+  d["peak_in_use"] = r.peak_in_use;
+  d["peak_reserved"] = r.peak_reserved;
+  d["reserved_over_in_use"] = r.reserved_over_in_use;
+  d["fragmentation"] = r.fragmentation ? py::cast(*r.fragmentation) : py::none();
+  d["reserved_source"] = r.reserved_source;
+  return d;
+}
+
+// ---- solve -----------------------------------------------------------------
+
+struct PySolveResult {
+  SolveResult r;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_tensormem, m) {
+  m.doc() = "tensormem: tensor memory planning and allocators (C++ core)";
+  static py::exception<TensormemError> error(m, "TensormemError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const TensormemError& e) {
+      error(e.what());
+    }
+  });
+  m.attr("HAVE_ONNX") = bool(TENSORMEM_PY_HAVE_ONNX);
+  m.attr("HAVE_VMM") = bool(TENSORMEM_PY_HAVE_VMM);
+
+  // Problems.
+  py::class_<PyProblem, std::shared_ptr<PyProblem>>(m, "Problem", "An offset-planning problem: buffers with ids, sizes, inclusive lifetimes, alignments")
+      .def_static(
+          "from_arrays",
+          [](const py::object& sizes, const py::object& first, const py::object& last) {
+            auto p = std::make_shared<PyProblem>();
+            const std::vector<UsageRecord> rec = ToRecords(sizes, first, last);
+            p->problem = FromRecords(rec);
+            Check(CheckProblem(p->problem));
+            return p;
+          },
+          py::arg("sizes"), py::arg("first"), py::arg("last"),
+          "A problem of plain buffers named 0, 1, 2, ... (lifetimes inclusive)")
+      .def("__len__", [](const PyProblem& p) { return p.problem.buffers.size(); })
+      .def_property_readonly("sizes", [](const PyProblem& p) {
+        std::vector<std::uint64_t> v;
+        for (const Buffer& b : p.problem.buffers) v.push_back(b.size);
+        return Copy(v);
+      })
+      .def_property_readonly("first", [](const PyProblem& p) {
+        std::vector<std::int64_t> v;
+        for (const Buffer& b : p.problem.buffers) v.push_back(b.first_task);
+        return Copy(v);
+      })
+      .def_property_readonly("last", [](const PyProblem& p) {
+        std::vector<std::int64_t> v;
+        for (const Buffer& b : p.problem.buffers) v.push_back(b.last_task);
+        return Copy(v);
+      })
+      .def_property_readonly("ids", [](const PyProblem& p) {
+        std::vector<std::string> v;
+        for (const Buffer& b : p.problem.buffers) v.push_back(b.id);
+        return v;
+      })
+      .def_property_readonly("capacity", [](const PyProblem& p) { return p.problem.capacity; })
+      .def_readonly("source", &PyProblem::source)
+      .def("lower_bound",
+           [](const PyProblem& p, std::uint64_t alignment) { return PeakLiveBytes(p.problem, alignment); },
+           py::arg("alignment") = 1, "Peak live bytes (the offsets lower bound)")
+      .def("__repr__", [](const PyProblem& p) {
+        return "<tensormem.Problem " + std::to_string(p.problem.buffers.size()) + " buffers" +
+               (p.source.empty() ? "" : " from " + p.source) + ">";
+      });
+
+  py::class_<PyPlan>(m, "Plan", "A plan: offsets (or shared objects laid back to back) and its figures")
+      .def_property_readonly("offsets", [](py::object self) {
+        return View(self.cast<PyPlan&>().offsets.offsets, self);
+      }, "per buffer: its byte offset (numpy.uint64, a view on the plan)")
+      .def_property_readonly("total", [](const PyPlan& p) {
+        return p.objects ? TotalSize(p.object_plan) : p.offsets.total;
+      }, "arena bytes (offsets) or the sum of object sizes (objects)")
+      .def_property_readonly("lower_bound", [](const PyPlan& p) { return p.offsets.lower_bound; })
+      .def_property_readonly("strategy", [](const PyPlan& p) { return p.offsets.strategy; })
+      .def_property_readonly("seconds", [](const PyPlan& p) { return p.offsets.seconds; },
+                             "planning time measured by the C++ dispatcher")
+      .def_property_readonly("ratio", [](const PyPlan& p) {
+        return Ratio(p.objects ? TotalSize(p.object_plan) : p.offsets.total, p.offsets.lower_bound);
+      })
+      .def_readonly("objects", &PyPlan::objects)
+      .def_property_readonly("object_of", [](py::object self) -> py::object {
+        PyPlan& p = self.cast<PyPlan&>();
+        if (!p.objects) return py::none();
+        std::vector<std::uint64_t> v(p.object_plan.object_of.begin(), p.object_plan.object_of.end());
+        return Copy(v);
+      }, "objects plans: per buffer, its object")
+      .def_property_readonly("object_sizes", [](py::object self) -> py::object {
+        PyPlan& p = self.cast<PyPlan&>();
+        if (!p.objects) return py::none();
+        return View(p.object_plan.object_sizes, self);
+      })
+      .def("__len__", [](const PyPlan& p) { return p.offsets.offsets.size(); })
+      .def(
+          "to_html",
+          [](PyPlan& p, const std::string& path, const std::string& title) {
+            HtmlMapOptions o;
+            o.title = title.empty() ? "tensormem plan \u2014 " + p.offsets.strategy : title;
+            o.lower_bound = p.offsets.lower_bound;
+            const Problem& problem = p.GetProblem();
+            WriteTo(path, [&](std::ostream& f) { return WriteHtmlMap(f, problem, p.offsets, o); });
+          },
+          py::arg("path"), py::arg("title") = "",
+          "Writes the interactive memory map (one self-contained HTML file)")
+      .def(
+          "to_svg",
+          [](PyPlan& p, const std::string& path, const std::string& title) {
+            SvgOptions o;
+            o.title = title;
+            o.lower_bound = p.offsets.lower_bound;
+            const Problem& problem = p.GetProblem();
+            WriteTo(path, [&](std::ostream& f) { return WriteSvg(f, problem, p.offsets, o); });
+          },
+          py::arg("path"), py::arg("title") = "", "Writes the SVG memory map (small plans)")
+      .def(
+          "write",
+          [](PyPlan& p, const std::string& path) {
+            const Problem& problem = p.GetProblem();
+            if (p.objects)
+              WriteTo(path, [&](std::ostream& f) { return WriteObjectsCsv(f, problem, p.object_plan); });
+            else if (EndsWith(path, ".json"))
+              WriteTo(path, [&](std::ostream& f) { return WriteProblemJson(f, problem, &p.offsets); });
+            else
+              WriteTo(path, [&](std::ostream& f) { return WriteProblemCsv(f, problem, &p.offsets); });
+          },
+          py::arg("path"),
+          "Writes the problem with the plan: CSV with an offset (or object) column, or JSON (.json)")
+      .def("__repr__", [](const PyPlan& p) {
+        return "<tensormem.Plan " + p.offsets.strategy + ": " + std::to_string(p.offsets.offsets.size()) +
+               " buffers, total " + std::to_string(p.objects ? TotalSize(p.object_plan) : p.offsets.total) +
+               ", lower bound " + std::to_string(p.offsets.lower_bound) + ">";
+      });
+
+  m.def(
+      "_plan_arrays",
+      [](const py::object& sizes, const py::object& first, const py::object& last,
+         const std::string& strategy, std::uint64_t alignment, bool objects, double time_limit) {
+        return DoPlan(ToRecords(sizes, first, last), nullptr, strategy, alignment, objects, time_limit);
+      },
+      py::arg("sizes"), py::arg("first"), py::arg("last"), py::arg("strategy"), py::arg("alignment"),
+      py::arg("objects"), py::arg("time_limit"));
+  m.def(
+      "_plan_problem",
+      [](const std::shared_ptr<PyProblem>& p, const std::string& strategy, std::uint64_t alignment,
+         bool objects, double time_limit) {
+        // The plan keeps its own copy: the problem object may change hands.
+        return DoPlan({}, std::make_shared<const Problem>(p->problem), strategy, alignment, objects,
+                      time_limit);
+      },
+      py::arg("problem"), py::arg("strategy"), py::arg("alignment"), py::arg("objects"),
+      py::arg("time_limit"));
+  // The C++ call alone, timed in C++ (for python/bench/plan_overhead.py):
+  // (wall seconds, thread CPU seconds) of one PlanOffsets call on records
+  // converted beforehand.
+  m.def(
+      "_time_plan_cpp",
+      [](const py::object& sizes, const py::object& first, const py::object& last,
+         const std::string& strategy, std::uint64_t alignment) {
+        const std::vector<UsageRecord> records = ToRecords(sizes, first, last);
+        const OffsetsStrategy s = OffsetsByName(strategy);
+        PlanParams params;
+        params.alignment = alignment;
+        py::gil_scoped_release release;
+        auto cpu = [] {
+          timespec ts{};
+          clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+          return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+        };
+        const double c0 = cpu();
+        const auto a = std::chrono::steady_clock::now();
+        Result<OffsetsPlan> r = PlanOffsets(records, s, params);
+        const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
+        const double c1 = cpu();
+        return std::make_pair(wall, c1 - c0);
+      });
+  m.def("offsets_strategies", [] {
+    std::vector<std::string> v;
+    for (OffsetsStrategy s : AllOffsetsStrategies()) v.emplace_back(Name(s));
+    return v;
+  });
+  m.def("objects_strategies", [] {
+    std::vector<std::string> v;
+    for (ObjectsStrategy s : AllObjectsStrategies()) v.emplace_back(Name(s));
+    return v;
+  });
+
+  m.def("load_problem", &LoadAnyProblem, py::arg("path"),
+        "A planning problem from a file: MiniMalloc CSV, JSON, an allocation trace, or an ONNX "
+        "model (its scratch arena)");
+  m.def(
+      "write_problem",
+      [](const std::string& path, const std::shared_ptr<PyProblem>& p) {
+        if (EndsWith(path, ".json"))
+          WriteTo(path, [&](std::ostream& f) { return WriteProblemJson(f, p->problem, nullptr); });
+        else
+          WriteTo(path, [&](std::ostream& f) { return WriteProblemCsv(f, p->problem, nullptr); });
+      },
+      py::arg("path"), py::arg("problem"));
+#if TENSORMEM_PY_HAVE_ONNX
+  m.def("records_from_onnx", &RecordsFromOnnx, py::arg("path"),
+        py::arg("input_shapes") = std::map<std::string, std::vector<std::int64_t>>{},
+        py::arg("dims") = std::map<std::string, std::int64_t>{}, py::arg("alignment") = 64);
+#endif
+
+  // Solve.
+  py::class_<PySolveResult>(m, "SolveResult", "The exact solver's answer")
+      .def_property_readonly("status", [](const PySolveResult& s) { return std::string(Name(s.r.status)); })
+      .def_property_readonly("has_plan", [](const PySolveResult& s) { return s.r.has_plan; })
+      .def_property_readonly("height", [](const PySolveResult& s) { return s.r.height; })
+      .def_property_readonly("lower_bound", [](const PySolveResult& s) { return s.r.lower_bound; })
+      .def_property_readonly("gap", [](const PySolveResult& s) { return s.r.gap; })
+      .def_property_readonly("seconds", [](const PySolveResult& s) { return s.r.seconds; })
+      .def_property_readonly("nodes", [](const PySolveResult& s) { return s.r.nodes; })
+      .def_property_readonly("reason", [](const PySolveResult& s) { return s.r.reason; })
+      .def_property_readonly("offsets", [](py::object self) -> py::object {
+        PySolveResult& s = self.cast<PySolveResult&>();
+        if (!s.r.has_plan) return py::none();
+        return View(s.r.plan.offsets, self);
+      })
+      .def_property_readonly("infeasible_subset", [](const PySolveResult& s) { return s.r.infeasible_subset; })
+      .def("__repr__", [](const PySolveResult& s) {
+        return "<tensormem.SolveResult " + std::string(Name(s.r.status)) + ": height " +
+               std::to_string(s.r.height) + ", lower bound " + std::to_string(s.r.lower_bound) + ">";
+      });
+  m.def(
+      "_solve",
+      [](const std::shared_ptr<PyProblem>& p, std::optional<std::uint64_t> capacity, double time_limit,
+         bool minimize, std::uint64_t node_limit, std::uint64_t alignment, bool iis) {
+        SolverParams params;
+        params.capacity = capacity;
+        params.goal = (capacity || p->problem.capacity) && !minimize ? SolveGoal::kFit : SolveGoal::kMinimize;
+        params.time_limit_seconds = time_limit;
+        params.node_limit = node_limit;
+        params.alignment = alignment;
+        params.compute_iis = iis;
+        // Ctrl-C: look at Python's signals at most every 50 ms (with the GIL);
+        // a pending KeyboardInterrupt stops the search and is raised below.
+        bool interrupted = false;
+        auto last = std::chrono::steady_clock::now();
+        params.should_stop = [&] {
+          const auto now = std::chrono::steady_clock::now();
+          if (now - last < std::chrono::milliseconds(50)) return interrupted;
+          last = now;
+          py::gil_scoped_acquire gil;
+          if (PyErr_CheckSignals() != 0) interrupted = true;
+          return interrupted;
+        };
+        std::optional<Result<SolveResult>> r;
+        {
+          py::gil_scoped_release release;
+          r.emplace(SolveOffsets(p->problem, params));
+        }
+        if (interrupted) throw py::error_already_set();
+        PySolveResult out;
+        out.r = Take(std::move(*r));
+        return out;
+      },
+      py::arg("problem"), py::arg("capacity"), py::arg("time_limit"), py::arg("minimize"),
+      py::arg("node_limit"), py::arg("alignment"), py::arg("iis"));
+
+  // Allocators.
+  py::class_<PyAllocator>(m, "Allocator", "A tensormem memory resource")
+      .def(
+          "allocate",
+          [](PyAllocator& a, std::uint64_t bytes, std::uint64_t alignment) {
+            return reinterpret_cast<std::uintptr_t>(Take(a.Get().Allocate(bytes, alignment), false));
+          },
+          py::arg("bytes"), py::arg("alignment") = kDefaultAllocationAlignment,
+          "Allocates a block; returns its address (an int). MemoryError when it cannot be served")
+      .def(
+          "free",
+          [](PyAllocator& a, std::uintptr_t address) {
+            Check(a.Get().Deallocate(reinterpret_cast<void*>(address)), false);
+          },
+          py::arg("address"), "Frees a block; an address not handed out is an error, never a crash")
+      .def("stats", [](PyAllocator& a) { return StatsDict(a.Get().GetStats()); })
+      .def_property_readonly("name", [](PyAllocator& a) { return std::string(a.Get().name()); })
+      .def("close", [](PyAllocator& a) {
+        a.resource.reset();
+#if TENSORMEM_PY_HAVE_VMM
+        a.physical.reset();
+#endif
+        a.backend.reset();
+      }, "Releases the allocator's memory (every block it handed out becomes invalid)");
+
+  m.def(
+      "_bfc",
+      [](std::optional<std::uint64_t> memory_limit, const std::string& growth,
+         std::uint64_t initial_region_bytes, bool virtual_memory, bool compact) {
+        auto a = std::make_unique<PyAllocator>();
+        BfcParams p = compact ? CompactBfcParams() : BfcParams{};
+        if (!compact) {
+          p.growth = GrowthByName(growth);
+          p.initial_region_bytes = initial_region_bytes;
+        }
+        if (memory_limit) p.memory_limit = *memory_limit;
+        if (p.growth == BfcGrowth::kReserveAll && !memory_limit)
+          throw py::value_error("growth 'reserve_all' needs a memory_limit");
+        if (virtual_memory || compact) {
+          a->backend = std::make_unique<VirtualMemoryBackend>();
+          a->resource = std::make_unique<BfcAllocator>(*a->backend, p);
+        } else {
+          a->resource = std::make_unique<BfcAllocator>(HostBackend(), p);
+        }
+        return a;
+      });
+  m.def("_pool", [](std::uint64_t alignment) {
+    if (!IsPowerOfTwo(alignment)) throw py::value_error("alignment must be a power of two");
+    auto a = std::make_unique<PyAllocator>();
+    BufferPoolParams p;
+    p.alignment = alignment;
+    a->resource = std::make_unique<BufferPool>(HostBackend(), p);
+    return a;
+  });
+  m.def("_system", [] {
+    auto a = std::make_unique<PyAllocator>();
+    a->resource = std::make_unique<SystemAllocator>();
+    return a;
+  });
+#if TENSORMEM_PY_HAVE_VMM
+  m.def("_vmm", [](std::optional<std::uint64_t> memory_limit, std::uint64_t granularity) {
+    auto a = std::make_unique<PyAllocator>();
+    HostPhysicalMemoryParams hp;
+    hp.granularity = granularity;
+    a->physical = Take(HostPhysicalMemory::Create(hp));
+    VmmParams vp;
+    vp.memory_limit = memory_limit;
+    a->resource = Take(VmmAllocator::Create(*a->physical, vp));
+    return a;
+  });
+#endif
+
+  // Traces and replay.
+  py::class_<PyTrace, std::shared_ptr<PyTrace>>(m, "Trace", "An allocation trace (RAPIDS replay-log CSV)")
+      .def("__len__", [](const PyTrace& t) { return t.trace.events.size(); })
+      .def_property_readonly("source", [](const PyTrace& t) { return t.trace.source; })
+      .def_property_readonly("num_allocations", [](const PyTrace& t) { return t.trace.num_allocations; })
+      .def_property_readonly("num_frees", [](const PyTrace& t) { return t.trace.num_frees; })
+      .def_property_readonly("num_never_freed", [](const PyTrace& t) { return t.trace.num_never_freed; })
+      .def("to_problem", [](const PyTrace& t) {
+        auto p = std::make_shared<PyProblem>();
+        p->problem = TraceToProblem(t.trace);
+        p->source = t.trace.source;
+        return p;
+      })
+      .def("__repr__", [](const PyTrace& t) {
+        return "<tensormem.Trace " + t.trace.source + ": " + std::to_string(t.trace.events.size()) + " events>";
+      });
+  m.def("load_trace", &LoadAnyTrace, py::arg("path"));
+  m.def("replay_allocators", [] {
+    std::vector<std::string> v;
+    for (ReplayAllocator a : AllReplayAllocators()) v.emplace_back(Name(a));
+    return v;
+  });
+  m.def(
+      "_replay",
+      [](const py::object& trace_obj, const py::object& allocator, int repetitions,
+         std::uint64_t alignment, bool isolate, const std::string& html) {
+        std::shared_ptr<PyTrace> t = TraceOf(trace_obj);
+        if (py::isinstance<PyAllocator>(allocator)) {
+          PyAllocator& a = allocator.cast<PyAllocator&>();
+          MemoryResource& r = a.Get();
+          std::optional<Result<ReplayResult>> res;
+          {
+            py::gil_scoped_release release;
+            res.emplace(ReplayTraceThrough(t->trace, r, alignment));
+          }
+          if (!html.empty()) throw py::value_error("html= needs an allocator name, not an object");
+          return ReplayDict(Take(std::move(*res), false));
+        }
+        const ReplayAllocator which = Take(ParseReplayAllocator(std::string(py::str(allocator))));
+        ReplayParams params;
+        params.repetitions = repetitions;
+        params.alignment = alignment;
+        params.isolate = isolate;
+        if (which == ReplayAllocator::kBfcCompact) params.bfc_virtual_memory = true;
+        std::optional<Result<ReplayResult>> res;
+        std::optional<Result<ReplayPlacement>> placement;
+        {
+          py::gil_scoped_release release;
+          res.emplace(ReplayTrace(t->trace, which, params));
+          if (res->ok() && !html.empty()) placement.emplace(ReplayPlacements(t->trace, which, params));
+        }
+        py::dict d = ReplayDict(Take(std::move(*res), false));
+        if (placement) {
+          const ReplayPlacement pl = Take(std::move(*placement), false);
+          WriteTo(html, [&](std::ostream& f) { return WriteReplayHtmlMap(f, t->trace, pl); });
+        }
+        return d;
+      },
+      py::arg("trace"), py::arg("allocator"), py::arg("repetitions"), py::arg("alignment"),
+      py::arg("isolate"), py::arg("html"));
+}

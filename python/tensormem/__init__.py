@@ -1,0 +1,161 @@
+"""tensormem: tensor memory planning and allocators, from Python.
+
+The C++ library does the work (``tensormem._tensormem``, a pybind11 module);
+this package gives it a small, typed surface:
+
+- :func:`plan` -- offsets (or shared objects) for buffers given as sizes and
+  inclusive lifetimes (lists or NumPy arrays), or for a :class:`Problem`;
+- :func:`solve` -- the exact solver (stops cleanly on Ctrl-C);
+- :func:`load_problem`, :func:`write_problem`, :func:`records_from_onnx`,
+  :func:`load_trace` -- files;
+- :class:`BfcAllocator`, :class:`BufferPool`, :class:`SystemAllocator` (and
+  :class:`VmmAllocator` where built) -- allocators with ``allocate`` /
+  ``free`` / ``stats``; :func:`replay` -- a trace through one of them;
+- :mod:`tensormem.torch` -- PyTorch's CUDA allocations through tensormem.
+
+Errors arrive as exceptions carrying the library's message: ``ValueError``
+(bad input), ``FileNotFoundError``, ``MemoryError``, or
+:class:`TensormemError`. The GIL is released while planning, solving and
+replaying.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+from . import _tensormem as _tm
+from ._tensormem import Plan, Problem, SolveResult, Trace, TensormemError, Allocator
+
+__all__ = [
+    "plan", "strategies", "solve", "load_problem", "write_problem", "records_from_onnx",
+    "load_trace", "replay", "replay_allocators", "Plan", "Problem", "SolveResult", "Trace",
+    "TensormemError", "Allocator", "BfcAllocator", "BufferPool", "SystemAllocator",
+    "VmmAllocator", "HAVE_ONNX", "HAVE_VMM",
+]
+__version__ = "0.1.0"
+
+HAVE_ONNX: bool = bool(_tm.HAVE_ONNX)
+HAVE_VMM: bool = bool(_tm.HAVE_VMM)
+
+ArrayLike = Any  # a sequence of ints or a 1-D NumPy integer array
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def strategies(objects: bool = False) -> List[str]:
+    """The strategy names :func:`plan` accepts (offsets, or shared objects)."""
+    return list(_tm.objects_strategies() if objects else _tm.offsets_strategies())
+
+
+def plan(sizes: Union[ArrayLike, Problem], first: Optional[ArrayLike] = None,
+         last: Optional[ArrayLike] = None, strategy: str = "best", alignment: int = 64,
+         objects: bool = False, time_limit: float = 10.0) -> Plan:
+    """Plans memory for buffers: ``sizes[i]`` bytes live during tasks
+    ``first[i]..last[i]`` (inclusive). Or pass a :class:`Problem` alone.
+
+    Returns a :class:`Plan`: ``offsets`` (NumPy uint64), ``total``,
+    ``lower_bound``, ``ratio``, ``strategy``, ``seconds``; ``objects=True``
+    gives shared objects (``object_of``, ``object_sizes``; ``offsets`` are the
+    objects laid back to back). ``time_limit`` bounds the ``exact`` strategy.
+    ``plan(...).to_html(path)`` writes the interactive memory map.
+    """
+    if isinstance(sizes, Problem):
+        if first is not None or last is not None:
+            raise ValueError("plan(problem, ...): first and last come from the problem")
+        return _tm._plan_problem(sizes, strategy, alignment, objects, time_limit)
+    if first is None or last is None:
+        raise ValueError("plan(sizes, first, last): first and last are required with sizes")
+    return _tm._plan_arrays(sizes, first, last, strategy, alignment, objects, time_limit)
+
+
+def solve(problem: Union[Problem, PathLike], capacity: Optional[int] = None,
+          time_limit: float = 10.0, minimize: bool = False, node_limit: int = 0,
+          alignment: int = 1, iis: bool = False) -> SolveResult:
+    """The exact offset solver. Without a capacity (or with ``minimize``):
+    the smallest arena, anytime, with a proven lower bound. With one: a plan
+    that fits (``status == "feasible"``/``"optimal"``), ``"infeasible"`` (a
+    proof; ``iis=True`` names a subset) or ``"unknown"`` at the limit.
+    Ctrl-C stops the search and raises ``KeyboardInterrupt``.
+    """
+    if not isinstance(problem, Problem):
+        problem = load_problem(problem)
+    if time_limit is None:
+        time_limit = float("inf")
+    return _tm._solve(problem, capacity, float(time_limit), minimize, node_limit, alignment, iis)
+
+
+def load_problem(path: PathLike) -> Problem:
+    """A planning problem from a file: MiniMalloc CSV, JSON, an allocation
+    trace (RAPIDS replay-log CSV) or an ONNX model (its scratch arena)."""
+    return _tm.load_problem(os.fspath(path))
+
+
+def write_problem(path: PathLike, problem: Problem) -> None:
+    """Writes the problem as MiniMalloc CSV, or JSON when ``path`` ends in
+    ``.json``. (``Plan.write`` writes a problem with its plan.)"""
+    _tm.write_problem(os.fspath(path), problem)
+
+
+def records_from_onnx(path: PathLike, input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+                      dims: Optional[Mapping[str, int]] = None, alignment: int = 64) -> Problem:
+    """An ONNX model's scratch-arena usage records (one buffer per tensor
+    owning memory, ids = tensor names) as a :class:`Problem`.
+    ``input_shapes={"input": [1, 3, 224, 224]}``, ``dims={"batch": 8}``."""
+    if not HAVE_ONNX:
+        raise TensormemError("this tensormem was built without the ONNX importer "
+                             "(libonnx and protobuf were not found)")
+    return _tm.records_from_onnx(os.fspath(path), {k: list(v) for k, v in (input_shapes or {}).items()},
+                                 dict(dims or {}), alignment)
+
+
+def load_trace(path: PathLike) -> Trace:
+    """An allocation trace (RAPIDS replay-log CSV: Thread,Time,Action,Pointer,Size,Stream)."""
+    return _tm.load_trace(os.fspath(path))
+
+
+def replay_allocators() -> List[str]:
+    """The allocator names :func:`replay` accepts."""
+    return list(_tm.replay_allocators())
+
+
+def replay(trace: Union[Trace, PathLike], allocator: Union[str, Allocator] = "bfc",
+           repetitions: int = 1, alignment: int = 64, isolate: bool = True,
+           html: Optional[PathLike] = None) -> Dict[str, Any]:
+    """Replays a trace through an allocator (a name from
+    :func:`replay_allocators`, or an :class:`Allocator` object) and returns
+    the figures: ops, ns_per_op, cpu_ns_per_op, peak_in_use, peak_reserved,
+    reserved_over_in_use, fragmentation. ``html=path`` also writes the
+    replay's memory map (x = event, y = address, reserved bytes as a line).
+    """
+    if not isinstance(trace, Trace):
+        trace = load_trace(trace)
+    if not isinstance(allocator, Allocator):
+        allocator = str(allocator)
+    return _tm._replay(trace, allocator, repetitions, alignment, isolate,
+                       "" if html is None else os.fspath(html))
+
+
+def BfcAllocator(memory_limit: Optional[int] = None, growth: str = "doubling",
+                 initial_region_bytes: int = 2 << 20, virtual_memory: bool = False,
+                 compact: bool = False) -> Allocator:
+    """TensorFlow's best-fit-with-coalescing allocator (growth: doubling,
+    on_demand, reserve_all); ``compact=True`` is the compact preset over
+    virtual memory."""
+    return _tm._bfc(memory_limit, growth, initial_region_bytes, virtual_memory, compact)
+
+
+def BufferPool(alignment: int = 64) -> Allocator:
+    """MNN-style splitting/merging buffer pool on host memory."""
+    return _tm._pool(alignment)
+
+
+def SystemAllocator() -> Allocator:
+    """The C library's aligned allocation, with pointer tracking."""
+    return _tm._system()
+
+
+def VmmAllocator(memory_limit: Optional[int] = None, granularity: int = 2 << 20) -> Allocator:
+    """The virtual-memory (vmm) allocator over host physical memory
+    (``HostPhysicalMemory``); where this build has it (``HAVE_VMM``)."""
+    if not HAVE_VMM:
+        raise TensormemError("this tensormem was built without the vmm allocator")
+    return _tm._vmm(memory_limit, granularity)

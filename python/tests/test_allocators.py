@@ -1,0 +1,69 @@
+import pytest
+
+import tensormem as tm
+
+FACTORIES = [
+    ("bfc", lambda: tm.BfcAllocator()),
+    ("bfc", lambda: tm.BfcAllocator(compact=True)),
+    ("bfc", lambda: tm.BfcAllocator(memory_limit=64 << 20, growth="on_demand", virtual_memory=True)),
+    ("pool", lambda: tm.BufferPool()),
+    ("system", lambda: tm.SystemAllocator()),
+]
+
+
+@pytest.mark.parametrize("name, make", FACTORIES)
+def test_allocate_free_stats(name, make):
+    a = make()
+    assert a.name == name and isinstance(a, tm.Allocator)
+    blocks = [a.allocate(1000 * (i + 1), 256) for i in range(10)]
+    assert all(b % 256 == 0 for b in blocks) and len(set(blocks)) == 10
+    s = a.stats()
+    assert s["num_allocs"] == 10 and s["bytes_in_use"] >= sum(1000 * (i + 1) for i in range(10))
+    for b in blocks:
+        a.free(b)
+    s = a.stats()
+    assert s["num_frees"] == 10 and s["bytes_in_use"] == 0
+    a.close()
+    with pytest.raises(tm.TensormemError, match="closed"):
+        a.allocate(1)
+
+
+@pytest.mark.parametrize("name, make", FACTORIES)
+def test_bad_free_is_an_exception_not_a_crash(name, make):
+    a = make()
+    b = a.allocate(4096)
+    with pytest.raises((tm.TensormemError, ValueError)):
+        a.free(b + 8)
+    a.free(b)
+    with pytest.raises((tm.TensormemError, ValueError)):
+        a.free(b)  # double free
+    with pytest.raises(ValueError):
+        a.allocate(10, alignment=3)
+
+
+def test_out_of_memory_is_memory_error():
+    a = tm.BfcAllocator(memory_limit=4 << 20, growth="on_demand")
+    with pytest.raises(MemoryError, match="bfc|limit|memory"):
+        a.allocate(64 << 20)
+    assert a.stats()["num_failed_allocs"] == 1
+
+
+def test_bad_parameters():
+    with pytest.raises(ValueError, match="growth"):
+        tm.BfcAllocator(growth="sideways")
+    with pytest.raises(ValueError, match="reserve_all"):
+        tm.BfcAllocator(growth="reserve_all")
+    with pytest.raises(ValueError, match="power of two"):
+        tm.BufferPool(alignment=48)
+
+
+def test_vmm_where_built():
+    if not tm.HAVE_VMM:
+        with pytest.raises(tm.TensormemError, match="vmm"):
+            tm.VmmAllocator()
+        pytest.skip("this build has no vmm allocator implementation")
+    a = tm.VmmAllocator()
+    assert a.name == "vmm"
+    b = a.allocate(3 << 20)
+    assert a.stats()["bytes_in_use"] >= 3 << 20
+    a.free(b)

@@ -1,0 +1,64 @@
+"""Bad input: a Python exception naming the problem, never a crash."""
+import numpy as np
+import pytest
+
+import tensormem as tm
+
+
+@pytest.mark.parametrize("args, match", [
+    (([1, 2], [0], [1, 1]), "same length"),
+    (([1, -2], [0, 0], [1, 1]), r"sizes\[1\] is negative"),
+    (([1.5], [0], [1]), "sizes: dtype float64 is not an integer type"),
+    ((["a"], [0], [1]), "sizes: dtype"),
+    (([1], [0.0], [1]), "first: dtype float64"),
+    ((np.ones((2, 2), dtype=np.int64), [0, 0], [1, 1]), "1-D"),
+    (([1], [2], [1]), "lifetime"),
+    (([1], [-1], [1]), "lifetime"),
+    (([1], [0], [np.uint64(2**63 + 5)]), "out of range"),
+    (([[1, 2], [3]], [0], [1]), "sizes"),
+])
+def test_bad_arrays(args, match):
+    with pytest.raises(ValueError, match=match):
+        tm.plan(*args)
+
+
+def test_unknown_strategy_lists_the_known_ones():
+    with pytest.raises(ValueError, match="unknown offsets strategy 'nope'.*greedy_by_size"):
+        tm.plan([1], [0], [0], strategy="nope")
+    with pytest.raises(ValueError, match="objects strategy"):
+        tm.plan([1], [0], [0], strategy="nope", objects=True)
+
+
+def test_alignment():
+    with pytest.raises(ValueError, match="alignment"):
+        tm.plan([1], [0], [0], alignment=0)
+    with pytest.raises(TypeError):
+        tm.plan([1], [0], [0], alignment=-1)
+
+
+def test_missing_files():
+    with pytest.raises(FileNotFoundError, match="/no/such/file.csv"):
+        tm.load_problem("/no/such/file.csv")
+    with pytest.raises(FileNotFoundError):
+        tm.load_trace("/no/such/trace.csv")
+    with pytest.raises(FileNotFoundError):
+        tm.replay("/no/such/trace.csv")
+
+
+def test_malformed_file_names_line_and_field(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,lower,upper,size\na,0,2,10\nb,0,2,x\n")
+    with pytest.raises(ValueError, match=r"bad.csv:3.*size"):
+        tm.load_problem(bad)
+
+
+def test_write_to_a_missing_folder():
+    p = tm.plan([1], [0], [0])
+    with pytest.raises(FileNotFoundError, match="cannot open"):
+        p.to_html("/no/such/dir/map.html")
+
+
+def test_error_type_is_exported():
+    assert issubclass(tm.TensormemError, Exception)
+    with pytest.raises(tm.TensormemError):
+        tm.VmmAllocator() if not tm.HAVE_VMM else (_ for _ in ()).throw(tm.TensormemError("x"))

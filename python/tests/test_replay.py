@@ -1,0 +1,72 @@
+import pytest
+
+import tensormem as tm
+
+TRACE = """Thread,Time,Action,Pointer,Size,Stream
+0,1,allocate,0x1000,1000,0
+0,2,allocate,0x2000,3000000,0
+0,3,free,0x1000,1000,0
+0,4,allocate,0x3000,500,0
+0,5,free,0x2000,3000000,0
+"""
+
+
+@pytest.fixture
+def trace_file(tmp_path):
+    p = tmp_path / "small.csv"
+    p.write_text(TRACE)
+    return p
+
+
+def test_trace_and_its_problem(trace_file):
+    t = tm.load_trace(trace_file)
+    assert len(t) == 5 and t.num_allocations == 3 and t.num_frees == 2 and t.num_never_freed == 1
+    p = t.to_problem()
+    assert p.ids == ["line2", "line3", "line5"] and list(p.first) == [0, 1, 3]
+    assert tm.load_problem(trace_file).ids == p.ids
+
+
+@pytest.mark.parametrize("allocator", ["bfc", "bfc_compact", "vmm", "pool", "system"])
+def test_replay_figures(trace_file, allocator):
+    if allocator not in tm.replay_allocators():
+        pytest.skip(f"no '{allocator}' replay allocator in this build")
+    r = tm.replay(trace_file, allocator=allocator, repetitions=2)
+    assert r["allocator"] == allocator and r["ops"] == 5
+    assert r["peak_in_use"] == 3001000 and r["peak_reserved"] >= (3001000 if allocator != "system" else 0)
+
+
+def test_replay_names_come_from_the_library(trace_file):
+    names = tm.replay_allocators()
+    assert {"bfc", "pool", "system"} <= set(names)
+    with pytest.raises(ValueError, match="unknown replay allocator|known"):
+        tm.replay(trace_file, allocator="nope")
+
+
+def test_replay_through_an_allocator_object(trace_file):
+    a = tm.BufferPool()
+    r = tm.replay(tm.load_trace(trace_file), allocator=a)
+    assert r["allocator"] == "pool" and r["ops"] == 5
+    assert a.stats()["bytes_in_use"] == 0
+
+
+@pytest.mark.parametrize("allocator", ["bfc", "vmm"])
+def test_replay_map(trace_file, tmp_path, allocator):
+    if allocator not in tm.replay_allocators():
+        pytest.skip(f"no '{allocator}' replay allocator in this build")
+    out = tmp_path / "replay.html"
+    tm.replay(trace_file, allocator=allocator, html=out)
+    html = out.read_text()
+    assert "<canvas" in html and "const RK=[" in html and "event" in html
+
+
+def test_shared_trace(shared, tmp_path):
+    trace = shared / "traces" / "resnet18_train_b8.csv"
+    r = tm.replay(trace, allocator="bfc_compact", html=tmp_path / "r.html")
+    assert r["ops"] > 1000 and 1.0 <= r["reserved_over_in_use"] < 1.2
+
+
+def test_bad_trace(tmp_path):
+    p = tmp_path / "bad.csv"
+    p.write_text("Thread,Time,Action,Pointer,Size,Stream\n0,1,free,0x10,5,0\n")
+    with pytest.raises(ValueError, match="bad.csv:2"):
+        tm.load_trace(p)

@@ -1,0 +1,56 @@
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tensormem as tm
+
+
+def hard(n, seed):
+    rng = np.random.default_rng(seed)
+    first = rng.integers(0, n, n)
+    last = first + rng.integers(0, n // 4, n)
+    sizes = rng.integers(1, 1000, n)
+    return tm.Problem.from_arrays(sizes, first, last)
+
+
+def test_minimize_small_is_optimal():
+    prob = tm.Problem.from_arrays([4, 4, 4, 8], [0, 0, 1, 2], [1, 2, 3, 3])
+    r = tm.solve(prob, time_limit=5)
+    assert r.status == "optimal" and r.height == r.lower_bound and r.gap == 0
+    assert r.offsets is not None and len(r.offsets) == 4
+
+
+def test_capacity_infeasible_with_subset():
+    prob = tm.Problem.from_arrays([10, 10, 10], [0, 0, 0], [1, 1, 1])
+    r = tm.solve(prob, capacity=25, iis=True)
+    assert r.status == "infeasible" and r.offsets is None
+    assert len(r.infeasible_subset) >= 3 - 0 or r.infeasible_subset
+
+
+def test_capacity_fits():
+    prob = tm.Problem.from_arrays([10, 10, 10], [0, 1, 2], [0, 1, 2])
+    r = tm.solve(prob, capacity=10)
+    assert r.status in ("feasible", "optimal") and r.height <= 10
+
+
+def test_bad_input():
+    with pytest.raises(ValueError):
+        tm.solve(tm.Problem.from_arrays([1], [0], [0]), time_limit=-1)
+
+
+def test_ctrl_c_stops_the_search():
+    prob = hard(400, 3)
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.perf_counter()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            tm.solve(prob, time_limit=60, minimize=True)  # runs to its limit (3 s: gap 1.3 %)
+    finally:
+        timer.cancel()
+    # Stopped within the 50 ms polling interval of the signal, not at the limit.
+    assert time.perf_counter() - start < 5
