@@ -47,6 +47,8 @@ class PartitionSolver {
   // The searches of the portfolio at capacity_ (null: not started yet), and
   // which one runs next.
   std::vector<std::unique_ptr<SkylineSearch>> searches_;
+  // Restarting configurations: runs started, and nodes of the current run.
+  std::vector<std::uint64_t> runs_, run_nodes_;
   std::uint64_t capacity_ = 0;
   std::size_t next_ = 0;
   std::vector<std::uint64_t> offsets_;
