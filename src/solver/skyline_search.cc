@@ -152,7 +152,7 @@ bool SkylineSearch::Prepare(Frame& f) {
       if (!TilingFits(f)) return false;
       f.point = point;
       f.prepared = true;
-      if (options_.branching == Branching::kLeftFit) {
+      if (options_.branching == Branching::kLeftFit && floors_) {
         std::uint32_t e = point;
         while (e < c.sec_hi && floor_[e] <= f.level) ++e;
         f.run_end = e;
@@ -174,8 +174,10 @@ bool SkylineSearch::Prepare(Frame& f) {
   }
 }
 
-// kLeftFit's order: fit class (0 best) above, rank below.
+// kLeftFit's order: fit class (0 best) above, rank below (rank alone
+// without floors).
 std::uint64_t SkylineSearch::FitKey(const Frame& f, std::uint32_t item) const {
+  if (!floors_) return rank_[item];
   const Item& it = inst_.items[item];
   const std::uint64_t top = f.level + it.height;
   const bool fills = it.end_section == f.run_end;
@@ -248,7 +250,8 @@ bool SkylineSearch::Place(std::uint32_t item, std::uint32_t comp, std::uint64_t 
     const Piece& pc = inst_.pieces[k];
     remaining_.Add(pc.begin, pc.end, -static_cast<std::int64_t>(pc.hi));
     for (std::uint32_t s = pc.begin; s < pc.end; ++s) rem_[s] -= pc.hi;
-    for (std::uint32_t s = pc.begin; s < pc.end; ++s)
+    if (floors_)
+      for (std::uint32_t s = pc.begin; s < pc.end; ++s)
         if (offset + pc.hi > floor_[s]) {
           floor_trail_.push_back({s, floor_[s]});
           floor_[s] = offset + pc.hi;
@@ -661,7 +664,16 @@ void SkylineSearch::Start(std::uint64_t capacity) {
   rem_.assign(S, 0);
   floor_.assign(S, inst_.base);
   floor_trail_.clear();
-  tiling_ = options_.tiling && inst_.obstacles.empty();
+  // The floor trail holds up to the sum of the items' section spans (each
+  // placement raises the floor of its whole span): kept only when that is
+  // small (busy training traces have 10^7 and more).
+  {
+    std::uint64_t spans = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      spans += inst_.items[i].end_section - inst_.items[i].first_section;
+    floors_ = spans <= (std::uint64_t{1} << 20);
+  }
+  tiling_ = floors_ && options_.tiling && inst_.obstacles.empty();
   for (std::size_t i = 0; i < n && tiling_; ++i) tiling_ = inst_.items[i].plain;
   start_head_.assign(tiling_ ? S : 0, UINT32_MAX);
   start_next_.assign(tiling_ ? n : 0, UINT32_MAX);

@@ -212,7 +212,8 @@ class SkylineSearch {
   std::vector<std::uint64_t> rem_;  // unplaced bytes per section
   std::vector<std::uint64_t> blocked_;  // the level a section is blocked at, or UINT64_MAX
   // Highest top of the placed items per section (base when none; obstacles
-  // not counted), trailed.
+  // not counted), trailed; maintained when floors_.
+  bool floors_ = false;
   std::vector<std::uint64_t> floor_;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> floor_trail_;
   bool tiling_ = false;  // options_.tiling and the instance allows it

@@ -250,6 +250,25 @@ TEST(Solver, EveryPortfolioConfigurationIsComplete) {
       }
 }
 
+TEST(Solver, RestartingConfigurationsAreComplete) {
+  // Shuffled orders and runs cut short by the Luby budgets (slices of 1
+  // node) still give the optimum and prove it.
+  std::mt19937_64 rng(23);
+  for (Branching br : {Branching::kLowest, Branching::kLeftFit, Branching::kRightPoint})
+    for (int t = 0; t < 60; ++t) {
+      const Problem p = RandomProblem(rng, 3 + static_cast<int>(rng() % 5), false);
+      SolverParams params = Exact();
+      params.portfolio = {{br, CanonicalOrder::kTotalFirst, true}};
+      params.portfolio_slice_nodes = 1;
+      params.heuristic_incumbent = t % 2 == 0;
+      Result<SolveResult> r = SolveOffsets(p, params);
+      ASSERT_TRUE(r.ok());
+      ASSERT_EQ(r->height, BruteForceHeight(p, 1)) << "case " << t;
+      ASSERT_EQ(r->status, SolveStatus::kOptimal);
+      ASSERT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
+    }
+}
+
 // Slices of one node: every configuration of the default portfolio stops
 // and resumes at every node, and kTotalFirst re-ranks the groups of every
 // split; answers must still match brute force, yes at the optimum and a
@@ -505,17 +524,27 @@ TEST(PerfectPacking, TinyOnesMatchBruteForce) {
     o.bytes = 8;
     const Problem p = solver::PerfectPacking(o);
     ASSERT_EQ(BruteForceHeight(p, 1), 8u) << "seed " << seed;
-    SolverParams params = Exact();
-    Result<SolveResult> r = SolveOffsets(p, params);
-    ASSERT_TRUE(r.ok());
-    ASSERT_EQ(r->status, SolveStatus::kOptimal);
-    ASSERT_EQ(r->height, 8u);
-    ASSERT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
-    params.goal = SolveGoal::kFit;
-    params.capacity = 7;
-    Result<SolveResult> no = SolveOffsets(p, params);
-    ASSERT_TRUE(no.ok());
-    ASSERT_EQ(no->status, SolveStatus::kInfeasible);
+    // Each configuration alone (the tiling inference prunes hardest at zero
+    // slack), restarting ones included, without the heuristic's help.
+    std::vector<SearchConfig> configs = DefaultPortfolio();
+    configs.push_back({Branching::kLeftFit, CanonicalOrder::kLongestFirst});
+    configs.push_back({Branching::kLeftPoint, CanonicalOrder::kAreaFirst});
+    configs.push_back({Branching::kLowest, CanonicalOrder::kLargestFirst, true});
+    for (const SearchConfig& config : configs) {
+      SolverParams params = Exact();
+      params.portfolio = {config};
+      params.heuristic_incumbent = false;
+      Result<SolveResult> r = SolveOffsets(p, params);
+      ASSERT_TRUE(r.ok());
+      ASSERT_EQ(r->status, SolveStatus::kOptimal);
+      ASSERT_EQ(r->height, 8u);
+      ASSERT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
+      params.goal = SolveGoal::kFit;
+      params.capacity = 7;
+      Result<SolveResult> no = SolveOffsets(p, params);
+      ASSERT_TRUE(no.ok());
+      ASSERT_EQ(no->status, SolveStatus::kInfeasible);
+    }
   }
 }
 
