@@ -284,9 +284,8 @@ void SkylineSearch::UndoTo(std::size_t mark) {
       continue;
     }
     while (am_trail_.size() > st.am_mark) {
-      const AmChange& ch = am_trail_.back();
-      raw_[ch.item] = ch.raw;
-      am_[ch.item] = ch.am;
+      am_[am_trail_.back()] = am_old_.back();
+      am_old_.pop_back();
       am_trail_.pop_back();
     }
     while (floor_trail_.size() > st.floor_mark) {
@@ -331,9 +330,11 @@ bool SkylineSearch::Update(std::uint32_t comp, std::uint32_t placed) {
     const std::uint32_t y = pool_[k];
     const Item& it = inst_.items[y];
     const std::uint64_t top = SharedTop(placed, y, o);
-    if (top > raw_[y]) {
-      am_trail_.push_back({y, raw_[y], am_[y]});
-      raw_[y] = top;
+    // am = LowestFreeOffset(highest top below): when top <= am, am is
+    // already the lowest free offset >= top, so only a higher top moves it.
+    if (top > am_[y]) {
+      am_trail_.push_back(y);
+      am_old_.push_back(am_[y]);
       am_[y] = LowestFreeOffset(inst_, it, top);
     }
     if (!SumFits(am_[y], it.height, capacity_)) return false;
@@ -651,7 +652,6 @@ void SkylineSearch::Start(std::uint64_t capacity) {
   floating_ = options_.branching == Branching::kLowestFloating;
   const std::size_t n = inst_.items.size();
   const std::uint32_t S = inst_.num_sections;
-  raw_.assign(n, inst_.base);
   am_.resize(n);
   offset_.assign(n, 0);
   placed_.assign(n, 0);
@@ -711,6 +711,7 @@ void SkylineSearch::Start(std::uint64_t capacity) {
   for (std::uint32_t i = 0; i < n; ++i) pool_[i] = pos_[i] = i;
   comps_.assign(1, Comp{0, static_cast<std::uint32_t>(n), 0, S});
   am_trail_.clear();
+  am_old_.clear();
   steps_.clear();
   frames_.clear();
   keys_.clear();

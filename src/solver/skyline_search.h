@@ -124,10 +124,6 @@ class SkylineSearch {
     std::uint32_t begin = 0, count = 0;  // active items: pool_[begin, begin + count)
     std::uint32_t sec_lo = 0, sec_hi = 0;
   };
-  struct AmChange {
-    std::uint32_t item;
-    std::uint64_t raw, am;
-  };
   // One step on the current path: a placement, or a section blocked at a level.
   struct Step {
     bool block = false;
@@ -204,7 +200,6 @@ class SkylineSearch {
   std::vector<std::uint64_t> total_;  // scratch for RankGroup, per item
   std::vector<std::uint32_t> group_scratch_, rank_scratch_;
 
-  std::vector<std::uint64_t> raw_;  // highest top below, per item
   std::vector<std::uint64_t> am_;   // skyline offset, per item
   std::vector<std::uint64_t> offset_;
   std::vector<std::uint8_t> placed_;
@@ -225,7 +220,10 @@ class SkylineSearch {
   MaxAddTree remaining_;                // rem_ as a range-max tree
   std::vector<std::uint32_t> pool_, pos_;
   std::vector<Comp> comps_;
-  std::vector<AmChange> am_trail_;
+  // Skyline offsets changed (item, old value), in two arrays: 12 bytes an
+  // entry (busy traces change thousands per placement).
+  std::vector<std::uint32_t> am_trail_;
+  std::vector<std::uint64_t> am_old_;
   std::vector<Step> steps_;
   std::vector<Frame> frames_;
   std::vector<std::uint64_t> stack_top_;  // scratch: per section
