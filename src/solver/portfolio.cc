@@ -8,6 +8,9 @@
 namespace tensormem::solver {
 namespace {
 
+// Path-dependent memory of the kept searches of one partition, together.
+constexpr std::size_t kKeptSearchBytes = std::size_t{64} << 20;
+
 // The Luby sequence 1, 1, 2, 1, 1, 2, 4, 1, ... (i >= 1).
 std::uint64_t Luby(std::uint64_t i) {
   for (;;) {
@@ -96,6 +99,25 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
       return out;
     }
     if (out == SearchOutcome::kExhausted) return out;
+    // Memory: the kept searches' paths (busy traces: thousands of skyline
+    // offsets trailed per placement) are bounded together; past the bound
+    // the largest other search is dropped and will start over when its turn
+    // comes (the running one is always kept, so some search progresses).
+    std::size_t held = 0, largest = 0;
+    std::size_t largest_at = searches_.size();
+    for (std::size_t k = 0; k < searches_.size(); ++k) {
+      if (!searches_[k]) continue;
+      const std::size_t b = searches_[k]->GrowingBytes();
+      held += b;
+      if (k != next_ && b > largest) {
+        largest = b;
+        largest_at = k;
+      }
+    }
+    if (held > kKeptSearchBytes && largest_at < searches_.size()) {
+      searches_[largest_at].reset();
+      if (portfolio[largest_at].restarts) --runs_[largest_at];  // the same run again
+    }
   }
 }
 

@@ -12,8 +12,11 @@
 // of the fastest one. (Restarting them with doubling budgets instead would
 // repeat the same work each round: the searches are deterministic.) The
 // searches of the last capacity asked are kept, so a later probe at the
-// same capacity goes on where they stopped. Windowed partitions go to the
-// general engine, once.
+// same capacity goes on where they stopped. A restarting configuration
+// (SearchConfig::restarts) instead starts a new run, with its static order
+// shuffled from a new seed, whenever its run has spent Luby(run) x
+// max(slice, 2 x items) nodes. Windowed partitions go to the general
+// engine, once.
 #pragma once
 
 #include <cstdint>

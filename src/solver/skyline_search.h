@@ -34,6 +34,10 @@
 //    section), stacked in order of those release offsets must end below the
 //    capacity (exact for one section); and max(L, floor) + unplaced bytes
 //    must fit in every section (a max-segment tree, checked per placement);
+//  - tiling (zero slack): in a section whose unplaced bytes exactly fill
+//    the room above its floor, some buffer must sit at that floor; for
+//    every such floor the buffers whose skyline offset it is must tile
+//    those sections exactly (a 1-D exact cover, see TilingFits);
 //  - identical buffers are placed in index order (symmetry);
 //  - dynamic decomposition: when no unplaced buffer crosses some section
 //    boundary any more, the unplaced buffers split into groups that no
@@ -100,6 +104,13 @@ class SkylineSearch {
   const std::vector<std::uint64_t>& offsets() const { return offset_; }
   std::uint64_t height() const;
   std::uint64_t nodes() const { return nodes_; }
+  // Bytes held by the path-dependent state (trails, frames, nogood memo):
+  // what grows with the search, unlike the per-item and per-section arrays.
+  std::size_t GrowingBytes() const {
+    return am_trail_.size() * (sizeof(std::uint32_t) + sizeof(std::uint64_t)) +
+           floor_trail_.size() * sizeof(floor_trail_[0]) + steps_.size() * sizeof(Step) +
+           frames_.size() * sizeof(Frame) + key_words_ * sizeof(std::uint64_t);
+  }
 
  private:
   // Range add / range max over sections: the unplaced bytes per section.
