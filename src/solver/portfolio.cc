@@ -9,7 +9,7 @@ namespace tensormem::solver {
 namespace {
 
 // Path-dependent memory of the kept searches of one partition, together.
-constexpr std::size_t kKeptSearchBytes = std::size_t{64} << 20;
+constexpr std::size_t kKeptSearchBytes = std::size_t{32} << 20;
 
 // The Luby sequence 1, 1, 2, 1, 1, 2, 4, 1, ... (i >= 1).
 std::uint64_t Luby(std::uint64_t i) {
