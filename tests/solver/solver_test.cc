@@ -485,7 +485,7 @@ TEST(Solver, BadInput) {
 
 // ---- Perfect packings (solver/perfect_packing.h) -------------------------
 
-TEST(PerfectPacking, GeneratorTilesTheRectangleDeterministically) {
+TEST(SolverPerfectPacking, GeneratorTilesTheRectangleDeterministically) {
   for (std::size_t n : {1u, 2u, 7u, 50u, 400u}) {
     for (std::uint64_t seed = 1; seed <= 5; ++seed) {
       const solver::PerfectPackingOptions o = solver::PerfectPackingVariant(n, seed);
@@ -515,7 +515,7 @@ TEST(PerfectPacking, GeneratorTilesTheRectangleDeterministically) {
             solver::PerfectPacking(solver::PerfectPackingVariant(50, 6)).buffers);
 }
 
-TEST(PerfectPacking, TinyOnesMatchBruteForce) {
+TEST(SolverPerfectPacking, TinyOnesMatchBruteForce) {
   // Small rectangles cut into a few pieces: brute force agrees the optimum
   // is the rectangle's height, and the solver proves it both ways.
   for (std::uint64_t seed = 1; seed <= 30; ++seed) {
@@ -548,7 +548,7 @@ TEST(PerfectPacking, TinyOnesMatchBruteForce) {
   }
 }
 
-TEST(PerfectPacking, SmallOnesFitAtTheOptimumInEveryConfiguration) {
+TEST(SolverPerfectPacking, SmallOnesFitAtTheOptimumInEveryConfiguration) {
   // Zero slack: a fit at 2^20 exists and every configuration alone finds it
   // (node-limited, so the test is machine independent).
   for (std::size_t n : {10u, 25u, 60u}) {
