@@ -4,12 +4,22 @@
 // counters: status (1 = answered with a plan, 0 = not), nodes, height, lower
 // bound. The time limit per solve is $TENSORMEM_SOLVER_BENCH_LIMIT seconds
 // (default 60).
+//
+// Perfect packings (PerfectPacking/N/seed): the 1000-task x 2^20-byte
+// rectangle cut by guillotine cuts into N buffers (solver/perfect_packing.h,
+// shape by seed % 5), fit at 2^20 (the optimum, zero slack). Counters: fit
+// (1 = a plan at 2^20), nodes, best height / optimum, heuristic height /
+// optimum. Limit $TENSORMEM_PERFECT_BENCH_LIMIT seconds (default 30 up to
+// 400 buffers, 60 above). With $TENSORMEM_PERFECT_DUMP=DIR each instance is
+// also written to DIR/perfect_N_seed.csv (for `tensormem solve`).
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
+#include "solver/perfect_packing.h"
 #include "tensormem/io.h"
 #include "tensormem/solver.h"
 
@@ -56,7 +66,49 @@ void BM_FitMiniMalloc(benchmark::State& state, std::string name) {
   state.SetLabel(std::string(tensormem::Name(last.status)));
 }
 
+void BM_PerfectPacking(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto seed = static_cast<std::uint64_t>(state.range(1));
+  const tensormem::Problem problem =
+      tensormem::solver::PerfectPacking(tensormem::solver::PerfectPackingVariant(n, seed));
+  if (const char* dir = std::getenv("TENSORMEM_PERFECT_DUMP"); dir && *dir) {
+    std::ofstream out(std::filesystem::path(dir) /
+                      ("perfect_" + std::to_string(n) + "_" + std::to_string(seed) + ".csv"));
+    (void)tensormem::WriteProblemCsv(out, problem);
+  }
+  const std::uint64_t optimum = *problem.capacity;
+  tensormem::SolverParams params;
+  params.goal = tensormem::SolveGoal::kFit;
+  params.capacity = optimum;
+  const char* limit = std::getenv("TENSORMEM_PERFECT_BENCH_LIMIT");
+  params.time_limit_seconds = limit ? std::atof(limit) : (n > 400 ? 60.0 : 30.0);
+  tensormem::SolveResult last;
+  for (auto _ : state) {
+    tensormem::Result<tensormem::SolveResult> r = tensormem::SolveOffsets(problem, params);
+    if (!r.ok()) {
+      state.SkipWithError(r.status().ToString().c_str());
+      return;
+    }
+    last = std::move(*r);
+    benchmark::DoNotOptimize(last.height);
+  }
+  const bool fit = last.has_plan && last.height <= optimum;
+  state.counters["fit"] = fit ? 1 : 0;
+  state.counters["nodes"] = static_cast<double>(last.nodes);
+  state.counters["best_ratio"] =
+      last.has_plan ? static_cast<double>(last.height) / static_cast<double>(optimum) : 0;
+  state.counters["heur_ratio"] =
+      static_cast<double>(last.heuristic_height) / static_cast<double>(optimum);
+  state.SetLabel(std::string(tensormem::Name(last.status)));
+}
+
 }  // namespace
+
+BENCHMARK(BM_PerfectPacking)
+    ->ArgsProduct({{100, 200, 400, 1000}, {1, 2, 3, 4, 5}})
+    ->ArgNames({"N", "seed"})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 BENCHMARK_CAPTURE(BM_FitMiniMalloc, A, std::string("A"))->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(BM_FitMiniMalloc, B, std::string("B"))->Unit(benchmark::kMillisecond)->Iterations(1);

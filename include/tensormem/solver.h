@@ -58,11 +58,24 @@ enum class Branching {
   // kLowest, and a buffer whose skyline offset is below the level may float
   // at the level (MiniMalloc's rule: more plans, often found sooner).
   kLowestFloating,
+  // kLeftPoint with the candidates tried best fit first: those that fill
+  // the point's whole run of the skyline at the level and whose top meets a
+  // neighbouring floor, then those filling the run, then those meeting the
+  // left floor, then the rest (static order within each). For tightly
+  // packed problems (zero slack).
+  kLeftFit,
 };
 
 struct SearchConfig {
   Branching branching = Branching::kLowest;
   CanonicalOrder order = CanonicalOrder::kLongestFirst;
+  // Restarts: the search is run for short budgets (a Luby sequence times a
+  // few nodes per buffer), each time with the static order shuffled anew
+  // (deterministic seeds). Zero-slack problems have heavy-tailed search
+  // times: a run either finds a plan in about one node per buffer or gets
+  // lost, and which depends on the order. Still complete: a run that
+  // finishes without a plan is a proof.
+  bool restarts = false;
 };
 
 // The configurations the solver runs side by side (in slices of nodes): any
@@ -102,6 +115,10 @@ struct SolverParams {
   bool section_inference = true;
   // Prune partial solutions a lower buffer could drop into (dominated).
   bool dominance = true;
+  // Prune when the buffers that can still go to the current level cannot
+  // tile the sections with zero slack left (plain problems; see
+  // docs/solver.md).
+  bool tiling_inference = true;
   // Search configurations, run side by side: each in turn continues its own
   // search for portfolio_slice_nodes nodes.
   std::vector<SearchConfig> portfolio = DefaultPortfolio();

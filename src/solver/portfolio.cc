@@ -6,6 +6,22 @@
 #include "solver/skyline_search.h"
 
 namespace tensormem::solver {
+namespace {
+
+// Path-dependent memory of the kept searches of one partition, together.
+constexpr std::size_t kKeptSearchBytes = std::size_t{32} << 20;
+
+// The Luby sequence 1, 1, 2, 1, 1, 2, 4, 1, ... (i >= 1).
+std::uint64_t Luby(std::uint64_t i) {
+  for (;;) {
+    std::uint64_t k = 1;
+    while ((std::uint64_t{1} << k) - 1 < i) ++k;
+    if ((std::uint64_t{1} << k) - 1 == i) return std::uint64_t{1} << (k - 1);
+    i -= (std::uint64_t{1} << (k - 1)) - 1;
+  }
+}
+
+}  // namespace
 
 PartitionSolver::PartitionSolver(const Instance& instance, const SolverParams& params)
     : inst_(instance), params_(params) {
@@ -31,6 +47,8 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
   if (searches_.size() != portfolio.size() || capacity != capacity_) {
     searches_.clear();
     searches_.resize(portfolio.size());
+    runs_.assign(portfolio.size(), 0);
+    run_nodes_.assign(portfolio.size(), 0);
     capacity_ = capacity;
     next_ = 0;
   }
@@ -39,8 +57,14 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
   for (;; next_ = (next_ + 1) % portfolio.size()) {
     if (control.stopped() || spent >= budget) return SearchOutcome::kLimit;
     std::unique_ptr<SkylineSearch>& search = searches_[next_];
+    const SearchConfig& config = portfolio[next_];
+    // A restarting configuration's run ends after Luby(run) x a few nodes per item.
+    const auto run_budget = [&] {
+      return std::max<std::uint64_t>(slice, 2 * inst_.items.size()) *
+             Luby(std::max<std::uint64_t>(runs_[next_], 1));
+    };
+    if (search && config.restarts && run_nodes_[next_] >= run_budget()) search.reset();
     if (!search) {
-      const SearchConfig& config = portfolio[next_];
       auto& inst = by_order_[static_cast<std::size_t>(config.order)];
       if (!inst) {
         inst = std::make_unique<Instance>(inst_);
@@ -49,23 +73,51 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
       SkylineOptions options;
       options.dominance = params_.dominance;
       options.section_inference = params_.section_inference;
+      options.tiling = params_.tiling_inference;
       options.dynamic_decomposition = params_.dynamic_decomposition;
       options.branching = config.branching;
       options.regroup_ranks = config.order == CanonicalOrder::kTotalFirst;
       // The memory for nogoods is shared by the searches that run together.
       options.memo_words = options.memo_words / portfolio.size();
+      if (config.restarts) {
+        ++runs_[next_];
+        run_nodes_[next_] = 0;
+        options.shuffle_seed = 0x5DEECE66Dull * runs_[next_] + 11 * next_ + 1;
+      }
       search = std::make_unique<SkylineSearch>(*inst, options);
       search->Start(capacity);
     }
     const std::uint64_t before = search->nodes();
-    const SearchOutcome out = search->Continue(std::min(slice, budget - spent), control);
+    std::uint64_t step = std::min(slice, budget - spent);
+    if (config.restarts) step = std::min(step, run_budget() - run_nodes_[next_]);
+    const SearchOutcome out = search->Continue(step, control);
     spent += search->nodes() - before;
+    run_nodes_[next_] += search->nodes() - before;
     if (out == SearchOutcome::kFound) {
       offsets_ = search->offsets();
       height_ = search->height();
       return out;
     }
     if (out == SearchOutcome::kExhausted) return out;
+    // Memory: the kept searches' paths (busy traces: thousands of skyline
+    // offsets trailed per placement) are bounded together; past the bound
+    // the largest other search is dropped and will start over when its turn
+    // comes (the running one is always kept, so some search progresses).
+    std::size_t held = 0, largest = 0;
+    std::size_t largest_at = searches_.size();
+    for (std::size_t k = 0; k < searches_.size(); ++k) {
+      if (!searches_[k]) continue;
+      const std::size_t b = searches_[k]->GrowingBytes();
+      held += b;
+      if (k != next_ && b > largest) {
+        largest = b;
+        largest_at = k;
+      }
+    }
+    if (held > kKeptSearchBytes && largest_at < searches_.size()) {
+      searches_[largest_at].reset();
+      if (portfolio[largest_at].restarts) --runs_[largest_at];  // the same run again
+    }
   }
 }
 

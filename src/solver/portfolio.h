@@ -12,8 +12,11 @@
 // of the fastest one. (Restarting them with doubling budgets instead would
 // repeat the same work each round: the searches are deterministic.) The
 // searches of the last capacity asked are kept, so a later probe at the
-// same capacity goes on where they stopped. Windowed partitions go to the
-// general engine, once.
+// same capacity goes on where they stopped. A restarting configuration
+// (SearchConfig::restarts) instead starts a new run, with its static order
+// shuffled from a new seed, whenever its run has spent Luby(run) x
+// max(slice, 2 x items) nodes. Windowed partitions go to the general
+// engine, once.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +50,8 @@ class PartitionSolver {
   // The searches of the portfolio at capacity_ (null: not started yet), and
   // which one runs next.
   std::vector<std::unique_ptr<SkylineSearch>> searches_;
+  // Restarting configurations: runs started, and nodes of the current run.
+  std::vector<std::uint64_t> runs_, run_nodes_;
   std::uint64_t capacity_ = 0;
   std::size_t next_ = 0;
   std::vector<std::uint64_t> offsets_;

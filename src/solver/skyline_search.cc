@@ -149,8 +149,16 @@ bool SkylineSearch::Prepare(Frame& f) {
       }
     }
     if (point != UINT32_MAX) {
+      if (!TilingFits(f)) return false;
       f.point = point;
       f.prepared = true;
+      if (options_.branching == Branching::kLeftFit && floors_) {
+        std::uint32_t e = point;
+        while (e < c.sec_hi && floor_[e] <= f.level) ++e;
+        f.run_end = e;
+        f.left_floor = point > c.sec_lo ? floor_[point - 1] : capacity_;
+        f.right_floor = e < c.sec_hi ? floor_[e] : capacity_;
+      }
       return true;
     }
     if (above == UINT64_MAX) return false;  // nothing can rise any more
@@ -166,15 +174,41 @@ bool SkylineSearch::Prepare(Frame& f) {
   }
 }
 
+// kLeftFit's order: fit class (0 best) above, rank below (rank alone
+// without floors).
+std::uint64_t SkylineSearch::FitKey(const Frame& f, std::uint32_t item) const {
+  if (!floors_) return rank_[item];
+  const Item& it = inst_.items[item];
+  const std::uint64_t top = f.level + it.height;
+  const bool fills = it.end_section == f.run_end;
+  std::uint64_t cls = 3;
+  if (fills && (top == f.left_floor || top == f.right_floor))
+    cls = 0;
+  else if (fills)
+    cls = 1;
+  else if (top == f.left_floor)
+    cls = 2;
+  return (cls << 32) | rank_[item];
+}
+
 std::int32_t SkylineSearch::NextCandidate(const Frame& f) const {
   const Comp& c = comps_[f.comp];
   std::int32_t best = -1;
   std::uint32_t best_rank = UINT32_MAX;
+  std::uint64_t best_key = UINT64_MAX;
   for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k) {
     const std::uint32_t y = pool_[k];
     const Item& it = inst_.items[y];
     if (am_[y] != f.level && !floating_) continue;
     switch (options_.branching) {
+      case Branching::kLeftFit: {
+        if (inst_.pieces[it.piece_begin].begin != f.point) continue;
+        const std::uint64_t key = FitKey(f, y);
+        if ((f.started && key <= f.prev_key) || key >= best_key || !Eligible(y, f.level)) continue;
+        best = static_cast<std::int32_t>(y);
+        best_key = key;
+        continue;
+      }
       case Branching::kLeftPoint:
         if (inst_.pieces[it.piece_begin].begin != f.point) continue;
         break;
@@ -200,6 +234,7 @@ bool SkylineSearch::Place(std::uint32_t item, std::uint32_t comp, std::uint64_t 
   st.comp = comp;
   st.list_pos = pos_[item];
   st.am_mark = am_trail_.size();
+  st.floor_mark = floor_trail_.size();
   steps_.push_back(st);
   placed_[item] = 1;
   offset_[item] = offset;
@@ -215,6 +250,12 @@ bool SkylineSearch::Place(std::uint32_t item, std::uint32_t comp, std::uint64_t 
     const Piece& pc = inst_.pieces[k];
     remaining_.Add(pc.begin, pc.end, -static_cast<std::int64_t>(pc.hi));
     for (std::uint32_t s = pc.begin; s < pc.end; ++s) rem_[s] -= pc.hi;
+    if (floors_)
+      for (std::uint32_t s = pc.begin; s < pc.end; ++s)
+        if (offset + pc.hi > floor_[s]) {
+          floor_trail_.push_back({s, floor_[s]});
+          floor_[s] = offset + pc.hi;
+        }
   }
   bool cut_hit = false;
   for (std::uint32_t k = it.first_section + 1; k < it.end_section; ++k) cut_hit |= --cut_[k] == 0;
@@ -227,6 +268,7 @@ void SkylineSearch::Block(std::uint32_t section, std::uint64_t level) {
   st.section = section;
   st.prev_blocked = blocked_[section];
   st.am_mark = am_trail_.size();
+  st.floor_mark = floor_trail_.size();
   steps_.push_back(st);
   blocked_[section] = level;
   ++active_blocks_;
@@ -242,10 +284,13 @@ void SkylineSearch::UndoTo(std::size_t mark) {
       continue;
     }
     while (am_trail_.size() > st.am_mark) {
-      const AmChange& ch = am_trail_.back();
-      raw_[ch.item] = ch.raw;
-      am_[ch.item] = ch.am;
+      am_[am_trail_.back()] = am_old_.back();
+      am_old_.pop_back();
       am_trail_.pop_back();
+    }
+    while (floor_trail_.size() > st.floor_mark) {
+      floor_[floor_trail_.back().first] = floor_trail_.back().second;
+      floor_trail_.pop_back();
     }
     const Item& it = inst_.items[st.item];
     for (std::uint32_t k = it.first_section + 1; k < it.end_section; ++k) ++cut_[k];
@@ -285,9 +330,11 @@ bool SkylineSearch::Update(std::uint32_t comp, std::uint32_t placed) {
     const std::uint32_t y = pool_[k];
     const Item& it = inst_.items[y];
     const std::uint64_t top = SharedTop(placed, y, o);
-    if (top > raw_[y]) {
-      am_trail_.push_back({y, raw_[y], am_[y]});
-      raw_[y] = top;
+    // am = LowestFreeOffset(highest top below): when top <= am, am is
+    // already the lowest free offset >= top, so only a higher top moves it.
+    if (top > am_[y]) {
+      am_trail_.push_back(y);
+      am_old_.push_back(am_[y]);
       am_[y] = LowestFreeOffset(inst_, it, top);
     }
     if (!SumFits(am_[y], it.height, capacity_)) return false;
@@ -359,6 +406,85 @@ bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
         stack_top_[s] = t + h;
       }
     }
+  }
+  return true;
+}
+
+// Zero-slack tiling. Every later placement in this component sits at >= the
+// level L, and an unplaced item covering section s sits at >= floor(s) (the
+// highest top placed in s), since its skyline offset is at least that. Call
+// s tight when its unplaced bytes rem(s) = capacity - max(L, floor(s)):
+// they fill [F, capacity) exactly (F = max(L, floor(s))), so one of them
+// sits at F. Then F = floor(s) >= L (a tight section with floor(s) < L
+// would need rem(s) bytes above L: already pruned), and that item's skyline
+// offset is F now (it is >= floor(s) and can only grow; floating places at
+// the level, which is then F). Items at one offset F are disjoint in time,
+// so for every F the unplaced items of skyline offset F must tile the tight
+// sections of floor F: a left-to-right pass over the section boundaries
+// reachable by a chain of them, where a section not tight at F may be
+// skipped. At F = L only the items that may still go to L count (clear of
+// the sections blocked at L; after the level's rank bound in kLowest; none
+// once the level is closed). Relaxed (still necessary): the identical-buffer
+// and rank orders among the chain, and later rises of skyline offsets.
+bool SkylineSearch::TilingFits(const Frame& f) {
+  if (!tiling_) return true;
+  const Comp& c = comps_[f.comp];
+  const std::uint64_t level = f.level;
+  if (level >= capacity_) return true;
+  auto tight_at = [&](std::uint32_t s) -> std::uint64_t {  // F, or UINT64_MAX
+    if (rem_[s] == 0) return UINT64_MAX;
+    const std::uint64_t fl = std::max(floor_[s], level);
+    return fl < capacity_ && rem_[s] >= capacity_ - fl ? fl : UINT64_MAX;
+  };
+  std::vector<std::uint64_t>& floors = tiling_floors_;
+  floors.clear();
+  for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) {
+    const std::uint64_t fl = tight_at(s);
+    if (fl != UINT64_MAX && (floors.empty() || floors.back() != fl)) floors.push_back(fl);
+  }
+  if (floors.empty()) return true;
+  std::sort(floors.begin(), floors.end());
+  floors.erase(std::unique(floors.begin(), floors.end()), floors.end());
+  const bool lowest = options_.branching == Branching::kLowest ||
+                      options_.branching == Branching::kLowestFloating;
+  // Candidates (skyline offset, item) for the floors in the list.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>>& cands = tiling_cands_;
+  cands.clear();
+  for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k) {
+    const std::uint32_t y = pool_[k];
+    const std::uint64_t a = am_[y];
+    if (!std::binary_search(floors.begin(), floors.end(), a)) continue;
+    if (a == level) {
+      if (lowest && (f.closed || (f.has_min_rank && rank_[y] <= f.min_rank))) continue;
+      if (active_blocks_ > 0) {
+        const Item& it = inst_.items[y];
+        bool blocked = false;
+        for (std::uint32_t s = it.first_section; s < it.end_section && !blocked; ++s)
+          blocked = blocked_[s] == level;
+        if (blocked) continue;
+      }
+    }
+    cands.push_back({a, y});
+  }
+  std::sort(cands.begin(), cands.end());
+  std::size_t ci = 0;
+  for (const std::uint64_t fl : floors) {
+    for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) start_head_[s] = UINT32_MAX;
+    for (; ci < cands.size() && cands[ci].first == fl; ++ci) {
+      const std::uint32_t y = cands[ci].second;
+      const std::uint32_t first = inst_.items[y].first_section;
+      start_next_[y] = start_head_[first];
+      start_head_[first] = y;
+    }
+    for (std::uint32_t s = c.sec_lo; s <= c.sec_hi; ++s) reach_[s] = 0;
+    reach_[c.sec_lo] = 1;
+    for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) {
+      if (!reach_[s]) continue;
+      if (tight_at(s) != fl) reach_[s + 1] = 1;
+      for (std::uint32_t y = start_head_[s]; y != UINT32_MAX; y = start_next_[y])
+        reach_[inst_.items[y].end_section] = 1;
+    }
+    if (!reach_[c.sec_hi]) return false;
   }
   return true;
 }
@@ -526,7 +652,6 @@ void SkylineSearch::Start(std::uint64_t capacity) {
   floating_ = options_.branching == Branching::kLowestFloating;
   const std::size_t n = inst_.items.size();
   const std::uint32_t S = inst_.num_sections;
-  raw_.assign(n, inst_.base);
   am_.resize(n);
   offset_.assign(n, 0);
   placed_.assign(n, 0);
@@ -537,6 +662,22 @@ void SkylineSearch::Start(std::uint64_t capacity) {
   lo_release_.assign(S, 0);
   hi_release_.assign(S, 0);
   rem_.assign(S, 0);
+  floor_.assign(S, inst_.base);
+  floor_trail_.clear();
+  // The floor trail holds up to the sum of the items' section spans (each
+  // placement raises the floor of its whole span): kept only when that is
+  // small (busy training traces have 10^7 and more).
+  {
+    std::uint64_t spans = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      spans += inst_.items[i].end_section - inst_.items[i].first_section;
+    floors_ = spans <= (std::uint64_t{1} << 20);
+  }
+  tiling_ = floors_ && options_.tiling && inst_.obstacles.empty();
+  for (std::size_t i = 0; i < n && tiling_; ++i) tiling_ = inst_.items[i].plain;
+  start_head_.assign(tiling_ ? S : 0, UINT32_MAX);
+  start_next_.assign(tiling_ ? n : 0, UINT32_MAX);
+  reach_.assign(tiling_ ? S + 1 : 0, 0);
   // Difference arrays: linear even when lifetimes are long.
   {
     std::vector<std::uint64_t> rem_diff(S + 1, 0);
@@ -570,6 +711,7 @@ void SkylineSearch::Start(std::uint64_t capacity) {
   for (std::uint32_t i = 0; i < n; ++i) pool_[i] = pos_[i] = i;
   comps_.assign(1, Comp{0, static_cast<std::uint32_t>(n), 0, S});
   am_trail_.clear();
+  am_old_.clear();
   steps_.clear();
   frames_.clear();
   keys_.clear();
@@ -577,6 +719,17 @@ void SkylineSearch::Start(std::uint64_t capacity) {
   key_words_ = 0;
   rank_.resize(n);
   for (std::size_t i = 0; i < n; ++i) rank_[i] = inst_.items[i].rank;
+  if (options_.shuffle_seed != 0) {
+    // Fisher-Yates with a splitmix64 stream: the same seed, the same order.
+    std::uint64_t state = options_.shuffle_seed;
+    for (std::size_t i = n; i > 1; --i) {
+      std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      z ^= z >> 31;
+      std::swap(rank_[i - 1], rank_[static_cast<std::size_t>(z % i)]);
+    }
+  }
   rank_trail_.clear();
   total_.assign(n, 0);
 
@@ -654,6 +807,7 @@ SearchOutcome SkylineSearch::Continue(std::uint64_t node_budget, SearchControl& 
     const auto y = static_cast<std::uint32_t>(next);
     f.started = true;
     f.prev_rank = rank_[y];
+    if (options_.branching == Branching::kLeftFit) f.prev_key = FitKey(f, y);
     const bool cut_hit = Place(y, comp, level);
     if (!SectionsHold(y, comp)) continue;
     if (comps_[comp].count == 0) {

@@ -18,6 +18,7 @@
 //    candidate starts in; either one of the candidates starting in s goes to
 //    L, or nothing will ever occupy (s, L): s is blocked at this level.
 //  - kRightPoint: the same from the right.
+//  - kLeftFit: kLeftPoint, candidates in best-fit order (see Branching).
 // When no candidate is left the level rises to the next skyline offset. All
 // three are complete; which one finds a plan soon depends on the instance
 // (by orders of magnitude), hence the solver's portfolio.
@@ -33,6 +34,10 @@
 //    section), stacked in order of those release offsets must end below the
 //    capacity (exact for one section); and max(L, floor) + unplaced bytes
 //    must fit in every section (a max-segment tree, checked per placement);
+//  - tiling (zero slack): in a section whose unplaced bytes exactly fill
+//    the room above its floor, some buffer must sit at that floor; for
+//    every such floor the buffers whose skyline offset it is must tile
+//    those sections exactly (a 1-D exact cover, see TilingFits);
 //  - identical buffers are placed in index order (symmetry);
 //  - dynamic decomposition: when no unplaced buffer crosses some section
 //    boundary any more, the unplaced buffers split into groups that no
@@ -66,6 +71,15 @@ struct SkylineOptions {
   // After a split, order each group's items by kTotalFirst's key computed
   // on the unplaced items alone (see RankGroup). For the kTotalFirst order.
   bool regroup_ranks = false;
+  // Tiling: in a section whose unplaced bytes exactly fill the space from
+  // its floor up (zero slack), the floor's byte must be covered by a buffer
+  // placed at the floor; for every such floor the buffers whose skyline
+  // offset it is must tile those sections (a 1-D exact cover, a pass over
+  // the sections per floor; see TilingFits). Plain instances without
+  // obstacles only.
+  bool tiling = true;
+  // Nonzero: the static order (ranks) is shuffled at Start from this seed.
+  std::uint64_t shuffle_seed = 0;
   // How a node branches (see above): on the leftmost or rightmost point of
   // the current level, or on any buffer of the level in static order
   // (MiniMalloc's way, ties in that order) with "close the level" last.
@@ -90,6 +104,13 @@ class SkylineSearch {
   const std::vector<std::uint64_t>& offsets() const { return offset_; }
   std::uint64_t height() const;
   std::uint64_t nodes() const { return nodes_; }
+  // Bytes held by the path-dependent state (trails, frames, nogood memo):
+  // what grows with the search, unlike the per-item and per-section arrays.
+  std::size_t GrowingBytes() const {
+    return am_trail_.size() * (sizeof(std::uint32_t) + sizeof(std::uint64_t)) +
+           floor_trail_.size() * sizeof(floor_trail_[0]) + steps_.size() * sizeof(Step) +
+           frames_.size() * sizeof(Frame) + key_words_ * sizeof(std::uint64_t);
+  }
 
  private:
   // Range add / range max over sections: the unplaced bytes per section.
@@ -114,10 +135,6 @@ class SkylineSearch {
     std::uint32_t begin = 0, count = 0;  // active items: pool_[begin, begin + count)
     std::uint32_t sec_lo = 0, sec_hi = 0;
   };
-  struct AmChange {
-    std::uint32_t item;
-    std::uint64_t raw, am;
-  };
   // One step on the current path: a placement, or a section blocked at a level.
   struct Step {
     bool block = false;
@@ -125,6 +142,7 @@ class SkylineSearch {
     std::uint32_t section = 0;                       // blocks
     std::uint64_t prev_blocked = 0;
     std::size_t am_mark = 0;
+    std::size_t floor_mark = 0;
   };
   struct Frame {
     bool split = false;
@@ -136,6 +154,11 @@ class SkylineSearch {
     std::uint32_t point = 0;
     bool started = false;
     std::uint32_t prev_rank = 0;
+    // kLeftFit: candidates go in order of (fit class, rank); the last key
+    // tried, and what the classes compare with (set by Prepare).
+    std::uint64_t prev_key = 0;
+    std::uint32_t run_end = 0;
+    std::uint64_t left_floor = 0, right_floor = 0;
     bool block_tried = false;
     // kLowest: candidates at this level must rank after min_rank (when
     // has_min_rank); `closed` = nothing more goes to this level.
@@ -154,11 +177,13 @@ class SkylineSearch {
   bool Eligible(std::uint32_t item, std::uint64_t level) const;
   bool Prepare(Frame& f);
   std::int32_t NextCandidate(const Frame& f) const;
+  std::uint64_t FitKey(const Frame& f, std::uint32_t item) const;
   bool Place(std::uint32_t item, std::uint32_t comp, std::uint64_t offset);
   void Block(std::uint32_t section, std::uint64_t level);
   bool SectionsHold(std::uint32_t item, std::uint32_t comp) const;
   bool Update(std::uint32_t comp, std::uint32_t placed);
   bool ReleasesFit(std::uint32_t comp, std::uint64_t level);
+  bool TilingFits(const Frame& f);
   void UndoTo(std::size_t mark);
   bool TrySplit(std::uint32_t comp, Frame& split);
   void RankGroup(std::uint32_t comp);
@@ -186,18 +211,30 @@ class SkylineSearch {
   std::vector<std::uint64_t> total_;  // scratch for RankGroup, per item
   std::vector<std::uint32_t> group_scratch_, rank_scratch_;
 
-  std::vector<std::uint64_t> raw_;  // highest top below, per item
   std::vector<std::uint64_t> am_;   // skyline offset, per item
   std::vector<std::uint64_t> offset_;
   std::vector<std::uint8_t> placed_;
   std::vector<std::uint32_t> cut_;  // unplaced items crossing boundary k
   std::vector<std::uint64_t> rem_;  // unplaced bytes per section
   std::vector<std::uint64_t> blocked_;  // the level a section is blocked at, or UINT64_MAX
+  // Highest top of the placed items per section (base when none; obstacles
+  // not counted), trailed; maintained when floors_.
+  bool floors_ = false;
+  std::vector<std::uint64_t> floor_;
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> floor_trail_;
+  bool tiling_ = false;  // options_.tiling and the instance allows it
+  std::vector<std::uint32_t> start_head_, start_next_;  // scratch: candidates by first section
+  std::vector<std::uint8_t> reach_;                     // scratch: per section boundary
+  std::vector<std::uint64_t> tiling_floors_;            // scratch
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> tiling_cands_;  // scratch
   std::size_t active_blocks_ = 0;
   MaxAddTree remaining_;                // rem_ as a range-max tree
   std::vector<std::uint32_t> pool_, pos_;
   std::vector<Comp> comps_;
-  std::vector<AmChange> am_trail_;
+  // Skyline offsets changed (item, old value), in two arrays: 12 bytes an
+  // entry (busy traces change thousands per placement).
+  std::vector<std::uint32_t> am_trail_;
+  std::vector<std::uint64_t> am_old_;
   std::vector<Step> steps_;
   std::vector<Frame> frames_;
   std::vector<std::uint64_t> stack_top_;  // scratch: per section

@@ -54,6 +54,8 @@ std::vector<SearchConfig> DefaultPortfolio() {
       {Branching::kLowest, CanonicalOrder::kAreaFirst},
       {Branching::kRightPoint, CanonicalOrder::kLongestFirst},
       {Branching::kLowestFloating, CanonicalOrder::kTotalFirst},
+      // Perfectly packed (zero-slack) problems: best fit, with restarts.
+      {Branching::kLeftFit, CanonicalOrder::kTotalFirst, true},
   };
 }
 

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "core/generators.h"
+#include "solver/perfect_packing.h"
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"
 #include "tensormem/solver.h"
@@ -234,7 +235,7 @@ TEST(SolverBruteForce, WindowsAboveTheOffset) {
 TEST(Solver, EveryPortfolioConfigurationIsComplete) {
   std::mt19937_64 rng(21);
   for (Branching br : {Branching::kLowest, Branching::kLeftPoint, Branching::kRightPoint,
-                       Branching::kLowestFloating})
+                       Branching::kLowestFloating, Branching::kLeftFit})
     for (CanonicalOrder order : {CanonicalOrder::kLongestFirst, CanonicalOrder::kLargestFirst,
                                  CanonicalOrder::kAreaFirst, CanonicalOrder::kTotalFirst})
       for (int t = 0; t < 25; ++t) {
@@ -247,6 +248,25 @@ TEST(Solver, EveryPortfolioConfigurationIsComplete) {
         ASSERT_EQ(r->height, BruteForceHeight(p, 1));
         ASSERT_EQ(r->status, SolveStatus::kOptimal);
       }
+}
+
+TEST(Solver, RestartingConfigurationsAreComplete) {
+  // Shuffled orders and runs cut short by the Luby budgets (slices of 1
+  // node) still give the optimum and prove it.
+  std::mt19937_64 rng(23);
+  for (Branching br : {Branching::kLowest, Branching::kLeftFit, Branching::kRightPoint})
+    for (int t = 0; t < 60; ++t) {
+      const Problem p = RandomProblem(rng, 3 + static_cast<int>(rng() % 5), false);
+      SolverParams params = Exact();
+      params.portfolio = {{br, CanonicalOrder::kTotalFirst, true}};
+      params.portfolio_slice_nodes = 1;
+      params.heuristic_incumbent = t % 2 == 0;
+      Result<SolveResult> r = SolveOffsets(p, params);
+      ASSERT_TRUE(r.ok());
+      ASSERT_EQ(r->height, BruteForceHeight(p, 1)) << "case " << t;
+      ASSERT_EQ(r->status, SolveStatus::kOptimal);
+      ASSERT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
+    }
 }
 
 // Slices of one node: every configuration of the default portfolio stops
@@ -474,6 +494,97 @@ TEST(Solver, BadInput) {
     EXPECT_NE(r->status, SolveStatus::kOptimal);
   } else {
     EXPECT_NE(r.status().code(), StatusCode::kInternal);
+  }
+}
+
+// ---- Perfect packings (solver/perfect_packing.h) -------------------------
+
+TEST(SolverPerfectPacking, GeneratorTilesTheRectangleDeterministically) {
+  for (std::size_t n : {1u, 2u, 7u, 50u, 400u}) {
+    for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+      const solver::PerfectPackingOptions o = solver::PerfectPackingVariant(n, seed);
+      const Problem p = solver::PerfectPacking(o);
+      ASSERT_TRUE(CheckProblem(p).ok());
+      ASSERT_EQ(p.buffers.size(), n);
+      ASSERT_EQ(p.capacity, std::uint64_t{1} << 20);
+      EXPECT_EQ(p.buffers, solver::PerfectPacking(o).buffers);  // same options, same problem
+      // Every task is exactly full: live bytes = 2^20 at each task.
+      std::vector<std::int64_t> diff(1001, 0);
+      for (const Buffer& b : p.buffers) {
+        ASSERT_GT(b.size, 0u);
+        ASSERT_GE(b.first_task, 0);
+        ASSERT_LE(b.last_task, 999);
+        diff[static_cast<std::size_t>(b.first_task)] += static_cast<std::int64_t>(b.size);
+        diff[static_cast<std::size_t>(b.last_task) + 1] -= static_cast<std::int64_t>(b.size);
+      }
+      std::int64_t live = 0;
+      for (std::size_t t = 0; t < 1000; ++t) {
+        live += diff[t];
+        ASSERT_EQ(live, std::int64_t{1} << 20) << "n " << n << " seed " << seed << " task " << t;
+      }
+    }
+  }
+  // Other seeds give other instances.
+  EXPECT_NE(solver::PerfectPacking(solver::PerfectPackingVariant(50, 1)).buffers,
+            solver::PerfectPacking(solver::PerfectPackingVariant(50, 6)).buffers);
+}
+
+TEST(SolverPerfectPacking, TinyOnesMatchBruteForce) {
+  // Small rectangles cut into a few pieces: brute force agrees the optimum
+  // is the rectangle's height, and the solver proves it both ways.
+  for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+    solver::PerfectPackingOptions o = solver::PerfectPackingVariant(2 + seed % 5, seed);
+    o.tasks = 6;
+    o.bytes = 8;
+    const Problem p = solver::PerfectPacking(o);
+    ASSERT_EQ(BruteForceHeight(p, 1), 8u) << "seed " << seed;
+    // Each configuration alone (the tiling inference prunes hardest at zero
+    // slack), restarting ones included, without the heuristic's help.
+    std::vector<SearchConfig> configs = DefaultPortfolio();
+    configs.push_back({Branching::kLeftFit, CanonicalOrder::kLongestFirst});
+    configs.push_back({Branching::kLeftPoint, CanonicalOrder::kAreaFirst});
+    configs.push_back({Branching::kLowest, CanonicalOrder::kLargestFirst, true});
+    for (const SearchConfig& config : configs) {
+      SolverParams params = Exact();
+      params.portfolio = {config};
+      params.heuristic_incumbent = false;
+      Result<SolveResult> r = SolveOffsets(p, params);
+      ASSERT_TRUE(r.ok());
+      ASSERT_EQ(r->status, SolveStatus::kOptimal);
+      ASSERT_EQ(r->height, 8u);
+      ASSERT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
+      params.goal = SolveGoal::kFit;
+      params.capacity = 7;
+      Result<SolveResult> no = SolveOffsets(p, params);
+      ASSERT_TRUE(no.ok());
+      ASSERT_EQ(no->status, SolveStatus::kInfeasible);
+    }
+  }
+}
+
+TEST(SolverPerfectPacking, SmallOnesFitAtTheOptimumInEveryConfiguration) {
+  // Zero slack: a fit at 2^20 exists and every configuration alone finds it
+  // (node-limited, so the test is machine independent).
+  for (std::size_t n : {10u, 25u, 60u}) {
+    for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+      const Problem p = solver::PerfectPacking(solver::PerfectPackingVariant(n, seed));
+      for (const SearchConfig& config : DefaultPortfolio()) {
+        SolverParams params;
+        params.goal = SolveGoal::kFit;
+        params.capacity = std::uint64_t{1} << 20;
+        params.portfolio = {config};
+        params.heuristic_incumbent = false;
+        params.time_limit_seconds = std::numeric_limits<double>::infinity();
+        params.node_limit = 2'000'000;
+        Result<SolveResult> r = SolveOffsets(p, params);
+        ASSERT_TRUE(r.ok());
+        ASSERT_EQ(r->status, SolveStatus::kOptimal)
+            << "n " << n << " seed " << seed << " branching "
+            << static_cast<int>(config.branching) << " order " << static_cast<int>(config.order);
+        ASSERT_EQ(r->height, std::uint64_t{1} << 20);
+        ASSERT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
+      }
+    }
   }
 }
 
