@@ -1,5 +1,7 @@
 #include "tensormem/problem.h"
+#include "tensormem/validator.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/checked_math.h"
@@ -61,6 +63,19 @@ Status CheckProblem(const Problem& problem) {
       prev_last = g.last_task;
     }
   }
+  // Pinned buffers that share a task and a byte can never be planned: say
+  // so here (bad input), not later as a planner's invalid plan.
+  Problem pinned;
+  OffsetsPlan at;
+  for (const Buffer& b : problem.buffers)
+    if (b.fixed_offset) {
+      pinned.buffers.push_back(b);
+      at.offsets.push_back(*b.fixed_offset);
+      at.total = std::max(at.total, *b.fixed_offset + b.size);
+    }
+  if (pinned.buffers.size() > 1)
+    if (Status st = ValidateOffsetsPlan(pinned, at, 1, /*enforce_capacity=*/false); !st.ok())
+      return InvalidArgument("fixed offsets conflict: " + st.message());
   return Status::Ok();
 }
 

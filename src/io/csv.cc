@@ -169,7 +169,10 @@ class CsvReader {
       if (!l.ok || !u.ok) return bad("bounds " + (l.ok ? u.error : l.error));
       if (u.value <= l.value) return bad("upper must be greater than lower");
       Gap g;
-      if (l.value > static_cast<std::uint64_t>(kMaxTaskIndex)) return bad("beyond the task range");
+      // Both bounds: an upper of 2^64-1 used to wrap to a negative task.
+      if (l.value > static_cast<std::uint64_t>(kMaxTaskIndex) ||
+          u.value > static_cast<std::uint64_t>(kMaxTaskIndex) + 1)
+        return bad("beyond the task range (2^62)");
       g.first_task = static_cast<TaskIndex>(l.value);
       g.last_task = static_cast<TaskIndex>(u.value - 1);
       if (g.first_task < b->first_task || g.last_task > b->last_task)

@@ -5,6 +5,7 @@
 // and prints one row per allocator: ops, ns per op (median of the timed
 // passes), peak bytes in use (the trace's), peak bytes reserved, their
 // ratio, and the CPU time per op (robust on a busy machine). A malloc peer that cannot be loaded is skipped with a message.
+#include <array>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -15,10 +16,21 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "core/parse_name.h"
 #include "tensormem/allocators/replay.h"
 
 namespace tensormem::cli {
+
+// --bfc-preset and --bfc-backend, parsed by the one enum-name parser.
+enum class BfcPreset { kTensorflow, kCompact };
+enum class BfcMemory { kHost, kVirtual };
+std::string_view Name(BfcPreset p) { return p == BfcPreset::kCompact ? "compact" : "tensorflow"; }
+std::string_view Name(BfcMemory m) { return m == BfcMemory::kVirtual ? "virtual" : "host"; }
+
 namespace {
+
+constexpr std::array<BfcPreset, 2> kPresets = {BfcPreset::kTensorflow, BfcPreset::kCompact};
+constexpr std::array<BfcMemory, 2> kMemories = {BfcMemory::kHost, BfcMemory::kVirtual};
 
 struct ReplayOptions {
   std::string input;
@@ -36,40 +48,42 @@ struct ReplayOptions {
   std::uint64_t bfc_limit = 0;
 };
 
-int RunReplay(const ReplayOptions& o) {
-  ReplayParams params;
-  params.alignment = o.alignment;
-  params.repetitions = o.repetitions;
-  params.isolate = !o.no_isolate;
-  if (o.bfc_preset == "compact") {
-    params.bfc = CompactBfcParams();
-    params.bfc_virtual_memory = true;
-  } else if (o.bfc_preset != "tensorflow") {
-    return ReportError(InvalidArgument("unknown --bfc-preset '" + o.bfc_preset +
-                                       "' (known: tensorflow, compact)"));
+// The BFC parameters for one preset with the --bfc-* changes on top; every
+// field checked (Validate) before anything runs.
+Result<ReplayParams> BfcParamsFor(const ReplayOptions& o, BfcPreset preset, ReplayParams params) {
+  params.bfc = preset == BfcPreset::kCompact ? CompactBfcParams() : BfcParams{};
+  params.bfc_virtual_memory = preset == BfcPreset::kCompact;
+  if (!o.bfc_backend.empty()) {
+    TM_ASSIGN_OR_RETURN(BfcMemory m, internal::ParseName<BfcMemory>(o.bfc_backend, kMemories,
+                                                                     "--bfc-backend"));
+    params.bfc_virtual_memory = m == BfcMemory::kVirtual;
   }
-  if (o.bfc_backend == "virtual") {
-    params.bfc_virtual_memory = true;
-  } else if (o.bfc_backend == "host") {
-    params.bfc_virtual_memory = false;
-  } else if (!o.bfc_backend.empty()) {
-    return ReportError(InvalidArgument("unknown --bfc-backend '" + o.bfc_backend +
-                                       "' (known: host, virtual)"));
-  }
-  if (o.bfc_growth == "doubling") {
-    params.bfc.growth = BfcGrowth::kDoubling;
-  } else if (o.bfc_growth == "on_demand") {
-    params.bfc.growth = BfcGrowth::kOnDemand;
-  } else if (o.bfc_growth == "reserve_all") {
-    params.bfc.growth = BfcGrowth::kReserveAll;
-  } else if (!o.bfc_growth.empty()) {
-    return ReportError(InvalidArgument("unknown --bfc-growth '" + o.bfc_growth +
-                                       "' (known: doubling, on_demand, reserve_all)"));
+  if (!o.bfc_growth.empty()) {
+    TM_ASSIGN_OR_RETURN(params.bfc.growth, ParseBfcGrowth(o.bfc_growth));
   }
   if (o.bfc_coalesce_regions) params.bfc.coalesce_regions = true;
   if (o.bfc_initial_region) params.bfc.initial_region_bytes = *o.bfc_initial_region;
   if (o.bfc_split_cap) params.bfc.max_internal_fragmentation_bytes = *o.bfc_split_cap;
   if (o.bfc_limit > 0) params.bfc.memory_limit = o.bfc_limit;
+  TM_RETURN_IF_ERROR(Validate(params.bfc));
+  TM_RETURN_IF_ERROR(Validate(params.pool));
+  TM_RETURN_IF_ERROR(Validate(params.system));
+  return params;
+}
+
+int RunReplay(const ReplayOptions& o) {
+  ReplayParams base;
+  base.alignment = o.alignment;
+  base.repetitions = o.repetitions;
+  base.isolate = !o.no_isolate;
+  Result<BfcPreset> preset = internal::ParseName<BfcPreset>(o.bfc_preset, kPresets, "--bfc-preset");
+  if (!preset.ok()) return ReportError(preset.status());
+  // One idea: `--allocator bfc_compact` is `bfc` with the compact preset;
+  // `--bfc-preset compact` makes `bfc` that same allocator (and name).
+  Result<ReplayParams> bfc_params = BfcParamsFor(o, *preset, base);
+  if (!bfc_params.ok()) return ReportError(bfc_params.status());
+  Result<ReplayParams> compact_params = BfcParamsFor(o, BfcPreset::kCompact, base);
+  if (!compact_params.ok()) return ReportError(compact_params.status());
 
   std::vector<ReplayAllocator> allocators;
   if (o.allocator == "all") {
@@ -93,10 +107,15 @@ int RunReplay(const ReplayOptions& o) {
         continue;
       }
     }
-    Result<ReplayResult> r = ReplayTrace(*trace, a, params);
+    const bool compact = a == ReplayAllocator::kBfcCompact ||
+                         (a == ReplayAllocator::kBfc && *preset == BfcPreset::kCompact);
+    if (compact && o.allocator == "all" && a == ReplayAllocator::kBfc) continue;  // bfc_compact's row
+    Result<ReplayResult> r = a == ReplayAllocator::kBfcCompact
+                                 ? ReplayTrace(*trace, ReplayAllocator::kBfc, *compact_params)
+                                 : ReplayTrace(*trace, a, *bfc_params);
     if (!r.ok()) return ReportError(r.status().WithContext("replay through " + std::string(Name(a))));
     // Name the tuned BFC so that its rows are not mistaken for TensorFlow's.
-    if (a == ReplayAllocator::kBfc && o.bfc_preset == "compact") r->allocator = "bfc_compact";
+    if (compact) r->allocator = "bfc_compact";
     results.push_back(std::move(*r));
   }
 
@@ -125,7 +144,7 @@ int RunReplay(const ReplayOptions& o) {
     nlohmann::json skip = nlohmann::json::array();
     for (const auto& [name, why] : skipped) skip.push_back({{"allocator", name}, {"reason", why}});
     j["skipped"] = skip;
-    std::cout << j.dump(1) << '\n';
+    std::cout << DumpJson(j, 1) << '\n';
   } else {
     std::cout << o.input << ": " << trace->events.size() << " events (" << trace->num_allocations
               << " allocations, " << trace->num_frees << " frees, " << trace->num_never_freed
@@ -164,9 +183,12 @@ void AddReplayCommand(CLI::App& app, int* exit_code) {
                   "bfc, bfc_compact, pool, system, malloc, jemalloc, mimalloc, or all")
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "print one JSON object per allocator");
-  cmd->add_option("--alignment", o->alignment, "alignment of every allocation")
+  cmd->add_option("--align", o->alignment,
+                  "alignment of every allocation in bytes (a power of two)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(PowerOfTwoAlign());
+  // The old name, kept working, not listed.
+  cmd->add_option("--alignment", o->alignment)->check(PowerOfTwoAlign())->group("");
   cmd->add_option("--repetitions,-r", o->repetitions, "timed passes (the median is reported)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
@@ -184,11 +206,14 @@ void AddReplayCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--bfc-coalesce-regions", o->bfc_coalesce_regions,
                 "BFC: merge adjacent regions (needs --bfc-backend virtual)");
   cmd->add_option("--bfc-initial-region", o->bfc_initial_region,
-                  "BFC first region (doubling) or smallest extension (on_demand), bytes (2 MiB)");
+                  "BFC first region (doubling) or smallest extension (on_demand), bytes (2 MiB)")
+      ->check(Unsigned64(1, std::uint64_t{1} << 62));
   cmd->add_option("--bfc-split-cap", o->bfc_split_cap,
                   "BFC: split a chunk when the leftover is at least this many bytes (TensorFlow: "
-                  "128 MiB)");
-  cmd->add_option("--bfc-limit", o->bfc_limit, "BFC memory limit in bytes (0 = none)");
+                  "128 MiB)")
+      ->check(Unsigned64());
+  cmd->add_option("--bfc-limit", o->bfc_limit, "BFC memory limit in bytes (0 = none)")
+      ->check(Unsigned64());
   cmd->callback([o, exit_code] { *exit_code = RunReplay(*o); });
 }
 
