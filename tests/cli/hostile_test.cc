@@ -1,6 +1,7 @@
 // Issue 12: the CLI under hostile input and arguments. Every case exits 0,
 // 1 or 2 (3/4 for solve), never by a signal, and never damages its input.
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -220,6 +221,41 @@ TEST_F(Hostile, SmallerOnes) {
   r = Cli("plan big.csv --strategy all --time-limit 1");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("note: naive"), std::string::npos) << r.out;
+}
+
+// Item 5: a reader holds what the buffers justify, not what the text does:
+// 15 MB of empty JSON objects is refused at the first one, in little memory.
+TEST_F(Hostile, JsonReaderStreamsItsBuffers) {
+  {
+    std::ofstream f(dir_ / "empty.json");
+    f << '[';
+    for (int i = 0; i < 5'000'000; ++i) f << (i ? ",{}" : "{}");
+    f << ']';
+  }
+  const auto start = std::chrono::steady_clock::now();
+#if !defined(__SANITIZE_ADDRESS__)
+  const std::string limit = "ulimit -v 400000 && ";
+#else
+  const std::string limit;
+#endif
+  Outcome r = Sh("cd " + dir_.string() + " && " + limit + testing::CliPath() + " plan empty.json");
+  EXPECT_EQ(r.code, 2) << r.out.substr(0, 500);
+  EXPECT_NE(r.out.find("buffer 0"), std::string::npos) << r.out.substr(0, 500);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20.0);
+  // Elements that are not objects, and the object form, are refused as they come.
+  Write("nums.json", "[1,2,3]");
+  r = Cli("plan nums.json");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("buffer 0 is not an object"), std::string::npos) << r.out;
+  Write("obj.json", R"({"capacity": 64, "buffers": [{"size": 8, "lower": 0, "upper": 2}, [1]]})");
+  r = Cli("plan obj.json");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("buffer 1 is not an object"), std::string::npos) << r.out;
+  Write("ok.json", R"({"capacity": 64, "buffers": [{"size": 8, "lower": 0, "upper": 2, "gaps": []},)"
+                   R"( {"id": "x", "size": 8, "lower": 1, "upper": 3}]})");
+  r = Cli("solve ok.json --json");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"capacity\":64"), std::string::npos) << r.out;
 }
 
 // Item 5: running out of memory is an error (exit 1 or 2), never an abort.
