@@ -82,6 +82,7 @@ TEST_F(Hostile, NumericOptionsNeverWrapOrSaturate) {
         "plan " + in + " --align 99999999999999999999999", "plan " + in + " --align 3",
         "plan " + in + " --align -64", "plan " + in + " --time-limit 1e300",
         "plan " + in + " --time-limit nan", "solve " + in + " --time-limit -1",
+        "solve " + in + " --time-limit 0x10", "solve " + in + " --time-limit ' 7'",
         "replay " + in + " --bfc-initial-region -1", "replay " + in + " --bfc-limit 1e3",
         "replay " + in + " --align 0"}) {
     Outcome r = Cli(args);

@@ -177,6 +177,9 @@ CLI::Validator PowerOfTwoAlign() {
 CLI::Validator Seconds() {
   return CLI::Validator(
       [](std::string& s) -> std::string {
+        // Decimal only (strtod alone would take hex and leading blanks).
+        if (s.find_first_not_of("0123456789.eE+-") != std::string::npos)
+          return "'" + Shorten(s) + "' is not a number of seconds in [0, 1e9]";
         char* end = nullptr;
         errno = 0;
         const double v = std::strtod(s.c_str(), &end);
