@@ -23,7 +23,9 @@ std::vector<Segment> Occupancy(const Buffer& b) {
 }
 
 static std::string Where(std::size_t i, const Buffer& b) {
-  return "buffer " + std::to_string(i) + " (id '" + b.id + "')";
+  // Ids are shortened: a hostile one may be megabytes long.
+  const std::string id = b.id.size() <= 40 ? b.id : b.id.substr(0, 37) + "...";
+  return "buffer " + std::to_string(i) + " (id '" + id + "')";
 }
 
 Status CheckProblem(const Problem& problem) {

@@ -51,6 +51,9 @@ class CsvReader {
       return InvalidArgument(std::string(source_) +
                              ": empty file: expected a header such as id,lower,upper,size");
     TM_RETURN_IF_ERROR(CheckDuplicates(problem, row_line));
+    // Problem-wide checks (fixed offsets that conflict) are bad input here too.
+    if (Status st = CheckProblem(problem); !st.ok())
+      return InvalidArgument(std::string(source_) + ": " + st.message());
     return problem;
   }
 

@@ -167,6 +167,9 @@ class JsonReader {
                              std::to_string(limits_.max_buffers) + " buffers");
     // Every element was read (and dropped) as it ended.
     problem.buffers = std::move(streamed.buffers);
+    // Problem-wide checks (fixed offsets that conflict) are bad input here too.
+    if (Status st = CheckProblem(problem); !st.ok())
+      return InvalidArgument(std::string(source_) + ": " + st.message());
     return problem;
   }
 
