@@ -19,6 +19,15 @@
 #include "tensormem/io.h"
 #include "test_util.h"
 
+// ASan reserves more address space than a `ulimit -v` allows.
+#if defined(__SANITIZE_ADDRESS__)
+#define TM_HOSTILE_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TM_HOSTILE_ASAN 1
+#endif
+#endif
+
 namespace tensormem {
 namespace {
 
@@ -234,7 +243,7 @@ TEST_F(Hostile, JsonReaderStreamsItsBuffers) {
     f << ']';
   }
   const auto start = std::chrono::steady_clock::now();
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(TM_HOSTILE_ASAN)
   const std::string limit = "ulimit -v 400000 && ";
 #else
   const std::string limit;
@@ -261,12 +270,8 @@ TEST_F(Hostile, JsonReaderStreamsItsBuffers) {
 
 // Item 5: running out of memory is an error (exit 1 or 2), never an abort.
 TEST_F(Hostile, OutOfMemoryIsAnErrorNotAnAbort) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(TM_HOSTILE_ASAN)
   GTEST_SKIP() << "ASan reserves more address space than the limit allows";
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  GTEST_SKIP() << "ASan reserves more address space than the limit allows";
-#endif
 #endif
   {
     std::ofstream f(dir_ / "many.csv");
