@@ -168,8 +168,9 @@ struct GraphPlanParams {
   // freed) first by index, then by size descending, ties by earlier
   // allocation node, then index; each takes the best-fitting gap.
   OffsetsStrategy strategy = OffsetsStrategy::kArena;
-  // Other knobs of the offset strategies (time limit, validate, ...); its
-  // alignment is not used: every buffer carries its own.
+  // Other knobs of the offset strategies (time limit, validate, ...). Its
+  // alignment must stay 1 (PlanGraph refuses another): the alignment is
+  // `alignment` above and each tensor's own.
   PlanParams offsets;
 };
 

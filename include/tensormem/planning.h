@@ -68,6 +68,11 @@ struct PlanParams {
   bool reference = false;
   // greedy_in_order only: restrict reuse to reallocation-graph neighbours.
   const ReallocationGraph* reallocation_graph = nullptr;
+  // kArena: the buffers TensorFlow Lite places first (allocated at the first
+  // node and never freed), one flag per buffer, when the caller knows them
+  // (the graph planner does). Null: the buffers living from the problem's
+  // first task to its last.
+  const std::vector<bool>* arena_whole_run = nullptr;
   // kFromObjects: which shared-objects plan to lay out.
   ObjectsStrategy from_objects = ObjectsStrategy::kBest;
   // kExact: time limit for the search (it always returns a valid plan).

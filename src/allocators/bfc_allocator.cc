@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cassert>
 #include <cstddef>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "core/checked_math.h"
+#include "core/parse_name.h"
 
 namespace tensormem {
 namespace {
@@ -194,19 +196,22 @@ struct BfcAllocator::State {
   std::vector<FreeSet> bins;
   std::vector<Region> regions;  // sorted by address
 
+  Status valid;                         // Validate(params)
   std::uint64_t curr_region_bytes = 0;  // the size of the next region (growth)
   std::string backend_refusal;          // why the backend last refused a region
   std::uint64_t total_region_bytes = 0;
   std::uint64_t free_bytes = 0;
   AllocatorStats stats;
 
-  State(Backend& b, const BfcParams& p) : backend(b), params(p) {
+  State(Backend& b, const BfcParams& p) : backend(b), params(p), valid(Validate(p)) {
     bins.reserve(kNumBins);
     for (int i = 0; i < kNumBins; ++i) bins.emplace_back(NodeAllocator<FreeKey>(&node_arena));
     switch (params.growth) {
       case BfcGrowth::kDoubling:
       case BfcGrowth::kOnDemand:
-        curr_region_bytes = RoundedBytes(std::min(params.memory_limit, params.initial_region_bytes));
+        curr_region_bytes = std::max(
+            kMinSize, RoundedBytes(std::min({params.memory_limit, params.initial_region_bytes,
+                                              std::uint64_t{1} << 62})));
         break;
       case BfcGrowth::kReserveAll:
         curr_region_bytes = RoundDown(params.memory_limit);
@@ -546,8 +551,55 @@ std::uint64_t BfcAllocator::RoundedBytes(std::uint64_t bytes) {
   return (bytes + kMinSize - 1) / kMinSize * kMinSize;
 }
 
+namespace {
+constexpr std::array<BfcGrowth, 3> kAllGrowths = {BfcGrowth::kDoubling, BfcGrowth::kOnDemand,
+                                                   BfcGrowth::kReserveAll};
+}  // namespace
+
+std::string_view Name(BfcGrowth growth) {
+  switch (growth) {
+    case BfcGrowth::kDoubling: return "doubling";
+    case BfcGrowth::kOnDemand: return "on_demand";
+    case BfcGrowth::kReserveAll: return "reserve_all";
+  }
+  return "?";
+}
+std::span<const BfcGrowth> AllBfcGrowths() { return kAllGrowths; }
+Result<BfcGrowth> ParseBfcGrowth(std::string_view name) {
+  return internal::ParseName<BfcGrowth>(name, kAllGrowths, "BFC growth");
+}
+
+Status Validate(const BfcParams& p) {
+  if (p.memory_limit < BfcAllocator::kMinAllocationSize)
+    return InvalidArgument("bfc: memory_limit " + std::to_string(p.memory_limit) +
+                           " is below the smallest chunk (256 bytes)");
+  if (p.initial_region_bytes == 0)
+    return InvalidArgument("bfc: initial_region_bytes must be at least 1 (it is doubled to grow)");
+  if (p.initial_region_bytes > (std::uint64_t{1} << 62))
+    return InvalidArgument("bfc: initial_region_bytes " + std::to_string(p.initial_region_bytes) +
+                           " is above 2^62");
+  switch (p.growth) {
+    case BfcGrowth::kDoubling:
+    case BfcGrowth::kOnDemand:
+      break;
+    case BfcGrowth::kReserveAll:
+      if (p.memory_limit == std::numeric_limits<std::uint64_t>::max())
+        return InvalidArgument("bfc: growth reserve_all needs a finite memory_limit");
+      break;
+    default:
+      return InvalidArgument("bfc: unknown growth value " +
+                             std::to_string(static_cast<long long>(p.growth)));
+  }
+  return Status::Ok();
+}
+
 BfcAllocator::BfcAllocator(Backend& backend, const BfcParams& params)
     : state_(std::make_unique<State>(backend, params)) {}
+
+Result<std::unique_ptr<BfcAllocator>> BfcAllocator::Create(Backend& backend, const BfcParams& params) {
+  TM_RETURN_IF_ERROR(Validate(params));
+  return std::make_unique<BfcAllocator>(backend, params);
+}
 
 BfcAllocator::~BfcAllocator() {
   for (const Region& r : state_->regions) (void)state_->backend.Release(r.ptr, r.bytes);
@@ -556,9 +608,7 @@ BfcAllocator::~BfcAllocator() {
 Result<void*> BfcAllocator::DoAllocate(std::uint64_t bytes, std::uint64_t alignment) {
   State& s = *state_;
   const std::uint64_t rounded = RoundedBytes(bytes);
-  if (s.params.growth == BfcGrowth::kReserveAll &&
-      s.params.memory_limit == std::numeric_limits<std::uint64_t>::max())
-    return FailedPrecondition("bfc: growth kReserveAll needs a finite memory_limit");
+  if (!s.valid.ok()) return s.valid;
   std::lock_guard<std::mutex> lock(s.mutex);
   if (void* p = s.Find(rounded, bytes, alignment)) return p;
   s.backend_refusal.clear();

@@ -14,8 +14,27 @@ namespace tensormem {
 using pool::FreeList;
 using pool::Node;
 
+Status Validate(const BufferPoolParams& p) {
+  if (!IsPowerOfTwo(p.alignment) || p.alignment > kMaxAllocationAlignment)
+    return InvalidArgument("pool: alignment " + std::to_string(p.alignment) +
+                           " is not a power of two between 1 and " +
+                           std::to_string(kMaxAllocationAlignment));
+  bool known = false;
+  for (OffsetsStrategy s : AllOffsetsStrategies()) known |= s == p.defer_strategy;
+  if (!known)
+    return InvalidArgument("pool: unknown defer_strategy value " +
+                           std::to_string(static_cast<long long>(p.defer_strategy)));
+  return Status::Ok();
+}
+
 BufferPool::BufferPool(Backend& backend, const BufferPoolParams& params)
     : state_(std::make_unique<State>(backend, params)) {}
+
+Result<std::unique_ptr<BufferPool>> BufferPool::Create(Backend& backend,
+                                                       const BufferPoolParams& params) {
+  TM_RETURN_IF_ERROR(Validate(params));
+  return std::make_unique<BufferPool>(backend, params);
+}
 
 BufferPool::~BufferPool() {
   for (auto& [address, root] : state_->roots)
@@ -178,6 +197,7 @@ std::uint64_t PoolState::ReleaseBlock(Node* root) {
 }  // namespace pool
 
 Result<void*> BufferPool::DoAllocate(std::uint64_t bytes, std::uint64_t alignment) {
+  if (!state_->valid.ok()) return state_->valid;
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->Allocate(bytes, alignment, false);
 }
@@ -187,6 +207,7 @@ Result<void*> BufferPool::AllocateSeparate(std::uint64_t bytes, std::uint64_t al
     return InvalidArgument("pool: alignment " + std::to_string(alignment) +
                            " is not a power of two between 1 and " +
                            std::to_string(kMaxAllocationAlignment));
+  if (!state_->valid.ok()) return state_->valid;
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->Allocate(bytes == 0 ? 1 : bytes, alignment, true);
 }

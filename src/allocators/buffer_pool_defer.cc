@@ -10,6 +10,7 @@
 namespace tensormem {
 
 Result<DeferredChunk> BufferPool::DeferAllocate(std::uint64_t bytes, std::uint64_t alignment) {
+  if (!state_->valid.ok()) return state_->valid;
   if (!IsPowerOfTwo(alignment) || alignment > kMaxAllocationAlignment)
     return InvalidArgument("pool: DeferAllocate: alignment " + std::to_string(alignment) +
                            " is not a power of two between 1 and " +
@@ -43,6 +44,7 @@ Status BufferPool::DeferFree(DeferredChunk chunk) {
 
 Status BufferPool::DeferCompute() {
   State& s = *state_;
+  if (!s.valid.ok()) return s.valid;
   std::lock_guard<std::mutex> lock(s.mutex);
   Problem problem;
   problem.buffers.reserve(s.deferred.size());

@@ -38,10 +38,13 @@ struct DeferredRecord {
 };
 
 struct PoolState {
-  PoolState(Backend& b, const BufferPoolParams& p) : backend(b), params(p) {}
+  PoolState(Backend& b, const BufferPoolParams& p) : backend(b), params(p), valid(Validate(p)) {
+    if (!valid.ok()) params.alignment = 64;  // never used to serve: every allocation fails
+  }
 
   Backend& backend;
   BufferPoolParams params;
+  Status valid;  // Validate(params)
   mutable std::mutex mutex;
 
   std::map<char*, std::unique_ptr<Node>> roots;  // blocks from the backend, by address

@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -51,10 +53,12 @@ std::string Where(const Trace& trace, const TraceEvent& e) {
 
 // Replays every event; `sample` (after each allocation) returns the bytes
 // reserved, or is a no-op when not sampling; `after` runs once after the
-// timed part, before the never-freed blocks are freed.
+// timed part, before the never-freed blocks are freed. `slots` (one per
+// event, null) is the caller's, allocated before a peer's baseline is taken
+// so that the replay's own bookkeeping is not counted as the peer's.
 template <typename Alloc, typename Free, typename Sample, typename After>
-Result<Pass> Loop(const Trace& trace, Alloc&& alloc, Free&& free_fn, Sample&& sample, After&& after) {
-  std::vector<void*> slots(trace.events.size(), nullptr);
+Result<Pass> Loop(const Trace& trace, std::vector<void*>& slots, Alloc&& alloc, Free&& free_fn,
+                  Sample&& sample, After&& after) {
   Pass pass;
   const double cpu_start = ThreadCpuSeconds();
   const auto start = std::chrono::steady_clock::now();
@@ -103,8 +107,9 @@ Result<Pass> ResourcePass(const Trace& trace, MemoryResource& r, std::uint64_t a
     return Status::Ok();
   };
   auto free_fn = [&](void* p) -> Status { return r.Deallocate(p); };
+  std::vector<void*> slots(trace.events.size(), nullptr);
   return Loop(
-      trace, alloc, free_fn, [] { return std::uint64_t{0}; },
+      trace, slots, alloc, free_fn, [] { return std::uint64_t{0}; },
       [&] {
         if (stats != nullptr) *stats = r.GetStats();
       });
@@ -112,6 +117,7 @@ Result<Pass> ResourcePass(const Trace& trace, MemoryResource& r, std::uint64_t a
 
 Result<Pass> PeerPass(const Trace& trace, const replay::MallocPeer& peer, std::uint64_t alignment,
                       bool sample) {
+  std::vector<void*> slots(trace.events.size(), nullptr);
   const std::uint64_t base = sample ? peer.Reserved() : 0;
   auto alloc = [&](std::uint64_t size, void** out) -> Status {
     *out = peer.Allocate(size, alignment);
@@ -123,9 +129,9 @@ Result<Pass> PeerPass(const Trace& trace, const replay::MallocPeer& peer, std::u
     return Status::Ok();
   };
   auto nothing = [] {};
-  if (!sample) return Loop(trace, alloc, free_fn, [] { return std::uint64_t{0}; }, nothing);
+  if (!sample) return Loop(trace, slots, alloc, free_fn, [] { return std::uint64_t{0}; }, nothing);
   return Loop(
-      trace, alloc, free_fn,
+      trace, slots, alloc, free_fn,
       [&] {
         const std::uint64_t r = peer.Reserved();
         return r > base ? r - base : 0;
@@ -310,6 +316,7 @@ double PerOp(double seconds, std::uint64_t ops) {
 }
 
 void Finish(ReplayResult* r) {
+  if (std::isnan(r->reserved_over_in_use)) return;  // no ratio (see ReplayTrace)
   r->reserved_over_in_use =
       r->peak_in_use == 0 ? 0.0 : static_cast<double>(r->peak_reserved) / static_cast<double>(r->peak_in_use);
 }
@@ -390,6 +397,12 @@ Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
     // pass of its own, untimed.
     TM_ASSIGN_OR_RETURN(Pass sampled, run(true));
     r.peak_reserved = sampled.peak_reserved;
+    if (r.peak_reserved < r.peak_in_use) {
+      // The peer served the trace (partly) from memory it held before the
+      // replay: its growth says nothing about what the trace needs.
+      r.reserved_source += "; below the bytes in use (served from memory held before the replay), no ratio";
+      r.reserved_over_in_use = std::numeric_limits<double>::quiet_NaN();
+    }
   } else {
     r.reserved_source = "allocator statistics (peak bytes reserved)";
   }

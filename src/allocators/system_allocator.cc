@@ -36,6 +36,13 @@ struct SystemAllocator::State {
   std::atomic<std::uint64_t> reserved{0}, peak_reserved{0};
 };
 
+Status Validate(const SystemAllocatorParams&) { return Status::Ok(); }
+
+Result<std::unique_ptr<SystemAllocator>> SystemAllocator::Create(const SystemAllocatorParams& params) {
+  TM_RETURN_IF_ERROR(Validate(params));
+  return std::make_unique<SystemAllocator>(params);
+}
+
 SystemAllocator::SystemAllocator(const SystemAllocatorParams& params)
     : state_(std::make_unique<State>()) {
   state_->params = params;

@@ -1,5 +1,7 @@
 #include "tensormem/problem.h"
+#include "tensormem/validator.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/checked_math.h"
@@ -21,7 +23,9 @@ std::vector<Segment> Occupancy(const Buffer& b) {
 }
 
 static std::string Where(std::size_t i, const Buffer& b) {
-  return "buffer " + std::to_string(i) + " (id '" + b.id + "')";
+  // Ids are shortened: a hostile one may be megabytes long.
+  const std::string id = b.id.size() <= 40 ? b.id : b.id.substr(0, 37) + "...";
+  return "buffer " + std::to_string(i) + " (id '" + id + "')";
 }
 
 Status CheckProblem(const Problem& problem) {
@@ -61,6 +65,19 @@ Status CheckProblem(const Problem& problem) {
       prev_last = g.last_task;
     }
   }
+  // Pinned buffers that share a task and a byte can never be planned: say
+  // so here (bad input), not later as a planner's invalid plan.
+  Problem pinned;
+  OffsetsPlan at;
+  for (const Buffer& b : problem.buffers)
+    if (b.fixed_offset) {
+      pinned.buffers.push_back(b);
+      at.offsets.push_back(*b.fixed_offset);
+      at.total = std::max(at.total, *b.fixed_offset + b.size);
+    }
+  if (pinned.buffers.size() > 1)
+    if (Status st = ValidateOffsetsPlan(pinned, at, 1, /*enforce_capacity=*/false); !st.ok())
+      return InvalidArgument("fixed offsets conflict: " + st.message());
   return Status::Ok();
 }
 

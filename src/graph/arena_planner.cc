@@ -7,13 +7,9 @@
 // allocation node, then index) fed to SimpleMemoryArena's best fit
 // (planning::PlaceBestFit) with each buffer's own alignment.
 #include <algorithm>
-#include <chrono>
-#include <numeric>
 
 #include "core/checked_math.h"
-#include "planning/offsets/best_fit.h"
 #include "tensormem/graph.h"
-#include "tensormem/lower_bounds.h"
 #include "tensormem/validator.h"
 
 namespace tensormem {
@@ -31,44 +27,33 @@ Status CheckParams(const GraphPlanParams& params) {
   if (a == 0 || (a & (a - 1)) != 0)
     return InvalidArgument("graph plan alignment " + std::to_string(a) +
                            " is not a power of two >= 1");
+  // One alignment: the graph's (and each tensor's). The offsets' own would
+  // be a second meaning, and was silently ignored.
+  if (params.offsets.alignment != 1)
+    return InvalidArgument("GraphPlanParams::offsets.alignment (" +
+                           std::to_string(params.offsets.alignment) +
+                           ") is not used by the graph planner; set GraphPlanParams::alignment");
   return Status::Ok();
 }
 
-// Lays the scratch buffers out; the placements, lower bound, time and
-// validation are filled here for every strategy.
-Result<OffsetsPlan> PlanScratch(const Graph& graph, const Liveness& live, const Problem& problem,
-                                const std::vector<int>& owner, const GraphPlanParams& params) {
-  if (params.strategy != OffsetsStrategy::kArena) {
-    PlanParams p = params.offsets;
-    p.alignment = 1;  // every buffer carries its own
-    return PlanOffsets(problem, params.strategy, p);
-  }
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<std::size_t> order(problem.buffers.size());
-  std::iota(order.begin(), order.end(), 0);
-  auto whole_run = [&](std::size_t b) {
+// Lays the scratch buffers out through the one dispatcher (PlanOffsets:
+// timing, lower bound, validation). kArena there is TensorFlow Lite's order
+// (whole-run buffers by index, then size descending, ties by earlier first
+// task, then index; best fit); on the scratch problem buffers are numbered
+// in tensor order, and the whole-run ones are, as in ArenaPlanner, those
+// allocated at node 0 and never freed (told to it, since a tensor freed at
+// the last node has the same lifetime in the problem).
+Result<OffsetsPlan> PlanScratch(const GraphPlanParams& params, const Liveness& live,
+                                const Problem& problem, const std::vector<int>& owner) {
+  PlanParams p = params.offsets;
+  p.alignment = 1;  // every buffer carries its own
+  std::vector<bool> whole_run(problem.buffers.size());
+  for (std::size_t b = 0; b < owner.size(); ++b) {
     const TensorLiveness& l = live.tensors[static_cast<std::size_t>(owner[b])];
-    return l.first_node == 0 && l.never_freed;
-  };
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const bool wa = whole_run(a), wb = whole_run(b);
-    if (wa || wb) return wa != wb ? wa : owner[a] < owner[b];
-    const std::uint64_t sa = graph.tensors[static_cast<std::size_t>(owner[a])].bytes;
-    const std::uint64_t sb = graph.tensors[static_cast<std::size_t>(owner[b])].bytes;
-    if (sa != sb) return sa > sb;
-    const TaskIndex fa = problem.buffers[a].first_task, fb = problem.buffers[b].first_task;
-    if (fa != fb) return fa < fb;
-    return owner[a] < owner[b];
-  });
-  TM_ASSIGN_OR_RETURN(OffsetsPlan plan, planning::PlaceBestFit(problem, order, 1));
-  plan.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  plan.strategy = std::string(Name(OffsetsStrategy::kArena));
-  plan.lower_bound = PeakLiveBytes(problem);
-  if (params.offsets.validate)
-    TM_RETURN_IF_ERROR(ValidateOffsetsPlan(problem, plan, 1, false)
-                           .WithContext("internal error: the graph arena order produced an "
-                                        "invalid plan"));
-  return plan;
+    whole_run[b] = l.first_node == 0 && l.never_freed;
+  }
+  p.arena_whole_run = &whole_run;
+  return PlanOffsets(problem, params.strategy, p);
 }
 
 // Everything but the scratch offsets: liveness, the scratch problem, the
@@ -124,7 +109,7 @@ Result<GraphPlan> Prepare(const Graph& graph, const GraphPlanParams& params) {
 
 Status Finish(const Graph& graph, GraphPlan& plan, const GraphPlanParams& params) {
   TM_ASSIGN_OR_RETURN(plan.scratch_plan,
-                      PlanScratch(graph, plan.liveness, plan.scratch, plan.scratch_owner, params));
+                      PlanScratch(params, plan.liveness, plan.scratch, plan.scratch_owner));
   for (TensorPlacement& p : plan.placements)
     if (p.arena == Arena::kScratch) p.offset = plan.scratch_plan.offsets[static_cast<std::size_t>(p.buffer)];
   if (params.offsets.validate)

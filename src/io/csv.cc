@@ -1,6 +1,8 @@
 // MiniMalloc CSV, read and written. Half-open [lower, upper) spans become
 // inclusive [lower, upper - 1] here and nowhere else.
+#include <algorithm>
 #include <array>
+#include <cstdint>
 #include <istream>
 #include <ostream>
 #include <string>
@@ -27,7 +29,9 @@ class CsvReader {
     std::vector<std::string> fields;
     bool have_header = false;
     Problem problem;
-    std::unordered_map<std::string, std::size_t> id_line;
+    // Lines of the rows; duplicates are found by sorting after the read
+    // (no second copy of every id in a hash map: 10^7 rows fit in memory).
+    std::vector<std::size_t> row_line;
     while (true) {
       TM_ASSIGN_OR_RETURN(const bool more, lines.Next(&fields, header_.size()));
       if (!more) break;
@@ -40,16 +44,39 @@ class CsvReader {
       if (problem.buffers.size() >= limits_.max_buffers)
         return Error("more than " + std::to_string(limits_.max_buffers) + " buffers");
       TM_ASSIGN_OR_RETURN(Buffer b, ReadRow(fields));
-      auto [it, inserted] = id_line.emplace(b.id, line_no_);
-      if (!inserted)
-        return Error("field 'id': duplicate id " + io::Quote(b.id) + " (first on line " +
-                     std::to_string(it->second) + ")");
       problem.buffers.push_back(std::move(b));
+      row_line.push_back(line_no_);
     }
     if (!have_header)
       return InvalidArgument(std::string(source_) +
                              ": empty file: expected a header such as id,lower,upper,size");
+    TM_RETURN_IF_ERROR(CheckDuplicates(problem, row_line));
+    // Problem-wide checks (fixed offsets that conflict) are bad input here too.
+    if (Status st = CheckProblem(problem); !st.ok())
+      return InvalidArgument(std::string(source_) + ": " + st.message());
     return problem;
+  }
+
+  // The first row (in file order) whose id an earlier row has, as the
+  // reader meeting the rows one by one would report it.
+  Status CheckDuplicates(const Problem& problem, const std::vector<std::size_t>& row_line) {
+    const auto& bufs = problem.buffers;
+    if (bufs.size() > UINT32_MAX) return Error("more than 2^32 rows");
+    std::vector<std::uint32_t> order(bufs.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return bufs[a].id < bufs[b].id; });
+    std::size_t worst = bufs.size(), first = 0;
+    for (std::size_t k = 1; k < order.size(); ++k)
+      if (bufs[order[k]].id == bufs[order[k - 1]].id && (k < 2 || bufs[order[k - 2]].id != bufs[order[k]].id) &&
+          (worst == bufs.size() || order[k] < worst)) {
+        worst = order[k];
+        first = order[k - 1];
+      }
+    if (worst == bufs.size()) return Status::Ok();
+    line_no_ = row_line[worst];
+    return Error("field 'id': duplicate id " + io::Quote(bufs[worst].id) + " (first on line " +
+                 std::to_string(row_line[first]) + ")");
   }
 
  private:
@@ -169,7 +196,10 @@ class CsvReader {
       if (!l.ok || !u.ok) return bad("bounds " + (l.ok ? u.error : l.error));
       if (u.value <= l.value) return bad("upper must be greater than lower");
       Gap g;
-      if (l.value > static_cast<std::uint64_t>(kMaxTaskIndex)) return bad("beyond the task range");
+      // Both bounds: an upper of 2^64-1 used to wrap to a negative task.
+      if (l.value > static_cast<std::uint64_t>(kMaxTaskIndex) ||
+          u.value > static_cast<std::uint64_t>(kMaxTaskIndex) + 1)
+        return bad("beyond the task range (2^62)");
       g.first_task = static_cast<TaskIndex>(l.value);
       g.last_task = static_cast<TaskIndex>(u.value - 1);
       if (g.first_task < b->first_task || g.last_task > b->last_task)

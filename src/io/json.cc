@@ -1,6 +1,7 @@
 // JSON problems and plans. Parsing never throws: errors come back as a
 // Status naming the byte offset or the buffer and field.
 #include <cmath>
+#include <functional>
 #include <istream>
 #include <iterator>
 #include <ostream>
@@ -18,21 +19,48 @@ namespace {
 using nlohmann::json;
 
 // Builds a DOM without exceptions and remembers the first syntax error.
+// The elements of the buffers array (the root array, or the root object's
+// "buffers") are handed to `on_buffer` as each one ends and then dropped, so
+// the DOM never holds more than one buffer: memory is bounded by the
+// buffers read, not by the text (2*10^7 empty objects used to take GBs
+// before the first was refused).
 class NoThrowDom : public nlohmann::json_sax<json> {
  public:
-  explicit NoThrowDom(json& root) : dom_(root, /*allow_exceptions=*/false) {}
-  bool null() override { return dom_.null(); }
-  bool boolean(bool v) override { return dom_.boolean(v); }
-  bool number_integer(number_integer_t v) override { return dom_.number_integer(v); }
-  bool number_unsigned(number_unsigned_t v) override { return dom_.number_unsigned(v); }
-  bool number_float(number_float_t v, const string_t& s) override { return dom_.number_float(v, s); }
-  bool string(string_t& v) override { return dom_.string(v); }
-  bool binary(binary_t& v) override { return dom_.binary(v); }
-  bool start_object(std::size_t n) override { return Depth() && dom_.start_object(n); }
-  bool key(string_t& v) override { return dom_.key(v); }
-  bool end_object() override { --depth_; return dom_.end_object(); }
-  bool start_array(std::size_t n) override { return Depth() && dom_.start_array(n); }
+  using OnBuffer = std::function<Status(const json&)>;
+  NoThrowDom(json& root, OnBuffer on_buffer)
+      : root_(root), dom_(root, /*allow_exceptions=*/false), on_buffer_(std::move(on_buffer)) {}
+  bool null() override { return Scalar() && dom_.null(); }
+  bool boolean(bool v) override { return Scalar() && dom_.boolean(v); }
+  bool number_integer(number_integer_t v) override { return Scalar() && dom_.number_integer(v); }
+  bool number_unsigned(number_unsigned_t v) override { return Scalar() && dom_.number_unsigned(v); }
+  bool number_float(number_float_t v, const string_t& s) override {
+    return Scalar() && dom_.number_float(v, s);
+  }
+  bool string(string_t& v) override { return Scalar() && dom_.string(v); }
+  bool binary(binary_t& v) override { return Scalar() && dom_.binary(v); }
+  bool start_object(std::size_t n) override {
+    if (depth_ == 0) root_is_array_ = false;
+    if (depth_ == 1 && root_key_ == "buffers") buffers_is_array_ = false;
+    return Depth() && dom_.start_object(n);
+  }
+  bool key(string_t& v) override {
+    if (depth_ == 1) root_key_ = v;
+    return dom_.key(v);
+  }
+  bool end_object() override {
+    --depth_;
+    if (!dom_.end_object()) return false;
+    return depth_ == BufferLevel() ? Hand() : true;
+  }
+  bool start_array(std::size_t n) override {
+    if (depth_ == 0) root_is_array_ = true;
+    if (depth_ == 1 && !root_is_array_ && root_key_ == "buffers") buffers_is_array_ = true;
+    if (depth_ == BufferLevel() && InBuffers())
+      return Fail("buffer " + std::to_string(count_) + " is not an object");
+    return Depth() && dom_.start_array(n);
+  }
   bool end_array() override { --depth_; return dom_.end_array(); }
+  const Status& status() const { return status_; }
   bool parse_error(std::size_t position, const std::string&,
                    const nlohmann::detail::exception& ex) override {
     if (error_.empty()) error_ = "byte " + std::to_string(position) + ": " + ex.what();
@@ -41,6 +69,39 @@ class NoThrowDom : public nlohmann::json_sax<json> {
   const std::string& error() const { return error_; }
 
  private:
+  // Depth of the buffers array itself: 1 under a root array, 2 under the
+  // root object's "buffers".
+  int BufferLevel() const { return root_is_array_ ? 1 : 2; }
+  bool InBuffers() const {
+    if (depth_ < 1) return false;
+    return root_is_array_ || (root_key_ == "buffers" && buffers_is_array_);
+  }
+  bool Scalar() {
+    if (depth_ == BufferLevel() && InBuffers())
+      return Fail("buffer " + std::to_string(count_) + " is not an object");
+    return true;
+  }
+  bool Fail(const std::string& what) {
+    if (status_.ok()) status_ = InvalidArgument(what);
+    if (error_.empty()) error_ = what;
+    return false;
+  }
+  // The element just ended: read it, then drop it from the DOM.
+  bool Hand() {
+    if (!InBuffers()) return true;
+    json* array = root_is_array_ ? &root_ : &root_["buffers"];
+    if (!array->is_array() || array->empty()) return true;
+    Status st = on_buffer_(array->back());
+    ++count_;
+    array->erase(array->size() - 1);
+    if (!st.ok()) {
+      status_ = st;
+      if (error_.empty()) error_ = st.message();
+      return false;
+    }
+    return true;
+  }
+  json& root_;
   // Bounded nesting keeps hostile input from exhausting the stack later.
   bool Depth() {
     if (++depth_ <= 64) return true;
@@ -48,8 +109,14 @@ class NoThrowDom : public nlohmann::json_sax<json> {
     return false;
   }
   nlohmann::detail::json_sax_dom_parser<json> dom_;
+  OnBuffer on_buffer_;
+  Status status_;
   std::string error_;
+  std::string root_key_;
+  std::size_t count_ = 0;
   int depth_ = 0;
+  bool root_is_array_ = false;
+  bool buffers_is_array_ = false;
 };
 
 class JsonReader {
@@ -58,9 +125,26 @@ class JsonReader {
 
   Result<Problem> Read(std::istream& in) {
     json root;
-    NoThrowDom sax(root);
+    Problem streamed;
+    std::unordered_set<std::string> ids;
+    NoThrowDom sax(root, [&](const json& element) -> Status {
+      const std::size_t i = streamed.buffers.size();
+      if (i >= limits_.max_buffers)
+        return InvalidArgument(std::string(source_) + ": more than " +
+                               std::to_string(limits_.max_buffers) + " buffers");
+      TM_ASSIGN_OR_RETURN(Buffer b, ReadBuffer(element, i));
+      if (!ids.insert(b.id).second) return Error(i, "id", "duplicate id " + io::Quote(b.id));
+      streamed.buffers.push_back(std::move(b));
+      return Status::Ok();
+    });
     const bool ok = json::sax_parse(in, &sax, nlohmann::detail::input_format_t::json,
                                     /*strict=*/true, /*ignore_comments=*/false);
+    if (!sax.status().ok()) {
+      // A buffer refused while streaming: its own message.
+      const std::string& m = sax.status().message();
+      if (m.rfind(std::string(source_) + ":", 0) == 0) return sax.status();
+      return InvalidArgument(std::string(source_) + ": " + m);
+    }
     if (!ok || !sax.error().empty())
       return InvalidArgument(std::string(source_) + ": invalid JSON at " +
                              (sax.error().empty() ? std::string("end of input") : sax.error()));
@@ -81,14 +165,11 @@ class JsonReader {
     if (buffers->size() > limits_.max_buffers)
       return InvalidArgument(std::string(source_) + ": more than " +
                              std::to_string(limits_.max_buffers) + " buffers");
-    std::unordered_set<std::string> ids;
-    problem.buffers.reserve(buffers->size());
-    for (std::size_t i = 0; i < buffers->size(); ++i) {
-      TM_ASSIGN_OR_RETURN(Buffer b, ReadBuffer((*buffers)[i], i));
-      if (!ids.insert(b.id).second)
-        return Error(i, "id", "duplicate id " + io::Quote(b.id));
-      problem.buffers.push_back(std::move(b));
-    }
+    // Every element was read (and dropped) as it ended.
+    problem.buffers = std::move(streamed.buffers);
+    // Problem-wide checks (fixed offsets that conflict) are bad input here too.
+    if (Status st = CheckProblem(problem); !st.ok())
+      return InvalidArgument(std::string(source_) + ": " + st.message());
     return problem;
   }
 

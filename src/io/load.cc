@@ -29,8 +29,10 @@ Result<InputFormat> DetectInputFormat(const std::string& path) {
   while (i < h.size() && std::isspace(static_cast<unsigned char>(h[i]))) ++i;
   if (i < h.size() && (h[i] == '{' || h[i] == '[')) return InputFormat::kJson;
   if (h.substr(i, 19) == "Thread,Time,Action,") return InputFormat::kTrace;
+  // Binary: a protobuf ModelProto starts with field 1 (ir_version, varint),
+  // tag 0x08; other binary (a CSV with a NUL byte) is read, and refused, as CSV.
   for (char c : h)
-    if (c == '\0') return InputFormat::kOnnx;  // binary: most likely a protobuf
+    if (c == '\0') return !h.empty() && h[0] == '\x08' ? InputFormat::kOnnx : InputFormat::kCsv;
   if (EndsWith(path, ".json")) return InputFormat::kJson;
   return InputFormat::kCsv;
 }

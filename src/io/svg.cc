@@ -80,7 +80,8 @@ Status WriteSvg(std::ostream& out, const Problem& problem, const OffsetsPlan& pl
     const std::uint64_t a = top / 4 * static_cast<std::uint64_t>(k);
     out << "<text x=\"" << (margin_left - 6) << "\" y=\"" << Num(y(a) + 4)
         << "\" text-anchor=\"end\">" << Bytes(a) << "</text>\n";
-    const TaskIndex t = t0 + (t1 - t0) * k / 4;
+    // (t1 - t0) * k would overflow for spans near 2^62.
+    const TaskIndex t = t0 + (t1 - t0) / 4 * k + (t1 - t0) % 4 * k / 4;
     out << "<text x=\"" << Num(x(t)) << "\" y=\"" << Num(y(0) + 16) << "\" text-anchor=\"middle\">"
         << t << "</text>\n";
   }

@@ -1,5 +1,7 @@
 #include "io/text_util.h"
 
+#include <algorithm>
+
 namespace tensormem::io {
 
 std::string Quote(std::string_view s) {
@@ -106,6 +108,19 @@ Result<bool> CsvLines::Next(std::vector<std::string>* fields, std::size_t expect
   while (std::getline(in_, text_)) {
     ++line_;
     if (Trim(text_).empty()) continue;
+    // A quoted field may hold a line break (an id with a newline, as the
+    // writer quotes it): an odd number of quotes so far continues the line.
+    const std::size_t first_line = line_;
+    std::string more;
+    while (std::count(text_.begin(), text_.end(), '"') % 2 == 1 && std::getline(in_, more)) {
+      ++line_;
+      text_ += '\n';
+      text_ += more;
+    }
+    if (text_.find('\0') != std::string::npos) {
+      line_ = first_line;
+      return Error("NUL byte: not a text (CSV) file");
+    }
     if (!SplitCsv(text_, fields, &error_)) return Error(error_);
     if (expected_fields > 0 && fields->size() != expected_fields)
       return Error("expected " + std::to_string(expected_fields) +

@@ -264,7 +264,11 @@ class Importer {
         }
       }
     }
-    for (const auto& [symbol, value] : params_.dims) {
+    // No structured binding here: clang 14 (Debian 12's default) refuses a
+    // lambda capturing one.
+    for (const auto& entry : params_.dims) {
+      const std::string& symbol = entry.first;
+      const auto value = entry.second;
       if (value < 0) return Error("--dim " + symbol + "=" + std::to_string(value) + ": negative");
       int replaced = 0;
       auto fix = [&](onnx::ValueInfoProto& vi) {
@@ -311,7 +315,61 @@ class Importer {
            (dtype == onnx::TensorProto::FLOAT || dtype == onnx::TensorProto::DOUBLE);
   }
 
+  // Every node (sub-graphs included) against its schema: input and output
+  // counts, required inputs, required attributes (sub-graphs too),
+  // attribute types. ONNX's own inference dereferences what the schema promises
+  // (Scan without its body, STFT with one input crashed it), so nothing
+  // that breaks a schema reaches it.
+  Status CheckSchemas(const onnx::GraphProto& g, int depth) const {
+    if (depth > 32) return Error("sub-graphs nested deeper than 32 levels");
+    for (int k = 0; k < g.node_size(); ++k) {
+      const onnx::NodeProto& n = g.node(k);
+      int version = IsDefaultDomain(n.domain()) ? opset_ : -1;
+      if (version < 0)
+        for (const auto& imp : model_.opset_import())
+          if (imp.domain() == n.domain()) version = static_cast<int>(imp.version());
+      const onnx::OpSchema* schema =
+          version < 0 ? nullptr : onnx::OpSchemaRegistry::Schema(n.op_type(), version, n.domain());
+      const std::string where = "node '" + n.name() + "' (" + n.op_type() + ")";
+      if (schema) {
+        if (n.input_size() < schema->min_input() || n.input_size() > schema->max_input())
+          return Error(where + ": " + std::to_string(n.input_size()) + " inputs, the schema takes " +
+                       std::to_string(schema->min_input()) + " to " + std::to_string(schema->max_input()));
+        if (n.output_size() < schema->min_output() || n.output_size() > schema->max_output())
+          return Error(where + ": " + std::to_string(n.output_size()) + " outputs, the schema takes " +
+                       std::to_string(schema->min_output()) + " to " + std::to_string(schema->max_output()));
+        // Required inputs (not optional, not variadic tails) must be named.
+        const auto& formals = schema->inputs();
+        for (int i = 0; i < n.input_size() && i < static_cast<int>(formals.size()); ++i)
+          if (n.input(i).empty() &&
+              formals[static_cast<std::size_t>(i)].GetOption() == onnx::OpSchema::Single)
+            return Error(where + ": required input " + std::to_string(i) + " is empty");
+        const auto& attrs = schema->attributes();
+        for (const auto& [name, attr] : attrs) {
+          if (!attr.required) continue;
+          bool present = false;
+          for (const auto& a : n.attribute()) present |= a.name() == name;
+          if (!present) return Error(where + ": required attribute '" + name + "' is missing");
+        }
+        for (const auto& a : n.attribute()) {
+          auto it = attrs.find(a.name());
+          if (it == attrs.end()) continue;  // unknown: ignored, as inference ignores it
+          if (a.has_type() && a.type() != it->second.type)
+            return Error(where + ": attribute '" + a.name() + "' has the wrong type");
+          if (it->second.type == onnx::AttributeProto::GRAPH && !a.has_g())
+            return Error(where + ": attribute '" + a.name() + "' holds no graph");
+        }
+      }
+      for (const auto& a : n.attribute()) {
+        if (a.has_g()) TM_RETURN_IF_ERROR(CheckSchemas(a.g(), depth + 1));
+        for (const auto& sub : a.graphs()) TM_RETURN_IF_ERROR(CheckSchemas(sub, depth + 1));
+      }
+    }
+    return Status::Ok();
+  }
+
   Status InferAndFold() {
+    TM_RETURN_IF_ERROR(CheckSchemas(model_.graph(), 0));
     for (rounds_ = 1;; ++rounds_) {
       TM_RETURN_IF_ERROR(Infer());
       if (rounds_ > params_.max_rounds) break;

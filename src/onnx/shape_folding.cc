@@ -194,12 +194,22 @@ class Evaluator {
     outs->assign(static_cast<std::size_t>(node_.output_size()), ConstTensor{});
     if (outs->empty()) return f_.Fail("no outputs");
     ConstTensor& out = (*outs)[0];
+    if ((op == "Shape" || op == "Size") && node_.input_size() < 1)
+      return f_.Fail(op + " needs 1 input");
     if (op == "Shape") return ShapeOp(out);
     if (op == "Size") return SizeOp(out);
     // Every other op needs the values of its present inputs.
     for (int i = 0; i < node_.input_size(); ++i)
       if (!node_.input(i).empty() && !Value(i))
         return f_.Fail("input '" + node_.input(i) + "' is not a known value");
+    // Every evaluator below reads its leading inputs without checking: a
+    // node with too few (a hostile model: Not, Equal, Slice without inputs)
+    // is refused here, once, for every op.
+    const int need = MinInputs(op);
+    for (int i = 0; i < need; ++i)
+      if (!Value(i))
+        return f_.Fail(op + " needs at least " + std::to_string(need) + " input(s), input " +
+                       std::to_string(i) + " is missing");
     if (op == "Identity") return Copy(out, *Value(0));
     if (op == "Cast") return CastOp(out);
     if (op == "Gather") return GatherOp(out);
@@ -260,6 +270,16 @@ class Evaluator {
   const std::string& why() const { return f_.why; }
 
  private:
+  // The inputs an op's evaluator dereferences unconditionally.
+  int MinInputs(const std::string& op) const {
+    if (op == "Where" || op == "Range") return 3;
+    if (op == "Slice") return opset_ >= 10 ? 3 : 1;
+    for (const char* binary : {"Gather", "Equal", "Less", "Greater", "LessOrEqual",
+                               "GreaterOrEqual", "And", "Or", "Xor", "Expand", "Tile", "Reshape"})
+      if (op == binary) return 2;
+    return 1;
+  }
+
   const ConstTensor* Value(int i) const {
     return i < static_cast<int>(in_.size()) ? in_[static_cast<std::size_t>(i)].value : nullptr;
   }

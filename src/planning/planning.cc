@@ -18,17 +18,64 @@
 namespace tensormem {
 namespace {
 
-constexpr std::array kObjectsStrategies = {
-    ObjectsStrategy::kNaive,           ObjectsStrategy::kEquality,
-    ObjectsStrategy::kGreedyInOrder,   ObjectsStrategy::kGreedyByBreadth,
-    ObjectsStrategy::kGreedyBySize,    ObjectsStrategy::kMinCostFlow,
-    ObjectsStrategy::kGreedyBest,      ObjectsStrategy::kBest,
+// One table per strategy family: enum value, name, implementation. Adding
+// a strategy is one row here (plus its enum value and its file).
+using ObjectsFn = Result<ObjectsPlan> (*)(std::span<const UsageRecord>, const PlanParams&);
+using ExtentObjectsFn = Result<ExtentObjectsPlan> (*)(std::span<const ExtentRecord>, const PlanParams&);
+using OffsetsFn = Result<OffsetsPlan> (*)(const Problem&, const PlanParams&);
+
+struct ObjectsEntry {
+  ObjectsStrategy strategy;
+  std::string_view name;
+  ObjectsFn plan;
+  ExtentObjectsFn plan_extents;  // null: 1-D sizes only
 };
-constexpr std::array kOffsetsStrategies = {
-    OffsetsStrategy::kNaive, OffsetsStrategy::kGreedyBySize, OffsetsStrategy::kGreedyByBreadth,
-    OffsetsStrategy::kFromObjects, OffsetsStrategy::kArena, OffsetsStrategy::kBest,
-    OffsetsStrategy::kExact,
+struct OffsetsEntry {
+  OffsetsStrategy strategy;
+  std::string_view name;
+  OffsetsFn plan;
 };
+
+constexpr ObjectsFn Sizes(ObjectsFn f) { return f; }
+constexpr ExtentObjectsFn Extents(ExtentObjectsFn f) { return f; }
+
+constexpr std::array<ObjectsEntry, 8> kObjectsTable = {{
+    {ObjectsStrategy::kNaive, "naive", Sizes(planning::NaiveObjects), Extents(planning::NaiveObjects)},
+    {ObjectsStrategy::kEquality, "equality", Sizes(planning::EqualityObjects),
+     Extents(planning::EqualityObjects)},
+    {ObjectsStrategy::kGreedyInOrder, "greedy_in_order", Sizes(planning::GreedyInOrderObjects),
+     Extents(planning::GreedyInOrderObjects)},
+    {ObjectsStrategy::kGreedyByBreadth, "greedy_by_breadth", planning::GreedyByBreadthObjects, nullptr},
+    {ObjectsStrategy::kGreedyBySize, "greedy_by_size", planning::GreedyBySizeObjects, nullptr},
+    {ObjectsStrategy::kMinCostFlow, "min_cost_flow", planning::MinCostFlowObjects, nullptr},
+    {ObjectsStrategy::kGreedyBest, "greedy_best", planning::GreedyBestObjects, nullptr},
+    {ObjectsStrategy::kBest, "best", planning::BestObjects, nullptr},
+}};
+constexpr std::array<OffsetsEntry, 7> kOffsetsTable = {{
+    {OffsetsStrategy::kNaive, "naive", planning::NaiveOffsets},
+    {OffsetsStrategy::kGreedyBySize, "greedy_by_size", planning::GreedyBySizeOffsets},
+    {OffsetsStrategy::kGreedyByBreadth, "greedy_by_breadth", planning::GreedyByBreadthOffsets},
+    {OffsetsStrategy::kFromObjects, "from_objects", planning::FromObjectsOffsets},
+    {OffsetsStrategy::kArena, "arena", planning::ArenaOffsets},
+    {OffsetsStrategy::kBest, "best", planning::BestOffsets},
+    {OffsetsStrategy::kExact, "exact", planning::ExactOffsets},
+}};
+
+template <typename Entry, std::size_t N>
+constexpr auto Values(const std::array<Entry, N>& table) {
+  std::array<decltype(Entry::strategy), N> out{};
+  for (std::size_t i = 0; i < N; ++i) out[i] = table[i].strategy;
+  return out;
+}
+constexpr auto kObjectsStrategies = Values(kObjectsTable);
+constexpr auto kOffsetsStrategies = Values(kOffsetsTable);
+
+template <typename Entry, std::size_t N, typename Enum>
+const Entry* Find(const std::array<Entry, N>& table, Enum s) {
+  for (const Entry& e : table)
+    if (e.strategy == s) return &e;
+  return nullptr;
+}
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -106,75 +153,41 @@ Result<ReallocationGraph> GraphInTaskOrder(std::span<const UsageRecord> records,
 
 Result<ObjectsPlan> DispatchObjects(std::span<const UsageRecord> r, ObjectsStrategy s,
                                     const PlanParams& p) {
-  using namespace planning;
-  switch (s) {
-    case ObjectsStrategy::kNaive: return NaiveObjects(r, p);
-    case ObjectsStrategy::kEquality: return EqualityObjects(r, p);
-    case ObjectsStrategy::kGreedyInOrder: return GreedyInOrderObjects(r, p);
-    case ObjectsStrategy::kGreedyByBreadth: return GreedyByBreadthObjects(r, p);
-    case ObjectsStrategy::kGreedyBySize: return GreedyBySizeObjects(r, p);
-    case ObjectsStrategy::kMinCostFlow: return MinCostFlowObjects(r, p);
-    case ObjectsStrategy::kGreedyBest: return GreedyBestObjects(r, p);
-    case ObjectsStrategy::kBest: return BestObjects(r, p);
-  }
-  return InvalidArgument("unknown objects strategy");
+  const ObjectsEntry* e = Find(kObjectsTable, s);
+  if (!e) return InvalidArgument("unknown objects strategy");
+  return e->plan(r, p);
 }
 
 Result<ExtentObjectsPlan> DispatchObjects(std::span<const ExtentRecord> r, ObjectsStrategy s,
                                           const PlanParams& p) {
-  using namespace planning;
-  switch (s) {
-    case ObjectsStrategy::kNaive: return NaiveObjects(r, p);
-    case ObjectsStrategy::kEquality: return EqualityObjects(r, p);
-    case ObjectsStrategy::kGreedyInOrder: return GreedyInOrderObjects(r, p);
-    default:
-      return InvalidArgument("objects strategy " + std::string(Name(s)) +
-                             " plans 1-D sizes only; for 2-D/3-D/4-D extents use naive, "
-                             "equality or greedy_in_order");
+  const ObjectsEntry* e = Find(kObjectsTable, s);
+  if (!e) return InvalidArgument("unknown objects strategy");
+  if (!e->plan_extents) {
+    std::string ok;
+    for (const ObjectsEntry& x : kObjectsTable)
+      if (x.plan_extents) ok += (ok.empty() ? "" : ", ") + std::string(x.name);
+    return InvalidArgument("objects strategy " + std::string(e->name) +
+                           " plans 1-D sizes only; for 2-D/3-D/4-D extents use " + ok);
   }
+  return e->plan_extents(r, p);
 }
 
 Result<OffsetsPlan> DispatchOffsets(const Problem& problem, OffsetsStrategy s, const PlanParams& p) {
-  using namespace planning;
-  switch (s) {
-    case OffsetsStrategy::kNaive: return NaiveOffsets(problem, p);
-    case OffsetsStrategy::kGreedyBySize: return GreedyBySizeOffsets(problem, p);
-    case OffsetsStrategy::kGreedyByBreadth: return GreedyByBreadthOffsets(problem, p);
-    case OffsetsStrategy::kFromObjects: return FromObjectsOffsets(problem, p);
-    case OffsetsStrategy::kArena: return ArenaOffsets(problem, p);
-    case OffsetsStrategy::kBest: return BestOffsets(problem, p);
-    case OffsetsStrategy::kExact: return ExactOffsets(problem, p);
-  }
-  return InvalidArgument("unknown offsets strategy");
+  const OffsetsEntry* e = Find(kOffsetsTable, s);
+  if (!e) return InvalidArgument("unknown offsets strategy");
+  return e->plan(problem, p);
 }
 
 }  // namespace
 
 std::string_view Name(ObjectsStrategy s) {
-  switch (s) {
-    case ObjectsStrategy::kNaive: return "naive";
-    case ObjectsStrategy::kEquality: return "equality";
-    case ObjectsStrategy::kGreedyInOrder: return "greedy_in_order";
-    case ObjectsStrategy::kGreedyByBreadth: return "greedy_by_breadth";
-    case ObjectsStrategy::kGreedyBySize: return "greedy_by_size";
-    case ObjectsStrategy::kMinCostFlow: return "min_cost_flow";
-    case ObjectsStrategy::kGreedyBest: return "greedy_best";
-    case ObjectsStrategy::kBest: return "best";
-  }
-  return "unknown";
+  const ObjectsEntry* e = Find(kObjectsTable, s);
+  return e ? e->name : "unknown";
 }
 
 std::string_view Name(OffsetsStrategy s) {
-  switch (s) {
-    case OffsetsStrategy::kNaive: return "naive";
-    case OffsetsStrategy::kGreedyBySize: return "greedy_by_size";
-    case OffsetsStrategy::kGreedyByBreadth: return "greedy_by_breadth";
-    case OffsetsStrategy::kFromObjects: return "from_objects";
-    case OffsetsStrategy::kArena: return "arena";
-    case OffsetsStrategy::kBest: return "best";
-    case OffsetsStrategy::kExact: return "exact";
-  }
-  return "unknown";
+  const OffsetsEntry* e = Find(kOffsetsTable, s);
+  return e ? e->name : "unknown";
 }
 
 Result<ObjectsStrategy> ParseObjectsStrategy(std::string_view name) {

@@ -143,7 +143,7 @@ TEST(Bfc, ReserveAllTakesTheLimitUpFrontAndRetriesAtNinetyPercent) {
   BfcParams unlimited;
   unlimited.growth = BfcGrowth::kReserveAll;
   BfcAllocator b(HostBackend(), unlimited);
-  EXPECT_EQ(b.Allocate(1).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(b.Allocate(1).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(Bfc, GarbageCollectsWhollyFreeRegionsBeforeFailing) {

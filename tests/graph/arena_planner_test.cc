@@ -2,7 +2,10 @@
 // from a node, and the plan validator.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "graph/graph_test_util.h"
+#include "planning/offsets/best_fit.h"
 #include "tensormem/graph.h"
 #include "tensormem/lower_bounds.h"
 
@@ -159,6 +162,59 @@ TEST(ReplanGraphFrom, WorksWithEveryStrategy) {
                 first->placements[static_cast<std::size_t>(t)].offset);
     }
   }
+}
+
+}  // namespace
+}  // namespace tensormem
+
+namespace tensormem {
+namespace {
+
+// Issue 12 item 16: the graph planner's arena is the dispatcher's `arena`
+// (one implementation). Reference: ArenaPlanner's order computed from the
+// graph (allocated at node 0 and never freed first, by tensor index; then
+// size descending, earlier allocation, index), fed to the same best fit.
+TEST(PlanGraphHardening, ArenaIsTheDispatchersArenaInTfliteGraphOrder) {
+  int graphs = 0;
+  for (std::uint64_t seed = 1; seed <= 300; ++seed) {
+    const Graph g = MakeRandomGraph(seed, 5 + static_cast<int>(seed % 60));
+    Result<GraphPlan> plan = PlanGraph(g);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    const Problem& problem = plan->scratch;
+    const std::vector<int>& owner = plan->scratch_owner;
+    std::vector<std::size_t> order(problem.buffers.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto whole_run = [&](std::size_t b) {
+      const TensorLiveness& l = plan->liveness.tensors[static_cast<std::size_t>(owner[b])];
+      return l.first_node == 0 && l.never_freed;
+    };
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      const bool wa = whole_run(a), wb = whole_run(b);
+      if (wa || wb) return wa != wb ? wa : owner[a] < owner[b];
+      const std::uint64_t sa = g.tensors[static_cast<std::size_t>(owner[a])].bytes;
+      const std::uint64_t sb = g.tensors[static_cast<std::size_t>(owner[b])].bytes;
+      if (sa != sb) return sa > sb;
+      if (problem.buffers[a].first_task != problem.buffers[b].first_task)
+        return problem.buffers[a].first_task < problem.buffers[b].first_task;
+      return owner[a] < owner[b];
+    });
+    Result<OffsetsPlan> reference = planning::PlaceBestFit(problem, order, 1);
+    ASSERT_TRUE(reference.ok());
+    EXPECT_EQ(plan->scratch_plan.offsets, reference->offsets) << "seed " << seed;
+    ++graphs;
+  }
+  EXPECT_EQ(graphs, 300);
+}
+
+// Issue 12 item 17: GraphPlanParams.offsets.alignment was silently ignored;
+// the graph's alignment is GraphPlanParams.alignment (and each tensor's).
+TEST(PlanGraphHardening, OffsetsAlignmentIsRefusedNotIgnored) {
+  GraphPlanParams p;
+  p.offsets.alignment = 256;
+  Result<GraphPlan> plan = PlanGraph(MakeChain(3, 8), p);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(plan.status().message().find("GraphPlanParams::alignment"), std::string::npos);
 }
 
 }  // namespace

@@ -120,3 +120,19 @@ TEST(Csv, WritesObjectsColumn) {
 
 }  // namespace
 }  // namespace tensormem
+
+namespace tensormem {
+namespace {
+
+// Found by csv_reader_fuzzer (300k runs): the reader accepted pinned
+// buffers that conflict, which CheckProblem refuses.
+TEST(CsvHardening, ConflictingFixedOffsetsAreRefusedByTheReader) {
+  std::istringstream in("id,lower,upper,size,offset\na,0,2,8,0\n\"b\nc\",1,3,8,4\n");
+  Result<Problem> p = ReadProblemCsv(in, "pins.csv");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("pins.csv: fixed offsets conflict"), std::string::npos)
+      << p.status().message();
+}
+
+}  // namespace
+}  // namespace tensormem

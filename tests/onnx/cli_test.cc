@@ -1,5 +1,7 @@
 // The CLI on an ONNX model: plan (table and JSON), records, and errors.
 #include <cstdio>
+#include <filesystem>
+#include <unistd.h>
 #include <cstdlib>
 #include <string>
 
@@ -97,6 +99,36 @@ TEST(OnnxCli, BadInputGetsExitCode2) {
   EXPECT_EQ(r.code, 2);
   r = RunCli("records " + std::string(TENSORMEM_SOURCE_DIR) + "/examples/five_buffers.csv");
   EXPECT_EQ(r.code, 2);
+}
+
+}  // namespace
+}  // namespace tensormem
+
+namespace tensormem {
+namespace {
+
+// Issue 12 items 6, 7: records to a full disk is an error; an ONNX model
+// is never overwritten by its own plan or records.
+TEST(OnnxCliHardening, LostOutputAndOverwritingTheModelAreErrors) {
+  if (testing::CliPath().empty()) GTEST_SKIP() << "the CLI was not built";
+  if (std::filesystem::exists("/dev/full")) {
+    Ran r = RunCli("records " + kModel + " > /dev/full");
+    EXPECT_EQ(r.code, 1) << r.out;
+  }
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("tensormem_onnx_hardening_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path copy = dir / "model.onnx";
+  std::filesystem::copy_file(kModel, copy);
+  const auto size = std::filesystem::file_size(copy);
+  for (const std::string& args : {std::string("plan ") + copy.string() + " --out " + copy.string(),
+                                  std::string("plan ") + copy.string() + " --svg " + copy.string(),
+                                  std::string("records ") + copy.string() + " --out " + copy.string()}) {
+    Ran r = RunCli(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_EQ(std::filesystem::file_size(copy), size) << args;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -203,3 +203,47 @@ TEST(ShapeFolding, RefusesWhatItCannotOrShouldNotFold) {
 
 }  // namespace
 }  // namespace tensormem::onnx_import
+
+namespace tensormem::onnx_import {
+namespace {
+
+// Issue 12 item 1: Not, And, Or, Xor, Equal, Less, Greater, Slice (and
+// every other folded op) with too few inputs are refused, never a crash.
+TEST(ShapeFoldingHardening, EveryOpWithTooFewInputsIsRefused) {
+  const char* ops[] = {"Abs", "Add", "And", "Cast", "Ceil", "Concat", "ConstantOfShape", "Div",
+                       "Equal", "Expand", "Flatten", "Floor", "Gather", "Greater",
+                       "GreaterOrEqual", "Identity", "Less", "LessOrEqual", "Max", "Min", "Mod",
+                       "Mul", "Neg", "Not", "Or", "Pow", "Range", "Reciprocal", "Reshape",
+                       "Shape", "Sign", "Size", "Slice", "Sqrt", "Squeeze", "Sub", "Sum", "Tile",
+                       "Transpose", "Unsqueeze", "Where", "Xor"};
+  const ConstTensor v = Ints({2}, {1, 2});
+  int refused = 0;
+  for (const char* op : ops) {
+    for (int opset : {9, 13}) {
+      for (int n = 0; n <= 2; ++n) {
+        Folder f(op, 0);
+        f.opset = opset;
+        // n values given, for nodes declaring n inputs (0: none at all).
+        std::vector<FoldInput> in;
+        for (int i = 0; i < n; ++i) {
+          f.node.add_input("in" + std::to_string(i));
+          in.push_back({&v, nullptr});
+        }
+        std::vector<ConstTensor> out;
+        std::string why;
+        const bool folded = FoldNode(f.node, opset, in, 1 << 16, &out, &why);
+        if (n == 0 && std::string(op) != "Sum" && std::string(op) != "Max" &&
+            std::string(op) != "Min" && std::string(op) != "Add" && std::string(op) != "Mul" &&
+            std::string(op) != "Sub" && std::string(op) != "Div" && std::string(op) != "Mod" &&
+            std::string(op) != "Pow") {
+          EXPECT_FALSE(folded) << op << " with no inputs";
+        }
+        refused += folded ? 0 : 1;
+      }
+    }
+  }
+  EXPECT_GT(refused, 42);
+}
+
+}  // namespace
+}  // namespace tensormem::onnx_import

@@ -3,7 +3,18 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <system_error>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 namespace tensormem::cli {
 
@@ -43,6 +54,7 @@ std::string Table::ToString() const {
 
 std::string FormatDouble(double v, int decimals) {
   if (std::isinf(v)) return "inf";
+  if (std::isnan(v)) return "n/a";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
@@ -56,6 +68,127 @@ std::string WithThousands(std::uint64_t v) {
     out.push_back(digits[i]);
   }
   return out;
+}
+
+std::string DumpJson(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+namespace {
+
+std::string Shorten(const std::string& s) {
+  return s.size() <= 40 ? s : s.substr(0, 37) + "...";
+}
+
+}  // namespace
+
+Status WriteOutput(const std::string& path, const std::vector<std::string>& inputs,
+                   const std::function<Status(std::ostream&)>& write) {
+  namespace fs = std::filesystem;
+  if (path == "-") {
+    TM_RETURN_IF_ERROR(write(std::cout));
+    return FlushStdout();
+  }
+  TM_RETURN_IF_ERROR(CheckNotAnInput(path, inputs));
+  // The temporary file sits in the same directory, so the rename is atomic.
+  std::string tmp = path + ".tmp.XXXXXX";
+  const int fd = mkstemp(tmp.data());
+  if (fd < 0) return NotFound(path + ": cannot open for writing: " + std::strerror(errno));
+  ::close(fd);
+  Status st = [&]() -> Status {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return NotFound(path + ": cannot open for writing");
+    TM_RETURN_IF_ERROR(write(f));
+    f.close();
+    if (!f) return Internal(path + ": write failed");
+    // Keep the permissions an ordinary new file gets (mkstemp uses 0600).
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    std::error_code ec;
+    fs::permissions(tmp, static_cast<fs::perms>(0666 & ~mask), ec);
+    fs::rename(tmp, path, ec);
+    if (ec) return Internal(path + ": cannot write: " + ec.message());
+    return Status::Ok();
+  }();
+  if (!st.ok()) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+  }
+  return st;
+}
+
+Status CheckNotAnInput(const std::string& path, const std::vector<std::string>& inputs) {
+  namespace fs = std::filesystem;
+  if (path.empty() || path == "-") return Status::Ok();
+  for (const std::string& in : inputs) {
+    std::error_code ec;
+    if (in != "-" && fs::equivalent(fs::path(path), fs::path(in), ec) && !ec)
+      return InvalidArgument(path + ": is the input " + in + "; refusing to overwrite it");
+  }
+  return Status::Ok();
+}
+
+Status FlushStdout() {
+  std::cout.flush();
+  const bool failed = !std::cout || std::fflush(stdout) != 0 || std::ferror(stdout);
+  if (failed) {
+    std::cout.clear();
+    return Internal(std::string("standard output: write failed") +
+                    (errno ? std::string(": ") + std::strerror(errno) : std::string()));
+  }
+  return Status::Ok();
+}
+
+CLI::Validator Unsigned64(std::uint64_t min, std::uint64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& s) -> std::string {
+        if (s.empty()) return "empty: expected a non-negative integer";
+        for (char c : s)
+          if (c < '0' || c > '9')
+            return "'" + Shorten(s) + "' is not a non-negative integer";
+        std::uint64_t v = 0;
+        for (char c : s) {
+          const std::uint64_t d = static_cast<std::uint64_t>(c - '0');
+          if (v > (UINT64_MAX - d) / 10) return "'" + Shorten(s) + "' is too large for 64 bits";
+          v = v * 10 + d;
+        }
+        if (v < min || v > max)
+          return std::to_string(v) + " is outside [" + std::to_string(min) + ", " +
+                 std::to_string(max) + "]";
+        return std::string();
+      },
+      min == 0 ? "UINT" : "UINT>=" + std::to_string(min), "Unsigned64");
+}
+
+CLI::Validator PowerOfTwoAlign() {
+  const CLI::Validator digits = Unsigned64(1, kMaxAlignOption);
+  return CLI::Validator(
+      [digits](std::string& s) -> std::string {
+        std::string copy = s;
+        std::string err = digits(copy);
+        if (!err.empty()) return err;
+        const std::uint64_t v = std::stoull(s);
+        if ((v & (v - 1)) != 0) return std::to_string(v) + " is not a power of two";
+        return std::string();
+      },
+      "POW2", "PowerOfTwoAlign");
+}
+
+CLI::Validator Seconds() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        // Decimal only (strtod alone would take hex and leading blanks).
+        if (s.find_first_not_of("0123456789.eE+-") != std::string::npos)
+          return "'" + Shorten(s) + "' is not a number of seconds in [0, 1e9]";
+        char* end = nullptr;
+        errno = 0;
+        const double v = std::strtod(s.c_str(), &end);
+        if (s.empty() || end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(v) ||
+            v < 0 || v > 1e9)
+          return "'" + Shorten(s) + "' is not a number of seconds in [0, 1e9]";
+        return std::string();
+      },
+      "SECONDS", "Seconds");
 }
 
 }  // namespace tensormem::cli

@@ -2,12 +2,21 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <iosfwd>
 #include <string>
 #include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "tensormem/status.h"
 
 namespace tensormem::cli {
+
+// The largest --align any subcommand takes (2^32: alignments beyond are
+// not alignments but mistakes, and would overflow offsets).
+inline constexpr std::uint64_t kMaxAlignOption = std::uint64_t{1} << 32;
 
 // Exit codes of every subcommand.
 inline constexpr int kExitOk = 0;
@@ -30,6 +39,35 @@ class Table {
 };
 
 std::string FormatDouble(double v, int decimals);
+
+// JSON text for the console: bytes that are not UTF-8 (ids, paths) become
+// U+FFFD instead of an exception.
+std::string DumpJson(const nlohmann::json& j, int indent = -1);
+
+// Writes an output file: "-" is standard output; otherwise the text goes to
+// a temporary file beside `path` that is renamed into place only when
+// everything was written, so a failed run never leaves half a file. Refuses
+// (InvalidArgument) an output that is one of `inputs` (same file, by inode).
+Status WriteOutput(const std::string& path, const std::vector<std::string>& inputs,
+                   const std::function<Status(std::ostream&)>& write);
+
+// InvalidArgument when `path` names one of `inputs` (same file, by inode):
+// checked before any work so that nothing is printed for a refused run.
+Status CheckNotAnInput(const std::string& path, const std::vector<std::string>& inputs);
+
+// Flushes standard output; an error when anything written to it was lost
+// (a full disk, a closed pipe).
+Status FlushStdout();
+
+// A validator for unsigned 64-bit options: digits only (no sign, no
+// wrapping, no saturation), within [min, max]; the message quotes at most a
+// few dozen characters of the value.
+CLI::Validator Unsigned64(std::uint64_t min = 0, std::uint64_t max = UINT64_MAX);
+// --align everywhere: one meaning, the byte alignment of every offset or
+// address, a power of two in [1, kMaxAlignOption].
+CLI::Validator PowerOfTwoAlign();
+// Seconds: a finite number in [0, 10^9].
+CLI::Validator Seconds();
 std::string WithThousands(std::uint64_t v);
 
 }  // namespace tensormem::cli

@@ -1,5 +1,8 @@
 // tensormem: plan tensor memory from the command line.
 #include <CLI/CLI.hpp>
+#include <exception>
+#include <iostream>
+#include <new>
 #include <string_view>
 
 #include "cli_util.h"
@@ -22,6 +25,19 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : tensormem::cli::kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    // Never an abort: the input asked for more memory than there is.
+    std::cerr << "tensormem: error: out of memory (the input needs more memory than this "
+                 "process may use)\n";
+    return tensormem::cli::kExitFailure;
+  } catch (const std::exception& e) {
+    std::cerr << "tensormem: error: internal error: " << e.what() << '\n';
+    return tensormem::cli::kExitFailure;
+  }
+  // Output lost on the way (a full disk, a closed pipe) is a failure.
+  if (tensormem::Status st = tensormem::cli::FlushStdout(); !st.ok()) {
+    const int rc = tensormem::cli::ReportError(st);
+    return exit_code == tensormem::cli::kExitOk ? rc : exit_code;
   }
   return exit_code;
 }

@@ -46,13 +46,10 @@ struct Row {
   double ms = 0;
 };
 
-Status WriteFile(const std::string& path, const std::function<Status(std::ostream&)>& write) {
-  std::ofstream f(path);
-  if (!f) return NotFound(path + ": cannot open for writing");
-  TM_RETURN_IF_ERROR(write(f));
-  f.close();
-  if (!f) return Internal(path + ": write failed");
-  return Status::Ok();
+// Never the input itself; atomically renamed into place; "-" = stdout.
+Status WriteFile(const PlanOptions& o, const std::string& path,
+                 const std::function<Status(std::ostream&)>& write) {
+  return WriteOutput(path, {o.input}, write);
 }
 
 void Print(const PlanOptions& o, const Problem& problem, std::uint64_t lower_bound,
@@ -84,7 +81,7 @@ void Print(const PlanOptions& o, const Problem& problem, std::uint64_t lower_bou
                          {"ratio", Ratio(r.total, r.lower_bound)},
                          {"ms", r.ms}});
     j["results"] = results;
-    std::cout << j.dump(1) << '\n';
+    std::cout << DumpJson(j, 1) << '\n';
     return;
   }
   if (graph)
@@ -113,6 +110,8 @@ void Print(const PlanOptions& o, const Problem& problem, std::uint64_t lower_bou
 }
 
 int RunPlan(const PlanOptions& o) {
+  for (const std::string* out : {&o.out, &o.svg})
+    if (Status st = CheckNotAnInput(*out, {o.input}); !st.ok()) return ReportError(st);
   std::optional<GraphInput> graph;
   Result<Problem> loaded = Problem{};
   if (IsGraphInput(o.input)) {
@@ -146,13 +145,22 @@ int RunPlan(const PlanOptions& o) {
     std::optional<ObjectsPlan> best;
     for (ObjectsStrategy s : strategies) {
       Result<ObjectsPlan> plan = PlanObjects(records, s, params);
-      if (!plan.ok()) return ReportError(plan.status().WithContext(std::string(Name(s))));
+      if (!plan.ok()) {
+        // With 'all', one strategy's failure (naive overflowing 64 bits)
+        // does not sink the others.
+        if (strategies.size() > 1 && plan.status().code() != StatusCode::kInvalidArgument) {
+          std::cerr << "tensormem: note: " << Name(s) << ": " << plan.status().message() << '\n';
+          continue;
+        }
+        return ReportError(plan.status().WithContext(std::string(Name(s))));
+      }
       rows.push_back({plan->strategy, TotalSize(*plan), plan->lower_bound, plan->seconds * 1e3});
       if (!best || TotalSize(*plan) < TotalSize(*best)) best = std::move(*plan);
     }
+    if (!best) return ReportError(OutOfRange("no strategy could plan the input"));
     Print(o, problem, ObjectsLowerBound(records), rows);
     if (!o.out.empty()) {
-      Status st = WriteFile(o.out, [&](std::ostream& f) { return WriteObjectsCsv(f, problem, *best); });
+      Status st = WriteFile(o, o.out, [&](std::ostream& f) { return WriteObjectsCsv(f, problem, *best); });
       if (!st.ok()) return ReportError(st);
     }
     if (!o.svg.empty()) {
@@ -160,7 +168,7 @@ int RunPlan(const PlanOptions& o) {
       if (!laid.ok()) return ReportError(laid.status());
       SvgOptions so;
       so.title = o.input + " — objects " + best->strategy + " laid back to back";
-      Status st = WriteFile(o.svg, [&](std::ostream& f) { return WriteSvg(f, problem, *laid, so); });
+      Status st = WriteFile(o, o.svg, [&](std::ostream& f) { return WriteSvg(f, problem, *laid, so); });
       if (!st.ok()) return ReportError(st);
     }
     if (!o.html.empty()) {
@@ -186,20 +194,27 @@ int RunPlan(const PlanOptions& o) {
   for (OffsetsStrategy s : strategies) {
     Result<OffsetsPlan> plan =
         graph ? PlanScratchArena(*graph, s, params) : PlanOffsets(problem, s, params);
-    if (!plan.ok()) return ReportError(plan.status().WithContext(std::string(Name(s))));
+    if (!plan.ok()) {
+      if (strategies.size() > 1 && plan.status().code() != StatusCode::kInvalidArgument) {
+        std::cerr << "tensormem: note: " << Name(s) << ": " << plan.status().message() << '\n';
+        continue;
+      }
+      return ReportError(plan.status().WithContext(std::string(Name(s))));
+    }
     rows.push_back({plan->strategy, plan->total, plan->lower_bound, plan->seconds * 1e3});
     if (!best || plan->total < best->total) best = std::move(*plan);
   }
+  if (!best) return ReportError(OutOfRange("no strategy could plan the input"));
   Print(o, problem, PeakLiveBytes(problem, params.alignment), rows, graph ? &*graph : nullptr);
   if (!o.out.empty()) {
-    Status st = WriteFile(o.out, [&](std::ostream& f) { return WriteProblemCsv(f, problem, &*best); });
+    Status st = WriteFile(o, o.out, [&](std::ostream& f) { return WriteProblemCsv(f, problem, &*best); });
     if (!st.ok()) return ReportError(st);
   }
   if (!o.svg.empty()) {
     SvgOptions so;
     so.title = o.input + " — " + best->strategy;
     so.lower_bound = best->lower_bound;
-    Status st = WriteFile(o.svg, [&](std::ostream& f) { return WriteSvg(f, problem, *best, so); });
+    Status st = WriteFile(o, o.svg, [&](std::ostream& f) { return WriteSvg(f, problem, *best, so); });
     if (!st.ok()) return ReportError(st);
   }
   if (!o.html.empty()) {
@@ -227,7 +242,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--objects", o->objects, "plan shared objects instead of offsets");
   cmd->add_option("--align", o->align,
                   "offset alignment in bytes (default: 1 for problem files, 64 for ONNX models)")
-      ->check(CLI::PositiveNumber);
+      ->check(PowerOfTwoAlign());
   cmd->add_option("--out,-o", o->out,
                   "write the plan: the input's CSV with an offset (or object) column; with "
                   "'all', the smallest plan");
@@ -237,7 +252,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
                   "write an interactive memory map (one self-contained HTML file: zoom, pan, hover)");
   cmd->add_option("--time-limit", o->time_limit, "seconds for the exact strategy")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(Seconds());
   cmd->add_flag("--reference", o->reference,
                 "use the faithful quadratic transcriptions of the peers' algorithms");
   AddGraphInputOptions(cmd, &o->graph);

@@ -28,6 +28,9 @@ struct RecordsOptions {
 };
 
 int RunRecords(const RecordsOptions& o) {
+  if (Status st = CheckNotAnInput(o.out, {o.input}); !st.ok()) return ReportError(st);
+  // A missing or unreadable file says so, not "not an ONNX model".
+  if (Result<InputFormat> f = DetectInputFormat(o.input); !f.ok()) return ReportError(f.status());
   if (!IsGraphInput(o.input))
     return ReportError(InvalidArgument(o.input + ": not an ONNX model (records are derived from a "
                                                   "graph; problem files already are records)"));
@@ -38,19 +41,11 @@ int RunRecords(const RecordsOptions& o) {
   params.liveness.in_place = !o.no_in_place;
   Result<GraphPlan> plan = PlanGraph(g->graph, params);
   if (!plan.ok()) return ReportError(plan.status());
-  Status st;
-  if (o.out == "-") {
-    st = WriteProblemCsv(std::cout, plan->scratch);
-  } else {
-    std::ofstream f(o.out);
-    if (!f) return ReportError(NotFound(o.out + ": cannot open for writing"));
-    st = WriteProblemCsv(f, plan->scratch);
-    f.close();
-    if (st.ok() && !f) st = Internal(o.out + ": write failed");
-    if (st.ok())
-      std::cerr << o.out << ": " << plan->scratch.buffers.size() << " records over "
-                << g->graph.nodes.size() << " nodes\n";
-  }
+  Status st = WriteOutput(o.out, {o.input},
+                          [&](std::ostream& f) { return WriteProblemCsv(f, plan->scratch); });
+  if (st.ok() && o.out != "-")
+    std::cerr << o.out << ": " << plan->scratch.buffers.size() << " records over "
+              << g->graph.nodes.size() << " nodes\n";
   return st.ok() ? kExitOk : ReportError(st);
 }
 
@@ -64,7 +59,7 @@ void AddRecordsCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--out,-o", o->out, "output CSV ('-' = standard output)")->capture_default_str();
   cmd->add_option("--align", o->align, "tensor alignment in bytes (a power of two)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(PowerOfTwoAlign());
   cmd->add_flag("--preserve-all-tensors", o->preserve_all_tensors,
                 "debugging: nothing is freed, every tensor keeps its own memory");
   cmd->add_flag("--no-in-place", o->no_in_place, "ignore in-place (reshape-like) sharing");

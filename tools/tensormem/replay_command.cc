@@ -7,6 +7,7 @@
 // passes), peak bytes in use (the trace's), peak bytes reserved, their
 // ratio, and the CPU time per op (robust on a busy machine). A malloc peer that cannot be loaded is skipped with a message.
 #include <algorithm>
+#include <array>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -17,11 +18,22 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "core/parse_name.h"
 #include "html_map.h"
 #include "tensormem/allocators/replay.h"
 
 namespace tensormem::cli {
+
+// --bfc-preset and --bfc-backend, parsed by the one enum-name parser.
+enum class BfcPreset { kTensorflow, kCompact };
+enum class BfcMemory { kHost, kVirtual };
+std::string_view Name(BfcPreset p) { return p == BfcPreset::kCompact ? "compact" : "tensorflow"; }
+std::string_view Name(BfcMemory m) { return m == BfcMemory::kVirtual ? "virtual" : "host"; }
+
 namespace {
+
+constexpr std::array<BfcPreset, 2> kPresets = {BfcPreset::kTensorflow, BfcPreset::kCompact};
+constexpr std::array<BfcMemory, 2> kMemories = {BfcMemory::kHost, BfcMemory::kVirtual};
 
 struct ReplayOptions {
   std::string input;
@@ -46,53 +58,54 @@ struct ReplayOptions {
   bool vmm_grow_first = false;
 };
 
-int RunReplay(const ReplayOptions& o) {
-  ReplayParams params;
-  params.alignment = o.alignment;
-  params.repetitions = o.repetitions;
-  params.isolate = !o.no_isolate;
-  if (o.bfc_preset == "compact") {
-    params.bfc = CompactBfcParams();
-    params.bfc_virtual_memory = true;
-  } else if (o.bfc_preset != "tensorflow") {
-    return ReportError(InvalidArgument("unknown --bfc-preset '" + o.bfc_preset +
-                                       "' (known: tensorflow, compact)"));
+// The BFC parameters for one preset with the --bfc-* changes on top; every
+// field checked (Validate) before anything runs.
+Result<ReplayParams> BfcParamsFor(const ReplayOptions& o, BfcPreset preset, ReplayParams params) {
+  params.bfc = preset == BfcPreset::kCompact ? CompactBfcParams() : BfcParams{};
+  params.bfc_virtual_memory = preset == BfcPreset::kCompact;
+  if (!o.bfc_backend.empty()) {
+    TM_ASSIGN_OR_RETURN(BfcMemory m, internal::ParseName<BfcMemory>(o.bfc_backend, kMemories,
+                                                                     "--bfc-backend"));
+    params.bfc_virtual_memory = m == BfcMemory::kVirtual;
   }
-  if (o.bfc_backend == "virtual") {
-    params.bfc_virtual_memory = true;
-  } else if (o.bfc_backend == "host") {
-    params.bfc_virtual_memory = false;
-  } else if (!o.bfc_backend.empty()) {
-    return ReportError(InvalidArgument("unknown --bfc-backend '" + o.bfc_backend +
-                                       "' (known: host, virtual)"));
-  }
-  if (o.bfc_growth == "doubling") {
-    params.bfc.growth = BfcGrowth::kDoubling;
-  } else if (o.bfc_growth == "on_demand") {
-    params.bfc.growth = BfcGrowth::kOnDemand;
-  } else if (o.bfc_growth == "reserve_all") {
-    params.bfc.growth = BfcGrowth::kReserveAll;
-  } else if (!o.bfc_growth.empty()) {
-    return ReportError(InvalidArgument("unknown --bfc-growth '" + o.bfc_growth +
-                                       "' (known: doubling, on_demand, reserve_all)"));
+  if (!o.bfc_growth.empty()) {
+    TM_ASSIGN_OR_RETURN(params.bfc.growth, ParseBfcGrowth(o.bfc_growth));
   }
   if (o.bfc_coalesce_regions) params.bfc.coalesce_regions = true;
   if (o.bfc_initial_region) params.bfc.initial_region_bytes = *o.bfc_initial_region;
   if (o.bfc_split_cap) params.bfc.max_internal_fragmentation_bytes = *o.bfc_split_cap;
   if (o.bfc_limit > 0) params.bfc.memory_limit = o.bfc_limit;
-  if (o.vmm_small) params.vmm.small_request_bytes = *o.vmm_small;
-  if (o.vmm_limit) params.vmm.memory_limit = *o.vmm_limit;
-  if (o.vmm_rounding) params.vmm.block_rounding_bytes = *o.vmm_rounding;
-  if (o.vmm_grow_first) params.vmm.restitch_before_growing = false;
-  if (Status st = Validate(params.vmm); !st.ok()) return ReportError(st);
+  TM_RETURN_IF_ERROR(Validate(params.bfc));
+  TM_RETURN_IF_ERROR(Validate(params.pool));
+  TM_RETURN_IF_ERROR(Validate(params.system));
+  return params;
+}
+
+int RunReplay(const ReplayOptions& o) {
+  ReplayParams base;
+  base.alignment = o.alignment;
+  base.repetitions = o.repetitions;
+  base.isolate = !o.no_isolate;
+  if (o.vmm_small) base.vmm.small_request_bytes = *o.vmm_small;
+  if (o.vmm_limit) base.vmm.memory_limit = *o.vmm_limit;
+  if (o.vmm_rounding) base.vmm.block_rounding_bytes = *o.vmm_rounding;
+  if (o.vmm_grow_first) base.vmm.restitch_before_growing = false;
+  if (Status st = Validate(base.vmm); !st.ok()) return ReportError(st);
   Result<ReplayDevice> device = ParseReplayDevice(o.device);
   if (!device.ok()) return ReportError(device.status());
-  params.device = *device;
-  params.cuda_device = o.cuda_device;
-  if (params.device == ReplayDevice::kCuda) {
-    // CUDA does not survive fork: passes run here, each on a fresh allocator.
-    params.isolate = false;
-  }
+  base.device = *device;
+  base.cuda_device = o.cuda_device;
+  // CUDA does not survive fork: passes run here, each on a fresh allocator.
+  if (base.device == ReplayDevice::kCuda) base.isolate = false;
+  Result<BfcPreset> preset = internal::ParseName<BfcPreset>(o.bfc_preset, kPresets, "--bfc-preset");
+  if (!preset.ok()) return ReportError(preset.status());
+  // One idea: `--allocator bfc_compact` is `bfc` with the compact preset;
+  // `--bfc-preset compact` makes `bfc` that same allocator (and name).
+  Result<ReplayParams> bfc_params = BfcParamsFor(o, *preset, base);
+  if (!bfc_params.ok()) return ReportError(bfc_params.status());
+  Result<ReplayParams> compact_params = BfcParamsFor(o, BfcPreset::kCompact, base);
+  if (!compact_params.ok()) return ReportError(compact_params.status());
+  const ReplayParams& params = *bfc_params;
 
   std::vector<ReplayAllocator> allocators;
   if (o.allocator == "all") {
@@ -139,10 +152,15 @@ int RunReplay(const ReplayOptions& o) {
         continue;
       }
     }
-    Result<ReplayResult> r = ReplayTrace(*trace, a, params);
+    const bool compact = a == ReplayAllocator::kBfcCompact ||
+                         (a == ReplayAllocator::kBfc && *preset == BfcPreset::kCompact);
+    if (compact && o.allocator == "all" && a == ReplayAllocator::kBfc) continue;  // bfc_compact's row
+    Result<ReplayResult> r = a == ReplayAllocator::kBfcCompact
+                                 ? ReplayTrace(*trace, ReplayAllocator::kBfc, *compact_params)
+                                 : ReplayTrace(*trace, a, *bfc_params);
     if (!r.ok()) return ReportError(r.status().WithContext("replay through " + std::string(Name(a))));
     // Name the tuned BFC so that its rows are not mistaken for TensorFlow's.
-    if (a == ReplayAllocator::kBfc && o.bfc_preset == "compact") r->allocator = "bfc_compact";
+    if (compact) r->allocator = "bfc_compact";
     results.push_back(std::move(*r));
   }
 
@@ -184,7 +202,7 @@ int RunReplay(const ReplayOptions& o) {
     nlohmann::json skip = nlohmann::json::array();
     for (const auto& [name, why] : skipped) skip.push_back({{"allocator", name}, {"reason", why}});
     j["skipped"] = skip;
-    std::cout << j.dump(1) << '\n';
+    std::cout << DumpJson(j, 1) << '\n';
   } else {
     std::cout << o.input << ": " << trace->events.size() << " events (" << trace->num_allocations
               << " allocations, " << trace->num_frees << " frees, " << trace->num_never_freed
@@ -230,9 +248,12 @@ void AddReplayCommand(CLI::App& app, int* exit_code) {
                   "bfc, bfc_compact, vmm, pool, system, malloc, jemalloc, mimalloc, a comma-separated list of them, or all")
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "print one JSON object per allocator");
-  cmd->add_option("--alignment", o->alignment, "alignment of every allocation")
+  cmd->add_option("--align", o->alignment,
+                  "alignment of every allocation in bytes (a power of two)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(PowerOfTwoAlign());
+  // The old name, kept working, not listed.
+  cmd->add_option("--alignment", o->alignment)->check(PowerOfTwoAlign())->group("");
   cmd->add_option("--repetitions,-r", o->repetitions, "timed passes (the median is reported)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
@@ -250,11 +271,14 @@ void AddReplayCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--bfc-coalesce-regions", o->bfc_coalesce_regions,
                 "BFC: merge adjacent regions (needs --bfc-backend virtual)");
   cmd->add_option("--bfc-initial-region", o->bfc_initial_region,
-                  "BFC first region (doubling) or smallest extension (on_demand), bytes (2 MiB)");
+                  "BFC first region (doubling) or smallest extension (on_demand), bytes (2 MiB)")
+      ->check(Unsigned64(1, std::uint64_t{1} << 62));
   cmd->add_option("--bfc-split-cap", o->bfc_split_cap,
                   "BFC: split a chunk when the leftover is at least this many bytes (TensorFlow: "
-                  "128 MiB)");
-  cmd->add_option("--bfc-limit", o->bfc_limit, "BFC memory limit in bytes (0 = none)");
+                  "128 MiB)")
+      ->check(Unsigned64());
+  cmd->add_option("--bfc-limit", o->bfc_limit, "BFC memory limit in bytes (0 = none)")
+      ->check(Unsigned64());
   cmd->add_option("--html", o->html,
                   "write an interactive memory map (x = event, y = address, reserved bytes as a "
                   "line) of the first of our allocators asked for");
@@ -264,11 +288,14 @@ void AddReplayCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--cuda-device", o->cuda_device, "CUDA device ordinal with --device cuda")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1023));
   cmd->add_option("--vmm-small", o->vmm_small,
-                  "vmm: requests up to this many bytes share pages in the small space (1 MiB; 0 = one space)");
-  cmd->add_option("--vmm-limit", o->vmm_limit, "vmm: the most physical memory held, bytes");
-  cmd->add_option("--vmm-rounding", o->vmm_rounding, "vmm: block size multiple, bytes (512)");
+                  "vmm: requests up to this many bytes share pages in the small space (1 MiB; 0 = one space)")
+      ->check(Unsigned64());
+  cmd->add_option("--vmm-limit", o->vmm_limit, "vmm: the most physical memory held, bytes")
+      ->check(Unsigned64(1, std::uint64_t{1} << 62));
+  cmd->add_option("--vmm-rounding", o->vmm_rounding, "vmm: block size multiple, bytes (512)")
+      ->check(Unsigned64(1, std::uint64_t{1} << 62));
   cmd->add_flag("--vmm-grow-first", o->vmm_grow_first,
                 "vmm: create granules before re-stitching cached ones (like expandable segments)");
   cmd->callback([o, exit_code] { *exit_code = RunReplay(*o); });

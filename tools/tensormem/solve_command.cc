@@ -40,6 +40,7 @@ struct SolveOptions {
 };
 
 int RunSolve(const SolveOptions& o) {
+  if (Status st = CheckNotAnInput(o.out, {o.input}); !st.ok()) return ReportError(st);
   Result<Problem> loaded = LoadProblem(o.input);
   if (!loaded.ok()) return ReportError(loaded.status());
   const Problem& problem = *loaded;
@@ -58,12 +59,9 @@ int RunSolve(const SolveOptions& o) {
   const bool answered_plan = r.status == SolveStatus::kOptimal || r.status == SolveStatus::kFeasible;
 
   if (!o.out.empty() && answered_plan) {
-    std::ofstream f(o.out);
-    if (!f) return ReportError(NotFound(o.out + ": cannot open for writing"));
-    Status st = WriteProblemCsv(f, problem, &r.plan);
-    f.close();
+    Status st = WriteOutput(o.out, {o.input},
+                            [&](std::ostream& f) { return WriteProblemCsv(f, problem, &r.plan); });
     if (!st.ok()) return ReportError(st);
-    if (!f) return ReportError(Internal(o.out + ": write failed"));
   }
 
   const std::optional<std::uint64_t> capacity = o.capacity ? o.capacity : problem.capacity;
@@ -87,7 +85,7 @@ int RunSolve(const SolveOptions& o) {
       j["infeasible_subset_ids"] = ids;
       j["subset_irreducible"] = r.subset_irreducible;
     }
-    std::cout << j.dump() << '\n';
+    std::cout << DumpJson(j) << '\n';
   } else {
     std::cout << o.input << ": " << problem.buffers.size() << " buffers, " << r.partitions
               << " partition(s), "
@@ -132,17 +130,19 @@ void AddSolveCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("INPUT", o->input, "problem: MiniMalloc CSV, JSON or allocation trace ('-' = CSV on stdin)")
       ->required();
   cmd->add_option("--capacity,-c", o->capacity,
-                  "bytes the arena must fit in (default: the input's own capacity, if any)");
+                  "bytes the arena must fit in (default: the input's own capacity, if any)")
+      ->check(Unsigned64());
   cmd->add_flag("--minimize", o->minimize,
                 "with a capacity: find the smallest height within it instead of any plan");
   cmd->add_option("--time-limit,-t", o->time_limit, "seconds (0: heuristics only)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(Seconds());
   cmd->add_option("--nodes", o->nodes, "search node limit, 0 = none (machine-independent)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(Unsigned64());
   cmd->add_option("--align", o->align, "offset alignment in bytes")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(PowerOfTwoAlign());
   cmd->add_option("--out,-o", o->out, "write the plan: the input's CSV with the offset column");
   cmd->add_flag("--json", o->json,
                 "print {status, height, lower_bound, gap, seconds, nodes, ...} as one JSON line");

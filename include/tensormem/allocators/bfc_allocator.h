@@ -37,7 +37,9 @@
 #include <iosfwd>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "tensormem/allocators/backend.h"
 #include "tensormem/allocators/resource.h"
@@ -49,6 +51,11 @@ enum class BfcGrowth {
   kOnDemand,  // each new region as large as the request needs (at least initial_region_bytes)
   kReserveAll,  // TensorFlow without allow_growth: the whole limit in one region up front
 };
+
+// "doubling", "on_demand", "reserve_all"; the parser's error lists them.
+std::string_view Name(BfcGrowth growth);
+std::span<const BfcGrowth> AllBfcGrowths();
+Result<BfcGrowth> ParseBfcGrowth(std::string_view name);
 
 struct BfcParams {
   // The most bytes the allocator may reserve from its backend. With
@@ -82,10 +89,18 @@ struct BfcParams {
 // more would be left over. Use with a VirtualMemoryBackend.
 BfcParams CompactBfcParams();
 
+// Checks every field once: memory_limit >= 256; initial_region_bytes in
+// [1, 2^62]; growth a known value; kReserveAll with a finite memory_limit.
+// InvalidArgument naming the field otherwise.
+Status Validate(const BfcParams& params);
+
 class BfcAllocator final : public MemoryResource {
  public:
   // The backend must outlive the allocator.
+  // Invalid params (see Validate) make every Allocate fail with the reason;
+  // Create reports it up front.
   explicit BfcAllocator(Backend& backend, const BfcParams& params = {});
+  static Result<std::unique_ptr<BfcAllocator>> Create(Backend& backend, const BfcParams& params = {});
   ~BfcAllocator() override;
 
   static constexpr std::uint64_t kMinAllocationSize = 256;

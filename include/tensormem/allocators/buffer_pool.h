@@ -43,6 +43,10 @@ struct BufferPoolParams {
   OffsetsStrategy defer_strategy = OffsetsStrategy::kGreedyBySize;
 };
 
+// Checks every field once: alignment a power of two in [1,
+// kMaxAllocationAlignment]; defer_strategy a known strategy.
+Status Validate(const BufferPoolParams& params);
+
 enum class PoolRelease {
   kAll,       // every block, used or free, goes back to the backend
   kOnlyFree,  // only blocks that are wholly free
@@ -56,7 +60,11 @@ struct DeferredChunk {
 class BufferPool final : public MemoryResource {
  public:
   // The backend must outlive the pool.
+  // Invalid params (see Validate) make every allocation fail with the
+  // reason; Create reports it up front.
   explicit BufferPool(Backend& backend, const BufferPoolParams& params = {});
+  static Result<std::unique_ptr<BufferPool>> Create(Backend& backend,
+                                                    const BufferPoolParams& params = {});
   ~BufferPool() override;
 
   // A block that never comes from the free list (MNN `separate`): a new

@@ -22,9 +22,14 @@ struct SystemAllocatorParams {
   bool track_pointers = true;
 };
 
+// Every SystemAllocatorParams is valid today; kept so that every allocator's
+// parameters are checked the same way.
+Status Validate(const SystemAllocatorParams& params);
+
 class SystemAllocator final : public MemoryResource {
  public:
   explicit SystemAllocator(const SystemAllocatorParams& params = {});
+  static Result<std::unique_ptr<SystemAllocator>> Create(const SystemAllocatorParams& params = {});
   ~SystemAllocator() override;
 
  private:

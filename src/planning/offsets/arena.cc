@@ -4,6 +4,7 @@
 // first task, then index. Each takes the best-fitting gap (best_fit.h).
 #include <algorithm>
 #include <numeric>
+#include <string>
 
 #include "planning/offsets/offsets_strategies.h"
 
@@ -16,7 +17,12 @@ Result<OffsetsPlan> ArenaOffsets(const Problem& problem, const PlanParams& param
     min_first = i ? std::min(min_first, bufs[i].first_task) : bufs[i].first_task;
     max_last = i ? std::max(max_last, bufs[i].last_task) : bufs[i].last_task;
   }
+  const std::vector<bool>* marked = params.arena_whole_run;
+  if (marked && marked->size() != bufs.size())
+    return InvalidArgument("arena: " + std::to_string(marked->size()) + " whole-run flags for " +
+                           std::to_string(bufs.size()) + " buffers");
   auto whole_run = [&](std::size_t i) {
+    if (marked) return static_cast<bool>((*marked)[i]);
     return bufs[i].first_task == min_first && bufs[i].last_task == max_last;
   };
   std::vector<std::size_t> order(bufs.size());

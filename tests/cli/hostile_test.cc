@@ -1,0 +1,288 @@
+// Issue 12: the CLI under hostile input and arguments. Every case exits 0,
+// 1 or 2 (3/4 for solve), never by a signal, and never damages its input.
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include "tensormem/io.h"
+#include "test_util.h"
+
+// ASan reserves more address space than a `ulimit -v` allows.
+#if defined(__SANITIZE_ADDRESS__)
+#define TM_HOSTILE_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TM_HOSTILE_ASAN 1
+#endif
+#endif
+
+namespace tensormem {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int code = -1;  // -1: killed by a signal
+  std::string out;
+};
+
+Outcome Sh(const std::string& cmd) {
+  Outcome r;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+const char* kFive = "id,lower,upper,size\na,0,2,4\nb,1,3,4\nc,2,4,4\nd,3,5,4\ne,0,1,8\n";
+
+class Hostile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (testing::CliPath().empty()) GTEST_SKIP() << "the CLI was not built";
+    dir_ = fs::temp_directory_path() /
+           ("tensormem_hostile_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::string Write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p.string();
+  }
+  Outcome Cli(const std::string& args) {
+    return Sh("(cd " + dir_.string() + " && " + testing::CliPath() + " " + args + ")");
+  }
+  fs::path dir_;
+};
+
+// Item 8: numbers never wrap or saturate, and messages stay short.
+TEST_F(Hostile, NumericOptionsNeverWrapOrSaturate) {
+  const std::string in = Write("five.csv", kFive);
+  for (const std::string& args :
+       {"solve " + in + " --capacity -5", "solve " + in + " --capacity 99999999999999999999999",
+        "solve " + in + " --nodes -1", "solve " + in + " --align 99999999999999999999999",
+        "plan " + in + " --align 99999999999999999999999", "plan " + in + " --align 3",
+        "plan " + in + " --align -64", "plan " + in + " --time-limit 1e300",
+        "plan " + in + " --time-limit nan", "solve " + in + " --time-limit -1",
+        "solve " + in + " --time-limit 0x10", "solve " + in + " --time-limit ' 7'",
+        "replay " + in + " --bfc-initial-region -1", "replay " + in + " --bfc-limit 1e3",
+        "replay " + in + " --align 0"}) {
+    Outcome r = Cli(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_LT(r.out.size(), 300u) << args << "\n" << r.out;
+    EXPECT_EQ(r.out.find("buffer"), std::string::npos) << args << "\n" << r.out;
+  }
+}
+
+// Item 4: an initial region of 0 doubled 0 forever; now refused up front.
+TEST_F(Hostile, ReplayBfcParametersAreValidatedBeforeAnyPass) {
+  const std::string trace = std::string(TENSORMEM_SOURCE_DIR) + "/tests/allocators/data/small_step.csv";
+  Outcome r = Cli("replay " + trace + " -a bfc --bfc-initial-region 0");
+  EXPECT_EQ(r.code, 2) << r.out;
+  r = Cli("replay " + trace + " -a bfc --bfc-growth reserve_all");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("finite memory_limit"), std::string::npos) << r.out;
+  r = Cli("replay " + trace + " -a bfc --bfc-growth sideways");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("known: doubling, on_demand, reserve_all"), std::string::npos) << r.out;
+  r = Cli("replay " + trace + " -a bfc --bfc-preset tiny");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("known: tensorflow, compact"), std::string::npos) << r.out;
+  // Item 17: --align everywhere; --alignment kept as a hidden alias.
+  r = Cli("replay " + trace + " -a system --align 128 --no-isolate -r 1");
+  EXPECT_EQ(r.code, 0) << r.out;
+  r = Cli("replay " + trace + " -a system --alignment 128 --no-isolate -r 1");
+  EXPECT_EQ(r.code, 0) << r.out;
+  // Item 18: --bfc-preset compact and --allocator bfc_compact are one thing.
+  Outcome a = Cli("replay " + trace + " -a bfc --bfc-preset compact --no-isolate -r 1 --json");
+  Outcome b = Cli("replay " + trace + " -a bfc_compact --no-isolate -r 1 --json");
+  ASSERT_EQ(a.code, 0) << a.out;
+  ASSERT_EQ(b.code, 0) << b.out;
+  const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  EXPECT_EQ(ja["results"][0]["allocator"], "bfc_compact");
+  EXPECT_EQ(ja["results"][0]["peak_reserved"], jb["results"][0]["peak_reserved"]);
+}
+
+// Item 6: an output that is the input is refused before any work; a
+// failed write leaves nothing behind.
+TEST_F(Hostile, AnOutputThatIsTheInputIsRefused) {
+  const std::string in = Write("five.csv", kFive);
+  for (const std::string& args : std::vector<std::string>{"plan five.csv --out five.csv", "plan five.csv --svg ./five.csv",
+                                  "plan five.csv --objects --out " + in,
+                                  "solve five.csv --out five.csv"}) {
+    Outcome r = Cli(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("refusing to overwrite"), std::string::npos) << r.out;
+    EXPECT_EQ(Slurp(in), kFive) << args;
+  }
+  fs::create_symlink(in, dir_ / "link.csv");
+  EXPECT_EQ(Cli("plan link.csv --out five.csv").code, 2);
+  EXPECT_EQ(Slurp(in), kFive);
+  // Written through a temporary file: nothing left over, the plan in place.
+  Outcome ok = Cli("plan five.csv --out plan.csv --svg map.svg");
+  ASSERT_EQ(ok.code, 0) << ok.out;
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    ++files;
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
+  }
+  EXPECT_EQ(files, 4);
+  EXPECT_TRUE(ReadProblemCsv(*std::make_unique<std::ifstream>(dir_ / "plan.csv"), "plan.csv").ok());
+  // A directory that does not exist: an error, no file.
+  EXPECT_EQ(Cli("plan five.csv --out nowhere/plan.csv").code, 2);
+}
+
+// Item 7 and 12: stdout that cannot be written is an error; '-' is stdout.
+TEST_F(Hostile, LostStandardOutputIsAnErrorAndDashIsStdout) {
+  Write("five.csv", kFive);
+  if (fs::exists("/dev/full")) {
+    Outcome r = Cli("plan five.csv > /dev/full");
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("standard output"), std::string::npos) << r.out;
+    EXPECT_EQ(Cli("solve five.csv --json > /dev/full").code, 1);
+  }
+  Outcome r = Cli("plan five.csv --out -");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_FALSE(fs::exists(dir_ / "-"));
+  EXPECT_NE(r.out.find("id,lower,upper,size,offset"), std::string::npos) << r.out;
+}
+
+// Item 3: bytes that are not UTF-8 in ids and paths under --json.
+TEST_F(Hostile, JsonOutputSurvivesBytesThatAreNotUtf8) {
+  Write("bad\xff.csv", "id,lower,upper,size\na\xff,0,2,8\nb\xfe,0,2,8\n");
+  Outcome r = Cli("solve 'bad\xff.csv' --capacity 8 --iis --json");
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_TRUE(nlohmann::json::accept(r.out)) << r.out;
+  r = Cli("plan 'bad\xff.csv' --json");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(nlohmann::json::accept(r.out)) << r.out;
+}
+
+// Item 10: a gap whose upper bound is 2^64-1 wrapped to a negative task.
+TEST_F(Hostile, GapBeyondTheTaskRangeIsRefused) {
+  Write("gap.csv", "id,lower,upper,size,gaps\na,0,10,8,2-18446744073709551615\n");
+  Outcome r = Cli("plan gap.csv --objects");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("gap"), std::string::npos) << r.out;
+  EXPECT_EQ(Cli("plan gap.csv").code, 2);
+}
+
+// Item 12: ids with a newline round-trip; conflicting fixed offsets are bad
+// input; SVG labels near 2^62; NUL bytes and missing files named as such;
+// 'all' survives one strategy overflowing.
+TEST_F(Hostile, SmallerOnes) {
+  Write("nl.json", R"({"buffers": [{"id": "a\nb", "lower": 0, "upper": 2, "size": 8},)"
+                   R"( {"id": "c", "lower": 1, "upper": 3, "size": 8}]})");
+  Outcome r = Cli("plan nl.json --out nl.csv");
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = Cli("plan nl.csv --json");
+  EXPECT_EQ(r.code, 0) << r.out;
+
+  Write("pins.csv", "id,lower,upper,size,offset\na,0,2,8,0\nb,1,3,8,4\n");
+  r = Cli("plan pins.csv");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(r.out.find("internal error"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fixed offsets conflict"), std::string::npos) << r.out;
+
+  Write("far.csv", "id,lower,upper,size\na,0,4611686018427387904,8\nb,4611686018427387000,4611686018427387904,8\n");
+  r = Cli("plan far.csv --svg far.svg");
+  EXPECT_EQ(r.code, 0) << r.out;
+  const std::string svg = Slurp(dir_ / "far.svg");
+  EXPECT_NE(svg.find(">4611686018427387904<"), std::string::npos);
+  EXPECT_EQ(svg.find(">-"), std::string::npos);
+
+  Write("nul.csv", std::string("id,lower,upper,size\na,0,1,\0""8\n", 28));
+  r = Cli("plan nul.csv");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("NUL byte"), std::string::npos) << r.out;
+  r = Cli("records missing.onnx");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("cannot open"), std::string::npos) << r.out;
+
+  // naive's total overflows 64 bits; the others plan it.
+  Write("big.csv", "id,lower,upper,size\na,0,1,9223372036854775808\nb,1,2,9223372036854775808\n");
+  r = Cli("plan big.csv --strategy all --time-limit 1");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("note: naive"), std::string::npos) << r.out;
+}
+
+// Item 5: a reader holds what the buffers justify, not what the text does:
+// 15 MB of empty JSON objects is refused at the first one, in little memory.
+TEST_F(Hostile, JsonReaderStreamsItsBuffers) {
+  {
+    std::ofstream f(dir_ / "empty.json");
+    f << '[';
+    for (int i = 0; i < 5'000'000; ++i) f << (i ? ",{}" : "{}");
+    f << ']';
+  }
+  const auto start = std::chrono::steady_clock::now();
+#if !defined(TM_HOSTILE_ASAN)
+  const std::string limit = "ulimit -v 400000 && ";
+#else
+  const std::string limit;
+#endif
+  Outcome r = Sh("cd " + dir_.string() + " && " + limit + testing::CliPath() + " plan empty.json");
+  EXPECT_EQ(r.code, 2) << r.out.substr(0, 500);
+  EXPECT_NE(r.out.find("buffer 0"), std::string::npos) << r.out.substr(0, 500);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20.0);
+  // Elements that are not objects, and the object form, are refused as they come.
+  Write("nums.json", "[1,2,3]");
+  r = Cli("plan nums.json");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("buffer 0 is not an object"), std::string::npos) << r.out;
+  Write("obj.json", R"({"capacity": 64, "buffers": [{"size": 8, "lower": 0, "upper": 2}, [1]]})");
+  r = Cli("plan obj.json");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("buffer 1 is not an object"), std::string::npos) << r.out;
+  Write("ok.json", R"({"capacity": 64, "buffers": [{"size": 8, "lower": 0, "upper": 2, "gaps": []},)"
+                   R"( {"id": "x", "size": 8, "lower": 1, "upper": 3}]})");
+  r = Cli("solve ok.json --json");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"capacity\":64"), std::string::npos) << r.out;
+}
+
+// Item 5: running out of memory is an error (exit 1 or 2), never an abort.
+TEST_F(Hostile, OutOfMemoryIsAnErrorNotAnAbort) {
+#if defined(TM_HOSTILE_ASAN)
+  GTEST_SKIP() << "ASan reserves more address space than the limit allows";
+#endif
+  {
+    std::ofstream f(dir_ / "many.csv");
+    f << "id,lower,upper,size\n";
+    for (int i = 0; i < 1'000'000; ++i) f << "buffer_with_a_long_name_" << i << ',' << i << ',' << i + 2 << ",64\n";
+  }
+  Outcome r = Sh("cd " + dir_.string() + " && ulimit -v 150000 && " + testing::CliPath() +
+             " plan many.csv --strategy greedy_by_size");
+  EXPECT_TRUE(r.code == 1 || r.code == 2) << r.code << "\n" << r.out.substr(0, 500);
+  EXPECT_NE(r.out.find("out of memory"), std::string::npos) << r.out.substr(0, 500);
+}
+
+}  // namespace
+}  // namespace tensormem
