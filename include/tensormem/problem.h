@@ -64,6 +64,9 @@ std::vector<Segment> Occupancy(const Buffer& buffer);
 // offsets aligned and not overflowing. Names the buffer at fault. (Ids are
 // opaque to planning; the file readers reject duplicates.)
 Status CheckProblem(const Problem& problem);
+// InvalidArgument when two buffers with fixed offsets share a task and a
+// byte (PlanOffsets checks this; the solver answers infeasible instead).
+Status CheckFixedOffsets(const Problem& problem);
 
 // The plain usage records (size, lifetime) of the buffers, gaps ignored.
 std::vector<UsageRecord> ToRecords(const Problem& problem);

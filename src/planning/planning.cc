@@ -251,6 +251,7 @@ Result<OffsetsPlan> PlanOffsets(const Problem& problem, OffsetsStrategy strategy
                                 const PlanParams& params) {
   if (params.alignment == 0) return InvalidArgument("alignment must be >= 1");
   TM_RETURN_IF_ERROR(CheckProblem(problem));
+  TM_RETURN_IF_ERROR(CheckFixedOffsets(problem));
   for (const Buffer& b : problem.buffers)
     if (b.fixed_offset && *b.fixed_offset % params.alignment != 0)
       return InvalidArgument("buffer '" + b.id + "' has fixed offset " +
