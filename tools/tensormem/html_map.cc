@@ -1,6 +1,8 @@
 #include "html_map.h"
 
-#include <fstream>
+#include <ostream>
+
+#include "cli_util.h"
 
 namespace tensormem::cli {
 
@@ -9,12 +11,8 @@ Status WriteReplayMap(const std::string& path, const Trace& trace,
   for (ReplayAllocator a : allocators) {
     if (IsMallocPeer(a)) continue;
     TM_ASSIGN_OR_RETURN(ReplayPlacement placement, ReplayPlacements(trace, a, params));
-    std::ofstream f(path, std::ios::binary);
-    if (!f) return NotFound(path + ": cannot open for writing");
-    TM_RETURN_IF_ERROR(WriteReplayHtmlMap(f, trace, placement));
-    f.close();
-    if (!f) return Internal(path + ": write failed");
-    return Status::Ok();
+    // Never the trace itself; written to a temporary file renamed into place.
+    return WriteOutput(path, {trace.source}, [&](std::ostream& f) { return WriteReplayHtmlMap(f, trace, placement); });
   }
   return InvalidArgument("--html: the map needs one of our allocators (bfc, bfc_compact, pool, "
                          "system, ...), not only malloc peers");

@@ -176,7 +176,7 @@ int RunPlan(const PlanOptions& o) {
       if (!laid.ok()) return ReportError(laid.status());
       HtmlMapOptions ho;
       ho.title = o.input + " \u2014 objects " + best->strategy + " laid back to back";
-      Status st = WriteFile(o.html, [&](std::ostream& f) { return WriteHtmlMap(f, problem, *laid, ho); });
+      Status st = WriteFile(o, o.html, [&](std::ostream& f) { return WriteHtmlMap(f, problem, *laid, ho); });
       if (!st.ok()) return ReportError(st);
     }
     return kExitOk;
@@ -221,7 +221,7 @@ int RunPlan(const PlanOptions& o) {
     HtmlMapOptions ho;
     ho.title = o.input + " \u2014 " + best->strategy;
     ho.lower_bound = best->lower_bound;
-    Status st = WriteFile(o.html, [&](std::ostream& f) { return WriteHtmlMap(f, problem, *best, ho); });
+    Status st = WriteFile(o, o.html, [&](std::ostream& f) { return WriteHtmlMap(f, problem, *best, ho); });
     if (!st.ok()) return ReportError(st);
   }
   return kExitOk;
