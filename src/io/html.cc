@@ -17,25 +17,13 @@
 #include <string_view>
 
 #include "tensormem/allocators/replay.h"
+#include "io/text_util.h"
 #include "tensormem/io.h"
 #include "tensormem/lower_bounds.h"
 
 namespace tensormem {
 namespace {
 
-std::string HtmlEscape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += (static_cast<unsigned char>(c) < 0x20) ? '?' : c;
-    }
-  }
-  return out;
-}
 
 // A JavaScript string literal that is safe inside <script>.
 std::string JsString(std::string_view s) {
@@ -203,8 +191,8 @@ Status WriteHtmlMap(std::ostream& out, const Problem& problem, const OffsetsPlan
     return InvalidArgument("plan has " + std::to_string(plan.offsets.size()) + " offsets for " +
                            std::to_string(n) + " buffers");
   const std::string title = options.title.empty() ? "memory map" : options.title;
-  out << kHead << "<title>" << HtmlEscape(title) << "</title></head><body>\n"
-      << "<div id=\"top\"><span id=\"title\">" << HtmlEscape(title)
+  out << kHead << "<title>" << io::MarkupEscape(title) << "</title></head><body>\n"
+      << "<div id=\"top\"><span id=\"title\">" << io::MarkupEscape(title)
       << "</span><span id=\"summary\">loading\u2026</span><span id=\"hint\">wheel: zoom (shift: "
          "x only, alt: y only) \u00b7 drag: pan \u00b7 double click: reset \u00b7 hover: buffer"
          "</span></div>\n<canvas id=\"map\"></canvas><div id=\"tip\"></div>\n<script>\n";

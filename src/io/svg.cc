@@ -6,25 +6,11 @@
 #include <ostream>
 #include <string>
 
+#include "io/text_util.h"
 #include "tensormem/io.h"
 
 namespace tensormem {
 namespace {
-
-std::string Escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default:
-        out += (static_cast<unsigned char>(c) < 0x20) ? '?' : c;
-    }
-  }
-  return out;
-}
 
 std::string Bytes(std::uint64_t b) {
   char buf[64];
@@ -65,7 +51,7 @@ Status WriteSvg(std::ostream& out, const Problem& problem, const OffsetsPlan& pl
       << options.height << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   out << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   out << "<text x=\"" << margin_left << "\" y=\"22\" font-size=\"15\">"
-      << Escape(options.title.empty() ? "memory map" : options.title) << " — total "
+      << io::MarkupEscape(options.title.empty() ? "memory map" : options.title) << " — total "
       << Bytes(plan.total);
   if (options.lower_bound > 0)
     out << ", lower bound " << Bytes(options.lower_bound) << ", ratio "
@@ -93,7 +79,7 @@ Status WriteSvg(std::ostream& out, const Problem& problem, const OffsetsPlan& pl
     const Buffer& b = problem.buffers[i];
     if (b.size == 0) continue;
     const unsigned hue = static_cast<unsigned>((i * 137u) % 360u);
-    out << "<g fill=\"hsl(" << hue << ",60%,70%)\"><title>" << Escape(b.id) << ": " << b.size
+    out << "<g fill=\"hsl(" << hue << ",60%,70%)\"><title>" << io::MarkupEscape(b.id) << ": " << b.size
         << " bytes (" << Bytes(b.size) << "), tasks [" << b.first_task << ", " << b.last_task
         << "], offset " << plan.offsets[i] << "</title>";
     for (const Segment& s : Occupancy(b)) {

@@ -135,4 +135,18 @@ Status CsvLines::Error(const std::string& what) const {
   return InvalidArgument(std::string(source_) + ":" + std::to_string(line_) + ": " + what);
 }
 
+std::string MarkupEscape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += (static_cast<unsigned char>(c) < 0x20) ? '?' : c;
+    }
+  }
+  return out;
+}
+
 }  // namespace tensormem::io

@@ -22,6 +22,8 @@ inline std::string_view Trim(std::string_view s) {
 
 // Shortened, printable copy of an offending value for error messages.
 std::string Quote(std::string_view s);
+// Text for SVG/HTML: <, >, &, " as entities; control bytes as '?'.
+std::string MarkupEscape(std::string_view s);
 
 // Parses a whole field as a decimal integer; nullopt + reason on failure.
 struct IntParse {
