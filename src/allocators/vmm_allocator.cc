@@ -18,7 +18,6 @@
 
 #include <algorithm>
 #include <deque>
-#include <functional>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -407,8 +406,8 @@ struct VmmAllocator::State {
   // kCandidates that fit, the first whose pages are all mapped wins (no map
   // call, no re-stitch), else the best fit. Null: the wilderness.
   static constexpr int kCandidates = 8;
-  Block* FindFit(Space& s, std::uint64_t need, std::uint64_t rounded, StreamHandle stream,
-                 const std::function<std::uint64_t(std::uint64_t)>& aligned) {
+  template <typename Aligned>
+  Block* FindFit(Space& s, std::uint64_t need, std::uint64_t rounded, StreamHandle stream, const Aligned& aligned) {
     Block key;
     key.size = need;
     key.offset = 0;
@@ -435,9 +434,8 @@ struct VmmAllocator::State {
     const std::uint64_t slack = alignment > r ? alignment - r : 0;
     Space& s = SpaceOf(rounded);
     const auto base = reinterpret_cast<std::uintptr_t>(s.base);
-    const std::function<std::uint64_t(std::uint64_t)> aligned = [&](std::uint64_t off) {
-      return RoundUp(base + off, alignment) - base;
-    };
+    // A plain lambda (no std::function): this runs on every allocation.
+    const auto aligned = [&](std::uint64_t off) { return RoundUp(base + off, alignment) - base; };
 
     Block* fit = FindFit(s, rounded + slack, rounded, stream, aligned);
     std::uint64_t start;
