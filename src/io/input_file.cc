@@ -5,9 +5,11 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <streambuf>
+#include <string_view>
 #include <vector>
 
 namespace tensormem::internal {
@@ -18,13 +20,26 @@ class GzipBuffer final : public std::streambuf {
   explicit GzipBuffer(gzFile file) : file_(file), buffer_(std::size_t{1} << 18) { gzbuffer(file_, 1 << 18); }
   ~GzipBuffer() override { gzclose(file_); }
 
+  const std::string& error() const { return error_; }
+  std::uint64_t decompressed() const { return decompressed_; }
+
  protected:
   int_type underflow() override {
     if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
     const int n = gzread(file_, buffer_.data(), static_cast<unsigned>(buffer_.size()));
-    // A corrupt or truncated stream ends the input; the reader then reports
-    // what is missing at the line it reached.
-    if (n <= 0) return traits_type::eof();
+    if (n <= 0) {
+      // Truncated data ends with Z_BUF_ERROR, corrupt data with
+      // Z_DATA_ERROR: kept for InputFileError, as the stream can only end.
+      int code = Z_OK;
+      std::string_view message = gzerror(file_, &code);
+      // zlib prefixes its message with the path, which the caller adds.
+      if (const std::size_t colon = message.rfind(": "); colon != std::string_view::npos)
+        message.remove_prefix(colon + 2);
+      if (code != Z_OK && error_.empty())
+        error_ = (code == Z_BUF_ERROR ? "truncated gzip data (" : "corrupt gzip data (") + std::string(message) + ")";
+      return traits_type::eof();
+    }
+    decompressed_ += static_cast<std::uint64_t>(n);
     setg(buffer_.data(), buffer_.data(), buffer_.data() + n);
     return traits_type::to_int_type(*gptr());
   }
@@ -32,11 +47,15 @@ class GzipBuffer final : public std::streambuf {
  private:
   gzFile file_;
   std::vector<char> buffer_;
+  std::string error_;
+  std::uint64_t decompressed_ = 0;
 };
 
 class GzipStream final : public std::istream {
  public:
   explicit GzipStream(gzFile file) : std::istream(nullptr), buffer_(file) { rdbuf(&buffer_); }
+
+  const GzipBuffer& buffer() const { return buffer_; }
 
  private:
   GzipBuffer buffer_;
@@ -59,6 +78,13 @@ Result<std::unique_ptr<std::istream>> OpenInputFile(const std::string& path) {
   gzFile file = gzopen(path.c_str(), "rb");
   if (file == nullptr) return NotFound(path + ": cannot open as gzip: " + std::strerror(errno));
   return std::unique_ptr<std::istream>(new GzipStream(file));
+}
+
+Status InputFileError(const std::istream& in, const std::string& path) {
+  const auto* gzip = dynamic_cast<const GzipStream*>(&in);
+  if (gzip == nullptr || gzip->buffer().error().empty()) return Status::Ok();
+  return InvalidArgument(path + ": " + gzip->buffer().error() + " after " +
+                         std::to_string(gzip->buffer().decompressed()) + " decompressed bytes");
 }
 
 }  // namespace tensormem::internal

@@ -40,15 +40,17 @@ Result<InputFormat> DetectInputFormat(const std::string& path) {
 Result<Problem> LoadProblem(const std::string& path, const ReadLimits& limits) {
   TM_ASSIGN_OR_RETURN(InputFormat format, DetectInputFormat(path));
   if (path == "-") return ReadProblemCsv(std::cin, "<stdin>", limits);
-  TM_ASSIGN_OR_RETURN(std::unique_ptr<std::istream> in, internal::OpenInputFile(path));
-  switch (format) {
-    case InputFormat::kCsv: return ReadProblemCsv(*in, path, limits);
-    case InputFormat::kJson: return ReadProblemJson(*in, path, limits);
-    case InputFormat::kTrace: return ReadTraceProblem(*in, path, limits);
-    case InputFormat::kOnnx:
-      return InvalidArgument(path + ": an ONNX model: import it with the ONNX importer");
-  }
-  return InvalidArgument(path + ": unknown input format");
+  if (format == InputFormat::kOnnx)
+    return InvalidArgument(path + ": an ONNX model: import it with the ONNX importer");
+  return internal::ReadInputFile(path, [&](std::istream& in) -> Result<Problem> {
+    switch (format) {
+      case InputFormat::kCsv: return ReadProblemCsv(in, path, limits);
+      case InputFormat::kJson: return ReadProblemJson(in, path, limits);
+      case InputFormat::kTrace: return ReadTraceProblem(in, path, limits);
+      case InputFormat::kOnnx: break;
+    }
+    return InvalidArgument(path + ": unknown input format");
+  });
 }
 
 }  // namespace tensormem

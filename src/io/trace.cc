@@ -217,8 +217,7 @@ Result<Trace> ReadTrace(std::istream& in, std::string_view source, const ReadLim
 }
 
 Result<Trace> LoadTrace(const std::string& path, const ReadLimits& limits) {
-  TM_ASSIGN_OR_RETURN(std::unique_ptr<std::istream> in, internal::OpenInputFile(path));
-  return ReadTrace(*in, path, limits);
+  return internal::ReadInputFile(path, [&](std::istream& in) { return ReadTrace(in, path, limits); });
 }
 
 Problem TraceToProblem(const Trace& trace) {

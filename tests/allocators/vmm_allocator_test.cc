@@ -384,6 +384,51 @@ TEST(GzipInput, TracesAndProblemsAreReadCompressed) {
   EXPECT_EQ(p->buffers.size(), 2u);
 }
 
+// A .gz cut short or damaged is an error naming the file and zlib's reason,
+// even where the cut falls on a line boundary (so the reader alone would
+// accept the shorter input).
+TEST(GzipInput, TruncatedOrCorruptDataIsAnErrorNamingTheFile) {
+  const std::string dir = ::testing::TempDir();
+  std::string text = "id,lower,upper,size\n";
+  for (int i = 0; i < 20000; ++i) {
+    char line[64];
+    std::snprintf(line, sizeof line, "b%d,%d,%d,64\n", i, i, i + 3);
+    text += line;
+  }
+  const std::string whole = dir + "/whole.csv.gz";
+  {
+    gzFile f = gzopen(whole.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+    gzclose(f);
+  }
+  std::ifstream in(whole, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 100u);
+  ASSERT_TRUE(LoadProblem(whole).ok());
+  auto write = [&](const std::string& name, const std::string& data) {
+    const std::string path = dir + "/" + name;
+    std::ofstream(path, std::ios::binary) << data;
+    return path;
+  };
+  // Without the 8-byte trailer (CRC and length): every line decompresses.
+  const std::string no_trailer = write("no_trailer.csv.gz", bytes.substr(0, bytes.size() - 8));
+  for (const std::string& path : {no_trailer, write("half.csv.gz", bytes.substr(0, bytes.size() / 2))}) {
+    Result<Problem> p = LoadProblem(path);
+    ASSERT_FALSE(p.ok()) << path;
+    EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(p.status().message().find(path), std::string::npos) << p.status().message();
+    EXPECT_NE(p.status().message().find("truncated gzip"), std::string::npos) << p.status().message();
+    Result<Trace> t = LoadTrace(path);
+    EXPECT_FALSE(t.ok());
+  }
+  std::string damaged = bytes;
+  for (std::size_t i = 20; i < 60; ++i) damaged[i] = static_cast<char>(damaged[i] ^ 0x5a);
+  Result<Problem> p = LoadProblem(write("damaged.csv.gz", damaged));
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("gzip"), std::string::npos) << p.status().message();
+}
+
 // On a GPU: the vmm allocator over CUDA physical memory. Skipped with the
 // reason where the build has no CUDA or the machine no device.
 TEST(CudaPhysicalMemory, VmmOnTheDevice) {
