@@ -17,7 +17,8 @@ endif()
 option(TENSORMEM_CHECK_LAYERS "Link every layer alone against the layers below it (-Wl,--no-undefined)"
        ${tensormem_check_layers_default})
 if(TENSORMEM_CHECK_LAYERS AND (TENSORMEM_SANITIZE OR TENSORMEM_BUILD_FUZZERS))
-  message(FATAL_ERROR "TENSORMEM_CHECK_LAYERS cannot be used with sanitizers or fuzzers")
+  message(STATUS "tensormem: no layer link check in a sanitizer or fuzzer build")
+  set(TENSORMEM_CHECK_LAYERS OFF)
 endif()
 
 # tensormem_add_layer(NAME SOURCES src... [DEPENDS layer...] [LIBRARIES lib...])
