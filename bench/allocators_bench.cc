@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
-#include "allocators/malloc_peers.h"
+#include "harness/malloc_peers.h"
 #include "tensormem/allocators/backend.h"
 #include "tensormem/allocators/bfc_allocator.h"
 #include "tensormem/allocators/buffer_pool.h"
-#include "tensormem/allocators/replay.h"
+#include "harness/replay.h"
 #include "tensormem/allocators/system_allocator.h"
 
 namespace tensormem {

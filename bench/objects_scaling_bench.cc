@@ -21,7 +21,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "core/generators.h"
+#include "harness/generators.h"
 #include "planning/objects/min_cost_flow.h"
 #include "tensormem/io.h"
 #include "tensormem/lower_bounds.h"

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <string>
 
-#include "core/generators.h"
+#include "harness/generators.h"
 #include "tensormem/io.h"
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"

@@ -19,7 +19,7 @@
 #include <fstream>
 #include <string>
 
-#include "solver/perfect_packing.h"
+#include "harness/perfect_packing.h"
 #include "tensormem/io.h"
 #include "tensormem/solver.h"
 

@@ -1,12 +1,11 @@
-// Umbrella header: the dynamic allocators, their backends and adaptors,
-// allocation traces and their replay.
+// Umbrella header: the dynamic allocators, their backends and adaptors.
+// (Allocation traces are read by tensormem/trace.h; replaying them through
+// the allocators is the benchmark harness's work, not the library's.)
 #pragma once
 
 #include "tensormem/allocators/adaptors.h"
 #include "tensormem/allocators/backend.h"
 #include "tensormem/allocators/bfc_allocator.h"
 #include "tensormem/allocators/buffer_pool.h"
-#include "tensormem/allocators/replay.h"
 #include "tensormem/allocators/resource.h"
 #include "tensormem/allocators/system_allocator.h"
-#include "tensormem/allocators/trace.h"

@@ -56,7 +56,7 @@ enum class InputFormat { kCsv, kJson, kTrace, kOnnx };
 Result<InputFormat> DetectInputFormat(const std::string& path);
 
 // Reads a CSV or JSON planning problem, or an allocation trace as one (see
-// allocators/trace.h), from a file ("-" = CSV on standard input).
+// trace.h), from a file ("-" = CSV on standard input).
 Result<Problem> LoadProblem(const std::string& path, const ReadLimits& limits = {});
 
 struct SvgOptions {

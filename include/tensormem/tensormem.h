@@ -1,4 +1,5 @@
-// Umbrella header: the static-planning core and the graph planner.
+// Umbrella header: the static-planning core, the graph planner and the
+// readers (problems and allocation traces).
 #pragma once
 
 #include "tensormem/graph.h"
@@ -8,5 +9,6 @@
 #include "tensormem/problem.h"
 #include "tensormem/solver.h"
 #include "tensormem/status.h"
+#include "tensormem/trace.h"
 #include "tensormem/types.h"
 #include "tensormem/validator.h"

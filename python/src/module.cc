@@ -26,9 +26,9 @@
 
 #include "tensormem/allocators/bfc_allocator.h"
 #include "tensormem/allocators/buffer_pool.h"
-#include "tensormem/allocators/replay.h"
+#include "harness/replay.h"
 #include "tensormem/allocators/system_allocator.h"
-#include "tensormem/allocators/trace.h"
+#include "tensormem/trace.h"
 #include "tensormem/graph.h"
 #include "tensormem/io.h"
 #include "tensormem/lower_bounds.h"

@@ -16,10 +16,8 @@
 #include <string>
 #include <string_view>
 
-#include "tensormem/allocators/replay.h"
 #include "io/text_util.h"
 #include "tensormem/io.h"
-#include "tensormem/lower_bounds.h"
 
 namespace tensormem {
 namespace {
@@ -258,24 +256,6 @@ Status WriteHtmlMap(std::ostream& out, const Problem& problem, const OffsetsPlan
   out << "};\n" << kScript << "</script>\n</body></html>\n";
   if (!out) return Internal("writing the HTML map failed");
   return Status::Ok();
-}
-
-Status WriteReplayHtmlMap(std::ostream& out, const Trace& trace, const ReplayPlacement& placement,
-                          const std::string& title) {
-  const Problem problem = TraceToProblem(trace);
-  if (placement.offsets.size() != problem.buffers.size())
-    return InvalidArgument("replay placement has " + std::to_string(placement.offsets.size()) +
-                           " offsets for " + std::to_string(problem.buffers.size()) + " allocations");
-  OffsetsPlan plan;
-  plan.offsets = placement.offsets;
-  plan.total = placement.top;
-  plan.strategy = placement.allocator;
-  HtmlMapOptions options;
-  options.title = title.empty() ? trace.source + " replayed through " + placement.allocator : title;
-  options.lower_bound = PeakLiveBytes(problem);
-  options.x_label = "event";
-  options.reserved = placement.reserved;
-  return WriteHtmlMap(out, problem, plan, options);
 }
 
 }  // namespace tensormem

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "tensormem/allocators/trace.h"
+#include "tensormem/trace.h"
 #include "io/input_file.h"
 #include "tensormem/io.h"
 

@@ -11,7 +11,7 @@
 #include <unordered_map>
 
 #include "io/text_util.h"
-#include "tensormem/allocators/trace.h"
+#include "tensormem/trace.h"
 
 #include "io/input_file.h"
 

@@ -1,6 +1,9 @@
-// The dispatcher: names, argument checks, sorting records into task order,
-// timing, lower bounds and validation are done here once, so every strategy
-// file holds only its algorithm.
+// The objects dispatcher, and the part of the offsets dispatcher every
+// offsets strategy shares (RunOffsetsStrategy): names, argument checks,
+// sorting records into task order, timing, lower bounds and validation are
+// done here once, so every strategy file holds only its algorithm. The
+// offsets table (which knows best and exact, built over the solver) sits
+// above the solver, in src/strategies/offsets_dispatch.cc.
 #include "tensormem/planning.h"
 
 #include <algorithm>
@@ -10,6 +13,7 @@
 #include <string>
 
 #include "core/parse_name.h"
+#include "planning/check_records.h"
 #include "planning/objects/objects_strategies.h"
 #include "planning/offsets/offsets_strategies.h"
 #include "tensormem/lower_bounds.h"
@@ -19,21 +23,16 @@ namespace tensormem {
 namespace {
 
 // One table per strategy family: enum value, name, implementation. Adding
-// a strategy is one row here (plus its enum value and its file).
+// a strategy is one row here (plus its enum value and its file); the
+// offsets table is in src/strategies/offsets_dispatch.cc.
 using ObjectsFn = Result<ObjectsPlan> (*)(std::span<const UsageRecord>, const PlanParams&);
 using ExtentObjectsFn = Result<ExtentObjectsPlan> (*)(std::span<const ExtentRecord>, const PlanParams&);
-using OffsetsFn = Result<OffsetsPlan> (*)(const Problem&, const PlanParams&);
 
 struct ObjectsEntry {
   ObjectsStrategy strategy;
   std::string_view name;
   ObjectsFn plan;
   ExtentObjectsFn plan_extents;  // null: 1-D sizes only
-};
-struct OffsetsEntry {
-  OffsetsStrategy strategy;
-  std::string_view name;
-  OffsetsFn plan;
 };
 
 constexpr ObjectsFn Sizes(ObjectsFn f) { return f; }
@@ -51,15 +50,6 @@ constexpr std::array<ObjectsEntry, 8> kObjectsTable = {{
     {ObjectsStrategy::kGreedyBest, "greedy_best", planning::GreedyBestObjects, nullptr},
     {ObjectsStrategy::kBest, "best", planning::BestObjects, nullptr},
 }};
-constexpr std::array<OffsetsEntry, 7> kOffsetsTable = {{
-    {OffsetsStrategy::kNaive, "naive", planning::NaiveOffsets},
-    {OffsetsStrategy::kGreedyBySize, "greedy_by_size", planning::GreedyBySizeOffsets},
-    {OffsetsStrategy::kGreedyByBreadth, "greedy_by_breadth", planning::GreedyByBreadthOffsets},
-    {OffsetsStrategy::kFromObjects, "from_objects", planning::FromObjectsOffsets},
-    {OffsetsStrategy::kArena, "arena", planning::ArenaOffsets},
-    {OffsetsStrategy::kBest, "best", planning::BestOffsets},
-    {OffsetsStrategy::kExact, "exact", planning::ExactOffsets},
-}};
 
 template <typename Entry, std::size_t N>
 constexpr auto Values(const std::array<Entry, N>& table) {
@@ -68,7 +58,6 @@ constexpr auto Values(const std::array<Entry, N>& table) {
   return out;
 }
 constexpr auto kObjectsStrategies = Values(kObjectsTable);
-constexpr auto kOffsetsStrategies = Values(kOffsetsTable);
 
 template <typename Entry, std::size_t N, typename Enum>
 const Entry* Find(const std::array<Entry, N>& table, Enum s) {
@@ -79,18 +68,6 @@ const Entry* Find(const std::array<Entry, N>& table, Enum s) {
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-template <typename Record>
-Status CheckRecords(std::span<const Record> records) {
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    const Record& r = records[i];
-    if (r.first_task < 0 || r.last_task < r.first_task || r.last_task > kMaxTaskIndex)
-      return InvalidArgument("tensor " + std::to_string(i) + ": lifetime [" +
-                             std::to_string(r.first_task) + ", " + std::to_string(r.last_task) +
-                             "] is not a valid inclusive task range in [0, 2^62]");
-  }
-  return Status::Ok();
 }
 
 // Strategies walk records in task order; sort a copy when the caller's are
@@ -172,12 +149,6 @@ Result<ExtentObjectsPlan> DispatchObjects(std::span<const ExtentRecord> r, Objec
   return e->plan_extents(r, p);
 }
 
-Result<OffsetsPlan> DispatchOffsets(const Problem& problem, OffsetsStrategy s, const PlanParams& p) {
-  const OffsetsEntry* e = Find(kOffsetsTable, s);
-  if (!e) return InvalidArgument("unknown offsets strategy");
-  return e->plan(problem, p);
-}
-
 }  // namespace
 
 std::string_view Name(ObjectsStrategy s) {
@@ -185,23 +156,14 @@ std::string_view Name(ObjectsStrategy s) {
   return e ? e->name : "unknown";
 }
 
-std::string_view Name(OffsetsStrategy s) {
-  const OffsetsEntry* e = Find(kOffsetsTable, s);
-  return e ? e->name : "unknown";
-}
-
 Result<ObjectsStrategy> ParseObjectsStrategy(std::string_view name) {
   return internal::ParseName<ObjectsStrategy>(name, kObjectsStrategies, "objects strategy");
 }
-Result<OffsetsStrategy> ParseOffsetsStrategy(std::string_view name) {
-  return internal::ParseName<OffsetsStrategy>(name, kOffsetsStrategies, "offsets strategy");
-}
 std::span<const ObjectsStrategy> AllObjectsStrategies() { return kObjectsStrategies; }
-std::span<const OffsetsStrategy> AllOffsetsStrategies() { return kOffsetsStrategies; }
 
 Result<ObjectsPlan> PlanObjects(std::span<const UsageRecord> records, ObjectsStrategy strategy,
                                 const PlanParams& params) {
-  TM_RETURN_IF_ERROR(CheckRecords(records));
+  TM_RETURN_IF_ERROR(planning::CheckRecords(records));
   const auto start = std::chrono::steady_clock::now();
   // The strategies see records in task order: renumber the graph to match.
   PlanParams task_order_params = params;
@@ -226,7 +188,7 @@ Result<ObjectsPlan> PlanObjects(std::span<const UsageRecord> records, ObjectsStr
 
 Result<ExtentObjectsPlan> PlanObjects(std::span<const ExtentRecord> records,
                                       ObjectsStrategy strategy, const PlanParams& params) {
-  TM_RETURN_IF_ERROR(CheckRecords(records));
+  TM_RETURN_IF_ERROR(planning::CheckRecords(records));
   if (params.reallocation_graph != nullptr)
     return InvalidArgument("a reallocation graph applies to greedy_in_order on 1-D sizes only");
   for (std::size_t i = 0; i < records.size(); ++i)
@@ -247,8 +209,10 @@ Result<ExtentObjectsPlan> PlanObjects(std::span<const ExtentRecord> records,
   return plan;
 }
 
-Result<OffsetsPlan> PlanOffsets(const Problem& problem, OffsetsStrategy strategy,
-                                const PlanParams& params) {
+namespace planning {
+
+Result<OffsetsPlan> RunOffsetsStrategy(const Problem& problem, std::string_view name,
+                                       OffsetsFn strategy, const PlanParams& params) {
   if (params.alignment == 0) return InvalidArgument("alignment must be >= 1");
   TM_RETURN_IF_ERROR(CheckProblem(problem));
   TM_RETURN_IF_ERROR(CheckFixedOffsets(problem));
@@ -259,23 +223,18 @@ Result<OffsetsPlan> PlanOffsets(const Problem& problem, OffsetsStrategy strategy
                              ", which is not a multiple of the requested alignment " +
                              std::to_string(params.alignment));
   const auto start = std::chrono::steady_clock::now();
-  TM_ASSIGN_OR_RETURN(OffsetsPlan plan, DispatchOffsets(problem, strategy, params));
+  TM_ASSIGN_OR_RETURN(OffsetsPlan plan, strategy(problem, params));
   plan.seconds = SecondsSince(start);
-  if (plan.strategy.empty()) plan.strategy = std::string(Name(strategy));
+  if (plan.strategy.empty()) plan.strategy = std::string(name);
   plan.lower_bound = std::max(plan.lower_bound, PeakLiveBytes(problem, params.alignment));
   if (params.validate)
     TM_RETURN_IF_ERROR(ValidateOffsetsPlan(problem, plan, params.alignment,
                                            /*enforce_capacity=*/false)
                            .WithContext("internal error: strategy " +
-                                        std::string(Name(strategy)) +
+                                        std::string(name) +
                                         " produced an invalid plan"));
   return plan;
 }
 
-Result<OffsetsPlan> PlanOffsets(std::span<const UsageRecord> records, OffsetsStrategy strategy,
-                                const PlanParams& params) {
-  TM_RETURN_IF_ERROR(CheckRecords(records));
-  return PlanOffsets(FromRecords(records), strategy, params);
-}
-
+}  // namespace planning
 }  // namespace tensormem

@@ -4,8 +4,8 @@
 //    partitions, full-span reduction. Quick proofs of infeasibility: a
 //    buffer or fixed buffer above the capacity, overlapping fixed buffers,
 //    peak live bytes above the capacity.
-// 2. Incumbents: the best heuristic on the whole problem (PlanOffsets kBest,
-//    or SolverParams::initial_plan when better) and the same heuristic on
+// 2. Incumbents: the best heuristic on the whole problem (kBest's heuristic
+//    part, or SolverParams::initial_plan when better) and the same heuristic on
 //    each partition; the arena is the highest partition.
 // 3. kFit: each partition above the capacity is probed at the capacity with
 //    no budget but the solve's limits.
@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 
+#include "planning/offsets/offsets_strategies.h"
 #include "solver/iis.h"
 #include "solver/instance.h"
 #include "solver/portfolio.h"
@@ -83,11 +84,15 @@ std::uint64_t TopOf(const Problem& problem, const std::vector<std::uint64_t>& of
 
 // The best heuristic plan (PlanOffsets kBest), without kBest's exact polish:
 // the search that follows does that work, under the solve's own limits.
+// Planned by the planning layer directly: the dispatcher sits above the
+// solver, since kBest and kExact are built on it.
 Result<OffsetsPlan> BestHeuristic(const Problem& problem, std::uint64_t alignment) {
   PlanParams pp;
   pp.alignment = alignment;
-  pp.polish_nodes = 0;
-  return PlanOffsets(problem, OffsetsStrategy::kBest, pp);
+  TM_ASSIGN_OR_RETURN(OffsetsPlan plan,
+                      planning::RunOffsetsStrategy(problem, "best", planning::BestHeuristicOffsets, pp));
+  plan.strategy = "best(" + plan.strategy + ")";
+  return plan;
 }
 
 // The heuristic plan of one partition: its buffers (and obstacles, fixed)

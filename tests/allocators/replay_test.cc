@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "test_util.h"
+#include "harness/replay.h"
 #include "tensormem/allocators.h"  // the umbrella header compiles on its own
 #include "tensormem/lower_bounds.h"
 

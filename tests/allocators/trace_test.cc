@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "test_util.h"
-#include "tensormem/allocators/trace.h"
+#include "tensormem/trace.h"
 #include "tensormem/io.h"
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"

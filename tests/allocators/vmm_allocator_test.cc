@@ -17,7 +17,7 @@
 #include "tensormem/allocators/backend.h"
 #include "tensormem/allocators/bfc_allocator.h"
 #include "tensormem/allocators/physical_memory.h"
-#include "tensormem/allocators/trace.h"
+#include "tensormem/trace.h"
 #include "tensormem/allocators/vmm_allocator.h"
 #include "tensormem/io.h"
 

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/generators.h"
+#include "harness/generators.h"
 #include "tensormem/planning.h"
 
 namespace tensormem {

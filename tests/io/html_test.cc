@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "tensormem/allocators/replay.h"
+#include "harness/replay.h"
 #include "tensormem/io.h"
 #include "tensormem/planning.h"
 

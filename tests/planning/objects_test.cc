@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "core/checked_math.h"
-#include "core/generators.h"
+#include "harness/generators.h"
 #include "planning/objects/min_cost_flow.h"
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"

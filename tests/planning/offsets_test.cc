@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/generators.h"
+#include "harness/generators.h"
 #include "planning/breadth_order.h"
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"

@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "core/generators.h"
-#include "solver/perfect_packing.h"
+#include "harness/generators.h"
+#include "harness/perfect_packing.h"
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"
 #include "tensormem/solver.h"

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "tensormem/allocators/replay.h"
+#include "harness/replay.h"
 
 namespace tensormem::cli {
 

@@ -7,7 +7,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "tensormem/allocators/replay.h"
+#include "harness/replay.h"
 
 int main(int argc, char** argv) {
   // jemalloc (a replay peer) can only be dlopened with spare static TLS.

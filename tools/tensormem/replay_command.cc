@@ -20,7 +20,7 @@
 #include "commands.h"
 #include "core/parse_name.h"
 #include "html_map.h"
-#include "tensormem/allocators/replay.h"
+#include "harness/replay.h"
 
 namespace tensormem::cli {
 

@@ -10,7 +10,8 @@
 //   below.
 // - LoggingAdaptor writes every allocation and free as a RAPIDS replay-log
 //   CSV line (Thread,Time,Action,Pointer,Size,Stream), so a run can be
-//   replayed (replay.h) or planned ahead (trace.h) later.
+//   replayed (the benchmark harness, harness/replay.h) or planned ahead
+//   (trace.h) later.
 #pragma once
 
 #include <chrono>

@@ -1,34 +1,32 @@
-// best (offsets): run every fast offset strategy and keep the smallest arena
-// (ties: the earlier in the list). Planning cost is the sum of theirs, all
-// near-linear on real networks. from_objects (greedy_best objects laid back
-// to back) joins only up to 2,000 buffers: it never won on the MiniMalloc
-// instances, the 20 ONNX models or the allocation traces, and above that
-// size its objects pass costs more than the three best-fit orders together.
+// best (offsets), its heuristic part: run every fast offset strategy and
+// keep the smallest arena (ties: the earlier in the list). Planning cost is
+// the sum of theirs, all near-linear on real networks. from_objects
+// (greedy_best objects laid back to back) joins only up to 2,000 buffers:
+// it never won on the MiniMalloc instances, the 20 ONNX models or the
+// allocation traces, and above that size its objects pass costs more than
+// the three best-fit orders together.
 // A candidate that gives up on its work budget (ResourceExhausted) is
-// skipped, never the whole plan. When the winner misses the lower bound on a
-// small problem, the exact solver polishes it within a node budget
-// (PlanParams::polish_*): greedy orders cannot make a tensor alternate above
-// and below its neighbours (convnext_tiny's residuals), a search can.
+// skipped, never the whole plan. The exact polish of the winner is above the
+// solver (src/strategies/best.cc); the solver starts from this plan.
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "planning/offsets/offsets_strategies.h"
-#include "tensormem/lower_bounds.h"
-#include "tensormem/solver.h"
 
 namespace tensormem::planning {
 
-Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params) {
+Result<OffsetsPlan> BestHeuristicOffsets(const Problem& problem, const PlanParams& params) {
   using Fn = Result<OffsetsPlan> (*)(const Problem&, const PlanParams&);
   struct Candidate {
     Fn fn;
-    OffsetsStrategy strategy;
+    std::string_view name;  // the offsets dispatcher's, which sits above
   };
   const Candidate candidates[] = {
-      {GreedyBySizeOffsets, OffsetsStrategy::kGreedyBySize},
-      {GreedyByBreadthOffsets, OffsetsStrategy::kGreedyByBreadth},
-      {ArenaOffsets, OffsetsStrategy::kArena},
+      {GreedyBySizeOffsets, "greedy_by_size"},
+      {GreedyByBreadthOffsets, "greedy_by_breadth"},
+      {ArenaOffsets, "arena"},
   };
   std::optional<OffsetsPlan> best;
   std::string winner;
@@ -37,7 +35,7 @@ Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params
     if (!plan.ok()) return plan.status();
     if (!best || plan->total < best->total) {
       best = std::move(*plan);
-      winner = std::string(Name(c.strategy));
+      winner = std::string(c.name);
     }
   }
   // from_objects cannot take fixed offsets; elsewhere it is a fair candidate.
@@ -53,32 +51,7 @@ Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params
       winner = "from_objects";
     }
   }
-  if (params.polish_nodes > 0 && problem.buffers.size() <= params.polish_max_buffers &&
-      best->total > PeakLiveBytes(problem, params.alignment)) {
-    SolverParams sp;
-    sp.goal = SolveGoal::kMinimize;
-    sp.alignment = params.alignment;
-    sp.node_limit = params.polish_nodes;
-    // Half the budget for the first probes: smaller ones spread a tight
-    // budget over many heights and restarts (shufflenet_v2 then stays 16
-    // bytes above its bound); the whole budget in one probe tries too few
-    // heights on the MiniMalloc instances (C, D, G, K 3-8 % worse).
-    sp.probe_node_budget = std::max<std::uint64_t>(params.polish_nodes / 2, 1);
-    sp.time_limit_seconds = params.polish_seconds;
-    sp.heuristic_incumbent = false;  // start from this plan; no recursion into best
-    sp.initial_plan = &*best;
-    Problem unbounded = problem;
-    unbounded.capacity.reset();
-    Result<SolveResult> r = SolveOffsets(unbounded, sp);
-    if (!r.ok()) return r.status();
-    if (r->has_plan && r->plan.total < best->total) {
-      best->offsets = std::move(r->plan.offsets);
-      best->total = r->plan.total;
-      winner += "+exact";
-    }
-    best->lower_bound = std::max(best->lower_bound, r->lower_bound);
-  }
-  best->strategy = "best(" + winner + ")";
+  best->strategy = winner;
   return std::move(*best);
 }
 

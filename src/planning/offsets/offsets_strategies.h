@@ -1,20 +1,32 @@
-// The offset strategies behind PlanOffsets (one file each). They may assume
-// the problem passed CheckProblem and params.alignment >= 1; the dispatcher
-// fills the plan's metadata and validates the result.
+// The heuristic offset strategies behind PlanOffsets (one file each). They
+// may assume the problem passed CheckProblem and params.alignment >= 1;
+// RunOffsetsStrategy fills the plan's metadata and validates the result.
+// best and exact, which use the solver, sit above it (src/strategies).
 #pragma once
+
+#include <string_view>
 
 #include "tensormem/planning.h"
 
 namespace tensormem::planning {
+
+using OffsetsFn = Result<OffsetsPlan> (*)(const Problem&, const PlanParams&);
+
+// One offsets strategy with the dispatcher's argument checks, timing, lower
+// bound and validation (PlanOffsets is this over its table); `name` labels
+// the plan when the strategy did not, and the errors. The solver plans its
+// first incumbent through it, below the dispatcher.
+Result<OffsetsPlan> RunOffsetsStrategy(const Problem& problem, std::string_view name,
+                                       OffsetsFn strategy, const PlanParams& params);
 
 Result<OffsetsPlan> NaiveOffsets(const Problem& problem, const PlanParams& params);
 Result<OffsetsPlan> GreedyBySizeOffsets(const Problem& problem, const PlanParams& params);
 Result<OffsetsPlan> GreedyByBreadthOffsets(const Problem& problem, const PlanParams& params);
 Result<OffsetsPlan> ArenaOffsets(const Problem& problem, const PlanParams& params);
 Result<OffsetsPlan> FromObjectsOffsets(const Problem& problem, const PlanParams& params);
-Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params);
-// Implemented by the exact solver (src/solver).
-Result<OffsetsPlan> ExactOffsets(const Problem& problem, const PlanParams& params);
+// best's candidates without its exact polish: the smallest arena of the fast
+// strategies above; the plan's strategy is the winner's name.
+Result<OffsetsPlan> BestHeuristicOffsets(const Problem& problem, const PlanParams& params);
 
 // Shared by the best-fit strategies: plain problems may use the literal
 // reference loop when params.reference is set.

@@ -3,7 +3,7 @@
 // process's malloc). Each peer's "reserved" figure is its own statistic:
 // glibc mallinfo2 arena + hblkhd, jemalloc stats.resident (after an epoch
 // refresh), mimalloc's committed bytes (after merging thread statistics).
-#include "allocators/malloc_peers.h"
+#include "harness/malloc_peers.h"
 
 #include <dlfcn.h>
 #include <malloc.h>

@@ -1,11 +1,12 @@
 // The system allocators the replay compares against, loaded at run time
-// with dlopen (internal to replay.cc): glibc malloc, jemalloc, mimalloc.
+// with dlopen (by replay.cc, and by allocators_bench, which times them
+// directly): glibc malloc, jemalloc, mimalloc.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "tensormem/allocators/replay.h"
+#include "harness/replay.h"
 
 namespace tensormem::replay {
 

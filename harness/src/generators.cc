@@ -1,4 +1,4 @@
-#include "core/generators.h"
+#include "harness/generators.h"
 
 #include <algorithm>
 #include <cmath>

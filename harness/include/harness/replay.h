@@ -1,5 +1,7 @@
 // Replaying an allocation trace through an allocator: every allocate and
-// free of the trace, in order (one thread), timed as a whole.
+// free of the trace, in order (one thread), timed as a whole. Part of the
+// benchmark harness (tensormem_harness), not of the installed library: it
+// forks, opens the malloc peers with dlopen and may re-execute the program.
 //
 // Allocators: our bfc, pool and system (a fresh instance per pass, on host
 // memory; the BFC on a VirtualMemoryBackend when asked), and the system peers glibc malloc, jemalloc and mimalloc, loaded
@@ -46,7 +48,7 @@
 #include "tensormem/allocators/buffer_pool.h"
 #include "tensormem/allocators/resource.h"
 #include "tensormem/allocators/system_allocator.h"
-#include "tensormem/allocators/trace.h"
+#include "tensormem/trace.h"
 #include "tensormem/allocators/vmm_allocator.h"
 
 namespace tensormem {

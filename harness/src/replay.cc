@@ -5,7 +5,7 @@
 //
 // Peers run each pass in a forked child (a fresh heap each time), which
 // writes a fixed-size result to a pipe.
-#include "tensormem/allocators/replay.h"
+#include "harness/replay.h"
 
 #include <sys/wait.h>
 #include <time.h>
@@ -20,7 +20,7 @@
 #include <cstring>
 #include <vector>
 
-#include "allocators/malloc_peers.h"
+#include "harness/malloc_peers.h"
 #include "core/parse_name.h"
 
 namespace tensormem {

@@ -1,4 +1,4 @@
-#include "solver/perfect_packing.h"
+#include "harness/perfect_packing.h"
 
 #include <algorithm>
 #include <string>

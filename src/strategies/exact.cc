@@ -1,7 +1,7 @@
 // exact (offsets): the exact solver (tensormem/solver.h) minimising the
 // arena within PlanParams::time_limit_seconds, started from the best
 // heuristic. Always a valid plan; its lower bound is the solver's proven one.
-#include "planning/offsets/offsets_strategies.h"
+#include "strategies/strategies.h"
 #include "tensormem/solver.h"
 
 namespace tensormem::planning {
