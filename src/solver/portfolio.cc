@@ -32,6 +32,10 @@ PartitionSolver::~PartitionSolver() = default;
 
 SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budget,
                                      SearchControl& control) {
+  // Plans are canonical, their tops multiples of the granule: probes at
+  // capacities with the same multiple below them are the same probe (and
+  // keep the same searches).
+  capacity = RoundDownTo(capacity, inst_.granule);
   if (inst_.lower_bound > capacity) return SearchOutcome::kExhausted;
   if (inst_.needs_general) {
     GeneralSearch search(inst_);
