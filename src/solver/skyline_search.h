@@ -240,6 +240,8 @@ class SkylineSearch {
   std::vector<std::uint64_t> stack_top_;  // scratch: per section
   std::vector<std::uint64_t> lo_release_, hi_release_;  // scratch: per section
   std::vector<std::pair<std::uint64_t, std::uint32_t>> releases_;  // scratch
+  std::vector<std::uint32_t> next_scratch_;  // scratch: per section + 1 (ReleasesFit)
+  std::vector<std::uint64_t> tree_lo_, tree_hi_;  // scratch: min / max tags (ReleasesFit)
   // Failed component states of this run (nogoods): a component depends only
   // on its items, their skyline offsets, the level and the level's blocks
   // and rank bound, so the same state fails again wherever it recurs.
