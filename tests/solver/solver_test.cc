@@ -13,6 +13,7 @@
 #include "core/generators.h"
 #include "solver/instance.h"
 #include "solver/perfect_packing.h"
+#include "solver/skyline_search.h"
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"
 #include "tensormem/solver.h"
@@ -399,6 +400,52 @@ TEST(SolverBruteForce, BoundsUnderNodeLimitsNeverExceedTheMinimum) {
       ASSERT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
     }
   }
+}
+
+// The section inference's segment trees (releases per section, stacks
+// over tight sections: used on long spans) against its direct loops: the
+// same search, node for node, on random problems with long lifetimes at
+// capacities around the optimum, and with every other branching.
+TEST(SolverBruteForce, SectionInferenceTreesMatchTheDirectLoops) {
+  std::mt19937_64 rng(47);
+  int exhausted = 0;
+  for (int t = 0; t < 500; ++t) {
+    Problem p = RandomProblem(rng, 5 + static_cast<int>(rng() % 6), t % 2 == 1);
+    for (Buffer& b : p.buffers) {
+      b.last_task = b.first_task + static_cast<TaskIndex>(rng() % 9);
+      for (Gap& g : b.gaps)
+        if (g.last_task >= b.last_task) g.first_task = g.last_task = b.first_task;
+      std::erase_if(b.gaps, [&](const Gap& g) { return g.first_task <= b.first_task; });
+    }
+    if (!CheckProblem(p).ok()) continue;
+    solver::PresolveOptions po;
+    po.full_span_reduction = t % 3 != 0;
+    Result<solver::Presolved> pre = solver::Presolve(p, po);
+    ASSERT_TRUE(pre.ok()) << pre.status().ToString();
+    for (const solver::Instance& inst : pre->instances) {
+      if (inst.needs_general) continue;
+      const std::uint64_t lb = inst.lower_bound;
+      for (std::uint64_t cap : {lb, lb + 1, lb + 3, lb + 6}) {
+        solver::SkylineOptions o;
+        o.branching = static_cast<Branching>(rng() % 5);
+        o.tiling = rng() % 2;
+        solver::SearchControl control(30, 0, false, nullptr, 1.0);
+        o.trees = solver::SkylineOptions::Trees::kNever;
+        solver::SkylineSearch direct(inst, o);
+        const solver::SearchOutcome a = direct.Run(cap, 200000, control);
+        o.trees = solver::SkylineOptions::Trees::kAlways;
+        solver::SkylineSearch trees(inst, o);
+        const solver::SearchOutcome b = trees.Run(cap, 200000, control);
+        ASSERT_EQ(a, b) << "case " << t << " cap " << cap;
+        ASSERT_EQ(direct.nodes(), trees.nodes()) << "case " << t << " cap " << cap;
+        if (a == solver::SearchOutcome::kFound) {
+          ASSERT_EQ(direct.offsets(), trees.offsets());
+        }
+        exhausted += a == solver::SearchOutcome::kExhausted;
+      }
+    }
+  }
+  EXPECT_GT(exhausted, 30);
 }
 
 // ---- Behaviour -----------------------------------------------------------
