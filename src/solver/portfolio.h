@@ -62,6 +62,7 @@ class PartitionSolver {
   std::vector<std::uint64_t> runs_, run_nodes_;
   std::uint64_t capacity_ = 0;
   std::size_t next_ = 0;
+  std::size_t winner_ = SIZE_MAX;  // the configuration that found the last plan
   std::vector<std::uint64_t> offsets_;
   std::uint64_t height_ = 0;
 };
