@@ -78,6 +78,21 @@ struct SearchConfig {
   bool restarts = false;
 };
 
+// How minimise picks the heights it probes (each probe: does every
+// partition fit under the height, within a node budget?).
+enum class MinimizeSearch {
+  // Below the best plan: probe best - step (the first step 1/64 of the
+  // gap). After a plan the step doubles; after descent_probe_nodes at one
+  // height without a plan (or a proof that none fits there) it halves, down
+  // to just below the best plan, where the probes go on until the limits
+  // (the fit question one step down, its searches kept from probe to probe).
+  kDescent,
+  // Bisection between the proven bound and the best plan, soft-failed
+  // targets skipped, the budget quadrupled when the soft range meets the
+  // best plan (the previous default).
+  kBisection,
+};
+
 // The configurations the solver runs side by side (in slices of nodes): any
 // one finishing its search answers the question.
 std::vector<SearchConfig> DefaultPortfolio();
@@ -128,6 +143,11 @@ struct SolverParams {
   // restarts. Small first probes let the bisection try many heights early
   // (J at 60 s: 2^14 reaches 1,029,120, 2^17 1,041,408; C and D the same).
   std::uint64_t probe_node_budget = std::uint64_t{1} << 14;
+  MinimizeSearch minimize_search = MinimizeSearch::kDescent;
+  // kDescent: nodes spent at one height before the step towards it halves
+  // (probes there run probe_node_budget nodes at a time, each continuing
+  // the previous one).
+  std::uint64_t descent_probe_nodes = std::uint64_t{1} << 17;
   // Start from the best heuristic plan (PlanOffsets kBest).
   bool heuristic_incumbent = true;
   // A plan to start from (e.g. a previous solution); used when valid.

@@ -251,10 +251,33 @@ Instance BuildInstance(const Problem& problem, const Group& group,
       inst.lower_bound = std::max(
           inst.lower_bound,
           internal::SaturatingAdd(LowestFreeOffset(inst, it, inst.base), it.height));
+  inst.granule = Granule(inst);
+  // The minimum is a multiple of the granule (when the bound saturated, it
+  // stays as it is).
+  inst.lower_bound = RoundUpTo(inst.lower_bound, inst.granule);
   return inst;
 }
 
 }  // namespace
+
+std::uint64_t Granule(const Instance& inst) {
+  if (inst.needs_general || inst.items.empty()) return 1;
+  std::uint64_t g = inst.base;
+  for (const Piece& p : inst.pieces) g = std::gcd(std::gcd(g, p.lo), p.hi);
+  for (const Obstacle& o : inst.obstacles) g = std::gcd(std::gcd(g, o.lo), o.hi);
+  if (g == 0) return 1;  // only zero bounds: cannot happen with items of positive size
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Item& it : inst.items) {
+      const std::uint64_t a = it.alignment;
+      if (a % g != 0 && g % a != 0) {
+        g = std::gcd(g, a);
+        changed = true;
+      }
+    }
+  }
+  return g;
+}
 
 std::uint64_t LowestFreeOffset(const Instance& inst, const Item& item, std::uint64_t from) {
   std::uint64_t p = AlignUpSat(from, item.alignment);

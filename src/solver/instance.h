@@ -80,7 +80,30 @@ struct Instance {
   // Proven lower bound on this partition's height (peak live bytes with
   // obstacles and base, the lowest top any single item can reach).
   std::uint64_t lower_bound = 0;
+  // Every canonical plan's offsets and tops are multiples of this (see
+  // Granule): so is the partition's minimum height, and a probe at a
+  // capacity is the same as one at the capacity rounded down to it. 1 with
+  // windows above the offset (the general engine).
+  std::uint64_t granule = 1;
 };
+
+// The granule of a plain instance: the largest g that divides the base,
+// every piece's bounds and every obstacle's bounds, and such that for every
+// alignment a, g divides a or a divides g. Then an offset built as canonical
+// placements build them (the base, or a top = offset + piece bound, or an
+// obstacle's top, aligned up) is a multiple of g: aligning up a multiple of
+// g by a divisor of g changes nothing, and by a multiple of g gives a
+// multiple of g. Every plan can be made canonical without raising its
+// height (skyline_search.h), so the minimum height is a multiple of g.
+std::uint64_t Granule(const Instance& instance);
+
+// v rounded up / down to a multiple of g (saturating).
+inline std::uint64_t RoundUpTo(std::uint64_t v, std::uint64_t g) {
+  const std::uint64_t rem = v % g;
+  if (rem == 0) return v;
+  return v > UINT64_MAX - (g - rem) ? UINT64_MAX : v + (g - rem);
+}
+inline std::uint64_t RoundDownTo(std::uint64_t v, std::uint64_t g) { return v - v % g; }
 
 struct Placement {
   std::size_t buffer = 0;

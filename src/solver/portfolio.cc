@@ -32,6 +32,10 @@ PartitionSolver::~PartitionSolver() = default;
 
 SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budget,
                                      SearchControl& control) {
+  // Plans are canonical, their tops multiples of the granule: probes at
+  // capacities with the same multiple below them are the same probe (and
+  // keep the same searches).
+  capacity = RoundDownTo(capacity, inst_.granule);
   if (inst_.lower_bound > capacity) return SearchOutcome::kExhausted;
   if (inst_.needs_general) {
     GeneralSearch search(inst_);
@@ -50,9 +54,16 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
     runs_.assign(portfolio.size(), 0);
     run_nodes_.assign(portfolio.size(), 0);
     capacity_ = capacity;
-    next_ = 0;
+    // The configuration that found the last plan (at another capacity: the
+    // minimise probes) goes first; it is the one most likely to again.
+    next_ = winner_ < portfolio.size() ? winner_ : 0;
   }
-  const std::uint64_t slice = std::max<std::uint64_t>(params_.portfolio_slice_nodes, 1);
+  // A slice is at least one dive through the partition (about one node per
+  // item): on busy traces (thousands of items) shorter slices would have
+  // every configuration stop halfway down its first dive, turn after turn.
+  const std::uint64_t slice = std::max<std::uint64_t>(
+      {params_.portfolio_slice_nodes, 1,
+       params_.portfolio_slice_nodes > 1 ? inst_.items.size() + 1 : 1});
   std::uint64_t spent = 0;
   for (;; next_ = (next_ + 1) % portfolio.size()) {
     if (control.stopped() || spent >= budget) return SearchOutcome::kLimit;
@@ -94,6 +105,7 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
     spent += search->nodes() - before;
     run_nodes_[next_] += search->nodes() - before;
     if (out == SearchOutcome::kFound) {
+      winner_ = next_;
       offsets_ = search->offsets();
       height_ = search->height();
       return out;

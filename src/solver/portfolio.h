@@ -37,11 +37,19 @@ class PartitionSolver {
   ~PartitionSolver();
 
   // `budget`: nodes for this probe (UINT64_MAX: until the solve's limits).
+  // kExhausted proves the partition's height > capacity, hence >=
+  // ProvenAbove(capacity).
   SearchOutcome Probe(std::uint64_t capacity, std::uint64_t budget, SearchControl& control);
 
   // After kFound: offset per item, and the highest top.
   const std::vector<std::uint64_t>& offsets() const { return offsets_; }
   std::uint64_t height() const { return height_; }
+  // The least height a plan can have once none fits in `capacity`: the next
+  // multiple of the granule (Instance::granule).
+  std::uint64_t ProvenAbove(std::uint64_t capacity) const {
+    const std::uint64_t c = RoundDownTo(capacity, inst_.granule);
+    return c > UINT64_MAX - inst_.granule ? UINT64_MAX : c + inst_.granule;
+  }
 
  private:
   const Instance& inst_;
@@ -54,6 +62,7 @@ class PartitionSolver {
   std::vector<std::uint64_t> runs_, run_nodes_;
   std::uint64_t capacity_ = 0;
   std::size_t next_ = 0;
+  std::size_t winner_ = SIZE_MAX;  // the configuration that found the last plan
   std::vector<std::uint64_t> offsets_;
   std::uint64_t height_ = 0;
 };

@@ -1,6 +1,7 @@
 #include "solver/skyline_search.h"
 
 #include <algorithm>
+#include <bit>
 #include <tuple>
 #include <cstdio>
 #include <cstdlib>
@@ -348,14 +349,16 @@ bool SkylineSearch::Update(std::uint32_t comp, std::uint32_t placed) {
 // gives the lowest possible top) must end within the capacity. Sections
 // where even the highest release plus all unplaced bytes fits are skipped,
 // so only the tight ones pay for the sort.
+// The least and the highest release over the items covering each section,
+// then the stacking of the tight sections. Busy traces have thousands of
+// items each spanning thousands of sections: there each piece tags O(log S)
+// nodes of a segment tree (min and max tags) pushed down to the sections
+// once, and the stacking visits only tight sections (next-tight pointers).
 bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
   if (!options_.section_inference) return true;
   const Comp& c = comps_[comp];
-  for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) {
-    lo_release_[s] = UINT64_MAX;
-    hi_release_[s] = 0;
-  }
   releases_.clear();
+  std::uint64_t span_total = 0, pieces = 0;
   for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k) {
     const std::uint32_t y = pool_[k];
     const Item& it = inst_.items[y];
@@ -366,10 +369,66 @@ bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
     r = std::max(r, level);
     releases_.push_back({r, y});
     for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
-      for (std::uint32_t s = inst_.pieces[q].begin; s < inst_.pieces[q].end; ++s) {
-        lo_release_[s] = std::min(lo_release_[s], r);
-        hi_release_[s] = std::max(hi_release_[s], r);
+      span_total += inst_.pieces[q].end - inst_.pieces[q].begin;
+    pieces += it.piece_end - it.piece_begin;
+  }
+  std::vector<std::uint32_t>& next = next_scratch_;
+  const std::uint32_t width = c.sec_hi - c.sec_lo;
+  const std::uint32_t leaves = std::bit_ceil(std::max<std::uint32_t>(width, 1));
+  // Long spans (busy traces): each piece tags O(log S) nodes of a segment
+  // tree (min and max tags), pushed down to the sections once. Short ones
+  // (most challenging instances): the direct loops are cheaper.
+  const auto use_trees = [&](bool cheaper) {
+    return options_.trees == SkylineOptions::Trees::kAlways ||
+           (options_.trees == SkylineOptions::Trees::kAuto && cheaper);
+  };
+  if (use_trees(span_total > 2 * std::uint64_t{leaves} + 2 * pieces * std::bit_width(leaves))) {
+    std::vector<std::uint64_t>& tlo = tree_lo_;
+    std::vector<std::uint64_t>& thi = tree_hi_;
+    tlo.assign(2 * std::size_t{leaves}, UINT64_MAX);
+    thi.assign(2 * std::size_t{leaves}, 0);
+    for (const auto& [r, y] : releases_) {
+      const Item& it = inst_.items[y];
+      for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q) {
+        std::uint32_t l = inst_.pieces[q].begin - c.sec_lo + leaves;
+        std::uint32_t h = inst_.pieces[q].end - c.sec_lo + leaves;
+        for (; l < h; l >>= 1, h >>= 1) {
+          if (l & 1) {
+            tlo[l] = std::min(tlo[l], r);
+            thi[l] = std::max(thi[l], r);
+            ++l;
+          }
+          if (h & 1) {
+            --h;
+            tlo[h] = std::min(tlo[h], r);
+            thi[h] = std::max(thi[h], r);
+          }
+        }
       }
+    }
+    for (std::uint32_t i = 1; i < leaves; ++i) {
+      tlo[2 * i] = std::min(tlo[2 * i], tlo[i]);
+      tlo[2 * i + 1] = std::min(tlo[2 * i + 1], tlo[i]);
+      thi[2 * i] = std::max(thi[2 * i], thi[i]);
+      thi[2 * i + 1] = std::max(thi[2 * i + 1], thi[i]);
+    }
+    for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) {
+      lo_release_[s] = tlo[leaves + s - c.sec_lo];
+      hi_release_[s] = thi[leaves + s - c.sec_lo];
+    }
+  } else {
+    for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) {
+      lo_release_[s] = UINT64_MAX;
+      hi_release_[s] = 0;
+    }
+    for (const auto& [r, y] : releases_) {
+      const Item& it = inst_.items[y];
+      for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
+        for (std::uint32_t s = inst_.pieces[q].begin; s < inst_.pieces[q].end; ++s) {
+          lo_release_[s] = std::min(lo_release_[s], r);
+          hi_release_[s] = std::max(hi_release_[s], r);
+        }
+    }
   }
   bool any_tight = false;
   for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) {
@@ -381,26 +440,59 @@ bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
     any_tight = true;
   }
   if (!any_tight) return true;
+  // next[s]: the first tight section >= s (sec_hi when none); tight[s]:
+  // how many tight sections lie in [sec_lo, s).
+  std::vector<std::uint32_t>& tight = tight_scratch_;
+  next[c.sec_hi] = c.sec_hi;
+  for (std::uint32_t s = c.sec_hi; s-- > c.sec_lo;)
+    next[s] = stack_top_[s] != UINT64_MAX ? s : next[s + 1];
+  tight[c.sec_lo] = 0;
+  for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s)
+    tight[s + 1] = tight[s] + (stack_top_[s] != UINT64_MAX);
+  // Only the items touching a tight section, sorted; and what stacking
+  // them section by section would cost.
+  std::uint64_t visits = 0, kept_pieces = 0;
   std::size_t kept = 0;
   for (const auto& ry : releases_) {
     const Item& it = inst_.items[ry.second];
-    bool touches = false;
-    for (std::uint32_t q = it.piece_begin; q < it.piece_end && !touches; ++q)
-      for (std::uint32_t s = inst_.pieces[q].begin; s < inst_.pieces[q].end; ++s)
-        if (stack_top_[s] != UINT64_MAX) {
-          touches = true;
-          break;
-        }
-    if (touches) releases_[kept++] = ry;
+    std::uint64_t v = 0;
+    for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
+      v += tight[inst_.pieces[q].end] - tight[inst_.pieces[q].begin];
+    if (v == 0) continue;
+    visits += v;
+    kept_pieces += it.piece_end - it.piece_begin;
+    releases_[kept++] = ry;
   }
   releases_.resize(kept);
   std::sort(releases_.begin(), releases_.end());
+  // In release order (ties by item), each item stacked in the tight
+  // sections it covers: top = max(top, release) + height, which must stay
+  // within the capacity.
+  if (use_trees(visits > 2 * std::uint64_t{leaves} + 4 * kept_pieces * std::bit_width(leaves))) {
+    // Many long items over many tight sections: the stacks as a segment
+    // tree over the tight sections with lazy tags x -> max(x, a) + b
+    // (closed under composition) and range maxima.
+    stack_.Build(leaves, [&](std::uint32_t i) {
+      const std::uint32_t s = c.sec_lo + i;
+      return s < c.sec_hi && stack_top_[s] != UINT64_MAX;
+    });
+    for (const auto& [r, y] : releases_) {
+      const Item& it = inst_.items[y];
+      for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q) {
+        const Piece& pc = inst_.pieces[q];
+        if (tight[pc.end] == tight[pc.begin]) continue;
+        if (stack_.Apply(pc.begin - c.sec_lo, pc.end - c.sec_lo, r, pc.hi) > capacity_)
+          return false;
+      }
+    }
+    return true;
+  }
   for (const auto& [r, y] : releases_) {
     const Item& it = inst_.items[y];
     for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q) {
-      const std::uint64_t h = inst_.pieces[q].hi;
-      for (std::uint32_t s = inst_.pieces[q].begin; s < inst_.pieces[q].end; ++s) {
-        if (stack_top_[s] == UINT64_MAX) continue;
+      const Piece& pc = inst_.pieces[q];
+      const std::uint64_t h = pc.hi;
+      for (std::uint32_t s = next[pc.begin]; s < pc.end; s = next[s + 1]) {
         const std::uint64_t t = std::max(stack_top_[s], r);
         if (!SumFits(t, h, capacity_)) return false;
         stack_top_[s] = t + h;
@@ -408,6 +500,53 @@ bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
     }
   }
   return true;
+}
+
+// ---- StackTree: x -> max(x, a) + b on ranges of enabled leaves ----------
+
+template <typename Enabled>
+void SkylineSearch::StackTree::Build(std::uint32_t leaves, Enabled enabled) {
+  leaves_ = leaves;
+  mx_.assign(2 * std::size_t{leaves}, 0);
+  a_.assign(2 * std::size_t{leaves}, 0);
+  b_.assign(2 * std::size_t{leaves}, 0);
+  on_.assign(2 * std::size_t{leaves}, 0);
+  for (std::uint32_t i = 0; i < leaves; ++i) on_[leaves + i] = enabled(i) ? 1 : 0;
+  for (std::uint32_t i = leaves; i-- > 1;) on_[i] = on_[2 * i] | on_[2 * i + 1];
+}
+
+void SkylineSearch::StackTree::Tag(std::size_t node, std::uint64_t a, std::uint64_t b) {
+  if (!on_[node]) return;
+  mx_[node] = internal::SaturatingAdd(std::max(mx_[node], a), b);
+  // max(max(x, a1) + b1, a) + b = max(x, a1, a - b1) + b1 + b (a >= b1),
+  // max(x, a1) + b1 + b otherwise.
+  if (a > b_[node]) a_[node] = std::max(a_[node], a - b_[node]);
+  b_[node] = internal::SaturatingAdd(b_[node], b);
+}
+
+std::uint64_t SkylineSearch::StackTree::Apply(std::uint32_t lo, std::uint32_t hi, std::uint64_t a,
+                                              std::uint64_t b) {
+  return Apply(1, 0, leaves_, lo, hi, a, b);
+}
+
+std::uint64_t SkylineSearch::StackTree::Apply(std::size_t node, std::uint32_t l, std::uint32_t r,
+                                              std::uint32_t lo, std::uint32_t hi, std::uint64_t a,
+                                              std::uint64_t b) {
+  if (!on_[node] || hi <= l || r <= lo) return 0;
+  if (lo <= l && r <= hi) {
+    Tag(node, a, b);
+    return mx_[node];
+  }
+  if (a_[node] != 0 || b_[node] != 0) {
+    Tag(2 * node, a_[node], b_[node]);
+    Tag(2 * node + 1, a_[node], b_[node]);
+    a_[node] = b_[node] = 0;
+  }
+  const std::uint32_t m = l + (r - l) / 2;
+  const std::uint64_t left = Apply(2 * node, l, m, lo, hi, a, b);
+  const std::uint64_t right = Apply(2 * node + 1, m, r, lo, hi, a, b);
+  mx_[node] = std::max(on_[2 * node] ? mx_[2 * node] : 0, on_[2 * node + 1] ? mx_[2 * node + 1] : 0);
+  return std::max(left, right);
 }
 
 // Zero-slack tiling. Every later placement in this component sits at >= the
@@ -661,6 +800,8 @@ void SkylineSearch::Start(std::uint64_t capacity) {
   stack_top_.assign(S, 0);
   lo_release_.assign(S, 0);
   hi_release_.assign(S, 0);
+  next_scratch_.assign(S + 1, 0);
+  tight_scratch_.assign(S + 1, 0);
   rem_.assign(S, 0);
   floor_.assign(S, inst_.base);
   floor_trail_.clear();

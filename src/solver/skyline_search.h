@@ -78,6 +78,11 @@ struct SkylineOptions {
   // the sections per floor; see TilingFits). Plain instances without
   // obstacles only.
   bool tiling = true;
+  // Section inference on long spans uses segment trees (releases per
+  // section, stacks over tight sections) when they are cheaper than the
+  // direct loops; tests force either way (same answers, same nodes).
+  enum class Trees { kAuto, kAlways, kNever };
+  Trees trees = Trees::kAuto;
   // Nonzero: the static order (ranks) is shuffled at Start from this seed.
   std::uint64_t shuffle_seed = 0;
   // How a node branches (see above): on the leftmost or rightmost point of
@@ -240,6 +245,27 @@ class SkylineSearch {
   std::vector<std::uint64_t> stack_top_;  // scratch: per section
   std::vector<std::uint64_t> lo_release_, hi_release_;  // scratch: per section
   std::vector<std::pair<std::uint64_t, std::uint32_t>> releases_;  // scratch
+  std::vector<std::uint32_t> next_scratch_;  // scratch: per section + 1 (ReleasesFit)
+  std::vector<std::uint64_t> tree_lo_, tree_hi_;  // scratch: min / max tags (ReleasesFit)
+  std::vector<std::uint32_t> tight_scratch_;      // scratch: per section + 1 (ReleasesFit)
+  // The stacks of ReleasesFit over the tight sections: leaves are sections
+  // (enabled when tight), each holding its stack top; a range takes
+  // x -> max(x, a) + b on its enabled leaves and returns their maximum.
+  class StackTree {
+   public:
+    template <typename Enabled>
+    void Build(std::uint32_t leaves, Enabled enabled);
+    std::uint64_t Apply(std::uint32_t lo, std::uint32_t hi, std::uint64_t a, std::uint64_t b);
+
+   private:
+    void Tag(std::size_t node, std::uint64_t a, std::uint64_t b);
+    std::uint64_t Apply(std::size_t node, std::uint32_t l, std::uint32_t r, std::uint32_t lo,
+                        std::uint32_t hi, std::uint64_t a, std::uint64_t b);
+    std::uint32_t leaves_ = 0;
+    std::vector<std::uint64_t> mx_, a_, b_;
+    std::vector<std::uint8_t> on_;
+  };
+  StackTree stack_;
   // Failed component states of this run (nogoods): a component depends only
   // on its items, their skyline offsets, the level and the level's blocks
   // and rank bound, so the same state fails again wherever it recurs.

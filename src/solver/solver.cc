@@ -131,9 +131,11 @@ class Solve {
   std::uint64_t AssembledHeight() const;
   std::vector<std::uint64_t> AssembledOffsets() const;
   void Publish();
-  // Every partition fits under `target`: kFound, or why not.
-  SearchOutcome TryTarget(std::uint64_t target, std::uint64_t budget);
+  // Every partition fits under `target`: kFound, or why not; on
+  // kExhausted, *proven is the least height the failing partition can have.
+  SearchOutcome TryTarget(std::uint64_t target, std::uint64_t budget, std::uint64_t* proven);
   void Minimize();
+  void Descend();
   Result<SolveResult> Finish();
 
   const Problem& problem_;
@@ -178,10 +180,11 @@ void Solve::Publish() {
   control_.SetLowerBound(lower_bound_);
 }
 
-SearchOutcome Solve::TryTarget(std::uint64_t target, std::uint64_t budget) {
+SearchOutcome Solve::TryTarget(std::uint64_t target, std::uint64_t budget, std::uint64_t* proven) {
   for (Part& p : parts_) {
     if (p.height <= target) continue;
     const SearchOutcome out = p.solver->Probe(target, budget, control_);
+    if (out == SearchOutcome::kExhausted && proven) *proven = p.solver->ProvenAbove(target);
     if (out != SearchOutcome::kFound) return out;
     p.offsets = p.solver->offsets();
     p.height = p.solver->height();
@@ -190,6 +193,7 @@ SearchOutcome Solve::TryTarget(std::uint64_t target, std::uint64_t budget) {
 }
 
 void Solve::Minimize() {
+  if (params_.minimize_search == MinimizeSearch::kDescent) return Descend();
   std::uint64_t ub = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
   std::uint64_t soft = lower_bound_;
   std::uint64_t budget = std::max<std::uint64_t>(params_.probe_node_budget, 1);
@@ -199,14 +203,52 @@ void Solve::Minimize() {
       budget = budget > UINT64_MAX / 4 ? UINT64_MAX : budget * 4;
     }
     const std::uint64_t target = soft + (ub - 1 - soft) / 2;
-    const SearchOutcome out = TryTarget(target, budget);
+    std::uint64_t proven = target + 1;
+    const SearchOutcome out = TryTarget(target, budget, &proven);
     if (out == SearchOutcome::kFound) {
       ub = std::min(ub, AssembledHeight());
     } else if (out == SearchOutcome::kExhausted) {
-      lower_bound_ = target + 1;
+      lower_bound_ = std::max(lower_bound_, proven);
       soft = std::max(soft, lower_bound_);
     } else if (!control_.stopped()) {
       soft = target + 1;
+    }
+    Publish();
+  }
+}
+
+// Descent (galloping from the best plan down): probes just below the best
+// plan are fit questions with a little slack taken away, usually answered
+// soon; the step doubles after each plan, so the frontier is reached in a
+// few probes. A probe out of budget is continued at the same height (the
+// partitions keep their searches at one capacity: no work is thrown away)
+// until descent_probe_nodes were spent there; then the step halves. Once the
+// step is down to one byte (one granule, after rounding) the searches there
+// go on until the limits: the fit question just below the best plan.
+void Solve::Descend() {
+  std::uint64_t ub = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
+  if (ub <= lower_bound_) return;
+  std::uint64_t step = std::max<std::uint64_t>((ub - lower_bound_) / 64, 1);
+  const std::uint64_t budget = std::max<std::uint64_t>(params_.probe_node_budget, 1);
+  std::uint64_t spent_here = 0;  // nodes spent at the current target
+  std::uint64_t last_target = UINT64_MAX;
+  while (ub > lower_bound_ && !control_.stopped()) {
+    step = std::clamp<std::uint64_t>(step, 1, ub - lower_bound_);
+    const std::uint64_t target = ub - step;
+    if (target != last_target) spent_here = 0;
+    last_target = target;
+    std::uint64_t proven = target + 1;
+    const std::uint64_t before = control_.nodes();
+    const SearchOutcome out = TryTarget(target, budget, &proven);
+    spent_here += control_.nodes() - before;
+    if (out == SearchOutcome::kFound) {
+      ub = std::min(ub, AssembledHeight());
+      step = step > UINT64_MAX / 2 ? step : step * 2;
+    } else if (out == SearchOutcome::kExhausted) {
+      lower_bound_ = std::max(lower_bound_, proven);
+      step = std::max<std::uint64_t>(step / 2, 1);
+    } else if (!control_.stopped() && spent_here >= params_.descent_probe_nodes) {
+      step = std::max<std::uint64_t>(step / 2, 1);
     }
     Publish();
   }
@@ -286,7 +328,7 @@ Result<SolveResult> Solve::Run() {
   const std::uint64_t best = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
   if (capacity_ && best > *capacity_) {
     // Fit first (both goals need a plan within the capacity).
-    const SearchOutcome out = TryTarget(*capacity_, UINT64_MAX);
+    const SearchOutcome out = TryTarget(*capacity_, UINT64_MAX, nullptr);
     if (out == SearchOutcome::kExhausted) {
       Infeasible("the search proved that no placement fits in " + std::to_string(*capacity_) +
                      " bytes",
@@ -359,6 +401,9 @@ Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& par
     return InvalidArgument("time limit must be >= 0 seconds (+infinity for none)");
   if (std::isnan(params.iis_time_limit_seconds) || params.iis_time_limit_seconds < 0)
     return InvalidArgument("IIS time limit must be >= 0 seconds");
+  if (params.minimize_search != MinimizeSearch::kDescent &&
+      params.minimize_search != MinimizeSearch::kBisection)
+    return InvalidArgument("unknown minimize_search");
   TM_RETURN_IF_ERROR(CheckProblem(problem));
   const std::optional<std::uint64_t> capacity = params.capacity ? params.capacity : problem.capacity;
   if (params.goal == SolveGoal::kFit && !capacity)

@@ -12,6 +12,8 @@
 
 #include "harness/generators.h"
 #include "harness/perfect_packing.h"
+#include "solver/instance.h"
+#include "solver/skyline_search.h"
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"
 #include "tensormem/solver.h"
@@ -35,12 +37,15 @@ bool Collide(const Buffer& a, std::uint64_t oa, const Buffer& b, std::uint64_t o
 // lowest aligned offset that collides with nothing placed before it (fixed
 // buffers first). Complete for buffers whose windows start at 0: in a plan of
 // least total offset listed by offset each buffer is at that lowest offset.
-std::uint64_t BruteForceHeight(const Problem& p, std::uint64_t global_align) {
+// count_fixed = false: the highest top of the movable buffers only.
+std::uint64_t BruteForceHeight(const Problem& p, std::uint64_t global_align,
+                               bool count_fixed = true) {
   std::vector<std::size_t> movable;
   std::uint64_t fixed_top = 0;
   for (std::size_t i = 0; i < p.buffers.size(); ++i) {
     if (p.buffers[i].fixed_offset) {
-      if (p.buffers[i].size > 0) fixed_top = std::max(fixed_top, *p.buffers[i].fixed_offset + p.buffers[i].size);
+      if (p.buffers[i].size > 0 && count_fixed)
+        fixed_top = std::max(fixed_top, *p.buffers[i].fixed_offset + p.buffers[i].size);
     } else if (p.buffers[i].size > 0) {
       movable.push_back(i);
     }
@@ -305,6 +310,142 @@ TEST(Solver, PortfolioSearchesResumedEveryNodeStayComplete) {
     ASSERT_TRUE(no.ok());
     ASSERT_EQ(no->status, SolveStatus::kInfeasible) << "case " << t;
   }
+}
+
+// The granule bound (solver/instance.h): the minimum height of a
+// partition is a multiple of its granule, so a proof that nothing fits in
+// c proves the next multiple. Random problems with sizes, windows and fixed
+// offsets scaled by k, alignments mixing divisors and multiples of k: the
+// brute-force minimum of the one partition (no decomposition, no
+// reduction) is a multiple of the granule the presolve computes, and its
+// lower bound (rounded up to the granule) never exceeds the minimum.
+TEST(SolverBruteForce, GranuleDividesTheMinimum) {
+  std::mt19937_64 rng(41);
+  const std::uint64_t aligns[] = {1, 1, 2, 3, 4, 6, 8, 12};
+  int nontrivial = 0;
+  for (int t = 0; t < 300; ++t) {
+    Problem p = RandomProblem(rng, 2 + static_cast<int>(rng() % 5), t % 2 == 1);
+    const std::uint64_t k = 2 + rng() % 3;
+    for (Buffer& b : p.buffers) {
+      b.size *= k;
+      b.alignment = aligns[rng() % 8];
+      for (Gap& g : b.gaps) g.window_hi *= k;
+      if (b.fixed_offset) *b.fixed_offset = 12 * k * (rng() % 2);
+    }
+    if (!CheckProblem(p).ok()) continue;
+    solver::PresolveOptions po;
+    po.decompose = false;
+    po.full_span_reduction = false;
+    Result<solver::Presolved> pre = solver::Presolve(p, po);
+    ASSERT_TRUE(pre.ok()) << pre.status().ToString();
+    if (pre->instances.size() != 1 || !pre->conflict.empty()) continue;
+    const solver::Instance& inst = pre->instances[0];
+    // The partition alone: its buffers among its obstacles, whose own
+    // tops do not count.
+    Problem part;
+    for (const solver::Item& it : inst.items) part.buffers.push_back(p.buffers[it.buffer]);
+    for (std::size_t f : inst.obstacle_buffers) part.buffers.push_back(p.buffers[f]);
+    const std::uint64_t part_opt = BruteForceHeight(part, 1, false);
+    ASSERT_EQ(part_opt % inst.granule, 0u) << "case " << t << " granule " << inst.granule;
+    ASSERT_LE(inst.lower_bound, std::max(part_opt, pre->placed_height)) << "case " << t;
+    const std::uint64_t opt = BruteForceHeight(p, 1);
+    nontrivial += inst.granule > 1;
+    // And the solver, either way of minimising, agrees (the rounding of
+    // probes and proofs included), also without the decomposition.
+    for (MinimizeSearch ms : {MinimizeSearch::kDescent, MinimizeSearch::kBisection}) {
+      SolverParams params = Exact();
+      params.minimize_search = ms;
+      params.heuristic_incumbent = t % 4 < 2;
+      params.decompose = t % 3 != 0;
+      params.descent_probe_nodes = 1 + rng() % 4;
+      params.probe_node_budget = 1 + rng() % 3;
+      params.portfolio_slice_nodes = 1 + rng() % 2;
+      Result<SolveResult> r = SolveOffsets(p, params);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ASSERT_EQ(r->status, SolveStatus::kOptimal) << "case " << t;
+      ASSERT_EQ(r->height, opt) << "case " << t;
+      ASSERT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
+    }
+  }
+  EXPECT_GT(nontrivial, 100);
+}
+
+// Proven bounds stay valid when the search is cut short: under tiny node
+// limits, both ways of minimising report a lower bound <= the brute-force
+// minimum (the bounds proven by exhausted probes, rounded to granules).
+TEST(SolverBruteForce, BoundsUnderNodeLimitsNeverExceedTheMinimum) {
+  std::mt19937_64 rng(43);
+  for (int t = 0; t < 300; ++t) {
+    Problem p = RandomProblem(rng, 4 + static_cast<int>(rng() % 4), t % 2 == 1);
+    const std::uint64_t k = 1 + rng() % 3;
+    for (Buffer& b : p.buffers) {
+      b.size *= k;
+      for (Gap& g : b.gaps) g.window_hi *= k;
+      if (b.fixed_offset) *b.fixed_offset *= k;
+    }
+    if (!CheckProblem(p).ok()) continue;
+    const std::uint64_t opt = BruteForceHeight(p, 1);
+    for (MinimizeSearch ms : {MinimizeSearch::kDescent, MinimizeSearch::kBisection}) {
+      SolverParams params = Exact();
+      params.minimize_search = ms;
+      params.heuristic_incumbent = t % 3 != 0;
+      params.node_limit = 1 + rng() % 40;
+      params.probe_node_budget = 1 + rng() % 8;
+      params.descent_probe_nodes = 1 + rng() % 8;
+      params.portfolio_slice_nodes = 1 + rng() % 3;
+      Result<SolveResult> r = SolveOffsets(p, params);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ASSERT_LE(r->lower_bound, opt) << "case " << t;
+      ASSERT_GE(r->height, opt) << "case " << t;
+      ASSERT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
+    }
+  }
+}
+
+// The section inference's segment trees (releases per section, stacks
+// over tight sections: used on long spans) against its direct loops: the
+// same search, node for node, on random problems with long lifetimes at
+// capacities around the optimum, and with every other branching.
+TEST(SolverBruteForce, SectionInferenceTreesMatchTheDirectLoops) {
+  std::mt19937_64 rng(47);
+  int exhausted = 0;
+  for (int t = 0; t < 500; ++t) {
+    Problem p = RandomProblem(rng, 5 + static_cast<int>(rng() % 6), t % 2 == 1);
+    for (Buffer& b : p.buffers) {
+      b.last_task = b.first_task + static_cast<TaskIndex>(rng() % 9);
+      for (Gap& g : b.gaps)
+        if (g.last_task >= b.last_task) g.first_task = g.last_task = b.first_task;
+      std::erase_if(b.gaps, [&](const Gap& g) { return g.first_task <= b.first_task; });
+    }
+    if (!CheckProblem(p).ok()) continue;
+    solver::PresolveOptions po;
+    po.full_span_reduction = t % 3 != 0;
+    Result<solver::Presolved> pre = solver::Presolve(p, po);
+    ASSERT_TRUE(pre.ok()) << pre.status().ToString();
+    for (const solver::Instance& inst : pre->instances) {
+      if (inst.needs_general) continue;
+      const std::uint64_t lb = inst.lower_bound;
+      for (std::uint64_t cap : {lb, lb + 1, lb + 3, lb + 6}) {
+        solver::SkylineOptions o;
+        o.branching = static_cast<Branching>(rng() % 5);
+        o.tiling = rng() % 2;
+        solver::SearchControl control(30, 0, false, nullptr, 1.0);
+        o.trees = solver::SkylineOptions::Trees::kNever;
+        solver::SkylineSearch direct(inst, o);
+        const solver::SearchOutcome a = direct.Run(cap, 200000, control);
+        o.trees = solver::SkylineOptions::Trees::kAlways;
+        solver::SkylineSearch trees(inst, o);
+        const solver::SearchOutcome b = trees.Run(cap, 200000, control);
+        ASSERT_EQ(a, b) << "case " << t << " cap " << cap;
+        ASSERT_EQ(direct.nodes(), trees.nodes()) << "case " << t << " cap " << cap;
+        if (a == solver::SearchOutcome::kFound) {
+          ASSERT_EQ(direct.offsets(), trees.offsets());
+        }
+        exhausted += a == solver::SearchOutcome::kExhausted;
+      }
+    }
+  }
+  EXPECT_GT(exhausted, 30);
 }
 
 // ---- Behaviour -----------------------------------------------------------
