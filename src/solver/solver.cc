@@ -20,6 +20,7 @@
 //    infeasible answer can carry an irreducible infeasible subset (iis.h).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -81,23 +82,34 @@ std::uint64_t TopOf(const Problem& problem, const std::vector<std::uint64_t>& of
   return total;
 }
 
+// How long the heuristics may take, and who may stop them: they run under
+// the solve's own limit (kDeadlineExceeded when they cannot finish).
+struct HeuristicLimit {
+  double seconds;  // PlanParams::time_limit_seconds
+  std::function<bool()> should_stop;
+};
+
 // The best heuristic plan (PlanOffsets kBest), without kBest's exact polish:
 // the search that follows does that work, under the solve's own limits.
-Result<OffsetsPlan> BestHeuristic(const Problem& problem, std::uint64_t alignment) {
+Result<OffsetsPlan> BestHeuristic(const Problem& problem, std::uint64_t alignment,
+                                  const HeuristicLimit& limit) {
   PlanParams pp;
   pp.alignment = alignment;
   pp.polish_nodes = 0;
+  pp.time_limit_seconds = limit.seconds;
+  pp.should_stop = limit.should_stop;
   return PlanOffsets(problem, OffsetsStrategy::kBest, pp);
 }
 
 // The heuristic plan of one partition: its buffers (and obstacles, fixed)
 // planned alone, lifted by the partition's base.
-Status PartHeuristic(const Problem& problem, std::uint64_t alignment, Part* part) {
+Status PartHeuristic(const Problem& problem, std::uint64_t alignment, const HeuristicLimit& limit,
+                     Part* part) {
   const Instance& inst = *part->inst;
   Problem sub;
   for (const solver::Item& it : inst.items) sub.buffers.push_back(problem.buffers[it.buffer]);
   for (std::size_t f : inst.obstacle_buffers) sub.buffers.push_back(problem.buffers[f]);
-  TM_ASSIGN_OR_RETURN(OffsetsPlan plan, BestHeuristic(sub, alignment));
+  TM_ASSIGN_OR_RETURN(OffsetsPlan plan, BestHeuristic(sub, alignment, limit));
   part->offsets.resize(inst.items.size());
   part->height = inst.base;
   for (std::size_t k = 0; k < inst.items.size(); ++k) {
@@ -123,6 +135,11 @@ class Solve {
 
  private:
   void Infeasible(std::string reason, std::vector<std::size_t> culprits);
+  // What is left of the time limit for a heuristic (0 and +infinity kept:
+  // untimed, as time_limit_seconds = 0 runs the heuristics only).
+  HeuristicLimit Remaining() const;
+  // The limit passed before any heuristic plan: an answer without a plan.
+  Result<SolveResult> OutOfTime(const Status& why);
   std::uint64_t AssembledHeight() const;
   std::vector<std::uint64_t> AssembledOffsets() const;
   void Publish();
@@ -141,8 +158,22 @@ class Solve {
   std::uint64_t lower_bound_ = 0;
   SolveResult result_;
   bool infeasible_ = false;
+  bool out_of_time_ = false;
   std::vector<std::size_t> culprits_;
 };
+
+HeuristicLimit Solve::Remaining() const {
+  const double limit = params_.time_limit_seconds;
+  if (limit <= 0 || limit >= 1e9) return {limit, params_.should_stop};
+  return {std::max(limit - control_.Seconds(), 1e-9), params_.should_stop};
+}
+
+Result<SolveResult> Solve::OutOfTime(const Status& why) {
+  out_of_time_ = true;
+  result_.reason = "the time limit was reached before the heuristics found a plan (" +
+                   why.message() + ")";
+  return Finish();
+}
 
 void Solve::Infeasible(std::string reason, std::vector<std::size_t> culprits) {
   infeasible_ = true;
@@ -247,7 +278,10 @@ Result<SolveResult> Solve::Run() {
 
   // Incumbents.
   if (params_.heuristic_incumbent) {
-    TM_ASSIGN_OR_RETURN(global_, BestHeuristic(problem_, params_.alignment));
+    Result<OffsetsPlan> h = BestHeuristic(problem_, params_.alignment, Remaining());
+    if (!h.ok() && h.status().code() == StatusCode::kDeadlineExceeded) return OutOfTime(h.status());
+    if (!h.ok()) return h.status();
+    global_ = std::move(*h);
   }
   if (params_.initial_plan &&
       ValidateOffsetsPlan(problem_, *params_.initial_plan, params_.alignment, false).ok() &&
@@ -271,7 +305,9 @@ Result<SolveResult> Solve::Run() {
       }
       part.has_plan = true;
     } else {
-      TM_RETURN_IF_ERROR(PartHeuristic(problem_, params_.alignment, &parts_[k]));
+      const Status st = PartHeuristic(problem_, params_.alignment, Remaining(), &parts_[k]);
+      if (st.code() == StatusCode::kDeadlineExceeded) return OutOfTime(st);
+      TM_RETURN_IF_ERROR(st);
     }
   }
   result_.heuristic_height = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
@@ -308,6 +344,8 @@ Result<SolveResult> Solve::Finish() {
       r.infeasible_subset = std::move(iis.buffers);
       r.subset_irreducible = iis.irreducible;
     }
+  } else if (out_of_time_) {
+    r.status = SolveStatus::kUnknown;  // reason set by OutOfTime
   } else if (!parts_.empty() || presolved_.instances.empty()) {
     OffsetsPlan plan;
     plan.offsets = AssembledOffsets();

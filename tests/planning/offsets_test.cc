@@ -170,5 +170,77 @@ TEST(Offsets, ObjectsToOffsetsAlignsObjects) {
   EXPECT_EQ(plan->total, 36u);
 }
 
+
+// ---- The time limit covers every strategy ----------------------------------
+// Counted in polls of PlanParams::should_stop (the hook is read with the
+// clock), never in seconds: a stop request is honoured within one poll.
+
+constexpr OffsetsStrategy kTimedStrategies[] = {
+    OffsetsStrategy::kGreedyBySize, OffsetsStrategy::kGreedyByBreadth, OffsetsStrategy::kArena,
+    OffsetsStrategy::kBest, OffsetsStrategy::kExact};
+
+TEST(PlanDeadline, AStopRequestEndsEveryStrategyAtItsFirstPoll) {
+  const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(20'000, 3);
+  for (OffsetsStrategy s : kTimedStrategies) {
+    for (bool reference : {false, true}) {
+      int polls = 0;
+      PlanParams params;
+      params.reference = reference && s != OffsetsStrategy::kExact;
+      params.should_stop = [&] { return ++polls > 0; };
+      Result<OffsetsPlan> plan = PlanOffsets(records, s, params);
+      ASSERT_EQ(plan.status().code(), StatusCode::kDeadlineExceeded)
+          << Name(s) << " reference=" << reference << ": " << plan.status().ToString();
+      EXPECT_EQ(polls, 1) << Name(s);
+      EXPECT_NE(plan.status().message().find("stop request"), std::string::npos) << Name(s);
+    }
+  }
+}
+
+TEST(PlanDeadline, ATimeLimitThatHasPassedReturnsDeadlineExceeded) {
+  const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(20'000, 4);
+  for (OffsetsStrategy s : kTimedStrategies) {
+    PlanParams params;
+    params.time_limit_seconds = 1e-9;  // over before the first placement
+    Result<OffsetsPlan> plan = PlanOffsets(records, s, params);
+    ASSERT_EQ(plan.status().code(), StatusCode::kDeadlineExceeded) << Name(s) << ": " << plan.status().ToString();
+    EXPECT_NE(plan.status().message().find("time limit"), std::string::npos)
+        << plan.status().message();
+  }
+}
+
+TEST(PlanDeadline, BestKeepsTheCandidatesThatFinished) {
+  const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(20'000, 5);
+  // How many polls greedy_by_size (best's first candidate) takes alone.
+  int alone = 0;
+  PlanParams count;
+  count.should_stop = [&] { return ++alone < 0; };
+  Result<OffsetsPlan> first = PlanOffsets(records, OffsetsStrategy::kGreedyBySize, count);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_GT(alone, 1);  // it polls as it goes (every 1,024 placements)
+  // Stop right after it: best polls once before each candidate.
+  int polls = 0;
+  PlanParams params;
+  params.should_stop = [&] { return ++polls > alone + 1; };
+  Result<OffsetsPlan> best = PlanOffsets(records, OffsetsStrategy::kBest, params);
+  ASSERT_TRUE(best.ok()) << best.status().ToString();
+  EXPECT_EQ(best->strategy, "best(greedy_by_size, time limit hit)");
+  EXPECT_EQ(best->total, first->total);
+  EXPECT_EQ(polls, alone + 2);
+}
+
+TEST(PlanDeadline, ZeroMeansUntimedHeuristicsAndNegativeIsRejected) {
+  const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(3'000, 6);
+  PlanParams params;
+  params.time_limit_seconds = 0;
+  EXPECT_TRUE(PlanOffsets(records, OffsetsStrategy::kBest, params).ok());
+  Result<OffsetsPlan> exact = PlanOffsets(records, OffsetsStrategy::kExact, params);
+  ASSERT_TRUE(exact.ok()) << exact.status().ToString();
+  params.time_limit_seconds = -1;
+  EXPECT_EQ(PlanOffsets(records, OffsetsStrategy::kBest, params).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(PlanObjects(records, ObjectsStrategy::kBest, params).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace tensormem

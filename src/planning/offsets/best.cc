@@ -5,7 +5,9 @@
 // instances, the 20 ONNX models or the allocation traces, and above that
 // size its objects pass costs more than the three best-fit orders together.
 // A candidate that gives up on its work budget (ResourceExhausted) is
-// skipped, never the whole plan. When the winner misses the lower bound on a
+// skipped, never the whole plan. The time limit covers every candidate:
+// once it passes, the cheapest plan of those that finished is returned
+// (kDeadlineExceeded when none did). When the winner misses the lower bound on a
 // small problem, the exact solver polishes it within a node budget
 // (PlanParams::polish_*): greedy orders cannot make a tensor alternate above
 // and below its neighbours (convnext_tiny's residuals), a search can.
@@ -13,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "core/deadline.h"
 #include "planning/offsets/offsets_strategies.h"
 #include "tensormem/lower_bounds.h"
 #include "tensormem/solver.h"
@@ -30,30 +33,48 @@ Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params
       {GreedyByBreadthOffsets, OffsetsStrategy::kGreedyByBreadth},
       {ArenaOffsets, OffsetsStrategy::kArena},
   };
+  // One deadline for all candidates: each gets what is left of it.
+  internal::Deadline deadline(params.time_limit_seconds, params.should_stop);
+  PlanParams p = params;
   std::optional<OffsetsPlan> best;
   std::string winner;
+  Status stopped;  // why a candidate did not finish in time
   for (const Candidate& c : candidates) {
-    Result<OffsetsPlan> plan = c.fn(problem, params);
+    if (deadline.Expired()) {
+      stopped = DeadlineExceeded(deadline.Why() + " was reached before " +
+                                 std::string(Name(c.strategy)) + " ran");
+      break;
+    }
+    p.time_limit_seconds = deadline.ForNested();
+    Result<OffsetsPlan> plan = c.fn(problem, p);
+    if (!plan.ok() && plan.status().code() == StatusCode::kDeadlineExceeded) {
+      stopped = plan.status().WithContext(std::string(Name(c.strategy)));
+      break;
+    }
     if (!plan.ok()) return plan.status();
     if (!best || plan->total < best->total) {
       best = std::move(*plan);
       winner = std::string(Name(c.strategy));
     }
   }
+  if (!best) return DeadlineExceeded("no candidate finished: " + stopped.message());
   // from_objects cannot take fixed offsets; elsewhere it is a fair candidate.
   bool has_fixed = false;
   for (const Buffer& b : problem.buffers) has_fixed |= b.fixed_offset.has_value();
-  if (!has_fixed && problem.buffers.size() <= 2'000) {
-    PlanParams p = params;
+  if (!has_fixed && problem.buffers.size() <= 2'000 && stopped.ok() && !deadline.Expired()) {
     p.from_objects = ObjectsStrategy::kGreedyBest;
+    p.time_limit_seconds = deadline.ForNested();
     Result<OffsetsPlan> plan = FromObjectsOffsets(problem, p);
-    if (!plan.ok() && plan.status().code() != StatusCode::kResourceExhausted) return plan.status();
+    if (!plan.ok() && plan.status().code() != StatusCode::kResourceExhausted &&
+        plan.status().code() != StatusCode::kDeadlineExceeded)
+      return plan.status();
     if (plan.ok() && plan->total < best->total) {
       best = std::move(*plan);
       winner = "from_objects";
     }
   }
   if (params.polish_nodes > 0 && problem.buffers.size() <= params.polish_max_buffers &&
+      stopped.ok() && !deadline.Expired() &&
       best->total > PeakLiveBytes(problem, params.alignment)) {
     SolverParams sp;
     sp.goal = SolveGoal::kMinimize;
@@ -64,7 +85,8 @@ Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params
     // bytes above its bound); the whole budget in one probe tries too few
     // heights on the MiniMalloc instances (C, D, G, K 3-8 % worse).
     sp.probe_node_budget = std::max<std::uint64_t>(params.polish_nodes / 2, 1);
-    sp.time_limit_seconds = params.polish_seconds;
+    sp.time_limit_seconds = std::min(params.polish_seconds, deadline.ForNested());
+    sp.should_stop = params.should_stop;
     sp.heuristic_incumbent = false;  // start from this plan; no recursion into best
     sp.initial_plan = &*best;
     Problem unbounded = problem;
@@ -78,6 +100,7 @@ Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params
     }
     best->lower_bound = std::max(best->lower_bound, r->lower_bound);
   }
+  if (!stopped.ok()) winner += ", time limit hit";
   best->strategy = "best(" + winner + ")";
   return std::move(*best);
 }

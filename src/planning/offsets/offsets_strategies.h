@@ -3,6 +3,7 @@
 // fills the plan's metadata and validates the result.
 #pragma once
 
+#include "core/deadline.h"
 #include "tensormem/planning.h"
 
 namespace tensormem::planning {
@@ -17,8 +18,9 @@ Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params
 Result<OffsetsPlan> ExactOffsets(const Problem& problem, const PlanParams& params);
 
 // Shared by the best-fit strategies: plain problems may use the literal
-// reference loop when params.reference is set.
+// reference loop when params.reference is set. `deadline` is the
+// strategy's, made from params at its start (so ordering counts too).
 Result<OffsetsPlan> PlaceInOrder(const Problem& problem, std::span<const std::size_t> order,
-                                 const PlanParams& params);
+                                 const PlanParams& params, internal::Deadline* deadline);
 
 }  // namespace tensormem::planning
