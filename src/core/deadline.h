@@ -59,6 +59,8 @@ class Deadline {
     return std::max(left, 1e-9);
   }
 
+  // Whether a Tick() or Expired() has seen the limit pass (no clock read).
+  bool expired() const { return expired_; }
   const std::function<bool()>& should_stop() const { return should_stop_; }
   double seconds() const { return seconds_; }
   std::uint64_t units() const { return units_; }
