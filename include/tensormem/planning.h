@@ -61,7 +61,7 @@ ReallocationGraph BuildReallocationGraph(std::span<const std::vector<std::size_t
 // Every knob of the static planners, with defaults.
 struct PlanParams {
   // Offsets: every offset is a multiple of this and of the buffer's own
-  // alignment. Must be >= 1.
+  // alignment (the larger of the two). A power of two (ValidateAlignment).
   std::uint64_t alignment = 1;
   // Use the faithful (quadratic) transcription of the peer's algorithm
   // instead of the scalable default. Results are identical where both exist;
@@ -113,8 +113,8 @@ Result<OffsetsPlan> PlanOffsets(const Problem& problem, OffsetsStrategy strategy
 Result<OffsetsPlan> PlanOffsets(std::span<const UsageRecord> records, OffsetsStrategy strategy,
                                 const PlanParams& params = {});
 
-// Objects laid back to back in id order (each start aligned); each tensor
-// takes its object's offset. total = end of the last object a tensor uses.
+// Objects laid back to back in id order (each start a multiple of
+// `alignment`, a power of two); each tensor takes its object's offset. total = end of the last object a tensor uses.
 Result<OffsetsPlan> ObjectsToOffsets(const ObjectsPlan& plan, std::uint64_t alignment = 1);
 
 }  // namespace tensormem

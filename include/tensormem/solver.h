@@ -95,7 +95,8 @@ struct SolverParams {
   SolveGoal goal = SolveGoal::kMinimize;
   // Overrides Problem::capacity when set. kFit needs one of the two.
   std::optional<std::uint64_t> capacity;
-  // Every offset is a multiple of this and of the buffer's own alignment.
+  // Every offset is a multiple of this and of the buffer's own alignment (a
+  // power of two, ValidateAlignment).
   std::uint64_t alignment = 1;
 
   // Wall-clock limit of the whole solve, the heuristics it starts from

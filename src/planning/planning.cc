@@ -258,7 +258,7 @@ Result<ExtentObjectsPlan> PlanObjects(std::span<const ExtentRecord> records,
 
 Result<OffsetsPlan> PlanOffsets(const Problem& problem, OffsetsStrategy strategy,
                                 const PlanParams& params) {
-  if (params.alignment == 0) return InvalidArgument("alignment must be >= 1");
+  TM_RETURN_IF_ERROR(ValidateAlignment(params.alignment, "PlanParams::alignment"));
   TM_RETURN_IF_ERROR(CheckTimeLimit(params));
   TM_RETURN_IF_ERROR(CheckProblem(problem));
   TM_RETURN_IF_ERROR(CheckFixedOffsets(problem));

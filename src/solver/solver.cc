@@ -387,7 +387,7 @@ Result<SolveResult> Solve::Finish() {
 }  // namespace
 
 Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& params) {
-  if (params.alignment == 0) return InvalidArgument("alignment must be >= 1");
+  TM_RETURN_IF_ERROR(ValidateAlignment(params.alignment, "SolverParams::alignment"));
   if (std::isnan(params.time_limit_seconds) || params.time_limit_seconds < 0)
     return InvalidArgument("time limit must be >= 0 seconds (+infinity for none)");
   if (std::isnan(params.iis_time_limit_seconds) || params.iis_time_limit_seconds < 0)

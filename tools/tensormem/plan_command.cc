@@ -52,9 +52,10 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 }
 
 // What to do about a time limit that was too short.
-Status Hint(const Status& st) {
+Status Hint(const Status& st, double read_seconds) {
   if (st.code() != StatusCode::kDeadlineExceeded) return st;
-  return {st.code(), st.message() + " (allow more with --time-limit SECONDS)"};
+  return {st.code(), st.message() + " (allow more with --time-limit SECONDS; reading the input, " +
+                         FormatDouble(read_seconds, 1) + " s, is not counted)"};
 }
 
 // Never the input itself; atomically renamed into place; "-" = stdout.
@@ -175,7 +176,7 @@ int RunPlan(const PlanOptions& o) {
           std::cerr << "tensormem: note: " << Name(s) << ": " << plan.status().message() << '\n';
           continue;
         }
-        return ReportError(Hint(plan.status().WithContext(std::string(Name(s)))));
+        return ReportError(Hint(plan.status().WithContext(std::string(Name(s))), read_seconds));
       }
       rows.push_back({plan->strategy, TotalSize(*plan), plan->lower_bound, plan->seconds * 1e3});
       if (!best || TotalSize(*plan) < TotalSize(*best)) best = std::move(*plan);
@@ -223,7 +224,7 @@ int RunPlan(const PlanOptions& o) {
         std::cerr << "tensormem: note: " << Name(s) << ": " << plan.status().message() << '\n';
         continue;
       }
-      return ReportError(Hint(plan.status().WithContext(std::string(Name(s)))));
+      return ReportError(Hint(plan.status().WithContext(std::string(Name(s))), read_seconds));
     }
     rows.push_back({plan->strategy, plan->total, plan->lower_bound, plan->seconds * 1e3});
     if (!best || plan->total < best->total) best = std::move(*plan);
