@@ -170,8 +170,11 @@ HeuristicLimit Solve::Remaining() const {
 
 Result<SolveResult> Solve::OutOfTime(const Status& why) {
   out_of_time_ = true;
-  result_.reason = "the time limit was reached before the heuristics found a plan (" +
-                   why.message() + ")";
+  // The whole problem's heuristic plan, when there is one, is still the answer.
+  result_.reason = global_ ? "the time limit was reached during the partitions' heuristics; the "
+                             "plan is the whole problem's heuristic one (" + why.message() + ")"
+                           : "the time limit was reached before the heuristics found a plan (" +
+                                 why.message() + ")";
   return Finish();
 }
 
@@ -344,12 +347,13 @@ Result<SolveResult> Solve::Finish() {
       r.infeasible_subset = std::move(iis.buffers);
       r.subset_irreducible = iis.irreducible;
     }
-  } else if (out_of_time_) {
+  } else if (out_of_time_ && !global_) {
     r.status = SolveStatus::kUnknown;  // reason set by OutOfTime
-  } else if (!parts_.empty() || presolved_.instances.empty()) {
+  } else if (!parts_.empty() || presolved_.instances.empty() || out_of_time_) {
     OffsetsPlan plan;
-    plan.offsets = AssembledOffsets();
-    plan.total = TopOf(problem_, plan.offsets);
+    // Out of time, some partition has no plan: only the global one is whole.
+    if (!out_of_time_) plan.offsets = AssembledOffsets();
+    plan.total = out_of_time_ ? UINT64_MAX : TopOf(problem_, plan.offsets);
     plan.strategy = "exact";
     if (global_ && global_->total < plan.total) {
       plan.offsets = global_->offsets;
