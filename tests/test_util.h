@@ -1,11 +1,18 @@
-// Helpers shared by the tests: where ../shared is, skipping when it is not.
+// Helpers shared by the tests: where ../shared is, skipping when it is not;
+// running a command; a temporary folder per test.
 #pragma once
 
+#include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <system_error>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -29,6 +36,47 @@ inline std::string ReadFile(const std::filesystem::path& p) {
 }
 
 inline std::string CliPath() { return TENSORMEM_CLI; }
+
+// A shell command's exit code (-1: killed by a signal) and its stdout and
+// stderr together.
+struct ShellRun {
+  int code = -1;
+  std::string out;
+};
+
+inline ShellRun RunShell(const std::string& cmd) {
+  ShellRun r;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// A fresh folder per test (tensormem_<suite>_<pid>_<test>), removed after it.
+class TempDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tensormem_" + std::string(info->test_suite_name()) + "_" +
+            std::to_string(::getpid()) + "_" + info->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  // Writes `text` to dir_/name (bytes as given); returns the path.
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::filesystem::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p.string();
+  }
+  std::filesystem::path dir_;
+};
 
 }  // namespace tensormem::testing
 

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -60,7 +61,7 @@ ReallocationGraph BuildReallocationGraph(std::span<const std::vector<std::size_t
 // Every knob of the static planners, with defaults.
 struct PlanParams {
   // Offsets: every offset is a multiple of this and of the buffer's own
-  // alignment. Must be >= 1.
+  // alignment (the larger of the two). A power of two (ValidateAlignment).
   std::uint64_t alignment = 1;
   // Use the faithful (quadratic) transcription of the peer's algorithm
   // instead of the scalable default. Results are identical where both exist;
@@ -75,8 +76,17 @@ struct PlanParams {
   const std::vector<bool>* arena_whole_run = nullptr;
   // kFromObjects: which shared-objects plan to lay out.
   ObjectsStrategy from_objects = ObjectsStrategy::kBest;
-  // kExact: time limit for the search (it always returns a valid plan).
+  // Wall-clock limit of the whole call, every strategy included: a
+  // heuristic that cannot finish returns kDeadlineExceeded; best returns the
+  // cheapest plan of the candidates that finished (kDeadlineExceeded when
+  // none did); exact returns its best plan so far (kDeadlineExceeded when
+  // even its starting heuristic did not finish). The clock is read about
+  // every 1,024 placements. +infinity: none. 0: the heuristics are untimed
+  // and exact does no search (its heuristic plan). Must not be negative.
   double time_limit_seconds = 10.0;
+  // Polled with the clock: returning true stops the planning as an expired
+  // time limit does. For Ctrl-C in bindings, a caller's own cancel flag.
+  std::function<bool()> should_stop;
   // kBest: when the best heuristic plan misses the lower bound on a problem
   // of at most polish_max_buffers buffers, the exact solver continues from
   // it for at most polish_nodes search nodes (the same answer on every
@@ -103,8 +113,8 @@ Result<OffsetsPlan> PlanOffsets(const Problem& problem, OffsetsStrategy strategy
 Result<OffsetsPlan> PlanOffsets(std::span<const UsageRecord> records, OffsetsStrategy strategy,
                                 const PlanParams& params = {});
 
-// Objects laid back to back in id order (each start aligned); each tensor
-// takes its object's offset. total = end of the last object a tensor uses.
+// Objects laid back to back in id order (each start a multiple of
+// `alignment`, a power of two); each tensor takes its object's offset. total = end of the last object a tensor uses.
 Result<OffsetsPlan> ObjectsToOffsets(const ObjectsPlan& plan, std::uint64_t alignment = 1);
 
 }  // namespace tensormem

@@ -32,7 +32,7 @@ struct Buffer {
   std::uint64_t size = 0;
   TaskIndex first_task = 0;  // inclusive
   TaskIndex last_task = 0;   // inclusive
-  std::uint64_t alignment = 1;
+  std::uint64_t alignment = 1;  // of its offset: a power of two (ValidateAlignment)
   std::optional<std::uint64_t> fixed_offset;
   std::vector<Gap> gaps;  // sorted, disjoint, inside [first_task, last_task]
   friend bool operator==(const Buffer&, const Buffer&) = default;
@@ -59,7 +59,7 @@ struct Segment {
 // The occupancy of a buffer, in task order. Empty for zero-byte buffers.
 std::vector<Segment> Occupancy(const Buffer& buffer);
 
-// Checks the problem is well formed: first <= last, alignment >= 1, gaps
+// Checks the problem is well formed: first <= last, alignment a power of two, gaps
 // sorted, disjoint and inside the lifetime, windows inside the buffer, fixed
 // offsets aligned and not overflowing. Names the buffer at fault. (Ids are
 // opaque to planning; the file readers reject duplicates.)

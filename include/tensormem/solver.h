@@ -110,11 +110,14 @@ struct SolverParams {
   SolveGoal goal = SolveGoal::kMinimize;
   // Overrides Problem::capacity when set. kFit needs one of the two.
   std::optional<std::uint64_t> capacity;
-  // Every offset is a multiple of this and of the buffer's own alignment.
+  // Every offset is a multiple of this and of the buffer's own alignment (a
+  // power of two, ValidateAlignment).
   std::uint64_t alignment = 1;
 
-  // Wall-clock limit: +infinity for none; 0 runs only the presolve and the
-  // heuristics. When it hits, the best plan so far is returned.
+  // Wall-clock limit of the whole solve, the heuristics it starts from
+  // included: +infinity for none; 0 runs only the presolve and the
+  // heuristics (untimed). When it hits, the best plan so far is returned
+  // (kUnknown without a plan when even the heuristics did not finish).
   double time_limit_seconds = 10.0;
   // Search nodes (placements) over the whole solve; 0 = unlimited. Unlike
   // the time limit this gives the same answer on every machine.

@@ -11,7 +11,10 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "tensormem/status.h"
 
 namespace tensormem {
 
@@ -20,6 +23,19 @@ using TaskIndex = std::int64_t;
 // Task indices must lie in [0, kMaxTaskIndex]; the headroom keeps "last + 1"
 // and differences of tasks free of overflow everywhere.
 inline constexpr TaskIndex kMaxTaskIndex = TaskIndex{1} << 62;
+
+// "Alignment" means one thing across tensormem: the byte boundary an offset
+// or an address must be a multiple of, a power of two from 1 (none) to a
+// bound (kMaxAlignment for plans; allocators pass kMaxAllocationAlignment).
+// A buffer's own alignment and a plan's combine by the larger. Never 0:
+// where a default exists it is the field's initial value (the graph's
+// per-tensor 0, "the plan's", is the one documented exception).
+inline constexpr std::uint64_t kMaxAlignment = std::uint64_t{1} << 62;
+
+// Ok, or InvalidArgument "<what>: alignment N is not a power of two between
+// 1 and max" (what names the parameter or buffer at fault).
+Status ValidateAlignment(std::uint64_t alignment, std::string_view what,
+                         std::uint64_t max = kMaxAlignment);
 
 // Inclusive lifetimes overlap (the tensors conflict).
 constexpr bool LifetimesOverlap(TaskIndex first_a, TaskIndex last_a, TaskIndex first_b,

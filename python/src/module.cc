@@ -207,7 +207,7 @@ ObjectsStrategy ObjectsByName(const std::string& name) { return Take(ParseObject
 PyPlan DoPlan(std::vector<UsageRecord> records, std::shared_ptr<const Problem> problem,
               const std::string& strategy, std::uint64_t alignment, bool objects,
               double time_limit) {
-  if (alignment == 0) throw py::value_error("alignment must be at least 1");
+  Check(ValidateAlignment(alignment, "alignment"), false);
   PyPlan out;
   out.objects = objects;
   out.alignment = alignment;
@@ -682,12 +682,11 @@ PYBIND11_MODULE(_tensormem, m) {
         }
         return a;
       });
-  m.def("_pool", [](std::uint64_t alignment) {
-    if (!IsPowerOfTwo(alignment)) throw py::value_error("alignment must be a power of two");
+  m.def("_pool", [](std::uint64_t split_granularity) {
     auto a = std::make_unique<PyAllocator>();
     BufferPoolParams p;
-    p.alignment = alignment;
-    a->resource = std::make_unique<BufferPool>(HostBackend(), p);
+    p.split_granularity = split_granularity;
+    a->resource = Take(BufferPool::Create(HostBackend(), p), false);
     return a;
   });
   m.def("_system", [] {

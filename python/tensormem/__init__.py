@@ -143,9 +143,11 @@ def BfcAllocator(memory_limit: Optional[int] = None, growth: str = "doubling",
     return _tm._bfc(memory_limit, growth, initial_region_bytes, virtual_memory, compact)
 
 
-def BufferPool(alignment: int = 64) -> Allocator:
-    """MNN-style splitting/merging buffer pool on host memory."""
-    return _tm._pool(alignment)
+def BufferPool(split_granularity: int = 64) -> Allocator:
+    """MNN-style splitting/merging buffer pool on host memory. A split keeps
+    the front part rounded up to ``split_granularity`` bytes (a power of two);
+    the alignment of each allocation is ``allocate``'s argument."""
+    return _tm._pool(split_granularity)
 
 
 def SystemAllocator() -> Allocator:

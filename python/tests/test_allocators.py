@@ -53,8 +53,11 @@ def test_bad_parameters():
         tm.BfcAllocator(growth="sideways")
     with pytest.raises(ValueError, match="reserve_all"):
         tm.BfcAllocator(growth="reserve_all")
-    with pytest.raises(ValueError, match="power of two"):
-        tm.BufferPool(alignment=48)
+    with pytest.raises(ValueError, match="split_granularity 48 is not a power of two"):
+        tm.BufferPool(split_granularity=48)
+    # One meaning of alignment: a power of two, named in the error.
+    with pytest.raises(ValueError, match="alignment: alignment 3 is not a power of two"):
+        tm.plan([8, 8], [0, 0], [1, 1], alignment=3)
 
 
 def test_vmm_where_built():

@@ -15,8 +15,8 @@ using pool::FreeList;
 using pool::Node;
 
 Status Validate(const BufferPoolParams& p) {
-  if (!IsPowerOfTwo(p.alignment) || p.alignment > kMaxAllocationAlignment)
-    return InvalidArgument("pool: alignment " + std::to_string(p.alignment) +
+  if (!IsPowerOfTwo(p.split_granularity) || p.split_granularity > kMaxAllocationAlignment)
+    return InvalidArgument("pool: split_granularity " + std::to_string(p.split_granularity) +
                            " is not a power of two between 1 and " +
                            std::to_string(kMaxAllocationAlignment));
   bool known = false;
@@ -86,7 +86,7 @@ void* PoolState::GetFromFreeList(FreeList* list, std::uint64_t size, bool permit
   }
   Node* n = x->second;
   if (permit_split && n->parent != nullptr) n->parent->use_count += 1;
-  const std::uint64_t size_aligned = AlignUp(real_size, params.alignment);
+  const std::uint64_t size_aligned = AlignUp(real_size, params.split_granularity);
   Remove(n);
   void* result = reinterpret_cast<void*>(pointer);
   if (size_aligned >= n->size || !permit_split) {
@@ -130,7 +130,7 @@ void PoolState::ReturnMemory(FreeList* list, Node* n, bool permit_merge) {
 }
 
 Result<void*> PoolState::NewBlock(std::uint64_t bytes, std::uint64_t alignment) {
-  TM_ASSIGN_OR_RETURN(void* mem, backend.Reserve(bytes, std::max(alignment, params.alignment)));
+  TM_ASSIGN_OR_RETURN(void* mem, backend.Reserve(bytes, std::max(alignment, params.split_granularity)));
   auto root = std::make_unique<Node>();
   root->start = static_cast<char*>(mem);
   root->size = bytes;
@@ -203,10 +203,7 @@ Result<void*> BufferPool::DoAllocate(std::uint64_t bytes, std::uint64_t alignmen
 }
 
 Result<void*> BufferPool::AllocateSeparate(std::uint64_t bytes, std::uint64_t alignment) {
-  if (!IsPowerOfTwo(alignment) || alignment > kMaxAllocationAlignment)
-    return InvalidArgument("pool: alignment " + std::to_string(alignment) +
-                           " is not a power of two between 1 and " +
-                           std::to_string(kMaxAllocationAlignment));
+  TM_RETURN_IF_ERROR(ValidateAlignment(alignment, "pool", kMaxAllocationAlignment));
   if (!state_->valid.ok()) return state_->valid;
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->Allocate(bytes == 0 ? 1 : bytes, alignment, true);

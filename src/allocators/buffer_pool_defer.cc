@@ -11,10 +11,7 @@ namespace tensormem {
 
 Result<DeferredChunk> BufferPool::DeferAllocate(std::uint64_t bytes, std::uint64_t alignment) {
   if (!state_->valid.ok()) return state_->valid;
-  if (!IsPowerOfTwo(alignment) || alignment > kMaxAllocationAlignment)
-    return InvalidArgument("pool: DeferAllocate: alignment " + std::to_string(alignment) +
-                           " is not a power of two between 1 and " +
-                           std::to_string(kMaxAllocationAlignment));
+  TM_RETURN_IF_ERROR(ValidateAlignment(alignment, "pool: DeferAllocate", kMaxAllocationAlignment));
   if (bytes > (std::uint64_t{1} << 62))
     return ResourceExhausted("pool: DeferAllocate: " + std::to_string(bytes) +
                              " bytes is more than 2^62");
@@ -49,7 +46,7 @@ Status BufferPool::DeferCompute() {
   Problem problem;
   problem.buffers.reserve(s.deferred.size());
   const std::int64_t last_event = std::max<std::int64_t>(0, s.next_event - 1);
-  std::uint64_t max_alignment = s.params.alignment;
+  std::uint64_t max_alignment = s.params.split_granularity;
   for (std::size_t i = 0; i < s.deferred.size(); ++i) {
     const pool::DeferredRecord& r = s.deferred[i];
     Buffer b;
@@ -62,7 +59,7 @@ Status BufferPool::DeferCompute() {
     problem.buffers.push_back(std::move(b));
   }
   PlanParams params;
-  params.alignment = s.params.alignment;
+  params.alignment = s.params.split_granularity;
   TM_ASSIGN_OR_RETURN(OffsetsPlan plan, PlanOffsets(problem, s.params.defer_strategy, params));
   if (s.deferred_arena == nullptr || s.deferred_arena_bytes < plan.total) {
     if (s.deferred_arena != nullptr) TM_RETURN_IF_ERROR(s.Free(s.deferred_arena));

@@ -39,7 +39,7 @@ struct DeferredRecord {
 
 struct PoolState {
   PoolState(Backend& b, const BufferPoolParams& p) : backend(b), params(p), valid(Validate(p)) {
-    if (!valid.ok()) params.alignment = 64;  // never used to serve: every allocation fails
+    if (!valid.ok()) params.split_granularity = 64;  // never used to serve: every allocation fails
   }
 
   Backend& backend;

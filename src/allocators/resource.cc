@@ -8,10 +8,7 @@
 namespace tensormem {
 
 Result<void*> MemoryResource::Allocate(std::uint64_t bytes, std::uint64_t alignment) {
-  if (!IsPowerOfTwo(alignment) || alignment > kMaxAllocationAlignment)
-    return InvalidArgument(std::string(name()) + ": alignment " + std::to_string(alignment) +
-                           " is not a power of two between 1 and " +
-                           std::to_string(kMaxAllocationAlignment));
+  TM_RETURN_IF_ERROR(ValidateAlignment(alignment, name(), kMaxAllocationAlignment));
   // Half the address space: beyond it no size computation below can be
   // trusted not to overflow, and no memory can serve it anyway.
   if (bytes > (std::uint64_t{1} << 62))

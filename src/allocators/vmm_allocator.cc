@@ -782,9 +782,7 @@ VmmAllocator::~VmmAllocator() {
 }
 
 Result<void*> VmmAllocator::AllocateAsync(std::uint64_t bytes, StreamHandle stream, std::uint64_t alignment) {
-  if (!IsPowerOfTwo(alignment) || alignment > kMaxAllocationAlignment)
-    return InvalidArgument("vmm: alignment " + std::to_string(alignment) +
-                           " is not a power of two between 1 and " + std::to_string(kMaxAllocationAlignment));
+  TM_RETURN_IF_ERROR(ValidateAlignment(alignment, "vmm", kMaxAllocationAlignment));
   if (bytes > (std::uint64_t{1} << 62))
     return ResourceExhausted("vmm: cannot allocate " + std::to_string(bytes) + " bytes (more than 2^62)");
   std::lock_guard<std::mutex> lock(state_->mutex);

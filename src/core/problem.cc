@@ -38,7 +38,7 @@ Status CheckProblem(const Problem& problem) {
     if (b.last_task < b.first_task)
       return InvalidArgument(Where(i, b) + ": lifetime ends (" + std::to_string(b.last_task) +
                              ") before it starts (" + std::to_string(b.first_task) + ")");
-    if (b.alignment == 0) return InvalidArgument(Where(i, b) + ": alignment must be >= 1");
+    TM_RETURN_IF_ERROR(ValidateAlignment(b.alignment, Where(i, b)));
     if (b.fixed_offset) {
       std::uint64_t end;
       if (!internal::CheckedAdd(*b.fixed_offset, b.size, &end))

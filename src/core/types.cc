@@ -7,6 +7,12 @@
 
 namespace tensormem {
 
+Status ValidateAlignment(std::uint64_t alignment, std::string_view what, std::uint64_t max) {
+  if (alignment != 0 && (alignment & (alignment - 1)) == 0 && alignment <= max) return Status::Ok();
+  return InvalidArgument(std::string(what) + ": alignment " + std::to_string(alignment) +
+                         " is not a power of two between 1 and " + std::to_string(max));
+}
+
 Extent::Extent(std::initializer_list<std::uint64_t> d) {
   for (std::uint64_t v : d) {
     if (rank == 4) break;

@@ -92,7 +92,7 @@ Status ValidateObjectsPlan(std::span<const ExtentRecord> records, const ExtentOb
 Status ValidateOffsetsPlan(const Problem& problem, const OffsetsPlan& plan,
                            std::uint64_t alignment, bool enforce_capacity) {
   const std::size_t n = problem.buffers.size();
-  if (alignment == 0) return InvalidArgument("alignment must be >= 1");
+  TM_RETURN_IF_ERROR(ValidateAlignment(alignment, "ValidateOffsetsPlan"));
   if (plan.offsets.size() != n)
     return InvalidArgument("plan has " + std::to_string(plan.offsets.size()) + " offsets for " +
                            std::to_string(n) + " buffers");

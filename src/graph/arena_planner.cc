@@ -23,10 +23,7 @@ std::uint64_t AlignmentOf(const GraphTensor& t, std::uint64_t fallback) {
 }
 
 Status CheckParams(const GraphPlanParams& params) {
-  const std::uint64_t a = params.alignment;
-  if (a == 0 || (a & (a - 1)) != 0)
-    return InvalidArgument("graph plan alignment " + std::to_string(a) +
-                           " is not a power of two >= 1");
+  TM_RETURN_IF_ERROR(ValidateAlignment(params.alignment, "GraphPlanParams::alignment"));
   // One alignment: the graph's (and each tensor's). The offsets' own would
   // be a second meaning, and was silently ignored.
   if (params.offsets.alignment != 1)

@@ -60,9 +60,7 @@ Status CommittedArenas::Reserve(Block& block, std::uint64_t bytes, std::uint64_t
 
 Status CommittedArenas::Commit(const GraphPlan& plan) {
   const std::uint64_t align = plan.base_alignment;
-  if (align == 0 || (align & (align - 1)) != 0)
-    return InvalidArgument("plan base alignment " + std::to_string(align) +
-                           " is not a power of two");
+  TM_RETURN_IF_ERROR(ValidateAlignment(align, "GraphPlan::base_alignment"));
   TM_RETURN_IF_ERROR(Reserve(scratch_, plan.scratch_bytes(), align, /*keep=*/true));
   TM_RETURN_IF_ERROR(Reserve(persistent_, plan.persistent_bytes, align, /*keep=*/true));
   placements_ = plan.placements;

@@ -74,10 +74,9 @@ Status CheckGraph(const Graph& graph) {
   std::unordered_map<std::string_view, std::size_t> names;
   for (std::size_t t = 0; t < n; ++t) {
     const GraphTensor& tensor = graph.tensors[t];
-    const std::uint64_t a = tensor.alignment;
-    if (a != 0 && (a & (a - 1)) != 0)
-      return InvalidArgument(TensorLabel(graph, static_cast<int>(t)) + ": alignment " +
-                             std::to_string(a) + " is not a power of two");
+    // 0 = the plan's (GraphPlanParams::alignment), the one documented default.
+    if (tensor.alignment != 0)
+      TM_RETURN_IF_ERROR(ValidateAlignment(tensor.alignment, TensorLabel(graph, static_cast<int>(t))));
     if (!tensor.name.empty()) {
       auto [it, inserted] = names.emplace(tensor.name, t);
       if (!inserted)

@@ -158,7 +158,8 @@ class CsvReader {
     }
     if (Present(f, kAlignment)) {
       TM_ASSIGN_OR_RETURN(b.alignment, Number(f, kAlignment));
-      if (b.alignment == 0) return FieldError(kAlignment, "must be at least 1");
+      if (!ValidateAlignment(b.alignment, "").ok())
+        return FieldError(kAlignment, "must be a power of two (1, 2, 4, ...) up to 2^62");
     }
     if (Present(f, kOffset)) {
       TM_ASSIGN_OR_RETURN(std::uint64_t off, Number(f, kOffset));

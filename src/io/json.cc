@@ -256,7 +256,8 @@ class JsonReader {
     }
     if (auto it = j.find("alignment"); it != j.end() && !it->is_null()) {
       TM_ASSIGN_OR_RETURN(b.alignment, Unsigned(*it, "alignment", &i));
-      if (b.alignment == 0) return Error(i, "alignment", "must be at least 1");
+      if (!ValidateAlignment(b.alignment, "").ok())
+        return Error(i, "alignment", "must be a power of two (1, 2, 4, ...) up to 2^62");
     }
     if (auto it = j.find("offset"); it != j.end() && !it->is_null()) {
       TM_ASSIGN_OR_RETURN(std::uint64_t off, Unsigned(*it, "offset", &i));

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <numeric>
 #include <string>
 
@@ -68,6 +69,12 @@ const Entry* Find(const std::array<Entry, N>& table, Enum s) {
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+Status CheckTimeLimit(const PlanParams& params) {
+  if (std::isnan(params.time_limit_seconds) || params.time_limit_seconds < 0)
+    return InvalidArgument("PlanParams::time_limit_seconds must be >= 0 seconds (+infinity for none)");
+  return Status::Ok();
 }
 
 // Strategies walk records in task order; sort a copy when the caller's are
@@ -163,6 +170,7 @@ std::span<const ObjectsStrategy> AllObjectsStrategies() { return kObjectsStrateg
 
 Result<ObjectsPlan> PlanObjects(std::span<const UsageRecord> records, ObjectsStrategy strategy,
                                 const PlanParams& params) {
+  TM_RETURN_IF_ERROR(CheckTimeLimit(params));
   TM_RETURN_IF_ERROR(planning::CheckRecords(records));
   const auto start = std::chrono::steady_clock::now();
   // The strategies see records in task order: renumber the graph to match.
@@ -188,6 +196,7 @@ Result<ObjectsPlan> PlanObjects(std::span<const UsageRecord> records, ObjectsStr
 
 Result<ExtentObjectsPlan> PlanObjects(std::span<const ExtentRecord> records,
                                       ObjectsStrategy strategy, const PlanParams& params) {
+  TM_RETURN_IF_ERROR(CheckTimeLimit(params));
   TM_RETURN_IF_ERROR(planning::CheckRecords(records));
   if (params.reallocation_graph != nullptr)
     return InvalidArgument("a reallocation graph applies to greedy_in_order on 1-D sizes only");
@@ -213,7 +222,8 @@ namespace planning {
 
 Result<OffsetsPlan> RunOffsetsStrategy(const Problem& problem, std::string_view name,
                                        OffsetsFn strategy, const PlanParams& params) {
-  if (params.alignment == 0) return InvalidArgument("alignment must be >= 1");
+  TM_RETURN_IF_ERROR(ValidateAlignment(params.alignment, "PlanParams::alignment"));
+  TM_RETURN_IF_ERROR(CheckTimeLimit(params));
   TM_RETURN_IF_ERROR(CheckProblem(problem));
   TM_RETURN_IF_ERROR(CheckFixedOffsets(problem));
   for (const Buffer& b : problem.buffers)

@@ -20,6 +20,7 @@
 //    infeasible answer can carry an irreducible infeasible subset (iis.h).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -82,13 +83,23 @@ std::uint64_t TopOf(const Problem& problem, const std::vector<std::uint64_t>& of
   return total;
 }
 
+// How long the heuristics may take, and who may stop them: they run under
+// the solve's own limit (kDeadlineExceeded when they cannot finish).
+struct HeuristicLimit {
+  double seconds;  // PlanParams::time_limit_seconds
+  std::function<bool()> should_stop;
+};
+
 // The best heuristic plan (PlanOffsets kBest), without kBest's exact polish:
 // the search that follows does that work, under the solve's own limits.
 // Planned by the planning layer directly: the dispatcher sits above the
 // solver, since kBest and kExact are built on it.
-Result<OffsetsPlan> BestHeuristic(const Problem& problem, std::uint64_t alignment) {
+Result<OffsetsPlan> BestHeuristic(const Problem& problem, std::uint64_t alignment,
+                                  const HeuristicLimit& limit) {
   PlanParams pp;
   pp.alignment = alignment;
+  pp.time_limit_seconds = limit.seconds;
+  pp.should_stop = limit.should_stop;
   TM_ASSIGN_OR_RETURN(OffsetsPlan plan,
                       planning::RunOffsetsStrategy(problem, "best", planning::BestHeuristicOffsets, pp));
   plan.strategy = "best(" + plan.strategy + ")";
@@ -97,12 +108,13 @@ Result<OffsetsPlan> BestHeuristic(const Problem& problem, std::uint64_t alignmen
 
 // The heuristic plan of one partition: its buffers (and obstacles, fixed)
 // planned alone, lifted by the partition's base.
-Status PartHeuristic(const Problem& problem, std::uint64_t alignment, Part* part) {
+Status PartHeuristic(const Problem& problem, std::uint64_t alignment, const HeuristicLimit& limit,
+                     Part* part) {
   const Instance& inst = *part->inst;
   Problem sub;
   for (const solver::Item& it : inst.items) sub.buffers.push_back(problem.buffers[it.buffer]);
   for (std::size_t f : inst.obstacle_buffers) sub.buffers.push_back(problem.buffers[f]);
-  TM_ASSIGN_OR_RETURN(OffsetsPlan plan, BestHeuristic(sub, alignment));
+  TM_ASSIGN_OR_RETURN(OffsetsPlan plan, BestHeuristic(sub, alignment, limit));
   part->offsets.resize(inst.items.size());
   part->height = inst.base;
   for (std::size_t k = 0; k < inst.items.size(); ++k) {
@@ -128,6 +140,11 @@ class Solve {
 
  private:
   void Infeasible(std::string reason, std::vector<std::size_t> culprits);
+  // What is left of the time limit for a heuristic (0 and +infinity kept:
+  // untimed, as time_limit_seconds = 0 runs the heuristics only).
+  HeuristicLimit Remaining() const;
+  // The limit passed before any heuristic plan: an answer without a plan.
+  Result<SolveResult> OutOfTime(const Status& why);
   std::uint64_t AssembledHeight() const;
   std::vector<std::uint64_t> AssembledOffsets() const;
   void Publish();
@@ -148,8 +165,25 @@ class Solve {
   std::uint64_t lower_bound_ = 0;
   SolveResult result_;
   bool infeasible_ = false;
+  bool out_of_time_ = false;
   std::vector<std::size_t> culprits_;
 };
+
+HeuristicLimit Solve::Remaining() const {
+  const double limit = params_.time_limit_seconds;
+  if (limit <= 0 || limit >= 1e9) return {limit, params_.should_stop};
+  return {std::max(limit - control_.Seconds(), 1e-9), params_.should_stop};
+}
+
+Result<SolveResult> Solve::OutOfTime(const Status& why) {
+  out_of_time_ = true;
+  // The whole problem's heuristic plan, when there is one, is still the answer.
+  result_.reason = global_ ? "the time limit was reached during the partitions' heuristics; the "
+                             "plan is the whole problem's heuristic one (" + why.message() + ")"
+                           : "the time limit was reached before the heuristics found a plan (" +
+                                 why.message() + ")";
+  return Finish();
+}
 
 void Solve::Infeasible(std::string reason, std::vector<std::size_t> culprits) {
   infeasible_ = true;
@@ -294,7 +328,10 @@ Result<SolveResult> Solve::Run() {
 
   // Incumbents.
   if (params_.heuristic_incumbent) {
-    TM_ASSIGN_OR_RETURN(global_, BestHeuristic(problem_, params_.alignment));
+    Result<OffsetsPlan> h = BestHeuristic(problem_, params_.alignment, Remaining());
+    if (!h.ok() && h.status().code() == StatusCode::kDeadlineExceeded) return OutOfTime(h.status());
+    if (!h.ok()) return h.status();
+    global_ = std::move(*h);
   }
   if (params_.initial_plan &&
       ValidateOffsetsPlan(problem_, *params_.initial_plan, params_.alignment, false).ok() &&
@@ -318,7 +355,9 @@ Result<SolveResult> Solve::Run() {
       }
       part.has_plan = true;
     } else {
-      TM_RETURN_IF_ERROR(PartHeuristic(problem_, params_.alignment, &parts_[k]));
+      const Status st = PartHeuristic(problem_, params_.alignment, Remaining(), &parts_[k]);
+      if (st.code() == StatusCode::kDeadlineExceeded) return OutOfTime(st);
+      TM_RETURN_IF_ERROR(st);
     }
   }
   result_.heuristic_height = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
@@ -355,10 +394,13 @@ Result<SolveResult> Solve::Finish() {
       r.infeasible_subset = std::move(iis.buffers);
       r.subset_irreducible = iis.irreducible;
     }
-  } else if (!parts_.empty() || presolved_.instances.empty()) {
+  } else if (out_of_time_ && !global_) {
+    r.status = SolveStatus::kUnknown;  // reason set by OutOfTime
+  } else if (!parts_.empty() || presolved_.instances.empty() || out_of_time_) {
     OffsetsPlan plan;
-    plan.offsets = AssembledOffsets();
-    plan.total = TopOf(problem_, plan.offsets);
+    // Out of time, some partition has no plan: only the global one is whole.
+    if (!out_of_time_) plan.offsets = AssembledOffsets();
+    plan.total = out_of_time_ ? UINT64_MAX : TopOf(problem_, plan.offsets);
     plan.strategy = "exact";
     if (global_ && global_->total < plan.total) {
       plan.offsets = global_->offsets;
@@ -396,7 +438,7 @@ Result<SolveResult> Solve::Finish() {
 }  // namespace
 
 Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& params) {
-  if (params.alignment == 0) return InvalidArgument("alignment must be >= 1");
+  TM_RETURN_IF_ERROR(ValidateAlignment(params.alignment, "SolverParams::alignment"));
   if (std::isnan(params.time_limit_seconds) || params.time_limit_seconds < 0)
     return InvalidArgument("time limit must be >= 0 seconds (+infinity for none)");
   if (std::isnan(params.iis_time_limit_seconds) || params.iis_time_limit_seconds < 0)

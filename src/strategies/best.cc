@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/deadline.h"
 #include "planning/offsets/offsets_strategies.h"
 #include "strategies/strategies.h"
 #include "tensormem/lower_bounds.h"
@@ -14,10 +15,13 @@
 namespace tensormem::planning {
 
 Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params) {
-  TM_ASSIGN_OR_RETURN(OffsetsPlan best, BestHeuristicOffsets(problem, params));
+  // One deadline for the candidates and the polish (each gets what is left).
+  internal::Deadline deadline(params.time_limit_seconds, params.should_stop);
+  bool time_limit_hit = false;
+  TM_ASSIGN_OR_RETURN(OffsetsPlan best, BestHeuristicOffsets(problem, params, &time_limit_hit));
   std::string winner = best.strategy;
   if (params.polish_nodes > 0 && problem.buffers.size() <= params.polish_max_buffers &&
-      best.total > PeakLiveBytes(problem, params.alignment)) {
+      !time_limit_hit && !deadline.Expired() && best.total > PeakLiveBytes(problem, params.alignment)) {
     SolverParams sp;
     sp.goal = SolveGoal::kMinimize;
     sp.alignment = params.alignment;
@@ -27,7 +31,8 @@ Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params
     // bytes above its bound); the whole budget in one probe tries too few
     // heights on the MiniMalloc instances (C, D, G, K 3-8 % worse).
     sp.probe_node_budget = std::max<std::uint64_t>(params.polish_nodes / 2, 1);
-    sp.time_limit_seconds = params.polish_seconds;
+    sp.time_limit_seconds = std::min(params.polish_seconds, deadline.ForNested());
+    sp.should_stop = params.should_stop;
     sp.heuristic_incumbent = false;  // start from this plan (the solver's would be the same)
     sp.initial_plan = &best;
     Problem unbounded = problem;

@@ -63,7 +63,7 @@ struct PoolCase {
     for (std::uint64_t a : {std::uint64_t{0}, std::uint64_t{3}, std::uint64_t{48},
                             kMaxAllocationAlignment * 2, std::numeric_limits<std::uint64_t>::max()}) {
       Params p;
-      p.alignment = a;
+      p.split_granularity = a;
       v.push_back(p);
     }
     Params p;
@@ -73,7 +73,7 @@ struct PoolCase {
   }
   static std::vector<Params> Valid() {
     Params one;
-    one.alignment = 1;
+    one.split_granularity = 1;
     return {Params{}, one};
   }
   static Result<std::unique_ptr<BufferPool>> Create(const Params& p) {
@@ -135,9 +135,9 @@ TYPED_TEST(ParamsTest, ValidValuesServeDistinctLiveAllocations) {
   }
 }
 
-TEST(BufferPoolParams, ZeroAlignmentNoLongerHandsOutOneAddressTwice) {
+TEST(BufferPoolParams, ZeroSplitGranularityNoLongerHandsOutOneAddressTwice) {
   BufferPoolParams p;
-  p.alignment = 0;
+  p.split_granularity = 0;
   BufferPool pool(HostBackend(), p);
   EXPECT_FALSE(pool.Allocate(64).ok());
   EXPECT_FALSE(pool.DeferAllocate(64).ok());

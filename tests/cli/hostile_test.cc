@@ -33,53 +33,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Outcome {
-  int code = -1;  // -1: killed by a signal
-  std::string out;
-};
-
-Outcome Sh(const std::string& cmd) {
-  Outcome r;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using Outcome = testing::ShellRun;
+using testing::RunShell;
 
 const char* kFive = "id,lower,upper,size\na,0,2,4\nb,1,3,4\nc,2,4,4\nd,3,5,4\ne,0,1,8\n";
 
-class Hostile : public ::testing::Test {
+class Hostile : public testing::TempDirTest {
  protected:
   void SetUp() override {
     if (testing::CliPath().empty()) GTEST_SKIP() << "the CLI was not built";
-    dir_ = fs::temp_directory_path() /
-           ("tensormem_hostile_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string Write(const std::string& name, const std::string& text) {
-    const fs::path p = dir_ / name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p.string();
+    TempDirTest::SetUp();
   }
   Outcome Cli(const std::string& args) {
-    return Sh("(cd " + dir_.string() + " && " + testing::CliPath() + " " + args + ")");
+    return RunShell("(cd " + dir_.string() + " && " + testing::CliPath() + " " + args + ")");
   }
-  fs::path dir_;
 };
 
 // Item 8: numbers never wrap or saturate, and messages stay short.
@@ -140,11 +107,11 @@ TEST_F(Hostile, AnOutputThatIsTheInputIsRefused) {
     Outcome r = Cli(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
     EXPECT_NE(r.out.find("refusing to overwrite"), std::string::npos) << r.out;
-    EXPECT_EQ(Slurp(in), kFive) << args;
+    EXPECT_EQ(testing::ReadFile(in), kFive) << args;
   }
   fs::create_symlink(in, dir_ / "link.csv");
   EXPECT_EQ(Cli("plan link.csv --out five.csv").code, 2);
-  EXPECT_EQ(Slurp(in), kFive);
+  EXPECT_EQ(testing::ReadFile(in), kFive);
   // Written through a temporary file: nothing left over, the plan in place.
   Outcome ok = Cli("plan five.csv --out plan.csv --svg map.svg");
   ASSERT_EQ(ok.code, 0) << ok.out;
@@ -214,7 +181,7 @@ TEST_F(Hostile, SmallerOnes) {
   Write("far.csv", "id,lower,upper,size\na,0,4611686018427387904,8\nb,4611686018427387000,4611686018427387904,8\n");
   r = Cli("plan far.csv --svg far.svg");
   EXPECT_EQ(r.code, 0) << r.out;
-  const std::string svg = Slurp(dir_ / "far.svg");
+  const std::string svg = testing::ReadFile(dir_ / "far.svg");
   EXPECT_NE(svg.find(">4611686018427387904<"), std::string::npos);
   EXPECT_EQ(svg.find(">-"), std::string::npos);
 
@@ -248,7 +215,7 @@ TEST_F(Hostile, JsonReaderStreamsItsBuffers) {
 #else
   const std::string limit;
 #endif
-  Outcome r = Sh("cd " + dir_.string() + " && " + limit + testing::CliPath() + " plan empty.json");
+  Outcome r = RunShell("cd " + dir_.string() + " && " + limit + testing::CliPath() + " plan empty.json");
   EXPECT_EQ(r.code, 2) << r.out.substr(0, 500);
   EXPECT_NE(r.out.find("buffer 0"), std::string::npos) << r.out.substr(0, 500);
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20.0);
@@ -278,7 +245,7 @@ TEST_F(Hostile, OutOfMemoryIsAnErrorNotAnAbort) {
     f << "id,lower,upper,size\n";
     for (int i = 0; i < 1'000'000; ++i) f << "buffer_with_a_long_name_" << i << ',' << i << ',' << i + 2 << ",64\n";
   }
-  Outcome r = Sh("cd " + dir_.string() + " && ulimit -v 150000 && " + testing::CliPath() +
+  Outcome r = RunShell("cd " + dir_.string() + " && ulimit -v 150000 && " + testing::CliPath() +
              " plan many.csv --strategy greedy_by_size");
   EXPECT_TRUE(r.code == 1 || r.code == 2) << r.code << "\n" << r.out.substr(0, 500);
   EXPECT_NE(r.out.find("out of memory"), std::string::npos) << r.out.substr(0, 500);

@@ -93,7 +93,7 @@ TEST(LowerBounds, AlignmentPaddingBetweenLiveBuffersCounts) {
   EXPECT_EQ(PeakLiveBytes(p), 42u);
   p.buffers[0].alignment = 8;  // g = 8: still 16 + 16 + 10
   EXPECT_EQ(PeakLiveBytes(p), 42u);
-  p.buffers[0].alignment = 3;  // g = 1: no padding is forced
+  p.buffers[0].alignment = 1;  // g = 1: no padding is forced
   EXPECT_EQ(PeakLiveBytes(p), 30u);
 }
 

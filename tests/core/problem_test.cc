@@ -66,5 +66,32 @@ TEST(Problem, RecordsRoundTrip) {
   EXPECT_TRUE(HasExtendedFeatures(p));
 }
 
+
+// Issue 12 item 17: "alignment" means one thing, a power of two, checked in
+// one place that names what is at fault.
+TEST(ValidateAlignment, OnePowerOfTwoMeaningNamedInTheError) {
+  for (std::uint64_t a : {std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{64}, kMaxAlignment})
+    EXPECT_TRUE(ValidateAlignment(a, "x").ok()) << a;
+  for (std::uint64_t a : {std::uint64_t{0}, std::uint64_t{3}, std::uint64_t{24}, kMaxAlignment * 2,
+                          ~std::uint64_t{0}}) {
+    const Status st = ValidateAlignment(a, "PlanParams::alignment");
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << a;
+    EXPECT_EQ(st.message(), "PlanParams::alignment: alignment " + std::to_string(a) +
+                                " is not a power of two between 1 and " +
+                                std::to_string(kMaxAlignment));
+  }
+  EXPECT_FALSE(ValidateAlignment(4096, "pool", 2048).ok());
+}
+
+TEST(CheckProblem, ABufferAlignmentThatIsNotAPowerOfTwoIsRejected) {
+  Problem p = FromRecords(std::vector<UsageRecord>{{8, 0, 1}, {8, 0, 1}});
+  p.buffers[1].alignment = 24;
+  const Status st = CheckProblem(p);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("buffer 1 (id '1'): alignment 24 is not a power of two"),
+            std::string::npos)
+      << st.message();
+}
+
 }  // namespace
 }  // namespace tensormem

@@ -71,6 +71,11 @@ TEST(Csv, ErrorsNameFileLineAndField) {
   EXPECT_NE(e.find("window"), std::string::npos) << e;
   e = ErrorOf("id,lower,upper,size,alignment\na,0,10,4,0\n");
   EXPECT_NE(e.find("field 'alignment'"), std::string::npos) << e;
+  // Issue 12 item 17: an alignment is a power of two everywhere (3 used to
+  // be combined by LCM).
+  e = ErrorOf("id,lower,upper,size,alignment\na,0,10,4,3\n");
+  EXPECT_NE(e.find("t.csv:2: field 'alignment'"), std::string::npos) << e;
+  EXPECT_NE(e.find("power of two"), std::string::npos) << e;
   e = ErrorOf("id,lower,upper,size,offset\na,0,10,4,18446744073709551615\n");
   EXPECT_NE(e.find("overflows"), std::string::npos) << e;
   e = ErrorOf("id,lower,upper,size\n\"a,0,1,4\n");

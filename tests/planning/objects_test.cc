@@ -529,5 +529,33 @@ TEST(ExtentObjects, OneDimensionalOnlyStrategiesSayWhy) {
   EXPECT_FALSE(PlanObjects(records, ObjectsStrategy::kGreedyInOrder, params).ok());
 }
 
+
+// The time limit covers the objects strategies too (counted in polls of
+// should_stop, never in seconds).
+TEST(ObjectsDeadline, AStopRequestEndsTheIteratingStrategies) {
+  const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(30'000, 7);
+  for (ObjectsStrategy s : {ObjectsStrategy::kGreedyBySize, ObjectsStrategy::kGreedyByBreadth,
+                            ObjectsStrategy::kMinCostFlow, ObjectsStrategy::kGreedyBest,
+                            ObjectsStrategy::kBest}) {
+    int polls = 0;
+    PlanParams params;
+    params.should_stop = [&] { return ++polls > 0; };
+    Result<ObjectsPlan> plan = PlanObjects(records, s, params);
+    ASSERT_EQ(plan.status().code(), StatusCode::kDeadlineExceeded)
+        << Name(s) << ": " << plan.status().ToString();
+    EXPECT_EQ(polls, 1) << Name(s);
+    EXPECT_NE(plan.status().message().find("stop request"), std::string::npos)
+        << plan.status().message();
+  }
+  // Without a stop request every one of them plans this input.
+  for (ObjectsStrategy s : {ObjectsStrategy::kGreedyBySize, ObjectsStrategy::kBest}) {
+    int polls = 0;
+    PlanParams params;
+    params.should_stop = [&] { return ++polls < 0; };
+    EXPECT_TRUE(PlanObjects(records, s, params).ok()) << Name(s);
+    EXPECT_GE(polls, 1) << Name(s);
+  }
+}
+
 }  // namespace
 }  // namespace tensormem

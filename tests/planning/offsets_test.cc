@@ -10,6 +10,7 @@
 #include "planning/breadth_order.h"
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"
+#include "tensormem/solver.h"
 #include "tensormem/validator.h"
 
 namespace tensormem {
@@ -42,7 +43,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(OffsetsStrategy::kGreedyBySize,
                                          OffsetsStrategy::kGreedyByBreadth,
                                          OffsetsStrategy::kArena),
-                       ::testing::Values(1, 8, 64, 100)),
+                       ::testing::Values(1, 8, 64, 128)),
     [](const auto& param_info) {
       return std::string(Name(std::get<0>(param_info.param))) + "_align" +
              std::to_string(std::get<1>(param_info.param));
@@ -59,7 +60,7 @@ TEST(BreadthOrder, EqualsPerTaskTranscription) {
 class EveryOffsetsStrategy : public ::testing::TestWithParam<OffsetsStrategy> {};
 
 TEST_P(EveryOffsetsStrategy, ValidPlansWithAlignment) {
-  for (std::uint64_t align : {1, 3, 64}) {
+  for (std::uint64_t align : {1, 4, 64}) {
     PlanParams params;
     params.alignment = align;
     params.time_limit_seconds = 0.5;
@@ -168,6 +169,106 @@ TEST(Offsets, ObjectsToOffsetsAlignsObjects) {
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->offsets, (std::vector<std::uint64_t>{16, 0}));
   EXPECT_EQ(plan->total, 36u);
+}
+
+
+// ---- The time limit covers every strategy ----------------------------------
+// Counted in polls of PlanParams::should_stop (the hook is read with the
+// clock), never in seconds: a stop request is honoured within one poll.
+
+constexpr OffsetsStrategy kTimedStrategies[] = {
+    OffsetsStrategy::kGreedyBySize, OffsetsStrategy::kGreedyByBreadth, OffsetsStrategy::kArena,
+    OffsetsStrategy::kBest, OffsetsStrategy::kExact};
+
+TEST(PlanDeadline, AStopRequestEndsEveryStrategyAtItsFirstPoll) {
+  const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(20'000, 3);
+  for (OffsetsStrategy s : kTimedStrategies) {
+    for (bool reference : {false, true}) {
+      int polls = 0;
+      PlanParams params;
+      params.reference = reference && s != OffsetsStrategy::kExact;
+      params.should_stop = [&] { return ++polls > 0; };
+      Result<OffsetsPlan> plan = PlanOffsets(records, s, params);
+      ASSERT_EQ(plan.status().code(), StatusCode::kDeadlineExceeded)
+          << Name(s) << " reference=" << reference << ": " << plan.status().ToString();
+      EXPECT_EQ(polls, 1) << Name(s);
+      EXPECT_NE(plan.status().message().find("stop request"), std::string::npos) << Name(s);
+    }
+  }
+}
+
+TEST(PlanDeadline, ATimeLimitThatHasPassedReturnsDeadlineExceeded) {
+  const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(20'000, 4);
+  for (OffsetsStrategy s : kTimedStrategies) {
+    PlanParams params;
+    params.time_limit_seconds = 1e-9;  // over before the first placement
+    Result<OffsetsPlan> plan = PlanOffsets(records, s, params);
+    ASSERT_EQ(plan.status().code(), StatusCode::kDeadlineExceeded) << Name(s) << ": " << plan.status().ToString();
+    EXPECT_NE(plan.status().message().find("time limit"), std::string::npos)
+        << plan.status().message();
+  }
+}
+
+TEST(PlanDeadline, BestKeepsTheCandidatesThatFinished) {
+  const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(20'000, 5);
+  // How many polls greedy_by_size (best's first candidate) takes alone.
+  int alone = 0;
+  PlanParams count;
+  count.should_stop = [&] { return ++alone < 0; };
+  Result<OffsetsPlan> first = PlanOffsets(records, OffsetsStrategy::kGreedyBySize, count);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_GT(alone, 1);  // it polls as it goes (every 1,024 placements)
+  // Stop right after it: best polls once before each candidate.
+  int polls = 0;
+  PlanParams params;
+  params.should_stop = [&] { return ++polls > alone + 1; };
+  Result<OffsetsPlan> best = PlanOffsets(records, OffsetsStrategy::kBest, params);
+  ASSERT_TRUE(best.ok()) << best.status().ToString();
+  EXPECT_EQ(best->strategy, "best(greedy_by_size, time limit hit)");
+  EXPECT_EQ(best->total, first->total);
+  EXPECT_EQ(polls, alone + 2);
+}
+
+TEST(PlanDeadline, ZeroMeansUntimedHeuristicsAndNegativeIsRejected) {
+  const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(3'000, 6);
+  PlanParams params;
+  params.time_limit_seconds = 0;
+  EXPECT_TRUE(PlanOffsets(records, OffsetsStrategy::kBest, params).ok());
+  Result<OffsetsPlan> exact = PlanOffsets(records, OffsetsStrategy::kExact, params);
+  ASSERT_TRUE(exact.ok()) << exact.status().ToString();
+  params.time_limit_seconds = -1;
+  EXPECT_EQ(PlanOffsets(records, OffsetsStrategy::kBest, params).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(PlanObjects(records, ObjectsStrategy::kBest, params).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+
+// Issue 12 item 17: the plan's alignment is a power of two like every other
+// (3 used to be accepted and combined with the buffers' by LCM).
+TEST(PlanAlignment, NotAPowerOfTwoIsRejectedNamingTheParameter) {
+  const std::vector<UsageRecord> records = {{8, 0, 1}, {8, 0, 1}};
+  for (std::uint64_t a : {0, 3, 48}) {
+    PlanParams params;
+    params.alignment = a;
+    for (OffsetsStrategy s : AllOffsetsStrategies()) {
+      Result<OffsetsPlan> plan = PlanOffsets(records, s, params);
+      ASSERT_EQ(plan.status().code(), StatusCode::kInvalidArgument) << Name(s) << " " << a;
+      EXPECT_NE(plan.status().message().find("PlanParams::alignment: alignment " + std::to_string(a) +
+                                             " is not a power of two"),
+                std::string::npos)
+          << plan.status().message();
+    }
+    SolverParams sp;
+    sp.alignment = a;
+    Result<SolveResult> solved = SolveOffsets(FromRecords(records), sp);
+    ASSERT_EQ(solved.status().code(), StatusCode::kInvalidArgument) << a;
+    EXPECT_NE(solved.status().message().find("SolverParams::alignment"), std::string::npos);
+    OffsetsPlan any;
+    any.offsets = {0, 8};
+    any.total = 16;
+    EXPECT_EQ(ValidateOffsetsPlan(FromRecords(records), any, a).code(), StatusCode::kInvalidArgument);
+  }
 }
 
 }  // namespace

@@ -321,7 +321,7 @@ TEST(Solver, PortfolioSearchesResumedEveryNodeStayComplete) {
 // lower bound (rounded up to the granule) never exceeds the minimum.
 TEST(SolverBruteForce, GranuleDividesTheMinimum) {
   std::mt19937_64 rng(41);
-  const std::uint64_t aligns[] = {1, 1, 2, 3, 4, 6, 8, 12};
+  const std::uint64_t aligns[] = {1, 1, 2, 2, 4, 4, 8, 16};  // alignments are powers of two
   int nontrivial = 0;
   for (int t = 0; t < 300; ++t) {
     Problem p = RandomProblem(rng, 2 + static_cast<int>(rng() % 5), t % 2 == 1);
@@ -330,7 +330,7 @@ TEST(SolverBruteForce, GranuleDividesTheMinimum) {
       b.size *= k;
       b.alignment = aligns[rng() % 8];
       for (Gap& g : b.gaps) g.window_hi *= k;
-      if (b.fixed_offset) *b.fixed_offset = 12 * k * (rng() % 2);
+      if (b.fixed_offset) *b.fixed_offset = 16 * k * (rng() % 2);
     }
     if (!CheckProblem(p).ok()) continue;
     solver::PresolveOptions po;
@@ -504,14 +504,20 @@ TEST(Solver, ShortTimeLimitStillReturnsAValidPlan) {
 TEST(Solver, ShouldStopEndsTheSolveWithAValidPlan) {
   const Problem p = Hard(400, 3);
   SolverParams params;
+  // The starting heuristics poll the request too (a stop there leaves no
+  // plan: TheLimitCoversTheStartingHeuristics); count their polls first.
+  int heuristic_polls = 0;
+  params.time_limit_seconds = 0;
+  params.should_stop = [&] { return ++heuristic_polls < 0; };
+  ASSERT_TRUE(SolveOffsets(p, params).ok());
   params.time_limit_seconds = 60;  // the stop request, not the clock, ends it
   int polls = 0;
-  params.should_stop = [&] { return ++polls >= 3; };
+  params.should_stop = [&] { return ++polls >= heuristic_polls + 3; };
   Result<SolveResult> r = SolveOffsets(p, params);
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(r->has_plan);
   EXPECT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
-  EXPECT_GE(polls, 3);
+  EXPECT_GE(polls, heuristic_polls + 3);
   EXPECT_LT(r->seconds, 10.0);
 }
 
@@ -734,6 +740,28 @@ TEST(Solver, StatusNames) {
   EXPECT_EQ(Name(SolveStatus::kFeasible), "feasible");
   EXPECT_EQ(Name(SolveStatus::kInfeasible), "infeasible");
   EXPECT_EQ(Name(SolveStatus::kUnknown), "unknown");
+}
+
+
+// The time limit covers the heuristics the solve starts from: when they
+// cannot finish, the answer is unknown, without a plan, and says why.
+TEST(Solver, TheLimitCoversTheStartingHeuristics) {
+  const Problem p = FromRecords(internal::GenerateNetworkRecords(20'000, 8));
+  int polls = 0;
+  SolverParams params;
+  params.should_stop = [&] { return ++polls > 0; };
+  Result<SolveResult> r = SolveOffsets(p, params);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, SolveStatus::kUnknown);
+  EXPECT_FALSE(r->has_plan);
+  EXPECT_EQ(polls, 1);
+  EXPECT_NE(r->reason.find("before the heuristics found a plan"), std::string::npos) << r->reason;
+  // 0 keeps its meaning: the heuristics only, untimed.
+  params.should_stop = nullptr;
+  params.time_limit_seconds = 0;
+  r = SolveOffsets(p, params);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->has_plan);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 // model is imported and its scratch arena planned by the graph planner (ids
 // are tensor names); the persistent arena, the naive total and the saving
 // are reported too.
+#include <chrono>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -46,6 +47,17 @@ struct Row {
   double ms = 0;
 };
 
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// What to do about a time limit that was too short.
+Status Hint(const Status& st, double read_seconds) {
+  if (st.code() != StatusCode::kDeadlineExceeded) return st;
+  return {st.code(), st.message() + " (allow more with --time-limit SECONDS; reading the input, " +
+                         FormatDouble(read_seconds, 1) + " s, is not counted)"};
+}
+
 // Never the input itself; atomically renamed into place; "-" = stdout.
 Status WriteFile(const PlanOptions& o, const std::string& path,
                  const std::function<Status(std::ostream&)>& write) {
@@ -53,7 +65,7 @@ Status WriteFile(const PlanOptions& o, const std::string& path,
 }
 
 void Print(const PlanOptions& o, const Problem& problem, std::uint64_t lower_bound,
-           const std::vector<Row>& rows, const GraphInput* graph = nullptr) {
+           const std::vector<Row>& rows, double read_seconds, const GraphInput* graph = nullptr) {
   std::uint64_t smallest = UINT64_MAX;
   for (const Row& r : rows) smallest = std::min(smallest, r.total);
   if (o.json) {
@@ -61,7 +73,8 @@ void Print(const PlanOptions& o, const Problem& problem, std::uint64_t lower_bou
                         {"mode", o.objects ? "objects" : "offsets"},
                         {"buffers", problem.buffers.size()},
                         {"lower_bound", lower_bound},
-                        {"alignment", graph ? graph->params.alignment : std::max<std::uint64_t>(o.align, 1)}};
+                        {"alignment", graph ? graph->params.alignment : std::max<std::uint64_t>(o.align, 1)},
+                        {"read_ms", read_seconds * 1e3}};
     if (graph)
       j["graph"] = {{"tensors", graph->graph.tensors.size()},
                     {"nodes", graph->graph.nodes.size()},
@@ -89,8 +102,10 @@ void Print(const PlanOptions& o, const Problem& problem, std::uint64_t lower_bou
               << graph->folded_nodes << " shape nodes folded), " << graph->graph.tensors.size()
               << " tensors, imported in " << FormatDouble(graph->import_seconds * 1e3, 1)
               << " ms; scratch arena (alignment " << graph->params.alignment << "):\n";
-  std::cout << o.input << ": " << problem.buffers.size() << " buffers, "
-            << (o.objects ? "shared objects" : "offsets") << ", lower bound "
+  std::cout << o.input << ": " << problem.buffers.size() << " buffers";
+  // Reading is not planning: the time limit covers only the strategies.
+  if (!graph) std::cout << " read in " << FormatDouble(read_seconds * 1e3, 0) << " ms";
+  std::cout << ", " << (o.objects ? "shared objects" : "offsets") << ", lower bound "
             << WithThousands(lower_bound)
             << (o.objects ? " (sum of positional maximums)" : " (peak live bytes)") << '\n';
   Table t({"strategy", "total", "lower_bound", "ratio", "ms"});
@@ -112,6 +127,7 @@ void Print(const PlanOptions& o, const Problem& problem, std::uint64_t lower_bou
 int RunPlan(const PlanOptions& o) {
   for (const std::string* out : {&o.out, &o.svg})
     if (Status st = CheckNotAnInput(*out, {o.input}); !st.ok()) return ReportError(st);
+  const auto start = std::chrono::steady_clock::now();
   std::optional<GraphInput> graph;
   Result<Problem> loaded = Problem{};
   if (IsGraphInput(o.input)) {
@@ -125,12 +141,19 @@ int RunPlan(const PlanOptions& o) {
     loaded = LoadProblem(o.input);
     if (!loaded.ok()) return ReportError(loaded.status());
   }
+  const double read_seconds = graph ? graph->import_seconds : SecondsSince(start);
   const Problem& problem = graph ? graph->plan.scratch : *loaded;
   PlanParams params;
   params.alignment = graph ? 1 : std::max<std::uint64_t>(o.align, 1);  // graph buffers carry theirs
   params.time_limit_seconds = o.time_limit;
   params.reference = o.reference;
   std::vector<Row> rows;
+  // With 'all' the strategies share the one time limit: each gets what is left.
+  const auto planning_start = std::chrono::steady_clock::now();
+  auto share_time = [&] {
+    if (o.time_limit > 0 && o.time_limit < 1e9)
+      params.time_limit_seconds = std::max(o.time_limit - SecondsSince(planning_start), 1e-9);
+  };
 
   if (o.objects) {
     std::vector<ObjectsStrategy> strategies;
@@ -144,6 +167,7 @@ int RunPlan(const PlanOptions& o) {
     const std::vector<UsageRecord> records = ToRecords(problem);
     std::optional<ObjectsPlan> best;
     for (ObjectsStrategy s : strategies) {
+      share_time();
       Result<ObjectsPlan> plan = PlanObjects(records, s, params);
       if (!plan.ok()) {
         // With 'all', one strategy's failure (naive overflowing 64 bits)
@@ -152,13 +176,13 @@ int RunPlan(const PlanOptions& o) {
           std::cerr << "tensormem: note: " << Name(s) << ": " << plan.status().message() << '\n';
           continue;
         }
-        return ReportError(plan.status().WithContext(std::string(Name(s))));
+        return ReportError(Hint(plan.status().WithContext(std::string(Name(s))), read_seconds));
       }
       rows.push_back({plan->strategy, TotalSize(*plan), plan->lower_bound, plan->seconds * 1e3});
       if (!best || TotalSize(*plan) < TotalSize(*best)) best = std::move(*plan);
     }
     if (!best) return ReportError(OutOfRange("no strategy could plan the input"));
-    Print(o, problem, ObjectsLowerBound(records), rows);
+    Print(o, problem, ObjectsLowerBound(records), rows, read_seconds);
     if (!o.out.empty()) {
       Status st = WriteFile(o, o.out, [&](std::ostream& f) { return WriteObjectsCsv(f, problem, *best); });
       if (!st.ok()) return ReportError(st);
@@ -192,6 +216,7 @@ int RunPlan(const PlanOptions& o) {
   }
   std::optional<OffsetsPlan> best;
   for (OffsetsStrategy s : strategies) {
+    share_time();
     Result<OffsetsPlan> plan =
         graph ? PlanScratchArena(*graph, s, params) : PlanOffsets(problem, s, params);
     if (!plan.ok()) {
@@ -199,13 +224,14 @@ int RunPlan(const PlanOptions& o) {
         std::cerr << "tensormem: note: " << Name(s) << ": " << plan.status().message() << '\n';
         continue;
       }
-      return ReportError(plan.status().WithContext(std::string(Name(s))));
+      return ReportError(Hint(plan.status().WithContext(std::string(Name(s))), read_seconds));
     }
     rows.push_back({plan->strategy, plan->total, plan->lower_bound, plan->seconds * 1e3});
     if (!best || plan->total < best->total) best = std::move(*plan);
   }
   if (!best) return ReportError(OutOfRange("no strategy could plan the input"));
-  Print(o, problem, PeakLiveBytes(problem, params.alignment), rows, graph ? &*graph : nullptr);
+  Print(o, problem, PeakLiveBytes(problem, params.alignment), rows, read_seconds,
+        graph ? &*graph : nullptr);
   if (!o.out.empty()) {
     Status st = WriteFile(o, o.out, [&](std::ostream& f) { return WriteProblemCsv(f, problem, &*best); });
     if (!st.ok()) return ReportError(st);
@@ -250,7 +276,10 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--svg", o->svg, "write a memory map (x = task, y = address)");
   cmd->add_option("--html", o->html,
                   "write an interactive memory map (one self-contained HTML file: zoom, pan, hover)");
-  cmd->add_option("--time-limit", o->time_limit, "seconds for the exact strategy")
+  cmd->add_option("--time-limit", o->time_limit,
+                  "seconds for the whole planning, every strategy (reading the input is not "
+                  "counted); a strategy that cannot finish fails, best keeps the candidates that "
+                  "did; 0: heuristics untimed, exact does no search")
       ->capture_default_str()
       ->check(Seconds());
   cmd->add_flag("--reference", o->reference,

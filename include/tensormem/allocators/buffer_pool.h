@@ -6,7 +6,7 @@
 //   fits after moving the start up. Otherwise a new block comes from the
 //   backend, and it is recorded as used.
 // - A larger free block is split: the front part (the request rounded up to
-//   the pool's alignment) is returned, the rest stays free; both halves know
+//   the pool's split granularity) is returned, the rest stays free; both halves know
 //   their parent and the parent counts its children not in the free list.
 //   When every child of a parent is free again they merge back into the
 //   parent, recursively upward.
@@ -35,15 +35,17 @@
 namespace tensormem {
 
 struct BufferPoolParams {
-  // The split granularity: a split keeps the front part rounded up to this
-  // (MNN_MEMORY_ALIGN_DEFAULT = 64). A power of two.
-  std::uint64_t alignment = 64;
+  // A split keeps the front part rounded up to this many bytes
+  // (MNN_MEMORY_ALIGN_DEFAULT = 64), and every block the pool reserves
+  // starts on it. Not an alignment request: that is Allocate's argument. A
+  // power of two. (Named `alignment` before issue 12.)
+  std::uint64_t split_granularity = 64;
   // The static planner DeferCompute uses (greedy_by_size: best fit by size,
   // which reaches the lower bound on most real networks).
   OffsetsStrategy defer_strategy = OffsetsStrategy::kGreedyBySize;
 };
 
-// Checks every field once: alignment a power of two in [1,
+// Checks every field once: split_granularity a power of two in [1,
 // kMaxAllocationAlignment]; defer_strategy a known strategy.
 Status Validate(const BufferPoolParams& params);
 

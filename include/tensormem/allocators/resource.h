@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "tensormem/status.h"
+#include "tensormem/types.h"
 
 namespace tensormem {
 

@@ -9,11 +9,14 @@
 // greedy_by_breadth when records x (most tensors live at once) exceeds
 // kMaxDensityWork (inputs where most tensors overlap most others, on which
 // they are quadratic). A candidate that gives up on its work budget
-// (ResourceExhausted) is skipped too; every other error is returned.
+// (ResourceExhausted) is skipped too; every other error is returned. The
+// time limit covers every candidate: once it passes, the cheapest plan of
+// those that finished is returned (kDeadlineExceeded when none did).
 #include <optional>
 #include <string>
 
 #include "core/checked_math.h"
+#include "core/deadline.h"
 #include "planning/objects/objects_strategies.h"
 #include "tensormem/lower_bounds.h"
 
@@ -43,13 +46,27 @@ Result<ObjectsPlan> BestObjects(std::span<const UsageRecord> records, const Plan
       {EqualityObjects, ObjectsStrategy::kEquality, true},
       {NaiveObjects, ObjectsStrategy::kNaive, true},
   };
+  // One deadline for all candidates: each gets what is left of it.
+  internal::Deadline deadline(params.time_limit_seconds, params.should_stop);
+  PlanParams p = params;
   std::optional<ObjectsPlan> best;
   std::uint64_t best_total = 0;
   std::string winner;
+  Status stopped;  // why a candidate did not finish in time
   for (const Candidate& c : candidates) {
     if (!c.run) continue;
-    Result<ObjectsPlan> plan = c.fn(records, params);
+    if (deadline.Expired()) {
+      stopped = DeadlineExceeded(deadline.Why() + " was reached before " +
+                                 std::string(Name(c.strategy)) + " ran");
+      break;
+    }
+    p.time_limit_seconds = deadline.ForNested();
+    Result<ObjectsPlan> plan = c.fn(records, p);
     if (!plan.ok() && plan.status().code() == StatusCode::kResourceExhausted) continue;
+    if (!plan.ok() && plan.status().code() == StatusCode::kDeadlineExceeded) {
+      stopped = plan.status().WithContext(std::string(Name(c.strategy)));
+      break;
+    }
     if (!plan.ok()) return plan.status();
     const std::uint64_t total = TotalSize(*plan);
     if (!best || total < best_total) {
@@ -58,6 +75,8 @@ Result<ObjectsPlan> BestObjects(std::span<const UsageRecord> records, const Plan
       winner = std::string(Name(c.strategy));
     }
   }
+  if (!best) return DeadlineExceeded("no candidate finished: " + stopped.message());
+  if (!stopped.ok()) winner += ", time limit hit";
   best->strategy = "best(" + winner + ")";
   return std::move(*best);
 }

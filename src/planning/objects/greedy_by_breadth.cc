@@ -43,8 +43,8 @@ bool Overlaps(const Intervals& intervals, const UsageRecord& r) {
   return it != intervals.begin() && std::prev(it)->second >= r.first_task;
 }
 
-Result<ObjectsPlan> Reference(std::span<const UsageRecord> records) {
-  WorkBudget budget(kMaxConflictTests);
+Result<ObjectsPlan> Reference(std::span<const UsageRecord> records, const PlanParams& params) {
+  WorkBudget budget(kMaxConflictTests, &params);
   ObjectsPlan plan;
   plan.object_of.assign(records.size(), 0);
   std::vector<Intervals> intervals;
@@ -78,8 +78,8 @@ Result<ObjectsPlan> Reference(std::span<const UsageRecord> records) {
   return plan;
 }
 
-Result<ObjectsPlan> Fast(std::span<const UsageRecord> records) {
-  WorkBudget budget(kMaxConflictTests);
+Result<ObjectsPlan> Fast(std::span<const UsageRecord> records, const PlanParams& params) {
+  WorkBudget budget(kMaxConflictTests, &params);
   using Key = std::pair<std::uint64_t, std::size_t>;  // (size, id)
   ObjectsPlan plan;
   plan.object_of.assign(records.size(), 0);
@@ -92,7 +92,7 @@ Result<ObjectsPlan> Fast(std::span<const UsageRecord> records) {
   };
   for (std::size_t i : BreadthOrder(records)) {
     const UsageRecord& r = records[i];
-    budget.Spend(tests);
+    budget.Spend(1 + tests);
     tests = 0;
     if (budget.Exhausted()) return budget.Error("greedy_by_breadth", records.size());
     std::size_t best = plan.object_sizes.size();
@@ -137,14 +137,14 @@ Result<ObjectsPlan> Fast(std::span<const UsageRecord> records) {
 
 Result<ObjectsPlan> GreedyByBreadthObjects(std::span<const UsageRecord> records,
                                            const PlanParams& params) {
-  if (!params.reference) return Fast(records);
+  if (!params.reference) return Fast(records, params);
   TaskIndex max_task = 0;
   for (const UsageRecord& r : records) max_task = std::max(max_task, r.last_task);
   if (max_task >= kReferenceMaxTasks)
     return ResourceExhausted("greedy_by_breadth reference path materialises every task; " +
                            std::to_string(max_task + 1) + " tasks exceed its limit of " +
                            std::to_string(kReferenceMaxTasks) + " (use the default path)");
-  return Reference(records);
+  return Reference(records, params);
 }
 
 }  // namespace tensormem::planning

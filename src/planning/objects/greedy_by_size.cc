@@ -207,9 +207,13 @@ class KeyTree {
 };
 
 class FastGreedyBySize {
+  WorkBudget budget_;  // first: the constructor's own work counts
+
  public:
-  FastGreedyBySize(std::span<const UsageRecord> records, const std::vector<std::size_t>& positions)
-      : r_(records),
+  FastGreedyBySize(std::span<const UsageRecord> records, const std::vector<std::size_t>& positions,
+                   const PlanParams& params)
+      : budget_(kMaxWork, &params),
+        r_(records),
         n_(records.size()),
         position_(positions),
         best_dist_(n_, kNone),
@@ -458,7 +462,6 @@ class FastGreedyBySize {
   std::vector<Intervals> intervals_;
   std::set<std::pair<TaskIndex, std::size_t>> placed_by_last_, placed_by_first_;
   std::vector<std::size_t> recalc_, improved_;
-  WorkBudget budget_{kMaxWork};
 };
 
 }  // namespace
@@ -477,7 +480,7 @@ Result<ObjectsPlan> GreedyBySizeObjects(std::span<const UsageRecord> records,
       Result<ObjectsPlan> plan = Reference(records, positions);
       if (plan.ok() || plan.status().code() != StatusCode::kResourceExhausted) return plan;
     }
-    return FastGreedyBySize(records, positions).Run();
+    return FastGreedyBySize(records, positions, params).Run();
   }
   if (n > kReferenceMaxRecords)
     return ResourceExhausted("greedy_by_size reference path is quadratic; " + std::to_string(n) +

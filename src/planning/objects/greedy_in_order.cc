@@ -59,7 +59,7 @@ Result<ObjectsPlan> GreedyInOrder1D(std::span<const UsageRecord> records,
   ReleaseQueue in_use;
   std::vector<std::size_t> last_tensor;  // per object: the tensor placed on it last
   std::vector<char> is_free;             // per object
-  WorkBudget budget(kMaxScanned);
+  WorkBudget budget(kMaxScanned, &params);
   for (std::size_t i = 0; i < n; ++i) {
     if (budget.Exhausted()) return budget.Error("greedy_in_order (reallocation graph)", n);
     const UsageRecord& r = records[i];

@@ -183,7 +183,8 @@ class ReferenceSolver {
 // every reduced cost c + pi(u) - pi(v) >= 0, finds it.
 class WindowedSolver {
  public:
-  WindowedSolver(std::span<const UsageRecord> records, MinCostFlowWindow window)
+  WindowedSolver(std::span<const UsageRecord> records, MinCostFlowWindow window,
+                 const PlanParams* params)
       : r_(records),
         n_(records.size()),
         window_(window),
@@ -198,7 +199,8 @@ class WindowedSolver {
         done_left_(n_, 0),
         done_right_(n_, 0),
         next_left_(n_),
-        next_right_(n_) {
+        next_right_(n_),
+        budget_(kMaxRelaxed, params) {
     candidates_begin_.reserve(n_ + 1);
     candidates_begin_.push_back(0);
   }
@@ -382,14 +384,14 @@ class WindowedSolver {
   std::vector<std::size_t> next_left_, next_right_;  // next node towards R_i
   std::vector<std::size_t> finished_;
   std::uint32_t epoch_ = 0;
-  WorkBudget budget_{kMaxRelaxed};
+  WorkBudget budget_;
 };
 
 }  // namespace
 
 Result<ObjectsPlan> MinCostFlowWindowed(std::span<const UsageRecord> records,
-                                        MinCostFlowWindow window) {
-  return WindowedSolver(records, window).Run();
+                                        MinCostFlowWindow window, const PlanParams* params) {
+  return WindowedSolver(records, window, params).Run();
 }
 
 Result<ObjectsPlan> MinCostFlowReference(std::span<const UsageRecord> records) {
@@ -405,7 +407,7 @@ Result<ObjectsPlan> MinCostFlowReference(std::span<const UsageRecord> records) {
 Result<ObjectsPlan> MinCostFlowObjects(std::span<const UsageRecord> records,
                                        const PlanParams& params) {
   if (params.reference || records.size() <= kExactMaxRecords) return MinCostFlowReference(records);
-  return MinCostFlowWindowed(records, MinCostFlowWindow{});
+  return MinCostFlowWindowed(records, MinCostFlowWindow{}, &params);
 }
 
 }  // namespace tensormem::planning

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <span>
 
+#include "tensormem/planning.h"
 #include "tensormem/status.h"
 #include "tensormem/types.h"
 
@@ -19,9 +20,11 @@ struct MinCostFlowWindow {
 };
 
 // The default path with explicit windows. With windows wider than the input
-// it solves TFLite's whole flow graph to the same optimal cost.
+// it solves TFLite's whole flow graph to the same optimal cost. With params,
+// their time limit applies.
 Result<ObjectsPlan> MinCostFlowWindowed(std::span<const UsageRecord> records,
-                                        MinCostFlowWindow window);
+                                        MinCostFlowWindow window,
+                                        const PlanParams* params = nullptr);
 
 // The literal transcription (refuses inputs above its record limit).
 Result<ObjectsPlan> MinCostFlowReference(std::span<const UsageRecord> records);

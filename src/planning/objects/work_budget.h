@@ -3,23 +3,38 @@
 // inputs they return a clear error instead of running for minutes. The
 // limits are set so that a strategy gives up after roughly 10-15 seconds on
 // a 2-core machine; real networks stay orders of magnitude below them.
+// Given the PlanParams, the budget also carries the call's time limit
+// (core/deadline.h): every step spent ticks it, and Error() then says which
+// of the two ran out.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "core/deadline.h"
+#include "tensormem/planning.h"
 #include "tensormem/status.h"
 
 namespace tensormem::planning {
 
 class WorkBudget {
  public:
-  explicit WorkBudget(std::uint64_t limit) : limit_(limit) {}
-  void Spend(std::uint64_t units) { spent_ += units; }
-  bool Exhausted() const { return spent_ > limit_; }
+  explicit WorkBudget(std::uint64_t limit, const PlanParams* params = nullptr) : limit_(limit) {
+    if (params) deadline_.emplace(params->time_limit_seconds, params->should_stop);
+  }
+  void Spend(std::uint64_t units) {
+    spent_ += units;
+    if (deadline_) deadline_->Tick(units);
+  }
+  bool Exhausted() const { return spent_ > limit_ || (deadline_ && deadline_->expired()); }
   // The error to return once Exhausted().
   Status Error(std::string_view strategy, std::size_t num_records) const {
+    if (deadline_ && deadline_->expired())
+      return DeadlineExceeded(std::string(strategy) + ": " + deadline_->Why() +
+                              " was reached after " + std::to_string(spent_) + " steps on " +
+                              std::to_string(num_records) + " tensors");
     return ResourceExhausted(std::string(strategy) + " gave up after " + std::to_string(limit_) +
                              " steps on " + std::to_string(num_records) +
                              " tensors: they overlap too much for it to finish in reasonable "
@@ -29,6 +44,7 @@ class WorkBudget {
  private:
   std::uint64_t limit_;
   std::uint64_t spent_ = 0;
+  std::optional<internal::Deadline> deadline_;
 };
 
 }  // namespace tensormem::planning

@@ -11,6 +11,7 @@
 namespace tensormem::planning {
 
 Result<OffsetsPlan> ArenaOffsets(const Problem& problem, const PlanParams& params) {
+  internal::Deadline deadline(params.time_limit_seconds, params.should_stop);
   const auto& bufs = problem.buffers;
   TaskIndex min_first = 0, max_last = 0;
   for (std::size_t i = 0; i < bufs.size(); ++i) {
@@ -34,7 +35,7 @@ Result<OffsetsPlan> ArenaOffsets(const Problem& problem, const PlanParams& param
     if (bufs[a].first_task != bufs[b].first_task) return bufs[a].first_task < bufs[b].first_task;
     return a < b;
   });
-  return PlaceInOrder(problem, order, params);
+  return PlaceInOrder(problem, order, params, &deadline);
 }
 
 }  // namespace tensormem::planning

@@ -6,18 +6,26 @@
 // allocation traces, and above that size its objects pass costs more than
 // the three best-fit orders together.
 // A candidate that gives up on its work budget (ResourceExhausted) is
-// skipped, never the whole plan. The exact polish of the winner is above the
-// solver (src/strategies/best.cc); the solver starts from this plan.
+// skipped, never the whole plan. The time limit covers every candidate:
+// once it passes, the cheapest plan of those that finished is returned
+// (kDeadlineExceeded when none did). The exact polish of the winner is above
+// the solver (src/strategies/best.cc); the solver starts from this plan.
 #include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "core/deadline.h"
 #include "planning/offsets/offsets_strategies.h"
 
 namespace tensormem::planning {
 
 Result<OffsetsPlan> BestHeuristicOffsets(const Problem& problem, const PlanParams& params) {
+  return BestHeuristicOffsets(problem, params, nullptr);
+}
+
+Result<OffsetsPlan> BestHeuristicOffsets(const Problem& problem, const PlanParams& params,
+                                         bool* time_limit_hit) {
   using Fn = Result<OffsetsPlan> (*)(const Problem&, const PlanParams&);
   struct Candidate {
     Fn fn;
@@ -28,29 +36,48 @@ Result<OffsetsPlan> BestHeuristicOffsets(const Problem& problem, const PlanParam
       {GreedyByBreadthOffsets, "greedy_by_breadth"},
       {ArenaOffsets, "arena"},
   };
+  // One deadline for all candidates: each gets what is left of it.
+  internal::Deadline deadline(params.time_limit_seconds, params.should_stop);
+  PlanParams p = params;
   std::optional<OffsetsPlan> best;
   std::string winner;
+  Status stopped;  // why a candidate did not finish in time
   for (const Candidate& c : candidates) {
-    Result<OffsetsPlan> plan = c.fn(problem, params);
+    if (deadline.Expired()) {
+      stopped = DeadlineExceeded(deadline.Why() + " was reached before " +
+                                 std::string(c.name) + " ran");
+      break;
+    }
+    p.time_limit_seconds = deadline.ForNested();
+    Result<OffsetsPlan> plan = c.fn(problem, p);
+    if (!plan.ok() && plan.status().code() == StatusCode::kDeadlineExceeded) {
+      stopped = plan.status().WithContext(std::string(c.name));
+      break;
+    }
     if (!plan.ok()) return plan.status();
     if (!best || plan->total < best->total) {
       best = std::move(*plan);
       winner = std::string(c.name);
     }
   }
+  if (!best) return DeadlineExceeded("no candidate finished: " + stopped.message());
   // from_objects cannot take fixed offsets; elsewhere it is a fair candidate.
   bool has_fixed = false;
   for (const Buffer& b : problem.buffers) has_fixed |= b.fixed_offset.has_value();
-  if (!has_fixed && problem.buffers.size() <= 2'000) {
-    PlanParams p = params;
+  if (!has_fixed && problem.buffers.size() <= 2'000 && stopped.ok() && !deadline.Expired()) {
     p.from_objects = ObjectsStrategy::kGreedyBest;
+    p.time_limit_seconds = deadline.ForNested();
     Result<OffsetsPlan> plan = FromObjectsOffsets(problem, p);
-    if (!plan.ok() && plan.status().code() != StatusCode::kResourceExhausted) return plan.status();
+    if (!plan.ok() && plan.status().code() != StatusCode::kResourceExhausted &&
+        plan.status().code() != StatusCode::kDeadlineExceeded)
+      return plan.status();
     if (plan.ok() && plan->total < best->total) {
       best = std::move(*plan);
       winner = "from_objects";
     }
   }
+  if (time_limit_hit != nullptr) *time_limit_hit = !stopped.ok() || deadline.Expired();
+  if (!stopped.ok()) winner += ", time limit hit";
   best->strategy = winner;
   return std::move(*best);
 }

@@ -108,8 +108,13 @@ void SortByStart(std::vector<Interval>* v, std::vector<Interval>* scratch) {
 
 }  // namespace
 
+Status PlacementDeadline(const internal::Deadline& deadline, std::size_t placed, std::size_t total) {
+  return DeadlineExceeded(deadline.Why() + " was reached after placing " + std::to_string(placed) +
+                          " of " + std::to_string(total) + " buffers");
+}
+
 Result<OffsetsPlan> PlaceBestFit(const Problem& problem, std::span<const std::size_t> order,
-                                 std::uint64_t alignment) {
+                                 std::uint64_t alignment, internal::Deadline* deadline) {
   const std::size_t n = problem.buffers.size();
   OffsetsPlan plan;
   plan.offsets.assign(n, 0);
@@ -155,7 +160,8 @@ Result<OffsetsPlan> PlaceBestFit(const Problem& problem, std::span<const std::si
   // Plain pairs (the common case) go to a buffer large enough for every
   // placed buffer, written without capacity checks.
   std::vector<Interval> plain_forbidden(jobs.size() + n);
-  for (const Job& job : jobs) {
+  for (std::size_t k = 0; k < jobs.size(); ++k) {
+    const Job& job = jobs[k];
     const std::size_t j = job.tensor;
     forbidden.clear();
     if (job.plain) {
@@ -172,6 +178,8 @@ Result<OffsetsPlan> PlaceBestFit(const Problem& problem, std::span<const std::si
         AddForbidden(problem, segments, pi, j, &forbidden);
       });
     }
+    // Dense inputs make one placement cost as much as the conflicts it sees.
+    if (deadline && !deadline->Tick(1 + forbidden.size())) return PlacementDeadline(*deadline, k, jobs.size());
     SortByStart(&forbidden, &sort_scratch);
     std::uint64_t x;
     std::uint64_t end;
@@ -186,11 +194,13 @@ Result<OffsetsPlan> PlaceBestFit(const Problem& problem, std::span<const std::si
 
 Result<OffsetsPlan> PlaceBestFitReference(std::span<const UsageRecord> records,
                                           std::span<const std::size_t> order,
-                                          std::uint64_t alignment) {
+                                          std::uint64_t alignment, internal::Deadline* deadline) {
   OffsetsPlan plan;
   plan.offsets.assign(records.size(), 0);
   std::vector<std::size_t> active;  // placed tensors ordered by offset
-  for (std::size_t idx : order) {
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const std::size_t idx = order[k];
+    if (deadline && !deadline->Tick(1 + active.size())) return PlacementDeadline(*deadline, k, order.size());
     const UsageRecord& rec = records[idx];
     if (rec.size == 0) continue;
     std::uint64_t best_offset = kMaxU64, best_offset_fit = kMaxU64, current_offset = 0;

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <span>
 
+#include "core/deadline.h"
 #include "tensormem/problem.h"
 #include "tensormem/status.h"
 #include "tensormem/types.h"
@@ -28,14 +29,19 @@
 namespace tensormem::planning {
 
 // `order` is a permutation of all buffer indices (fixed-offset buffers in it
-// are skipped). Fails only on 64-bit overflow of the arena.
+// are skipped). Fails on 64-bit overflow of the arena, and with
+// kDeadlineExceeded once `deadline` (ticked per placement; null: none)
+// expires.
 Result<OffsetsPlan> PlaceBestFit(const Problem& problem, std::span<const std::size_t> order,
-                                 std::uint64_t alignment);
+                                 std::uint64_t alignment, internal::Deadline* deadline = nullptr);
 
 // Literal quadratic transcription for plain records (no gaps, fixed offsets
 // or per-buffer alignment).
 Result<OffsetsPlan> PlaceBestFitReference(std::span<const UsageRecord> records,
                                           std::span<const std::size_t> order,
-                                          std::uint64_t alignment);
+                                          std::uint64_t alignment, internal::Deadline* deadline = nullptr);
+
+// The error of a placement loop stopped by its deadline.
+Status PlacementDeadline(const internal::Deadline& deadline, std::size_t placed, std::size_t total);
 
 }  // namespace tensormem::planning

@@ -39,7 +39,7 @@ Result<OffsetsPlan> LayOut(const ObjectsPlan& plan, const std::vector<std::uint6
 }  // namespace
 
 Result<OffsetsPlan> ObjectsToOffsets(const ObjectsPlan& plan, std::uint64_t alignment) {
-  if (alignment == 0) return InvalidArgument("alignment must be >= 1");
+  TM_RETURN_IF_ERROR(ValidateAlignment(alignment, "ObjectsToOffsets"));
   return LayOut(plan, std::vector<std::uint64_t>(plan.object_sizes.size(), alignment));
 }
 

@@ -8,10 +8,11 @@
 namespace tensormem::planning {
 
 Result<OffsetsPlan> GreedyByBreadthOffsets(const Problem& problem, const PlanParams& params) {
+  internal::Deadline deadline(params.time_limit_seconds, params.should_stop);
   const std::vector<UsageRecord> records = ToRecords(problem);
   const std::vector<std::size_t> order =
       params.reference ? BreadthOrderReference(records) : BreadthOrder(records);
-  return PlaceInOrder(problem, order, params);
+  return PlaceInOrder(problem, order, params, &deadline);
 }
 
 }  // namespace tensormem::planning

@@ -11,23 +11,24 @@
 namespace tensormem::planning {
 
 Result<OffsetsPlan> PlaceInOrder(const Problem& problem, std::span<const std::size_t> order,
-                                 const PlanParams& params) {
-  if (!params.reference) return PlaceBestFit(problem, order, params.alignment);
+                                 const PlanParams& params, internal::Deadline* deadline) {
+  if (!params.reference) return PlaceBestFit(problem, order, params.alignment, deadline);
   if (HasExtendedFeatures(problem))
     return InvalidArgument(
         "the reference (faithful) planners take plain records only: no gaps, fixed offsets or "
         "per-buffer alignment");
   const std::vector<UsageRecord> records = ToRecords(problem);
-  return PlaceBestFitReference(records, order, params.alignment);
+  return PlaceBestFitReference(records, order, params.alignment, deadline);
 }
 
 Result<OffsetsPlan> GreedyBySizeOffsets(const Problem& problem, const PlanParams& params) {
+  internal::Deadline deadline(params.time_limit_seconds, params.should_stop);
   std::vector<std::size_t> order(problem.buffers.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return problem.buffers[a].size > problem.buffers[b].size;
   });
-  return PlaceInOrder(problem, order, params);
+  return PlaceInOrder(problem, order, params, &deadline);
 }
 
 }  // namespace tensormem::planning

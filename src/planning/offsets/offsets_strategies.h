@@ -6,6 +6,7 @@
 
 #include <string_view>
 
+#include "core/deadline.h"
 #include "tensormem/planning.h"
 
 namespace tensormem::planning {
@@ -27,10 +28,15 @@ Result<OffsetsPlan> FromObjectsOffsets(const Problem& problem, const PlanParams&
 // best's candidates without its exact polish: the smallest arena of the fast
 // strategies above; the plan's strategy is the winner's name.
 Result<OffsetsPlan> BestHeuristicOffsets(const Problem& problem, const PlanParams& params);
+// The same, saying whether the time limit cut it short (then the caller
+// should not start more work: best's polish).
+Result<OffsetsPlan> BestHeuristicOffsets(const Problem& problem, const PlanParams& params,
+                                         bool* time_limit_hit);
 
 // Shared by the best-fit strategies: plain problems may use the literal
-// reference loop when params.reference is set.
+// reference loop when params.reference is set. `deadline` is the
+// strategy's, made from params at its start (so ordering counts too).
 Result<OffsetsPlan> PlaceInOrder(const Problem& problem, std::span<const std::size_t> order,
-                                 const PlanParams& params);
+                                 const PlanParams& params, internal::Deadline* deadline);
 
 }  // namespace tensormem::planning
