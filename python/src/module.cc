@@ -22,6 +22,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tensormem/allocators/bfc_allocator.h"
@@ -105,56 +106,36 @@ py::array IntArray(const py::handle& obj, const char* name) {
   return a;
 }
 
-// Non-negative integers (sizes); `max` bounds them.
-std::vector<std::uint64_t> ToU64(const py::handle& obj, const char* name) {
+// An integer array as Out (uint64 sizes, int64 task indices; the library
+// checks the ranges it needs): a value Out cannot hold is a ValueError
+// naming the element.
+template <typename Out>
+std::vector<Out> ToIntegers(const py::handle& obj, const char* name) {
   py::array a = IntArray(obj, name);
   const auto n = static_cast<std::size_t>(a.size());
-  std::vector<std::uint64_t> out(n);
+  std::vector<Out> out(n);
   if (n == 0) return out;
-  if (a.dtype().kind() == 'u') {
-    auto u = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>::ensure(a);
-    const std::uint64_t* p = u.data();
-    for (std::size_t i = 0; i < n; ++i) out[i] = p[i];
-  } else {
-    auto s = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
-    const std::int64_t* p = s.data();
+  auto convert = [&](auto dummy) {
+    using In = decltype(dummy);
+    auto typed = py::array_t<In, py::array::c_style | py::array::forcecast>::ensure(a);
+    const In* p = typed.data();
     for (std::size_t i = 0; i < n; ++i) {
-      if (p[i] < 0)
-        throw py::value_error(std::string(name) + "[" + std::to_string(i) + "] is negative (" +
-                              std::to_string(p[i]) + ")");
-      out[i] = static_cast<std::uint64_t>(p[i]);
+      if (!std::in_range<Out>(p[i]))
+        throw py::value_error(std::string(name) + "[" + std::to_string(i) + "] is " +
+                              (std::cmp_less(p[i], 0) ? "negative" : "out of range") + " (" + std::to_string(p[i]) + ")");
+      out[i] = static_cast<Out>(p[i]);
     }
-  }
-  return out;
-}
-
-// Task indices (int64; the library checks their range).
-std::vector<std::int64_t> ToI64(const py::handle& obj, const char* name) {
-  py::array a = IntArray(obj, name);
-  const auto n = static_cast<std::size_t>(a.size());
-  std::vector<std::int64_t> out(n);
-  if (n == 0) return out;
-  if (a.dtype().kind() == 'u') {
-    auto u = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>::ensure(a);
-    const std::uint64_t* p = u.data();
-    for (std::size_t i = 0; i < n; ++i) {
-      if (p[i] > static_cast<std::uint64_t>(kMaxTaskIndex))
-        throw py::value_error(std::string(name) + "[" + std::to_string(i) + "] is out of range (" +
-                              std::to_string(p[i]) + ")");
-      out[i] = static_cast<std::int64_t>(p[i]);
-    }
-  } else {
-    auto s = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
-    std::copy(s.data(), s.data() + n, out.begin());
-  }
+  };
+  if (a.dtype().kind() == 'u') convert(std::uint64_t{});
+  else convert(std::int64_t{});
   return out;
 }
 
 std::vector<UsageRecord> ToRecords(const py::handle& sizes, const py::handle& first,
                                    const py::handle& last) {
-  const std::vector<std::uint64_t> s = ToU64(sizes, "sizes");
-  const std::vector<std::int64_t> f = ToI64(first, "first");
-  const std::vector<std::int64_t> l = ToI64(last, "last");
+  const std::vector<std::uint64_t> s = ToIntegers<std::uint64_t>(sizes, "sizes");
+  const std::vector<std::int64_t> f = ToIntegers<std::int64_t>(first, "first");
+  const std::vector<std::int64_t> l = ToIntegers<std::int64_t>(last, "last");
   if (f.size() != s.size() || l.size() != s.size())
     throw py::value_error("sizes, first and last must have the same length (got " +
                           std::to_string(s.size()) + ", " + std::to_string(f.size()) + ", " +
