@@ -20,6 +20,5 @@ cp -L /usr/lib/"$multiarch"/libz.so "$p/lib/$multiarch/libz.so"
 cp -r /usr/lib/"$multiarch"/cmake/GTest "$p/lib/$multiarch/cmake/"
 cp -r /usr/share/cmake/nlohmann_json /usr/share/cmake/CLI11 "$p/share/cmake/"
 cp -r "$shared/traces" "$shared/gpu" .gpu/shared/
-[ -f "$shared/SPEC.md" ] || true
 du -sh .gpu
 echo "carry: [\".gpu\"]; on the device: bench/gpu/run_all.sh build, then replay, then e2e"

@@ -187,21 +187,23 @@ int RunPlan(const PlanOptions& o) {
       Status st = WriteFile(o, o.out, [&](std::ostream& f) { return WriteObjectsCsv(f, problem, *best); });
       if (!st.ok()) return ReportError(st);
     }
-    if (!o.svg.empty()) {
+    if (!o.svg.empty() || !o.html.empty()) {
+      // Both maps draw the objects laid back to back: lay them out once.
       Result<OffsetsPlan> laid = ObjectsToOffsets(*best, 1);
       if (!laid.ok()) return ReportError(laid.status());
-      SvgOptions so;
-      so.title = o.input + " — objects " + best->strategy + " laid back to back";
-      Status st = WriteFile(o, o.svg, [&](std::ostream& f) { return WriteSvg(f, problem, *laid, so); });
-      if (!st.ok()) return ReportError(st);
-    }
-    if (!o.html.empty()) {
-      Result<OffsetsPlan> laid = ObjectsToOffsets(*best, 1);
-      if (!laid.ok()) return ReportError(laid.status());
-      HtmlMapOptions ho;
-      ho.title = o.input + " \u2014 objects " + best->strategy + " laid back to back";
-      Status st = WriteFile(o, o.html, [&](std::ostream& f) { return WriteHtmlMap(f, problem, *laid, ho); });
-      if (!st.ok()) return ReportError(st);
+      const std::string title = o.input + " \u2014 objects " + best->strategy + " laid back to back";
+      if (!o.svg.empty()) {
+        SvgOptions so;
+        so.title = title;
+        Status st = WriteFile(o, o.svg, [&](std::ostream& f) { return WriteSvg(f, problem, *laid, so); });
+        if (!st.ok()) return ReportError(st);
+      }
+      if (!o.html.empty()) {
+        HtmlMapOptions ho;
+        ho.title = title;
+        Status st = WriteFile(o, o.html, [&](std::ostream& f) { return WriteHtmlMap(f, problem, *laid, ho); });
+        if (!st.ok()) return ReportError(st);
+      }
     }
     return kExitOk;
   }
