@@ -22,6 +22,7 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "planning/offsets/offsets_strategies.h"
@@ -326,7 +327,15 @@ Result<SolveResult> Solve::Run() {
     }
   }
 
-  // Incumbents.
+  // Incumbents. When the presolve alone spent the limit, say so (the
+  // heuristics would only report the 1e-9 s left to them).
+  if (const double limit = params_.time_limit_seconds;
+      limit > 0 && limit < 1e9 && control_.Seconds() >= limit) {
+    std::ostringstream why;
+    why << "the time limit of " << limit << " s was spent in the presolve of "
+        << problem_.buffers.size() << " buffers";
+    return OutOfTime(DeadlineExceeded(why.str()));
+  }
   if (params_.heuristic_incumbent) {
     Result<OffsetsPlan> h = BestHeuristic(problem_, params_.alignment, Remaining());
     if (!h.ok() && h.status().code() == StatusCode::kDeadlineExceeded) return OutOfTime(h.status());

@@ -764,5 +764,20 @@ TEST(Solver, TheLimitCoversTheStartingHeuristics) {
   EXPECT_TRUE(r->has_plan);
 }
 
+// A limit the presolve alone spends is reported as the solve's own limit,
+// not as the 1e-9 s the heuristics would be left with.
+TEST(Solver, ALimitSpentInThePresolveIsNamed) {
+  const Problem p = FromRecords(internal::GenerateNetworkRecords(2'000, 8));
+  SolverParams params;
+  params.time_limit_seconds = 1e-9;  // any presolve takes longer
+  Result<SolveResult> r = SolveOffsets(p, params);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, SolveStatus::kUnknown);
+  EXPECT_FALSE(r->has_plan);
+  EXPECT_NE(r->reason.find("the time limit of 1e-09 s was spent in the presolve of 2000 buffers"),
+            std::string::npos)
+      << r->reason;
+}
+
 }  // namespace
 }  // namespace tensormem
