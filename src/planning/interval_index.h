@@ -13,6 +13,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/deadline.h"
 #include "tensormem/types.h"
 
 namespace tensormem::planning {
@@ -79,17 +80,22 @@ class IntervalIndex {
 // O(log n + k) for k reported, plus one step per distinct start inside j's
 // lifetime. Lists live in one flat array (CSR) and carry a caller-chosen
 // payload, so a query touches little memory: at 10^5 tensors the cost is
-// cache misses, not instructions.
+// cache misses, not instructions. Building it costs O(n log n) (seconds at
+// 10^6 tensors), so it reads the caller's deadline: when that passes, the
+// index is left incomplete() and must not be used.
 template <typename Payload>
 class StabIndex {
  public:
-  StabIndex(const std::vector<TaskIndex>& firsts, const std::vector<TaskIndex>& lasts)
+  StabIndex(const std::vector<TaskIndex>& firsts, const std::vector<TaskIndex>& lasts,
+            internal::Deadline* deadline = nullptr)
       : ranks_(firsts.size()) {
+    if (deadline && deadline->Expired()) return;
     const std::vector<TaskIndex> starts = DistinctSorted(firsts);
     const std::size_t num_starts = std::max<std::size_t>(starts.size(), 1);
     while (leaves_ < num_starts) leaves_ *= 2;
     std::vector<std::uint32_t> count(2 * leaves_ + num_starts + 1, 0);
     for (std::size_t i = 0; i < firsts.size(); ++i) {
+      if (deadline && !deadline->Tick()) return;
       ranks_[i] = {static_cast<std::uint32_t>(RankOf(starts, firsts[i])),
                    static_cast<std::uint32_t>(RankOfLastStartAtOrBefore(starts, lasts[i]))};
       ForEachSlot(ranks_[i], [&](std::size_t slot) { ++count[slot]; });
@@ -101,8 +107,13 @@ class StabIndex {
       slots_[k] = {total, total};
       total += count[k];
     }
+    if (deadline && deadline->Expired()) return;
     entries_.resize(total);
+    complete_ = true;
   }
+
+  // False when the deadline passed while building: nothing else may be called.
+  bool complete() const { return complete_; }
 
   struct Ranks {
     std::uint32_t lo, hi;  // rank of the first task; rank of the last start inside the lifetime
@@ -151,6 +162,7 @@ class StabIndex {
   };
   std::vector<Slot> slots_;
   std::vector<Payload> entries_;
+  bool complete_ = false;
 };
 
 }  // namespace tensormem::planning

@@ -12,6 +12,8 @@
 #include <cmath>
 #include <numeric>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/parse_name.h"
 #include "planning/check_records.h"
@@ -85,11 +87,14 @@ Result<Plan> InTaskOrder(std::span<const Record> records, Fn&& fn) {
     return a.first_task < b.first_task;
   });
   if (sorted) return fn(records);
+  // (first task, index) pairs sort in memory order, several times faster at
+  // 10^6 records than a stable sort of indices through the records.
+  std::vector<std::pair<TaskIndex, std::size_t>> keyed(records.size());
+  for (std::size_t i = 0; i < records.size(); ++i) keyed[i] = {records[i].first_task, i};
+  std::sort(keyed.begin(), keyed.end());
   std::vector<std::size_t> order(records.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return records[a].first_task < records[b].first_task;
-  });
+  for (std::size_t k = 0; k < keyed.size(); ++k) order[k] = keyed[k].second;
+  keyed = {};
   std::vector<Record> sorted_records;
   sorted_records.reserve(records.size());
   for (std::size_t i : order) sorted_records.push_back(records[i]);

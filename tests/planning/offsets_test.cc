@@ -197,6 +197,22 @@ TEST(PlanDeadline, AStopRequestEndsEveryStrategyAtItsFirstPoll) {
   }
 }
 
+// The best-fit index over all buffers costs O(n log n) (seconds at 10^6):
+// it is built under the limit, so a stop request before the first placement
+// places none (it used to be read only after 1,024 placements).
+TEST(PlanDeadline, TheBestFitIndexIsBuiltUnderTheLimit) {
+  const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(20'000, 8);
+  for (OffsetsStrategy s : {OffsetsStrategy::kGreedyBySize, OffsetsStrategy::kGreedyByBreadth}) {
+    int polls = 0;
+    PlanParams params;
+    params.should_stop = [&] { return ++polls > 0; };
+    Result<OffsetsPlan> plan = PlanOffsets(records, s, params);
+    ASSERT_EQ(plan.status().code(), StatusCode::kDeadlineExceeded) << plan.status().ToString();
+    EXPECT_NE(plan.status().message().find("after placing 0 of"), std::string::npos)
+        << Name(s) << ": " << plan.status().message();
+  }
+}
+
 TEST(PlanDeadline, ATimeLimitThatHasPassedReturnsDeadlineExceeded) {
   const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(20'000, 4);
   for (OffsetsStrategy s : kTimedStrategies) {

@@ -182,7 +182,7 @@ int RunPlan(const PlanOptions& o) {
       if (!best || TotalSize(*plan) < TotalSize(*best)) best = std::move(*plan);
     }
     if (!best) return ReportError(OutOfRange("no strategy could plan the input"));
-    Print(o, problem, ObjectsLowerBound(records), rows, read_seconds);
+    Print(o, problem, best->lower_bound, rows, read_seconds);  // the records' bound, on every plan
     if (!o.out.empty()) {
       Status st = WriteFile(o, o.out, [&](std::ostream& f) { return WriteObjectsCsv(f, problem, *best); });
       if (!st.ok()) return ReportError(st);

@@ -11,11 +11,13 @@
 // an ordered set of ids), so the transcription is O(n log n) and serves both
 // the default and the reference path.
 #include <array>
+#include <limits>
 #include <map>
 #include <set>
 
 #include "planning/objects/objects_strategies.h"
 #include "planning/objects/release_queue.h"
+#include "planning/objects/work_budget.h"
 
 namespace tensormem::planning {
 namespace {
@@ -25,8 +27,11 @@ std::array<std::uint64_t, 4> SizeKey(const Extent& size) { return size.dims; }
 
 // Free objects of one size: a stack (back = most recently released) or, for
 // lowest-id reuse, an ordered set.
+// O(n log n), so no work limit, but it reads the call's time limit (seconds
+// at 10^6 tensors).
 template <typename Plan, typename Record>
-Plan Equality(std::span<const Record> records, bool lowest_id) {
+Result<Plan> Equality(std::span<const Record> records, bool lowest_id, const PlanParams& params) {
+  WorkBudget budget(std::numeric_limits<std::uint64_t>::max(), &params);
   Plan plan;
   plan.object_of.assign(records.size(), 0);
   using Key = decltype(SizeKey(records[0].size));
@@ -34,6 +39,8 @@ Plan Equality(std::span<const Record> records, bool lowest_id) {
   std::map<Key, std::set<std::size_t>> free_ids;
   ReleaseQueue in_use;
   for (std::size_t i = 0; i < records.size(); ++i) {
+    budget.Spend(1);
+    if (budget.Exhausted()) return budget.Error("equality", records.size());
     const Record& r = records[i];
     in_use.ReleaseBefore(r.first_task, [&](std::size_t object) {
       const Key key = SizeKey(plan.object_sizes[object]);
@@ -66,15 +73,15 @@ Plan Equality(std::span<const Record> records, bool lowest_id) {
 
 }  // namespace
 
-Result<ObjectsPlan> EqualityObjects(std::span<const UsageRecord> records, const PlanParams&) {
-  return Equality<ObjectsPlan>(records, /*lowest_id=*/false);
+Result<ObjectsPlan> EqualityObjects(std::span<const UsageRecord> records, const PlanParams& params) {
+  return Equality<ObjectsPlan>(records, /*lowest_id=*/false, params);
 }
 
 Result<ExtentObjectsPlan> EqualityObjects(std::span<const ExtentRecord> records,
-                                          const PlanParams&) {
+                                          const PlanParams& params) {
   // The dispatcher guarantees one rank for all records.
   const bool texture = !records.empty() && (records[0].size.rank == 2 || records[0].size.rank == 3);
-  return Equality<ExtentObjectsPlan>(records, /*lowest_id=*/texture);
+  return Equality<ExtentObjectsPlan>(records, /*lowest_id=*/texture, params);
 }
 
 }  // namespace tensormem::planning

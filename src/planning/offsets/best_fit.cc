@@ -126,7 +126,8 @@ Result<OffsetsPlan> PlaceBestFit(const Problem& problem, std::span<const std::si
     lasts[i] = b.last_task;
     if (!b.gaps.empty()) segments[i] = Occupancy(b);
   }
-  StabIndex<Placed> placed(firsts, lasts);
+  StabIndex<Placed> placed(firsts, lasts, deadline);
+  if (!placed.complete()) return PlacementDeadline(*deadline, 0, n);
   for (std::size_t i = 0; i < n; ++i) {  // fixed offsets first, as given
     const Buffer& b = problem.buffers[i];
     if (!b.fixed_offset) continue;

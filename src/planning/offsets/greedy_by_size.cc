@@ -3,7 +3,9 @@
 // with (best_fit.h). Large tensors claim space first; small ones fill holes.
 // Reaches the lower bound on many real networks.
 #include <algorithm>
-#include <numeric>
+#include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "planning/offsets/best_fit.h"
 #include "planning/offsets/offsets_strategies.h"
@@ -23,11 +25,16 @@ Result<OffsetsPlan> PlaceInOrder(const Problem& problem, std::span<const std::si
 
 Result<OffsetsPlan> GreedyBySizeOffsets(const Problem& problem, const PlanParams& params) {
   internal::Deadline deadline(params.time_limit_seconds, params.should_stop);
-  std::vector<std::size_t> order(problem.buffers.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return problem.buffers[a].size > problem.buffers[b].size;
+  // Sorting (size, index) pairs reads memory in order: at 10^6 buffers a
+  // stable sort of indices through the buffers took most of a second.
+  std::vector<std::pair<std::uint64_t, std::size_t>> keyed(problem.buffers.size());
+  for (std::size_t i = 0; i < keyed.size(); ++i) keyed[i] = {problem.buffers[i].size, i};
+  std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
   });
+  std::vector<std::size_t> order(keyed.size());
+  for (std::size_t i = 0; i < keyed.size(); ++i) order[i] = keyed[i].second;
+  keyed = {};
   return PlaceInOrder(problem, order, params, &deadline);
 }
 
