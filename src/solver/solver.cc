@@ -294,7 +294,28 @@ Result<SolveResult> Solve::Run() {
   po.alignment = params_.alignment;
   po.decompose = params_.decompose;
   po.full_span_reduction = params_.full_span_reduction;
-  TM_ASSIGN_OR_RETURN(presolved_, solver::Presolve(problem_, po));
+  // The presolve reads the limit in its loops and between its stages (on
+  // 10^6 buffers it takes seconds); a limit spent there is named as such.
+  {
+    const HeuristicLimit left = Remaining();
+    internal::Deadline deadline(left.seconds, left.should_stop);
+    po.deadline = &deadline;
+    Result<solver::Presolved> pre = solver::Presolve(problem_, po);
+    if (!pre.ok() && pre.status().code() == StatusCode::kDeadlineExceeded) {
+      std::ostringstream why;
+      if (const double limit = params_.time_limit_seconds;
+          limit > 0 && limit < 1e9 && control_.Seconds() >= limit) {
+        why << "the time limit of " << limit << " s was spent in the presolve of "
+            << problem_.buffers.size() << " buffers";
+      } else {
+        why << "the stop request (SolverParams::should_stop) came during the presolve of "
+            << problem_.buffers.size() << " buffers";
+      }
+      return OutOfTime(DeadlineExceeded(why.str()));
+    }
+    if (!pre.ok()) return pre.status();
+    presolved_ = std::move(*pre);
+  }
   result_.partitions = presolved_.instances.size();
 
   // Quick proofs.
@@ -302,7 +323,7 @@ Result<SolveResult> Solve::Run() {
     Infeasible(presolved_.conflict, presolved_.conflict_buffers);
     return Finish();
   }
-  lower_bound_ = std::max(PeakLiveBytes(problem_), presolved_.placed_height);
+  lower_bound_ = std::max(presolved_.peak, presolved_.placed_height);
   for (const Instance& inst : presolved_.instances)
     lower_bound_ = std::max(lower_bound_, inst.lower_bound);
   if (capacity_) {

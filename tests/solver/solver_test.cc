@@ -779,5 +779,58 @@ TEST(Solver, ALimitSpentInThePresolveIsNamed) {
       << r->reason;
 }
 
+// The presolve reads the stop hook (and the clock) in its loops: on 20,000
+// buffers a request at its first poll ends the solve there, named as such
+// (it used to run to its end; the first poll was the heuristics').
+TEST(Solver, ThePresolveReadsTheStopHook) {
+  const Problem p = FromRecords(internal::GenerateNetworkRecords(20'000, 8));
+  for (int stop_at : {1, 2, 8}) {
+    int polls = 0;
+    SolverParams params;
+    params.should_stop = [&] { return ++polls >= stop_at; };
+    Result<SolveResult> r = SolveOffsets(p, params);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->status, SolveStatus::kUnknown);
+    EXPECT_FALSE(r->has_plan);
+    EXPECT_EQ(polls, stop_at);
+    EXPECT_NE(r->reason.find("the stop request (SolverParams::should_stop) came during the presolve "
+                             "of 20000 buffers"),
+              std::string::npos)
+        << r->reason;
+  }
+  // Directly: a deadline that has passed stops Presolve with kDeadlineExceeded.
+  int polls = 0;
+  internal::Deadline deadline(0, [&] { return ++polls >= 3; });
+  solver::PresolveOptions po;
+  po.deadline = &deadline;
+  Result<solver::Presolved> pre = solver::Presolve(p, po);
+  ASSERT_FALSE(pre.ok());
+  EXPECT_EQ(pre.status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(polls, 3);
+}
+
+// The presolve's split sort is std::stable_sort when its deadline does not
+// pass, and stops between runs and merges when it does.
+TEST(Solver, StableSortUntilIsAStableSort) {
+  std::mt19937_64 rng(7);
+  std::vector<std::pair<int, int>> v(100'000);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = {static_cast<int>(rng() % 1000), static_cast<int>(i)};
+  auto by_first = [](const std::pair<int, int>& a, const std::pair<int, int>& b) {
+    return a.first < b.first;
+  };
+  std::vector<std::pair<int, int>> expected = v;
+  std::stable_sort(expected.begin(), expected.end(), by_first);
+  std::vector<std::pair<int, int>> got = v;
+  internal::Deadline never(0, [] { return false; });
+  ASSERT_TRUE(solver::StableSortUntil(got, by_first, &never));
+  EXPECT_EQ(got, expected);
+  int polls = 0;
+  internal::Deadline soon(0, [&] { return ++polls >= 4; });
+  got = v;
+  EXPECT_FALSE(solver::StableSortUntil(got, by_first, &soon));
+  EXPECT_EQ(polls, 4);
+}
+
 }  // namespace
 }  // namespace tensormem
