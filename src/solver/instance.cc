@@ -96,7 +96,8 @@ struct Group {
 
 }  // namespace
 
-bool AssignRanks(Instance& inst, CanonicalOrder order, internal::Deadline* deadline) {
+bool RankItems(const Instance& inst, CanonicalOrder order, internal::Deadline* deadline,
+               std::vector<std::uint32_t>* ranks) {
   std::vector<std::uint32_t> idx(inst.items.size());
   std::iota(idx.begin(), idx.end(), 0u);
   auto key = [&](std::uint32_t i) {
@@ -120,7 +121,15 @@ bool AssignRanks(Instance& inst, CanonicalOrder order, internal::Deadline* deadl
   if (!StableSortUntil(
           idx, [&](std::uint32_t a, std::uint32_t b) { return key(a) < key(b); }, deadline))
     return false;
-  for (std::uint32_t r = 0; r < idx.size(); ++r) inst.items[idx[r]].rank = r;
+  ranks->resize(idx.size());
+  for (std::uint32_t r = 0; r < idx.size(); ++r) (*ranks)[idx[r]] = r;
+  return true;
+}
+
+bool AssignRanks(Instance& inst, CanonicalOrder order, internal::Deadline* deadline) {
+  std::vector<std::uint32_t> ranks;
+  if (!RankItems(inst, order, deadline, &ranks)) return false;
+  for (std::size_t i = 0; i < ranks.size(); ++i) inst.items[i].rank = ranks[i];
   return true;
 }
 

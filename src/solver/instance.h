@@ -142,6 +142,9 @@ struct PresolveOptions {
 void AssignRanks(Instance& instance, CanonicalOrder order);
 // The same under a deadline: false (ranks unchanged) when it passes.
 bool AssignRanks(Instance& instance, CanonicalOrder order, internal::Deadline* deadline);
+// The ranks AssignRanks would set, per item, without touching the instance.
+bool RankItems(const Instance& instance, CanonicalOrder order, internal::Deadline* deadline,
+               std::vector<std::uint32_t>* ranks);
 
 // std::stable_sort(v, less) in runs of 2^14 elements, then merge passes,
 // reading the deadline after each run and each merge (every few

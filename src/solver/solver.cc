@@ -154,6 +154,13 @@ class Solve {
   SearchOutcome TryTarget(std::uint64_t target, std::uint64_t budget, std::uint64_t* proven);
   void Minimize();
   void Descend();
+  // Every search of a partition stopped at `target` for memory
+  // (SolverParams::search_memory_bytes): said in the answer.
+  void NoteMemory(std::uint64_t target) {
+    memory_note_ = "the searches stopped at height " + std::to_string(target) +
+                   ": their paths outgrew search_memory_bytes (" +
+                   std::to_string(params_.search_memory_bytes) + " bytes)";
+  }
   Result<SolveResult> Finish();
 
   const Problem& problem_;
@@ -168,6 +175,7 @@ class Solve {
   bool infeasible_ = false;
   bool out_of_time_ = false;
   std::vector<std::size_t> culprits_;
+  std::string memory_note_;
 };
 
 HeuristicLimit Solve::Remaining() const {
@@ -219,6 +227,7 @@ SearchOutcome Solve::TryTarget(std::uint64_t target, std::uint64_t budget, std::
   for (Part& p : parts_) {
     if (p.height <= target) continue;
     const SearchOutcome out = p.solver->Probe(target, budget, control_);
+    if (out == SearchOutcome::kLimit && p.solver->gave_up()) NoteMemory(target);
     if (out == SearchOutcome::kExhausted && proven) *proven = p.solver->ProvenAbove(target);
     if (out != SearchOutcome::kFound) return out;
     p.offsets = p.solver->offsets();
@@ -239,7 +248,11 @@ void Solve::Minimize() {
     }
     const std::uint64_t target = soft + (ub - 1 - soft) / 2;
     std::uint64_t proven = target + 1;
+    const std::uint64_t before = control_.nodes();
     const SearchOutcome out = TryTarget(target, budget, &proven);
+    // A probe that cannot spend a node (every search stopped for memory at
+    // that height) will not change: leave the rest to the best plan.
+    if (out == SearchOutcome::kLimit && !control_.stopped() && control_.nodes() == before) break;
     if (out == SearchOutcome::kFound) {
       ub = std::min(ub, AssembledHeight());
     } else if (out == SearchOutcome::kExhausted) {
@@ -281,6 +294,11 @@ void Solve::Descend() {
       step = step > UINT64_MAX / 2 ? step : step * 2;
     } else if (out == SearchOutcome::kExhausted) {
       lower_bound_ = std::max(lower_bound_, proven);
+      step = std::max<std::uint64_t>(step / 2, 1);
+    } else if (!control_.stopped() && control_.nodes() == before) {
+      // Every search stopped for memory at this height: a higher one (they
+      // start over there), down to one granule below the best plan.
+      if (step == 1) break;
       step = std::max<std::uint64_t>(step / 2, 1);
     } else if (!control_.stopped() && spent_here >= params_.descent_probe_nodes) {
       step = std::max<std::uint64_t>(step / 2, 1);
@@ -451,6 +469,7 @@ Result<SolveResult> Solve::Finish() {
       r.status = SolveStatus::kOptimal;
     } else {
       r.status = SolveStatus::kFeasible;
+      if (r.reason.empty()) r.reason = memory_note_;
     }
     r.gap = plan.total == 0 ? 0.0
                             : static_cast<double>(plan.total - r.lower_bound) /
@@ -473,6 +492,8 @@ Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& par
     return InvalidArgument("time limit must be >= 0 seconds (+infinity for none)");
   if (std::isnan(params.iis_time_limit_seconds) || params.iis_time_limit_seconds < 0)
     return InvalidArgument("IIS time limit must be >= 0 seconds");
+  if (params.search_memory_bytes == 0)
+    return InvalidArgument("SolverParams::search_memory_bytes must be > 0");
   if (params.minimize_search != MinimizeSearch::kDescent &&
       params.minimize_search != MinimizeSearch::kBisection)
     return InvalidArgument("unknown minimize_search");

@@ -809,6 +809,33 @@ TEST(Solver, ThePresolveReadsTheStopHook) {
   EXPECT_EQ(polls, 3);
 }
 
+// search_memory_bytes bounds the searches' paths: with 1 byte every search
+// stops before its first node, and the solve still ends (no time limit, no
+// node limit) with the best heuristic plan, saying why; 0 is refused.
+TEST(Solver, SearchMemoryBoundStopsTheSearchesNotTheSolve) {
+  const Problem p = Hard(300, 4);
+  for (MinimizeSearch how : {MinimizeSearch::kDescent, MinimizeSearch::kBisection}) {
+    SolverParams params;
+    params.time_limit_seconds = std::numeric_limits<double>::infinity();
+    params.minimize_search = how;
+    params.search_memory_bytes = 1;
+    Result<SolveResult> r = SolveOffsets(p, params);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_TRUE(r->has_plan);
+    EXPECT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
+    EXPECT_EQ(r->nodes, 0u);
+    EXPECT_EQ(r->height, r->heuristic_height);
+    if (r->status == SolveStatus::kFeasible) {
+      EXPECT_NE(r->reason.find("search_memory_bytes"), std::string::npos) << r->reason;
+    }
+  }
+  SolverParams bad;
+  bad.search_memory_bytes = 0;
+  Result<SolveResult> r = SolveOffsets(p, bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+}
+
 // The presolve's split sort is std::stable_sort when its deadline does not
 // pass, and stops between runs and merges when it does.
 TEST(Solver, StableSortUntilIsAStableSort) {
