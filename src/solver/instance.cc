@@ -299,6 +299,7 @@ bool BuildInstance(const Problem& problem, const Group& group,
     });
 
   inst.items.reserve(group.buffers.size());
+  inst.pieces.reserve(group.buffers.size());  // exact without gaps
   for (std::size_t i : group.buffers) {
     if (!Tick(deadline, 1 + inst.obstacles.size())) return false;
     const Buffer& b = problem.buffers[i];
