@@ -278,6 +278,28 @@ void Solve::Descend() {
   if (ub <= lower_bound_) return;
   std::uint64_t step = std::max<std::uint64_t>((ub - lower_bound_) / 64, 1);
   const std::uint64_t budget = std::max<std::uint64_t>(params_.probe_node_budget, 1);
+  if (params_.bound_probe) {
+    // The bound itself: one slice per configuration (see SolverParams).
+    std::uint64_t slices = 0;
+    for (const Part& p : parts_)
+      slices = std::max<std::uint64_t>(
+          slices, std::max<std::uint64_t>({params_.portfolio_slice_nodes, 1,
+                                           params_.portfolio_slice_nodes > 1
+                                               ? p.inst->items.size() + 1
+                                               : 1}));
+    const std::uint64_t configs = std::max<std::size_t>(params_.portfolio.size(), 1);
+    const std::uint64_t budget_here = slices > UINT64_MAX / configs ? UINT64_MAX : slices * configs;
+    std::uint64_t proven = lower_bound_ + 1;
+    const SearchOutcome out = TryTarget(lower_bound_, budget_here, &proven);
+    if (out == SearchOutcome::kFound) {
+      ub = std::min(ub, AssembledHeight());
+    } else if (out == SearchOutcome::kExhausted) {
+      lower_bound_ = std::max(lower_bound_, proven);
+    }
+    Publish();
+    if (ub <= lower_bound_ || control_.stopped()) return;
+    step = std::max<std::uint64_t>((ub - lower_bound_) / 64, 1);
+  }
   std::uint64_t spent_here = 0;  // nodes spent at the current target
   std::uint64_t last_target = UINT64_MAX;
   while (ub > lower_bound_ && !control_.stopped()) {
