@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <deque>
+#include <functional>
 #include <numeric>
 #include <set>
 #include <tuple>
