@@ -27,7 +27,10 @@ inline bool SumFits(std::uint64_t a, std::uint64_t b, std::uint64_t d, std::uint
 
 void SkylineSearch::MaxAddTree::Build(const std::vector<std::uint64_t>& values) {
   n_ = static_cast<std::uint32_t>(values.size());
-  max_.assign(4 * std::max<std::size_t>(n_, 1), 0);
+  // Halving [l, r) at the midpoint, a node at depth d has index < 2^(d+1)
+  // and leaves are at depth <= ceil(log2 n): 2 x bit_ceil(n) nodes suffice
+  // (4n was up to twice that: 30 MB on a 336,250-buffer trace).
+  max_.assign(2 * std::bit_ceil(std::max<std::size_t>(n_, 1)), 0);
   add_.assign(max_.size(), 0);
   if (n_ > 0) Build(1, 0, n_, values);
 }
