@@ -151,6 +151,20 @@ struct SolverParams {
   // (probes there run probe_node_budget nodes at a time, each continuing
   // the previous one).
   std::uint64_t descent_probe_nodes = std::uint64_t{1} << 17;
+  // kDescent: first ask the proven bound itself, one slice (at least one
+  // dive) per configuration; when the optimum is the bound, some
+  // configuration often reaches it in one dive (resnet18_train_b8: the
+  // second, 19,911 nodes), which the descent from the best plan, led by the
+  // configuration that found the last plan, did not reach within 60 s.
+  bool bound_probe = true;
+  // Memory for the searches' paths (trails, frames, nogood memos) of one
+  // partition, its kept searches together (> 0): past it the largest other
+  // search is dropped (it starts over on its turn), and a search that alone
+  // needs more stops for good at that height, so the solve's memory stays
+  // bounded (a 336,250-buffer trace trails megabytes per placement and grew
+  // to 1.6 GB in 2,000 nodes). The other configurations go on; when every
+  // one has stopped so, the height is given up as if its budget were spent.
+  std::size_t search_memory_bytes = std::size_t{32} << 20;
   // Start from the best heuristic plan (PlanOffsets kBest).
   bool heuristic_incumbent = true;
   // A plan to start from (e.g. a previous solution); used when valid.

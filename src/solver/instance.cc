@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <bit>
 #include <deque>
-#include <map>
+#include <functional>
 #include <numeric>
+#include <set>
 #include <tuple>
 
 #include "core/checked_math.h"
@@ -15,6 +16,22 @@ namespace {
 
 std::string Name(const Problem& p, std::size_t i) {
   return "buffer " + std::to_string(i) + " (id '" + p.buffers[i].id + "')";
+}
+
+// One unit of presolve work: false once the deadline has passed (no
+// deadline: never).
+bool Tick(internal::Deadline* d, std::uint64_t steps = 1) { return !d || d->Tick(steps); }
+bool Expired(internal::Deadline* d) { return d && d->Expired(); }
+
+// Occupancy(b) without its allocation for the common buffer without gaps.
+template <typename F>
+void ForEachSegment(const Buffer& b, F&& f) {
+  if (b.size == 0) return;
+  if (b.gaps.empty()) {
+    f(Segment{b.first_task, b.last_task, 0, b.size});
+    return;
+  }
+  for (const Segment& s : Occupancy(b)) f(s);
 }
 
 // The buffer restricted to tasks [first, last] (gaps clipped too); false
@@ -36,27 +53,41 @@ bool ClipBuffer(const Buffer& b, TaskIndex first, TaskIndex last, Buffer* out) {
   return true;
 }
 
-// Maximal groups of buffers whose lifetimes chain together (sorted input by
-// first task); each group's buffers stay in index order.
-std::vector<std::vector<std::size_t>> TimeGroups(const Problem& problem,
-                                                 std::vector<std::size_t> buffers) {
-  std::sort(buffers.begin(), buffers.end(), [&](std::size_t a, std::size_t b) {
-    return std::tie(problem.buffers[a].first_task, a) < std::tie(problem.buffers[b].first_task, b);
-  });
-  std::vector<std::vector<std::size_t>> groups;
+// Maximal groups of buffers whose lifetimes chain together; `buffers` and
+// each group's buffers in index order. False when the deadline passes.
+bool TimeGroups(const Problem& problem, const std::vector<std::size_t>& buffers,
+                internal::Deadline* deadline, std::vector<std::vector<std::size_t>>* groups) {
+  std::vector<std::uint32_t> order(buffers.size());  // positions by first task
+  std::iota(order.begin(), order.end(), 0u);
+  if (!StableSortUntil(
+          order,
+          [&](std::uint32_t a, std::uint32_t b) {
+            return problem.buffers[buffers[a]].first_task < problem.buffers[buffers[b]].first_task;
+          },
+          deadline))
+    return false;
+  std::vector<std::uint32_t> group_of(buffers.size());
+  std::vector<std::size_t> sizes;
   TaskIndex end = -1;
-  for (std::size_t i : buffers) {
-    const Buffer& b = problem.buffers[i];
-    if (groups.empty() || b.first_task > end) {
-      groups.emplace_back();
+  for (std::uint32_t k : order) {
+    if (!Tick(deadline)) return false;
+    const Buffer& b = problem.buffers[buffers[k]];
+    if (sizes.empty() || b.first_task > end) {
+      sizes.push_back(0);
       end = b.last_task;
     } else {
       end = std::max(end, b.last_task);
     }
-    groups.back().push_back(i);
+    group_of[k] = static_cast<std::uint32_t>(sizes.size() - 1);
+    ++sizes.back();
   }
-  for (auto& g : groups) std::sort(g.begin(), g.end());
-  return groups;
+  groups->assign(sizes.size(), {});
+  for (std::size_t gi = 0; gi < sizes.size(); ++gi) (*groups)[gi].reserve(sizes[gi]);
+  for (std::size_t k = 0; k < buffers.size(); ++k) {
+    if (!Tick(deadline)) return false;
+    (*groups)[group_of[k]].push_back(buffers[k]);
+  }
+  return true;
 }
 
 struct Group {
@@ -66,7 +97,8 @@ struct Group {
 
 }  // namespace
 
-void AssignRanks(Instance& inst, CanonicalOrder order) {
+bool RankItems(const Instance& inst, CanonicalOrder order, internal::Deadline* deadline,
+               std::vector<std::uint32_t>* ranks) {
   std::vector<std::uint32_t> idx(inst.items.size());
   std::iota(idx.begin(), idx.end(), 0u);
   auto key = [&](std::uint32_t i) {
@@ -87,51 +119,173 @@ void AssignRanks(Instance& inst, CanonicalOrder order) {
     }
     return std::make_tuple(0.0, 0.0, 0.0);
   };
-  std::stable_sort(idx.begin(), idx.end(),
-                   [&](std::uint32_t a, std::uint32_t b) { return key(a) < key(b); });
-  for (std::uint32_t r = 0; r < idx.size(); ++r) inst.items[idx[r]].rank = r;
+  if (!StableSortUntil(
+          idx, [&](std::uint32_t a, std::uint32_t b) { return key(a) < key(b); }, deadline))
+    return false;
+  ranks->resize(idx.size());
+  for (std::uint32_t r = 0; r < idx.size(); ++r) (*ranks)[idx[r]] = r;
+  return true;
 }
+
+bool AssignRanks(Instance& inst, CanonicalOrder order, internal::Deadline* deadline) {
+  std::vector<std::uint32_t> ranks;
+  if (!RankItems(inst, order, deadline, &ranks)) return false;
+  for (std::size_t i = 0; i < ranks.size(); ++i) inst.items[i].rank = ranks[i];
+  return true;
+}
+
+void AssignRanks(Instance& inst, CanonicalOrder order) { AssignRanks(inst, order, nullptr); }
 
 namespace {
 
-Instance BuildInstance(const Problem& problem, const Group& group,
-                       const std::vector<std::size_t>& fixed,
-                       const std::vector<std::uint64_t>& alignment, CanonicalOrder order) {
-  Instance inst;
+// Peak live bytes of a partition, the way PeakLiveBytes counts them (sizes
+// rounded up to g, minus the largest padding live), over its sections: the
+// live set is constant within a section, so no sort is needed. `g` is the
+// gcd of the alignments of the buffers behind the pieces and obstacles (1
+// with windows or a base).
+bool SectionPeak(const Instance& inst, std::uint64_t g, internal::Deadline* deadline,
+                 std::uint64_t* peak) {
+  const std::uint32_t S = inst.num_sections;
+  std::vector<internal::Uint128> diff(S + 1, 0);
+  std::vector<std::uint64_t> pad_tag;  // max pad over ranges: tags of a bottom-up segment tree
+  auto add = [&](std::uint32_t begin, std::uint32_t end, std::uint64_t bytes) {
+    if (bytes == 0 || begin >= end) return;
+    std::uint64_t rounded;
+    if (g == 1 || !internal::CheckedAlignUp(bytes, g, &rounded)) rounded = bytes;
+    diff[begin] += rounded;
+    diff[end] -= rounded;
+    const std::uint64_t pad = rounded - bytes;
+    if (pad == 0) return;
+    if (pad_tag.empty()) pad_tag.assign(2 * std::size_t{S}, 0);
+    for (std::size_t l = begin + std::size_t{S}, r = end + std::size_t{S}; l < r; l >>= 1, r >>= 1) {
+      if (l & 1) { pad_tag[l] = std::max(pad_tag[l], pad); ++l; }
+      if (r & 1) { --r; pad_tag[r] = std::max(pad_tag[r], pad); }
+    }
+  };
+  for (const Piece& pc : inst.pieces) {
+    if (!Tick(deadline)) return false;
+    add(pc.begin, pc.end, pc.hi - pc.lo);
+  }
+  for (const Obstacle& ob : inst.obstacles) add(ob.begin, ob.end, ob.hi - ob.lo);
+  if (inst.base > 0) add(0, S, inst.base);
+  internal::Uint128 live = 0, best = 0;
+  for (std::uint32_t q = 0; q < S; ++q) {
+    if (!Tick(deadline)) return false;
+    live += diff[q];
+    std::uint64_t pad = 0;
+    if (!pad_tag.empty())
+      for (std::size_t v = q + std::size_t{S}; v >= 1; v >>= 1) pad = std::max(pad, pad_tag[v]);
+    if (live > 0) best = std::max(best, live - pad);
+  }
+  *peak = best > internal::kMaxU64 ? internal::kMaxU64 : static_cast<std::uint64_t>(best);
+  return true;
+}
+
+// PeakLiveBytes(problem) (alignment 1), its sort split so that the deadline
+// is honoured on 10^6 buffers.
+bool WholePeak(const Problem& problem, internal::Deadline* deadline, std::uint64_t* peak) {
+  std::uint64_t g = 0;
+  for (const Buffer& b : problem.buffers) {
+    if (!Tick(deadline)) return false;
+    if (b.size == 0) continue;
+    for (const Gap& gap : b.gaps)
+      if (gap.has_window) g = 1;
+    std::uint64_t e;
+    if (!internal::CheckedLcm(1, std::max<std::uint64_t>(b.alignment, 1), &e)) e = 1;
+    g = std::gcd(g, e);
+  }
+  if (g == 0) g = 1;
+  struct Event {
+    TaskIndex task;
+    std::uint32_t kind;  // 0 = starts at task, 1 = ends after task
+    std::uint64_t bytes, pad;
+  };
+  std::vector<Event> events;
+  bool any_pad = false;
+  for (const Buffer& b : problem.buffers) {
+    if (!Tick(deadline)) return false;
+    ForEachSegment(b, [&](const Segment& s) {
+      std::uint64_t rounded;
+      if (g == 1 || !internal::CheckedAlignUp(s.hi - s.lo, g, &rounded)) rounded = s.hi - s.lo;
+      if (rounded == 0) return;
+      const std::uint64_t pad = rounded - (s.hi - s.lo);
+      events.push_back({s.first_task, 0, rounded, pad});
+      events.push_back({s.last_task, 1, rounded, pad});
+      any_pad |= pad > 0;
+    });
+  }
+  if (!StableSortUntil(
+          events,
+          [](const Event& a, const Event& b) {
+            return a.task != b.task ? a.task < b.task : a.kind < b.kind;
+          },
+          deadline))
+    return false;
+  internal::Uint128 live = 0, best = 0;
+  std::multiset<std::uint64_t> pads;  // only used when some span is padded
+  for (const Event& e : events) {
+    if (!Tick(deadline)) return false;
+    if (e.kind == 0) {
+      live += e.bytes;
+      if (any_pad) pads.insert(e.pad);
+      best = std::max(best, any_pad ? live - *pads.rbegin() : live);
+    } else {
+      live -= e.bytes;
+      if (any_pad) pads.erase(pads.find(e.pad));
+    }
+  }
+  *peak = best > internal::kMaxU64 ? internal::kMaxU64 : static_cast<std::uint64_t>(best);
+  return true;
+}
+
+// One partition's instance; false when the deadline passes.
+bool BuildInstance(const Problem& problem, const Group& group,
+                   const std::vector<std::size_t>& fixed,
+                   const std::vector<std::uint64_t>& alignment, CanonicalOrder order,
+                   internal::Deadline* deadline, Instance* out) {
+  Instance& inst = *out;
+  inst = Instance{};
   inst.base = group.base;
   TaskIndex gfirst = problem.buffers[group.buffers.front()].first_task, glast = gfirst;
   for (std::size_t i : group.buffers) {
+    if (!Tick(deadline)) return false;
     gfirst = std::min(gfirst, problem.buffers[i].first_task);
     glast = std::max(glast, problem.buffers[i].last_task);
   }
+  // The gcd of the alignments behind the peak (as PeakLiveBytes of the
+  // partition's buffers, its clipped obstacles and the base would count).
+  std::uint64_t peak_g = inst.base > 0 ? 1 : 0;
   std::vector<Buffer> clipped_fixed;
   std::vector<std::uint64_t> fixed_offset;
   for (std::size_t f : fixed) {
+    if (!Tick(deadline)) return false;
     Buffer c;
     if (ClipBuffer(problem.buffers[f], gfirst, glast, &c)) {
       inst.obstacle_buffers.push_back(f);
+      peak_g = std::gcd(peak_g, std::max<std::uint64_t>(c.alignment, 1));
+      for (const Gap& gap : c.gaps) peak_g = gap.has_window ? 1 : peak_g;
       clipped_fixed.push_back(std::move(c));
       fixed_offset.push_back(*problem.buffers[f].fixed_offset);
     }
   }
 
   std::vector<TaskIndex> bounds{gfirst, glast + 1};
+  bounds.reserve(2 * group.buffers.size() + 2);
+  auto add_bounds = [&](const Segment& s) {
+    bounds.push_back(s.first_task);
+    bounds.push_back(s.last_task + 1);
+  };
   for (std::size_t i : group.buffers) {
+    if (!Tick(deadline)) return false;
     const Buffer& b = problem.buffers[i];
     bounds.push_back(b.first_task);
     bounds.push_back(b.last_task + 1);
-    for (const Segment& s : Occupancy(b)) {
-      bounds.push_back(s.first_task);
-      bounds.push_back(s.last_task + 1);
-    }
+    if (!b.gaps.empty()) ForEachSegment(b, add_bounds);
   }
-  for (const Buffer& c : clipped_fixed)
-    for (const Segment& s : Occupancy(c)) {
-      bounds.push_back(s.first_task);
-      bounds.push_back(s.last_task + 1);
-    }
-  std::sort(bounds.begin(), bounds.end());
+  for (const Buffer& c : clipped_fixed) ForEachSegment(c, add_bounds);
+  if (!StableSortUntil(bounds, std::less<TaskIndex>(), deadline)) return false;
   bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  if (Expired(deadline)) return false;
   inst.section_start.assign(bounds.begin(), bounds.end() - 1);
   inst.num_sections = static_cast<std::uint32_t>(bounds.size() - 1);
   auto sec = [&](TaskIndex t) {
@@ -140,12 +294,18 @@ Instance BuildInstance(const Problem& problem, const Group& group,
   };
 
   for (std::size_t k = 0; k < clipped_fixed.size(); ++k)
-    for (const Segment& s : Occupancy(clipped_fixed[k]))
+    ForEachSegment(clipped_fixed[k], [&](const Segment& s) {
       inst.obstacles.push_back(
           {sec(s.first_task), sec(s.last_task + 1), fixed_offset[k] + s.lo, fixed_offset[k] + s.hi});
+    });
 
+  inst.items.reserve(group.buffers.size());
+  inst.pieces.reserve(group.buffers.size());  // exact without gaps
   for (std::size_t i : group.buffers) {
+    if (!Tick(deadline, 1 + inst.obstacles.size())) return false;
     const Buffer& b = problem.buffers[i];
+    peak_g = std::gcd(peak_g, std::max<std::uint64_t>(b.alignment, 1));
+    for (const Gap& gap : b.gaps) peak_g = gap.has_window ? 1 : peak_g;
     Item it;
     it.buffer = i;
     it.alignment = alignment[i];
@@ -153,11 +313,11 @@ Instance BuildInstance(const Problem& problem, const Group& group,
     it.first_section = sec(b.first_task);
     it.end_section = sec(b.last_task + 1);
     it.piece_begin = static_cast<std::uint32_t>(inst.pieces.size());
-    for (const Segment& s : Occupancy(b)) {
+    ForEachSegment(b, [&](const Segment& s) {
       inst.pieces.push_back({sec(s.first_task), sec(s.last_task + 1), s.lo, s.hi});
       it.height = std::max(it.height, s.hi);
       inst.needs_general |= s.lo > 0;
-    }
+    });
     it.piece_end = static_cast<std::uint32_t>(inst.pieces.size());
     const Piece& p0 = inst.pieces[it.piece_begin];
     it.plain = it.piece_end - it.piece_begin == 1 && p0.begin == it.first_section &&
@@ -183,79 +343,91 @@ Instance BuildInstance(const Problem& problem, const Group& group,
               [](const ObstacleRef& l, const ObstacleRef& r) { return l.lo < r.lo; });
     inst.items.push_back(it);
   }
+  if (peak_g == 0) peak_g = 1;
+  // `bounds` is no longer needed.
+  std::vector<TaskIndex>().swap(bounds);
 
   // Identical items (same pieces and alignment) are interchangeable: each is
   // placed only after the previous one, which removes their permutations.
-  std::map<std::vector<std::uint64_t>, std::int32_t> seen;
-  for (std::size_t k = 0; k < inst.items.size(); ++k) {
-    Item& it = inst.items[k];
-    std::vector<std::uint64_t> key{it.alignment, it.first_section, it.end_section};
-    for (std::uint32_t p = it.piece_begin; p < it.piece_end; ++p) {
-      const Piece& pc = inst.pieces[p];
-      key.insert(key.end(), {pc.begin, pc.end, pc.lo, pc.hi});
-    }
-    auto [pos, inserted] = seen.try_emplace(std::move(key), static_cast<std::int32_t>(k));
-    if (!inserted) {
-      it.twin = pos->second;
-      pos->second = static_cast<std::int32_t>(k);
+  // Items sorted by that key (ties in index order): an item's twin is the
+  // one before it in that order when their keys are equal.
+  {
+    auto cmp = [&](std::uint32_t a, std::uint32_t b) {  // <0, 0, >0
+      const Item& x = inst.items[a];
+      const Item& y = inst.items[b];
+      const auto kx = std::make_tuple(x.alignment, x.first_section, x.end_section,
+                                      x.piece_end - x.piece_begin);
+      const auto ky = std::make_tuple(y.alignment, y.first_section, y.end_section,
+                                      y.piece_end - y.piece_begin);
+      if (kx != ky) return kx < ky ? -1 : 1;
+      for (std::uint32_t p = x.piece_begin, q = y.piece_begin; p < x.piece_end; ++p, ++q) {
+        const Piece& u = inst.pieces[p];
+        const Piece& v = inst.pieces[q];
+        const auto ku = std::make_tuple(u.begin, u.end, u.lo, u.hi);
+        const auto kv = std::make_tuple(v.begin, v.end, v.lo, v.hi);
+        if (ku != kv) return ku < kv ? -1 : 1;
+      }
+      return 0;
+    };
+    std::vector<std::uint32_t> idx(inst.items.size());
+    std::iota(idx.begin(), idx.end(), 0u);
+    if (!StableSortUntil(
+            idx, [&](std::uint32_t a, std::uint32_t b) { return cmp(a, b) < 0; }, deadline))
+      return false;
+    for (std::size_t k = 1; k < idx.size(); ++k) {
+      if (!Tick(deadline)) return false;
+      if (cmp(idx[k - 1], idx[k]) == 0) inst.items[idx[k]].twin = static_cast<std::int32_t>(idx[k - 1]);
     }
   }
   // "Total": the highest live bytes during each item's lifetime. Loads by a
-  // difference array, maxima over spans by a sparse table: O((n + S) log S)
-  // even when lifetimes are long.
+  // difference array, maxima over spans by a bottom-up segment tree (2 x
+  // sections words, where a sparse table took log2(sections) x sections).
   {
     const std::uint32_t S = inst.num_sections;
     std::vector<internal::Uint128> diff(S + 1, 0);
-    for (const Item& it : inst.items)
+    for (const Item& it : inst.items) {
+      if (!Tick(deadline)) return false;
       for (std::uint32_t p = it.piece_begin; p < it.piece_end; ++p) {
         diff[inst.pieces[p].begin] += inst.pieces[p].hi;
         diff[inst.pieces[p].end] -= inst.pieces[p].hi;
       }
-    std::vector<std::vector<std::uint64_t>> table(1, std::vector<std::uint64_t>(S));
+    }
+    std::vector<std::uint64_t> tree(2 * std::size_t{S}, 0);
     internal::Uint128 run = 0;
     for (std::uint32_t q = 0; q < S; ++q) {
       run += diff[q];
-      table[0][q] = run > internal::kMaxU64 ? internal::kMaxU64 : static_cast<std::uint64_t>(run);
+      tree[S + q] = run > internal::kMaxU64 ? internal::kMaxU64 : static_cast<std::uint64_t>(run);
     }
-    for (std::uint32_t w = 1; (std::uint32_t{1} << w) <= S; ++w) {
-      const std::vector<std::uint64_t>& prev = table.back();
-      std::vector<std::uint64_t> next(S - (std::uint32_t{1} << w) + 1);
-      for (std::uint32_t q = 0; q < next.size(); ++q)
-        next[q] = std::max(prev[q], prev[q + (std::uint32_t{1} << (w - 1))]);
-      table.push_back(std::move(next));
-    }
+    std::vector<internal::Uint128>().swap(diff);
+    for (std::size_t v = S; v-- > 1;) tree[v] = std::max(tree[2 * v], tree[2 * v + 1]);
     for (Item& it : inst.items) {
-      const std::uint32_t len = it.end_section - it.first_section;
-      const std::uint32_t w = static_cast<std::uint32_t>(std::bit_width(len) - 1);
-      it.total = std::max(table[w][it.first_section], table[w][it.end_section - (std::uint32_t{1} << w)]);
+      if (!Tick(deadline)) return false;
+      std::uint64_t m = 0;
+      for (std::size_t l = it.first_section + std::size_t{S}, r = it.end_section + std::size_t{S};
+           l < r; l >>= 1, r >>= 1) {
+        if (l & 1) m = std::max(m, tree[l++]);
+        if (r & 1) m = std::max(m, tree[--r]);
+      }
+      it.total = m;
     }
   }
-  AssignRanks(inst, order);
+  if (!AssignRanks(inst, order, deadline)) return false;
 
   // Lower bound: peak live bytes of the partition (with its obstacles and
   // the base as one buffer under everything), and the lowest top of each item.
-  Problem sub;
-  for (std::size_t i : group.buffers) sub.buffers.push_back(problem.buffers[i]);
-  for (Buffer& c : clipped_fixed) sub.buffers.push_back(std::move(c));
-  if (inst.base > 0) {
-    Buffer base;
-    base.size = inst.base;
-    base.first_task = gfirst;
-    base.last_task = glast;
-    sub.buffers.push_back(std::move(base));
-  }
-  for (Buffer& b : sub.buffers) b.fixed_offset.reset();
-  inst.lower_bound = PeakLiveBytes(sub);
+  if (!SectionPeak(inst, peak_g, deadline, &inst.lower_bound)) return false;
   if (!inst.needs_general)
-    for (const Item& it : inst.items)
+    for (const Item& it : inst.items) {
+      if (!Tick(deadline, 1 + it.obstacle_end - it.obstacle_begin)) return false;
       inst.lower_bound = std::max(
           inst.lower_bound,
           internal::SaturatingAdd(LowestFreeOffset(inst, it, inst.base), it.height));
+    }
   inst.granule = Granule(inst);
   // The minimum is a multiple of the granule (when the bound saturated, it
   // stays as it is).
   inst.lower_bound = RoundUpTo(inst.lower_bound, inst.granule);
-  return inst;
+  return !Expired(deadline);
 }
 
 }  // namespace
@@ -292,8 +464,14 @@ Result<Presolved> Presolve(const Problem& problem, const PresolveOptions& option
   Presolved out;
   const std::size_t n = problem.buffers.size();
   out.effective_alignment.resize(n);
+  internal::Deadline* const deadline = options.deadline;
+  auto out_of_time = [&] {
+    return DeadlineExceeded("the presolve of " + std::to_string(n) + " buffers was stopped");
+  };
+  if (Expired(deadline)) return out_of_time();
   std::vector<std::size_t> movable, fixed;
   for (std::size_t i = 0; i < n; ++i) {
+    if (!Tick(deadline)) return out_of_time();
     const Buffer& b = problem.buffers[i];
     std::uint64_t a;
     if (!internal::CheckedLcm(options.alignment, b.alignment, &a))
@@ -325,14 +503,19 @@ Result<Presolved> Presolve(const Problem& problem, const PresolveOptions& option
       std::size_t buffer;
     };
     std::vector<Rect> rects;
-    for (std::size_t f : fixed)
-      for (const Segment& s : Occupancy(problem.buffers[f]))
+    for (std::size_t f : fixed) {
+      if (!Tick(deadline)) return out_of_time();
+      ForEachSegment(problem.buffers[f], [&](const Segment& s) {
         rects.push_back({s.first_task, s.last_task, *problem.buffers[f].fixed_offset + s.lo,
                          *problem.buffers[f].fixed_offset + s.hi, f});
-    std::sort(rects.begin(), rects.end(),
-              [](const Rect& a, const Rect& b) { return a.first < b.first; });
+      });
+    }
+    if (!StableSortUntil(
+            rects, [](const Rect& a, const Rect& b) { return a.first < b.first; }, deadline))
+      return out_of_time();
     std::vector<const Rect*> active;
     for (const Rect& r : rects) {
+      if (!Tick(deadline, 1 + active.size())) return out_of_time();
       std::erase_if(active, [&](const Rect* a) { return a->last < r.first; });
       for (const Rect* a : active)
         if (a->buffer != r.buffer && a->lo < r.hi && r.lo < a->hi) {
@@ -348,7 +531,9 @@ Result<Presolved> Presolve(const Problem& problem, const PresolveOptions& option
   std::deque<Group> work;
   if (!movable.empty()) {
     if (options.decompose) {
-      for (auto& g : TimeGroups(problem, movable)) work.push_back({std::move(g), 0});
+      std::vector<std::vector<std::size_t>> groups;
+      if (!TimeGroups(problem, movable, deadline, &groups)) return out_of_time();
+      for (auto& g : groups) work.push_back({std::move(g), 0});
     } else {
       work.push_back({movable, 0});
     }
@@ -356,6 +541,7 @@ Result<Presolved> Presolve(const Problem& problem, const PresolveOptions& option
   while (!work.empty()) {
     Group g = std::move(work.front());
     work.pop_front();
+    if (Expired(deadline)) return out_of_time();
     TaskIndex gfirst = problem.buffers[g.buffers.front()].first_task, glast = gfirst;
     for (std::size_t i : g.buffers) {
       gfirst = std::min(gfirst, problem.buffers[i].first_task);
@@ -394,16 +580,21 @@ Result<Presolved> Presolve(const Problem& problem, const PresolveOptions& option
       if (rest.size() != g.buffers.size()) {
         if (rest.empty()) continue;
         if (options.decompose) {
-          for (auto& sub : TimeGroups(problem, rest)) work.push_back({std::move(sub), base});
+          std::vector<std::vector<std::size_t>> groups;
+          if (!TimeGroups(problem, rest, deadline, &groups)) return out_of_time();
+          for (auto& sub : groups) work.push_back({std::move(sub), base});
         } else {
           work.push_back({std::move(rest), base});
         }
         continue;
       }
     }
-    out.instances.push_back(
-        BuildInstance(problem, g, obstacles, out.effective_alignment, options.order));
+    out.instances.emplace_back();
+    if (!BuildInstance(problem, g, obstacles, out.effective_alignment, options.order, deadline,
+                       &out.instances.back()))
+      return out_of_time();
   }
+  if (!WholePeak(problem, deadline, &out.peak)) return out_of_time();
   return out;
 }
 

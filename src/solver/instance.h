@@ -16,11 +16,13 @@
 //    occupancy as pieces over section ranges.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/deadline.h"
 #include "tensormem/problem.h"
 #include "tensormem/solver.h"
 #include "tensormem/status.h"
@@ -118,6 +120,8 @@ struct Presolved {
   std::vector<std::uint64_t> effective_alignment;  // per buffer
   // Highest top among the presolve's placements (fixed and stripped).
   std::uint64_t placed_height = 0;
+  // PeakLiveBytes(problem): the whole problem's peak live bytes.
+  std::uint64_t peak = 0;
   // Set when the presolve alone proves no plan exists at any height (two
   // fixed buffers overlap): the reason and the culprits.
   std::string conflict;
@@ -129,10 +133,46 @@ struct PresolveOptions {
   bool decompose = true;
   bool full_span_reduction = true;
   CanonicalOrder order = CanonicalOrder::kLongestFirst;
+  // Read in every loop and between the stages (nullptr: none). When it
+  // passes, Presolve fails with kDeadlineExceeded.
+  internal::Deadline* deadline = nullptr;
 };
 
 // Sets Item::rank of every item by the static order (ties by index).
 void AssignRanks(Instance& instance, CanonicalOrder order);
+// The same under a deadline: false (ranks unchanged) when it passes.
+bool AssignRanks(Instance& instance, CanonicalOrder order, internal::Deadline* deadline);
+// The ranks AssignRanks would set, per item, without touching the instance.
+bool RankItems(const Instance& instance, CanonicalOrder order, internal::Deadline* deadline,
+               std::vector<std::uint32_t>* ranks);
+
+// std::stable_sort(v, less) in runs of 2^14 elements, then merge passes,
+// reading the deadline after each run and each merge (every few
+// milliseconds on 10^6 elements): false, v in some order, when it passes.
+template <typename T, typename Less>
+bool StableSortUntil(std::vector<T>& v, Less less, internal::Deadline* deadline) {
+  constexpr std::size_t kRun = std::size_t{1} << 14;
+  const std::size_t n = v.size();
+  if (deadline == nullptr || n <= kRun) {
+    std::stable_sort(v.begin(), v.end(), less);
+    return deadline == nullptr || !deadline->Expired();
+  }
+  for (std::size_t lo = 0; lo < n; lo += kRun) {
+    std::stable_sort(v.begin() + lo, v.begin() + std::min(n, lo + kRun), less);
+    if (deadline->Expired()) return false;
+  }
+  std::vector<T> merged(n);
+  for (std::size_t width = kRun; width < n; width *= 2) {
+    for (std::size_t lo = 0; lo < n; lo += 2 * width) {
+      const std::size_t mid = std::min(n, lo + width), hi = std::min(n, lo + 2 * width);
+      std::merge(v.begin() + lo, v.begin() + mid, v.begin() + mid, v.begin() + hi,
+                 merged.begin() + lo, less);
+      if (deadline->Expired()) return false;
+    }
+    v.swap(merged);
+  }
+  return true;
+}
 
 // The problem must have passed CheckProblem. Fails only on arithmetic
 // overflow of alignments (bad input).

@@ -8,9 +8,6 @@
 namespace tensormem::solver {
 namespace {
 
-// Path-dependent memory of the kept searches of one partition, together.
-constexpr std::size_t kKeptSearchBytes = std::size_t{32} << 20;
-
 // The Luby sequence 1, 1, 2, 1, 1, 2, 4, 1, ... (i >= 1).
 std::uint64_t Luby(std::uint64_t i) {
   for (;;) {
@@ -35,6 +32,7 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
   // Plans are canonical, their tops multiples of the granule: probes at
   // capacities with the same multiple below them are the same probe (and
   // keep the same searches).
+  gave_up_ = false;
   capacity = RoundDownTo(capacity, inst_.granule);
   if (inst_.lower_bound > capacity) return SearchOutcome::kExhausted;
   if (inst_.needs_general) {
@@ -53,6 +51,7 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
     searches_.resize(portfolio.size());
     runs_.assign(portfolio.size(), 0);
     run_nodes_.assign(portfolio.size(), 0);
+    over_memory_.assign(portfolio.size(), 0);
     capacity_ = capacity;
     // The configuration that found the last plan (at another capacity: the
     // minimise probes) goes first; it is the one most likely to again.
@@ -67,6 +66,11 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
   std::uint64_t spent = 0;
   for (;; next_ = (next_ + 1) % portfolio.size()) {
     if (control.stopped() || spent >= budget) return SearchOutcome::kLimit;
+    if (std::find(over_memory_.begin(), over_memory_.end(), 0) == over_memory_.end()) {
+      gave_up_ = true;
+      return SearchOutcome::kLimit;
+    }
+    if (over_memory_[next_]) continue;
     std::unique_ptr<SkylineSearch>& search = searches_[next_];
     const SearchConfig& config = portfolio[next_];
     // A restarting configuration's run ends after Luby(run) x a few nodes per item.
@@ -77,10 +81,7 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
     if (search && config.restarts && run_nodes_[next_] >= run_budget()) search.reset();
     if (!search) {
       auto& inst = by_order_[static_cast<std::size_t>(config.order)];
-      if (!inst) {
-        inst = std::make_unique<Instance>(inst_);
-        AssignRanks(*inst, config.order);
-      }
+      if (inst.empty()) RankItems(inst_, config.order, nullptr, &inst);
       SkylineOptions options;
       options.dominance = params_.dominance;
       options.section_inference = params_.section_inference;
@@ -88,6 +89,8 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
       options.dynamic_decomposition = params_.dynamic_decomposition;
       options.branching = config.branching;
       options.regroup_ranks = config.order == CanonicalOrder::kTotalFirst;
+      options.ranks = &inst;
+      options.max_growing_bytes = params_.search_memory_bytes;
       // The memory for nogoods is shared by the searches that run together.
       options.memo_words = options.memo_words / portfolio.size();
       if (config.restarts) {
@@ -95,7 +98,7 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
         run_nodes_[next_] = 0;
         options.shuffle_seed = 0x5DEECE66Dull * runs_[next_] + 11 * next_ + 1;
       }
-      search = std::make_unique<SkylineSearch>(*inst, options);
+      search = std::make_unique<SkylineSearch>(inst_, options);
       search->Start(capacity);
     }
     const std::uint64_t before = search->nodes();
@@ -111,6 +114,12 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
       return out;
     }
     if (out == SearchOutcome::kExhausted) return out;
+    if (search->over_memory()) {
+      // Its path alone outgrew the memory: it stops for good at this capacity.
+      search.reset();
+      over_memory_[next_] = 1;
+      continue;
+    }
     // Memory: the kept searches' paths (busy traces: thousands of skyline
     // offsets trailed per placement) are bounded together; past the bound
     // the largest other search is dropped and will start over when its turn
@@ -126,7 +135,7 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
         largest_at = k;
       }
     }
-    if (held > kKeptSearchBytes && largest_at < searches_.size()) {
+    if (held > params_.search_memory_bytes && largest_at < searches_.size()) {
       searches_[largest_at].reset();
       if (portfolio[largest_at].restarts) --runs_[largest_at];  // the same run again
     }

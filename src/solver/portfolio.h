@@ -44,6 +44,10 @@ class PartitionSolver {
   // After kFound: offset per item, and the highest top.
   const std::vector<std::uint64_t>& offsets() const { return offsets_; }
   std::uint64_t height() const { return height_; }
+  // After kLimit: every configuration stopped at that capacity because its
+  // path outgrew SolverParams::search_memory_bytes (probing it again does
+  // nothing).
+  bool gave_up() const { return gave_up_; }
   // The least height a plan can have once none fits in `capacity`: the next
   // multiple of the granule (Instance::granule).
   std::uint64_t ProvenAbove(std::uint64_t capacity) const {
@@ -54,17 +58,22 @@ class PartitionSolver {
  private:
   const Instance& inst_;
   const SolverParams& params_;
-  std::vector<std::unique_ptr<Instance>> by_order_;  // ranks per CanonicalOrder
+  // The items' ranks per CanonicalOrder (empty: not computed yet).
+  std::vector<std::vector<std::uint32_t>> by_order_;
   // The searches of the portfolio at capacity_ (null: not started yet), and
   // which one runs next.
   std::vector<std::unique_ptr<SkylineSearch>> searches_;
   // Restarting configurations: runs started, and nodes of the current run.
   std::vector<std::uint64_t> runs_, run_nodes_;
+  // Configurations stopped for good at capacity_ (their path outgrew
+  // SolverParams::search_memory_bytes).
+  std::vector<std::uint8_t> over_memory_;
   std::uint64_t capacity_ = 0;
   std::size_t next_ = 0;
   std::size_t winner_ = SIZE_MAX;  // the configuration that found the last plan
   std::vector<std::uint64_t> offsets_;
   std::uint64_t height_ = 0;
+  bool gave_up_ = false;
 };
 
 }  // namespace tensormem::solver

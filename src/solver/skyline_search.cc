@@ -27,7 +27,10 @@ inline bool SumFits(std::uint64_t a, std::uint64_t b, std::uint64_t d, std::uint
 
 void SkylineSearch::MaxAddTree::Build(const std::vector<std::uint64_t>& values) {
   n_ = static_cast<std::uint32_t>(values.size());
-  max_.assign(4 * std::max<std::size_t>(n_, 1), 0);
+  // Halving [l, r) at the midpoint, a node at depth d has index < 2^(d+1)
+  // and leaves are at depth <= ceil(log2 n): 2 x bit_ceil(n) nodes suffice
+  // (4n was up to twice that: 30 MB on a 336,250-buffer trace).
+  max_.assign(2 * std::bit_ceil(std::max<std::size_t>(n_, 1)), 0);
   add_.assign(max_.size(), 0);
   if (n_ > 0) Build(1, 0, n_, values);
 }
@@ -787,6 +790,7 @@ SearchOutcome SkylineSearch::Run(std::uint64_t capacity, std::uint64_t node_budg
 }
 
 void SkylineSearch::Start(std::uint64_t capacity) {
+  over_memory_ = false;
   capacity_ = capacity;
   floating_ = options_.branching == Branching::kLowestFloating;
   const std::size_t n = inst_.items.size();
@@ -859,7 +863,11 @@ void SkylineSearch::Start(std::uint64_t capacity) {
   failed_.clear();
   key_words_ = 0;
   rank_.resize(n);
-  for (std::size_t i = 0; i < n; ++i) rank_[i] = inst_.items[i].rank;
+  if (options_.ranks != nullptr && options_.ranks->size() == n) {
+    std::copy(options_.ranks->begin(), options_.ranks->end(), rank_.begin());
+  } else {
+    for (std::size_t i = 0; i < n; ++i) rank_[i] = inst_.items[i].rank;
+  }
   if (options_.shuffle_seed != 0) {
     // Fisher-Yates with a splitmix64 stream: the same seed, the same order.
     std::uint64_t state = options_.shuffle_seed;
@@ -920,6 +928,10 @@ SearchOutcome SkylineSearch::Continue(std::uint64_t node_budget, SearchControl& 
     // Out of budget: this node has changed nothing yet (Prepare's work is
     // kept in the frame), so the next Continue picks it up here.
     if (nodes_ - start_nodes >= node_budget) return SearchOutcome::kLimit;
+    if (options_.max_growing_bytes != 0 && GrowingBytes() > options_.max_growing_bytes) {
+      over_memory_ = true;
+      return SearchOutcome::kLimit;
+    }
     ++nodes_;
     const Comp& cur = comps_[comp];
     if (!control.Tick(cur.count + (cur.sec_hi - cur.sec_lo))) return SearchOutcome::kLimit;

@@ -89,6 +89,12 @@ struct SkylineOptions {
   // the current level, or on any buffer of the level in static order
   // (MiniMalloc's way, ties in that order) with "close the level" last.
   Branching branching = Branching::kLowest;
+  // The static order to use instead of the items' own ranks (Item::rank),
+  // one per item; null: the items' ranks. Saves an Instance copy per order.
+  const std::vector<std::uint32_t>* ranks = nullptr;
+  // Nonzero: Continue stops (kLimit, over_memory() true, resumable) before a
+  // node when GrowingBytes() exceeds it.
+  std::size_t max_growing_bytes = 0;
 };
 
 class SkylineSearch {
@@ -111,6 +117,7 @@ class SkylineSearch {
   std::uint64_t nodes() const { return nodes_; }
   // Bytes held by the path-dependent state (trails, frames, nogood memo):
   // what grows with the search, unlike the per-item and per-section arrays.
+  bool over_memory() const { return over_memory_; }
   std::size_t GrowingBytes() const {
     return am_trail_.size() * (sizeof(std::uint32_t) + sizeof(std::uint64_t)) +
            floor_trail_.size() * sizeof(floor_trail_[0]) + steps_.size() * sizeof(Step) +
@@ -208,6 +215,7 @@ class SkylineSearch {
   bool floating_ = false;
   std::uint64_t nodes_ = 0;
   SearchOutcome outcome_ = SearchOutcome::kLimit;  // kLimit while running
+  bool over_memory_ = false;
 
   // The static order (Item::rank), changed per group by RankGroup; the
   // trail restores it when a split fails.

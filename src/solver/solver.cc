@@ -154,6 +154,13 @@ class Solve {
   SearchOutcome TryTarget(std::uint64_t target, std::uint64_t budget, std::uint64_t* proven);
   void Minimize();
   void Descend();
+  // Every search of a partition stopped at `target` for memory
+  // (SolverParams::search_memory_bytes): said in the answer.
+  void NoteMemory(std::uint64_t target) {
+    memory_note_ = "the searches stopped at height " + std::to_string(target) +
+                   ": their paths outgrew search_memory_bytes (" +
+                   std::to_string(params_.search_memory_bytes) + " bytes)";
+  }
   Result<SolveResult> Finish();
 
   const Problem& problem_;
@@ -168,6 +175,7 @@ class Solve {
   bool infeasible_ = false;
   bool out_of_time_ = false;
   std::vector<std::size_t> culprits_;
+  std::string memory_note_;
 };
 
 HeuristicLimit Solve::Remaining() const {
@@ -219,6 +227,7 @@ SearchOutcome Solve::TryTarget(std::uint64_t target, std::uint64_t budget, std::
   for (Part& p : parts_) {
     if (p.height <= target) continue;
     const SearchOutcome out = p.solver->Probe(target, budget, control_);
+    if (out == SearchOutcome::kLimit && p.solver->gave_up()) NoteMemory(target);
     if (out == SearchOutcome::kExhausted && proven) *proven = p.solver->ProvenAbove(target);
     if (out != SearchOutcome::kFound) return out;
     p.offsets = p.solver->offsets();
@@ -239,7 +248,11 @@ void Solve::Minimize() {
     }
     const std::uint64_t target = soft + (ub - 1 - soft) / 2;
     std::uint64_t proven = target + 1;
+    const std::uint64_t before = control_.nodes();
     const SearchOutcome out = TryTarget(target, budget, &proven);
+    // A probe that cannot spend a node (every search stopped for memory at
+    // that height) will not change: leave the rest to the best plan.
+    if (out == SearchOutcome::kLimit && !control_.stopped() && control_.nodes() == before) break;
     if (out == SearchOutcome::kFound) {
       ub = std::min(ub, AssembledHeight());
     } else if (out == SearchOutcome::kExhausted) {
@@ -265,6 +278,28 @@ void Solve::Descend() {
   if (ub <= lower_bound_) return;
   std::uint64_t step = std::max<std::uint64_t>((ub - lower_bound_) / 64, 1);
   const std::uint64_t budget = std::max<std::uint64_t>(params_.probe_node_budget, 1);
+  if (params_.bound_probe) {
+    // The bound itself: one slice per configuration (see SolverParams).
+    std::uint64_t slices = 0;
+    for (const Part& p : parts_)
+      slices = std::max<std::uint64_t>(
+          slices, std::max<std::uint64_t>({params_.portfolio_slice_nodes, 1,
+                                           params_.portfolio_slice_nodes > 1
+                                               ? p.inst->items.size() + 1
+                                               : 1}));
+    const std::uint64_t configs = std::max<std::size_t>(params_.portfolio.size(), 1);
+    const std::uint64_t budget_here = slices > UINT64_MAX / configs ? UINT64_MAX : slices * configs;
+    std::uint64_t proven = lower_bound_ + 1;
+    const SearchOutcome out = TryTarget(lower_bound_, budget_here, &proven);
+    if (out == SearchOutcome::kFound) {
+      ub = std::min(ub, AssembledHeight());
+    } else if (out == SearchOutcome::kExhausted) {
+      lower_bound_ = std::max(lower_bound_, proven);
+    }
+    Publish();
+    if (ub <= lower_bound_ || control_.stopped()) return;
+    step = std::max<std::uint64_t>((ub - lower_bound_) / 64, 1);
+  }
   std::uint64_t spent_here = 0;  // nodes spent at the current target
   std::uint64_t last_target = UINT64_MAX;
   while (ub > lower_bound_ && !control_.stopped()) {
@@ -282,6 +317,11 @@ void Solve::Descend() {
     } else if (out == SearchOutcome::kExhausted) {
       lower_bound_ = std::max(lower_bound_, proven);
       step = std::max<std::uint64_t>(step / 2, 1);
+    } else if (!control_.stopped() && control_.nodes() == before) {
+      // Every search stopped for memory at this height: a higher one (they
+      // start over there), down to one granule below the best plan.
+      if (step == 1) break;
+      step = std::max<std::uint64_t>(step / 2, 1);
     } else if (!control_.stopped() && spent_here >= params_.descent_probe_nodes) {
       step = std::max<std::uint64_t>(step / 2, 1);
     }
@@ -294,7 +334,28 @@ Result<SolveResult> Solve::Run() {
   po.alignment = params_.alignment;
   po.decompose = params_.decompose;
   po.full_span_reduction = params_.full_span_reduction;
-  TM_ASSIGN_OR_RETURN(presolved_, solver::Presolve(problem_, po));
+  // The presolve reads the limit in its loops and between its stages (on
+  // 10^6 buffers it takes seconds); a limit spent there is named as such.
+  {
+    const HeuristicLimit left = Remaining();
+    internal::Deadline deadline(left.seconds, left.should_stop);
+    po.deadline = &deadline;
+    Result<solver::Presolved> pre = solver::Presolve(problem_, po);
+    if (!pre.ok() && pre.status().code() == StatusCode::kDeadlineExceeded) {
+      std::ostringstream why;
+      if (const double limit = params_.time_limit_seconds;
+          limit > 0 && limit < 1e9 && control_.Seconds() >= limit) {
+        why << "the time limit of " << limit << " s was spent in the presolve of "
+            << problem_.buffers.size() << " buffers";
+      } else {
+        why << "the stop request (SolverParams::should_stop) came during the presolve of "
+            << problem_.buffers.size() << " buffers";
+      }
+      return OutOfTime(DeadlineExceeded(why.str()));
+    }
+    if (!pre.ok()) return pre.status();
+    presolved_ = std::move(*pre);
+  }
   result_.partitions = presolved_.instances.size();
 
   // Quick proofs.
@@ -302,7 +363,7 @@ Result<SolveResult> Solve::Run() {
     Infeasible(presolved_.conflict, presolved_.conflict_buffers);
     return Finish();
   }
-  lower_bound_ = std::max(PeakLiveBytes(problem_), presolved_.placed_height);
+  lower_bound_ = std::max(presolved_.peak, presolved_.placed_height);
   for (const Instance& inst : presolved_.instances)
     lower_bound_ = std::max(lower_bound_, inst.lower_bound);
   if (capacity_) {
@@ -430,6 +491,7 @@ Result<SolveResult> Solve::Finish() {
       r.status = SolveStatus::kOptimal;
     } else {
       r.status = SolveStatus::kFeasible;
+      if (r.reason.empty()) r.reason = memory_note_;
     }
     r.gap = plan.total == 0 ? 0.0
                             : static_cast<double>(plan.total - r.lower_bound) /
@@ -452,6 +514,8 @@ Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& par
     return InvalidArgument("time limit must be >= 0 seconds (+infinity for none)");
   if (std::isnan(params.iis_time_limit_seconds) || params.iis_time_limit_seconds < 0)
     return InvalidArgument("IIS time limit must be >= 0 seconds");
+  if (params.search_memory_bytes == 0)
+    return InvalidArgument("SolverParams::search_memory_bytes must be > 0");
   if (params.minimize_search != MinimizeSearch::kDescent &&
       params.minimize_search != MinimizeSearch::kBisection)
     return InvalidArgument("unknown minimize_search");

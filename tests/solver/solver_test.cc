@@ -14,6 +14,8 @@
 #include "harness/perfect_packing.h"
 #include "solver/instance.h"
 #include "solver/skyline_search.h"
+#include "tensormem/io.h"
+#include "test_util.h"
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"
 #include "tensormem/solver.h"
@@ -511,6 +513,9 @@ TEST(Solver, ShouldStopEndsTheSolveWithAValidPlan) {
   params.should_stop = [&] { return ++heuristic_polls < 0; };
   ASSERT_TRUE(SolveOffsets(p, params).ok());
   params.time_limit_seconds = 60;  // the stop request, not the clock, ends it
+  // The probe at the bound finds this one's optimum at once (the solve
+  // would end before the request); the descent alone runs long enough.
+  params.bound_probe = false;
   int polls = 0;
   params.should_stop = [&] { return ++polls >= heuristic_polls + 3; };
   Result<SolveResult> r = SolveOffsets(p, params);
@@ -777,6 +782,109 @@ TEST(Solver, ALimitSpentInThePresolveIsNamed) {
   EXPECT_NE(r->reason.find("the time limit of 1e-09 s was spent in the presolve of 2000 buffers"),
             std::string::npos)
       << r->reason;
+}
+
+// The presolve reads the stop hook (and the clock) in its loops: on 20,000
+// buffers a request at its first poll ends the solve there, named as such
+// (it used to run to its end; the first poll was the heuristics').
+TEST(Solver, ThePresolveReadsTheStopHook) {
+  const Problem p = FromRecords(internal::GenerateNetworkRecords(20'000, 8));
+  for (int stop_at : {1, 2, 8}) {
+    int polls = 0;
+    SolverParams params;
+    params.should_stop = [&] { return ++polls >= stop_at; };
+    Result<SolveResult> r = SolveOffsets(p, params);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->status, SolveStatus::kUnknown);
+    EXPECT_FALSE(r->has_plan);
+    EXPECT_EQ(polls, stop_at);
+    EXPECT_NE(r->reason.find("the stop request (SolverParams::should_stop) came during the presolve "
+                             "of 20000 buffers"),
+              std::string::npos)
+        << r->reason;
+  }
+  // Directly: a deadline that has passed stops Presolve with kDeadlineExceeded.
+  int polls = 0;
+  internal::Deadline deadline(0, [&] { return ++polls >= 3; });
+  solver::PresolveOptions po;
+  po.deadline = &deadline;
+  Result<solver::Presolved> pre = solver::Presolve(p, po);
+  ASSERT_FALSE(pre.ok());
+  EXPECT_EQ(pre.status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(polls, 3);
+}
+
+// search_memory_bytes bounds the searches' paths: with 1 byte every search
+// stops before its first node, and the solve still ends (no time limit, no
+// node limit) with the best heuristic plan, saying why; 0 is refused.
+TEST(Solver, SearchMemoryBoundStopsTheSearchesNotTheSolve) {
+  const Problem p = Hard(300, 4);
+  for (MinimizeSearch how : {MinimizeSearch::kDescent, MinimizeSearch::kBisection}) {
+    SolverParams params;
+    params.time_limit_seconds = std::numeric_limits<double>::infinity();
+    params.minimize_search = how;
+    params.search_memory_bytes = 1;
+    Result<SolveResult> r = SolveOffsets(p, params);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_TRUE(r->has_plan);
+    EXPECT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
+    EXPECT_EQ(r->nodes, 0u);
+    EXPECT_EQ(r->height, r->heuristic_height);
+    if (r->status == SolveStatus::kFeasible) {
+      EXPECT_NE(r->reason.find("search_memory_bytes"), std::string::npos) << r->reason;
+    }
+  }
+  SolverParams bad;
+  bad.search_memory_bytes = 0;
+  Result<SolveResult> r = SolveOffsets(p, bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+}
+
+// bound_probe: the descent first asks the proven bound itself, one slice per
+// configuration. MiniMalloc K's minimum is its bound: the probe there finds
+// it in 6,970 nodes, the descent from the heuristic plan alone took 140,388
+// (node limits: the same on every machine).
+TEST(Solver, TheBoundProbeReachesAnOptimumAtTheBound) {
+  TM_REQUIRE_SHARED("benchmarks/minimalloc/K.1048576.csv");
+  Result<Problem> p =
+      LoadProblem((testing::SharedDir() / "benchmarks/minimalloc/K.1048576.csv").string());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  p->capacity.reset();
+  for (bool probe : {true, false}) {
+    SolverParams params;
+    params.time_limit_seconds = std::numeric_limits<double>::infinity();
+    params.node_limit = 20'000;
+    params.bound_probe = probe;
+    Result<SolveResult> r = SolveOffsets(*p, params);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_TRUE(r->has_plan);
+    EXPECT_TRUE(ValidateOffsetsPlan(*p, r->plan).ok());
+    EXPECT_EQ(r->status == SolveStatus::kOptimal, probe) << "bound_probe " << probe;
+  }
+}
+
+// The presolve's split sort is std::stable_sort when its deadline does not
+// pass, and stops between runs and merges when it does.
+TEST(Solver, StableSortUntilIsAStableSort) {
+  std::mt19937_64 rng(7);
+  std::vector<std::pair<int, int>> v(100'000);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = {static_cast<int>(rng() % 1000), static_cast<int>(i)};
+  auto by_first = [](const std::pair<int, int>& a, const std::pair<int, int>& b) {
+    return a.first < b.first;
+  };
+  std::vector<std::pair<int, int>> expected = v;
+  std::stable_sort(expected.begin(), expected.end(), by_first);
+  std::vector<std::pair<int, int>> got = v;
+  internal::Deadline never(0, [] { return false; });
+  ASSERT_TRUE(solver::StableSortUntil(got, by_first, &never));
+  EXPECT_EQ(got, expected);
+  int polls = 0;
+  internal::Deadline soon(0, [&] { return ++polls >= 4; });
+  got = v;
+  EXPECT_FALSE(solver::StableSortUntil(got, by_first, &soon));
+  EXPECT_EQ(polls, 4);
 }
 
 }  // namespace
