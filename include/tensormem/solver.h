@@ -151,6 +151,18 @@ struct SolverParams {
   // (probes there run probe_node_budget nodes at a time, each continuing
   // the previous one).
   std::uint64_t descent_probe_nodes = std::uint64_t{1} << 17;
+  // Minimise: the restriction bound. A subset of the buffers needs no more
+  // height than all of them (dropping buffers only drops constraints), so a
+  // lower bound proven on a sub-problem is one of the whole. The subsets
+  // are the buffers live in time windows around the highest load points
+  // (lifetimes kept whole), each minimised by a nested solve of at most
+  // restriction_node_budget nodes (counted in node_limit), one window
+  // between two probes, at most restriction_windows windows, skipped when a
+  // window holds more than restriction_max_buffers buffers or all of them.
+  bool restriction_bound = true;
+  std::uint64_t restriction_node_budget = std::uint64_t{1} << 14;
+  std::size_t restriction_windows = 16;
+  std::size_t restriction_max_buffers = 2048;
   // Start from the best heuristic plan (PlanOffsets kBest).
   bool heuristic_incumbent = true;
   // A plan to start from (e.g. a previous solution); used when valid.
@@ -182,6 +194,9 @@ struct SolveResult {
   OffsetsPlan plan;
   std::uint64_t height = 0;       // plan.total when has_plan
   std::uint64_t lower_bound = 0;  // proven: no plan is smaller
+  // The highest lower bound the restriction bound proved on a sub-problem
+  // (0 when none ran); lower_bound includes it.
+  std::uint64_t restriction_bound = 0;
   // (height - lower_bound) / height; 0 when optimal, 1 without a plan.
   double gap = 1.0;
   double seconds = 0;
