@@ -157,12 +157,13 @@ struct SolverParams {
   // are the buffers live in time windows around the highest load points
   // (lifetimes kept whole), each minimised by a nested solve of at most
   // restriction_node_budget nodes (counted in node_limit), one window
-  // between two probes, at most restriction_windows windows, skipped when a
-  // window holds more than restriction_max_buffers buffers or all of them.
+  // between two probes while the windows have spent no more nodes than the
+  // probes, at most restriction_windows windows, skipped when a window
+  // holds more than restriction_max_buffers buffers or all of them.
   bool restriction_bound = true;
   std::uint64_t restriction_node_budget = std::uint64_t{1} << 14;
   std::size_t restriction_windows = 16;
-  std::size_t restriction_max_buffers = 2048;
+  std::size_t restriction_max_buffers = 1024;
   // Start from the best heuristic plan (PlanOffsets kBest).
   bool heuristic_incumbent = true;
   // A plan to start from (e.g. a previous solution); used when valid.

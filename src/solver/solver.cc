@@ -175,6 +175,7 @@ class Solve {
   std::vector<std::pair<TaskIndex, TaskIndex>> windows_;
   std::size_t next_window_ = 0;
   std::uint64_t restriction_bound_ = 0;
+  std::uint64_t restriction_nodes_ = 0;  // spent in the windows' nested solves
   SolveResult result_;
   bool infeasible_ = false;
   bool out_of_time_ = false;
@@ -358,8 +359,12 @@ void Solve::PlanWindows() {
 // One window: its buffers (whole lifetimes, fixed offsets kept) minimised by
 // a nested solve under the remaining limits; its proven bound is one of the
 // whole problem (every plan of the whole is one of the subset).
+// A window runs only while the windows have spent no more nodes than the
+// probes (both counted in nodes: deterministic), so they never take more
+// than about half of the search.
 void Solve::RestrictionStep() {
   if (next_window_ >= windows_.size() || control_.stopped()) return;
+  if (restriction_nodes_ > control_.nodes() - restriction_nodes_) return;
   const TaskIndex first = windows_[next_window_].first;
   const TaskIndex last = windows_[next_window_].second;
   ++next_window_;
@@ -386,6 +391,7 @@ void Solve::RestrictionStep() {
   Result<SolveResult> r = SolveOffsets(sub, sp);
   if (!r.ok()) return;  // cannot happen for a subset of a valid problem
   control_.AddNodes(r->nodes);
+  restriction_nodes_ += r->nodes;
   if (r->status != SolveStatus::kInfeasible) {
     restriction_bound_ = std::max(restriction_bound_, r->lower_bound);
     lower_bound_ = std::max(lower_bound_, r->lower_bound);
