@@ -81,6 +81,7 @@ int RunSolve(const SolveOptions& o) {
                         {"buffers", problem.buffers.size()},
                         {"partitions", r.partitions},
                         {"heuristic", r.heuristic_height},
+                        {"restriction_bound", r.restriction_bound},
                         {"goal", params.goal == SolveGoal::kFit ? "fit" : "minimize"}};
     j["capacity"] = capacity ? nlohmann::json(*capacity) : nlohmann::json(nullptr);
     if (!r.reason.empty()) j["reason"] = r.reason;
