@@ -679,6 +679,11 @@ TEST(Solver, BadInput) {
   params = SolverParams{};
   params.goal = SolveGoal::kFit;
   EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument);
+  params = SolverParams{};
+  params.restriction_node_budget = 0;
+  EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument);
+  params.restriction_bound = false;
+  EXPECT_TRUE(SolveOffsets(p, params).ok());
   Problem bad = p;
   bad.buffers[0].last_task = -1;
   EXPECT_EQ(SolveOffsets(bad, SolverParams{}).status().code(), StatusCode::kInvalidArgument);
