@@ -16,6 +16,10 @@
 //    a probe out of budget marks the target "soft-failed" and the next probe
 //    goes higher; when the soft-failed range reaches the best plan, the
 //    budget quadruples and the bisection restarts from the proven bound.
+//    Between probes, the restriction bound: the buffers live in a time
+//    window around a highest load point are minimised by a nested solve
+//    (a bounded budget); a bound proven on a subset of the buffers is one of
+//    the whole problem (docs/solver.md).
 // 4. The plan is assembled and checked by ValidateOffsetsPlan; an
 //    infeasible answer can carry an irreducible infeasible subset (iis.h).
 #include <algorithm>
