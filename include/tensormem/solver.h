@@ -165,6 +165,22 @@ struct SolverParams {
   // to 1.6 GB in 2,000 nodes). The other configurations go on; when every
   // one has stopped so, the height is given up as if its budget were spent.
   std::size_t search_memory_bytes = std::size_t{32} << 20;
+  // Minimise: the restriction bound. A subset of the buffers needs no more
+  // height than all of them (dropping buffers only drops constraints), so a
+  // lower bound proven on a sub-problem is one of the whole. The subsets
+  // are the buffers live in time windows around the highest load points
+  // (lifetimes kept whole), each minimised by a nested solve of at most
+  // restriction_node_budget nodes (counted in node_limit), one window
+  // between two probes while the windows have spent no more nodes than the
+  // probes, at most restriction_windows windows, skipped when a window
+  // holds more than restriction_max_buffers buffers or all of them.
+  // Off by default: on the MiniMalloc set and the shared traces no window
+  // proved more than the peak, and the windows cost up to half the nodes
+  // (docs/solver.md); on for problems whose hard part is local in time.
+  bool restriction_bound = false;
+  std::uint64_t restriction_node_budget = std::uint64_t{1} << 14;
+  std::size_t restriction_windows = 16;
+  std::size_t restriction_max_buffers = 1024;
   // Start from the best heuristic plan (PlanOffsets kBest).
   bool heuristic_incumbent = true;
   // A plan to start from (e.g. a previous solution); used when valid.
@@ -196,6 +212,9 @@ struct SolveResult {
   OffsetsPlan plan;
   std::uint64_t height = 0;       // plan.total when has_plan
   std::uint64_t lower_bound = 0;  // proven: no plan is smaller
+  // The highest lower bound the restriction bound proved on a sub-problem
+  // (0 when none ran); lower_bound includes it.
+  std::uint64_t restriction_bound = 0;
   // (height - lower_bound) / height; 0 when optimal, 1 without a plan.
   double gap = 1.0;
   double seconds = 0;

@@ -50,6 +50,18 @@ class SearchControl {
     return true;
   }
 
+  // Nodes spent by a nested solve (its own control): counted here too, so
+  // the node limit covers them. False once a limit has been reached.
+  bool AddNodes(std::uint64_t n) {
+    nodes_ = n > std::numeric_limits<std::uint64_t>::max() - nodes_
+                 ? std::numeric_limits<std::uint64_t>::max()
+                 : nodes_ + n;
+    if (stopped_) return false;
+    if (nodes_ >= node_limit_) return Stop();
+    return Poll();
+  }
+  std::uint64_t node_limit() const { return node_limit_; }
+
   // Reads the clock (and reports progress when due). False once stopped.
   bool Poll() {
     if (stopped_) return false;

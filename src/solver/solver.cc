@@ -16,14 +16,20 @@
 //    a probe out of budget marks the target "soft-failed" and the next probe
 //    goes higher; when the soft-failed range reaches the best plan, the
 //    budget quadruples and the bisection restarts from the proven bound.
+//    Between probes, the restriction bound: the buffers live in a time
+//    window around a highest load point are minimised by a nested solve
+//    (a bounded budget); a bound proven on a subset of the buffers is one of
+//    the whole problem (docs/solver.md).
 // 4. The plan is assembled and checked by ValidateOffsetsPlan; an
 //    infeasible answer can carry an irreducible infeasible subset (iis.h).
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "planning/offsets/offsets_strategies.h"
 #include "solver/iis.h"
@@ -161,6 +167,10 @@ class Solve {
                    ": their paths outgrew search_memory_bytes (" +
                    std::to_string(params_.search_memory_bytes) + " bytes)";
   }
+  // The restriction bound (SolverParams::restriction_bound): the windows
+  // to try, then one nested minimise per call, between probes.
+  void PlanWindows();
+  void RestrictionStep();
   Result<SolveResult> Finish();
 
   const Problem& problem_;
@@ -171,6 +181,12 @@ class Solve {
   std::vector<Part> parts_;
   std::optional<OffsetsPlan> global_;  // heuristic / initial plan of the whole problem
   std::uint64_t lower_bound_ = 0;
+  // Restriction bound: task windows [first, last] still to try, and the best
+  // bound proven on one.
+  std::vector<std::pair<TaskIndex, TaskIndex>> windows_;
+  std::size_t next_window_ = 0;
+  std::uint64_t restriction_bound_ = 0;
+  std::uint64_t restriction_nodes_ = 0;  // spent in the windows' nested solves
   SolveResult result_;
   bool infeasible_ = false;
   bool out_of_time_ = false;
@@ -262,6 +278,8 @@ void Solve::Minimize() {
       soft = target + 1;
     }
     Publish();
+    RestrictionStep();
+    soft = std::max(soft, lower_bound_);
   }
 }
 
@@ -326,7 +344,103 @@ void Solve::Descend() {
       step = std::max<std::uint64_t>(step / 2, 1);
     }
     Publish();
+    RestrictionStep();
   }
+}
+
+// The windows of the restriction bound: around the highest load points
+// (the load at each buffer's first task, gaps ignored: this only chooses the
+// subsets), half-widths 1, 2, 4, ... points, lifetimes kept whole. A window
+// holding every buffer is the problem itself and is skipped.
+void Solve::PlanWindows() {
+  std::vector<TaskIndex> pts;
+  std::size_t nonzero = 0;
+  for (const Buffer& b : problem_.buffers)
+    if (b.size > 0) {
+      pts.push_back(b.first_task);
+      ++nonzero;
+    }
+  std::sort(pts.begin(), pts.end());
+  pts.erase(std::unique(pts.begin(), pts.end()), pts.end());
+  if (pts.size() < 2 || params_.restriction_windows == 0) return;
+  // Loads by a difference array over the points (wrapping sums only blur
+  // the choice of windows, never a bound).
+  std::vector<std::uint64_t> diff(pts.size() + 1, 0);
+  for (const Buffer& b : problem_.buffers) {
+    if (b.size == 0) continue;
+    const std::size_t i = static_cast<std::size_t>(
+        std::lower_bound(pts.begin(), pts.end(), b.first_task) - pts.begin());
+    const std::size_t j = static_cast<std::size_t>(
+        std::upper_bound(pts.begin(), pts.end(), b.last_task) - pts.begin());
+    diff[i] += b.size;
+    diff[j] -= b.size;
+  }
+  std::vector<std::uint64_t> load(pts.size());
+  std::uint64_t run = 0;
+  for (std::size_t i = 0; i < pts.size(); ++i) load[i] = run += diff[i];
+  std::vector<std::size_t> order(pts.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&load](std::size_t x, std::size_t y) { return load[x] > load[y]; });
+  const std::size_t tops = std::min<std::size_t>(order.size(), 4);
+  std::set<std::pair<std::size_t, std::size_t>> seen;
+  for (std::size_t w = 1; w < pts.size() && windows_.size() < params_.restriction_windows; w *= 2) {
+    bool any = false;
+    for (std::size_t k = 0; k < tops && windows_.size() < params_.restriction_windows; ++k) {
+      const std::size_t a = order[k] >= w ? order[k] - w : 0;
+      const std::size_t b = std::min(order[k] + w, pts.size() - 1);
+      std::size_t count = 0;
+      for (const Buffer& buf : problem_.buffers)
+        count += buf.size > 0 && buf.first_task <= pts[b] && buf.last_task >= pts[a];
+      if (count >= nonzero || count > params_.restriction_max_buffers) continue;
+      any = true;
+      if (seen.insert({a, b}).second) windows_.push_back({pts[a], pts[b]});
+    }
+    if (!any) break;
+  }
+}
+
+// One window: its buffers (whole lifetimes, fixed offsets kept) minimised by
+// a nested solve under the remaining limits; its proven bound is one of the
+// whole problem (every plan of the whole is one of the subset).
+// A window runs only while the windows have spent no more nodes than the
+// probes (both counted in nodes: deterministic), so they never take more
+// than about half of the search.
+void Solve::RestrictionStep() {
+  if (next_window_ >= windows_.size() || control_.stopped()) return;
+  if (restriction_nodes_ > control_.nodes() - restriction_nodes_) return;
+  const TaskIndex first = windows_[next_window_].first;
+  const TaskIndex last = windows_[next_window_].second;
+  ++next_window_;
+  Problem sub;
+  for (const Buffer& b : problem_.buffers)
+    if (b.size > 0 && b.first_task <= last && b.last_task >= first) sub.buffers.push_back(b);
+  SolverParams sp = params_;
+  sp.goal = SolveGoal::kMinimize;
+  sp.capacity.reset();
+  sp.restriction_bound = false;
+  sp.compute_iis = false;
+  sp.progress_to_stderr = false;
+  sp.on_progress = nullptr;
+  sp.initial_plan = nullptr;
+  sp.node_limit = params_.restriction_node_budget;
+  if (params_.node_limit > 0)
+    sp.node_limit = std::min(sp.node_limit, control_.node_limit() - std::min(control_.node_limit(),
+                                                                            control_.nodes()));
+  if (sp.node_limit == 0) return;
+  if (params_.time_limit_seconds < 1e9) {
+    sp.time_limit_seconds = params_.time_limit_seconds - control_.Seconds();
+    if (!(sp.time_limit_seconds > 0)) return;
+  }
+  Result<SolveResult> r = SolveOffsets(sub, sp);
+  if (!r.ok()) return;  // cannot happen for a subset of a valid problem
+  control_.AddNodes(r->nodes);
+  restriction_nodes_ += r->nodes;
+  if (r->status != SolveStatus::kInfeasible) {
+    restriction_bound_ = std::max(restriction_bound_, r->lower_bound);
+    lower_bound_ = std::max(lower_bound_, r->lower_bound);
+  }
+  Publish();
 }
 
 Result<SolveResult> Solve::Run() {
@@ -447,13 +561,17 @@ Result<SolveResult> Solve::Run() {
     Publish();
     if (out == SearchOutcome::kLimit) return Finish();
   }
-  if (params_.goal == SolveGoal::kMinimize) Minimize();
+  if (params_.goal == SolveGoal::kMinimize) {
+    if (params_.restriction_bound) PlanWindows();
+    Minimize();
+  }
   return Finish();
 }
 
 Result<SolveResult> Solve::Finish() {
   SolveResult& r = result_;
   r.lower_bound = lower_bound_;
+  r.restriction_bound = restriction_bound_;
   if (infeasible_) {
     r.status = SolveStatus::kInfeasible;
     r.lower_bound = std::max(lower_bound_, capacity_ ? *capacity_ + 1 : 0);
@@ -519,6 +637,8 @@ Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& par
   if (params.minimize_search != MinimizeSearch::kDescent &&
       params.minimize_search != MinimizeSearch::kBisection)
     return InvalidArgument("unknown minimize_search");
+  if (params.restriction_bound && params.restriction_node_budget == 0)
+    return InvalidArgument("restriction_node_budget must be > 0 (or restriction_bound off)");
   TM_RETURN_IF_ERROR(CheckProblem(problem));
   const std::optional<std::uint64_t> capacity = params.capacity ? params.capacity : problem.capacity;
   if (params.goal == SolveGoal::kFit && !capacity)

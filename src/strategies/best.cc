@@ -37,6 +37,9 @@ Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params
     sp.time_limit_seconds = std::min(params.polish_seconds, deadline.ForNested());
     sp.should_stop = params.should_stop;
     sp.heuristic_incumbent = false;  // start from this plan (the solver's would be the same)
+    // The polish is for the plan: every node goes to the descent, none to
+    // the restriction bound's windows (a lower bound only).
+    sp.restriction_bound = false;
     sp.initial_plan = &best;
     Problem unbounded = problem;
     unbounded.capacity.reset();

@@ -4,6 +4,7 @@
 // it returns is checked by the one validator.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -404,6 +405,59 @@ TEST(SolverBruteForce, BoundsUnderNodeLimitsNeverExceedTheMinimum) {
   }
 }
 
+// The restriction bound (SolverParams::restriction_bound): a bound proven on
+// the buffers of a time window is one of the whole problem. Against brute
+// force on random problems long enough in time that windows are proper
+// subsets (plain and with alignment, gaps, windows and fixed offsets,
+// scaled), with the nested solves cut short by tiny budgets too; and it
+// must be stronger than the peak somewhere, or the test proves nothing.
+TEST(SolverBruteForce, RestrictionBoundNeverExceedsTheMinimum) {
+  std::mt19937_64 rng(53);
+  int stronger = 0, ran = 0;
+  for (int t = 0; t < 300; ++t) {
+    Problem p = RandomProblem(rng, 5 + static_cast<int>(rng() % 3), t % 2 == 1);
+    for (Buffer& b : p.buffers) {  // spread over 10 tasks
+      const TaskIndex shift = static_cast<TaskIndex>(rng() % 5);
+      b.first_task += shift;
+      b.last_task += shift;
+      for (Gap& g : b.gaps) {
+        g.first_task += shift;
+        g.last_task += shift;
+      }
+    }
+    const std::uint64_t k = 1 + rng() % 3;
+    for (Buffer& b : p.buffers) {
+      b.size *= k;
+      for (Gap& g : b.gaps) g.window_hi *= k;
+      if (b.fixed_offset) *b.fixed_offset *= k;
+    }
+    if (!CheckProblem(p).ok()) continue;
+    const std::uint64_t opt = BruteForceHeight(p, 1);
+    SolverParams params = Exact();
+    params.heuristic_incumbent = false;  // start high: the windows get to run
+    params.probe_node_budget = 1;
+    params.descent_probe_nodes = 1;
+    params.restriction_bound = true;
+    params.restriction_node_budget = t % 3 == 0 ? 1 + rng() % 20 : 100000;
+    Result<SolveResult> r = SolveOffsets(p, params);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_LE(r->restriction_bound, opt) << "case " << t;
+    ASSERT_LE(r->lower_bound, opt) << "case " << t;
+    ASSERT_GE(r->height, opt) << "case " << t;
+    ASSERT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
+    ran += r->restriction_bound > 0;
+    // The bound before any search: peak live bytes, partitions' bounds, granules.
+    SolverParams quick = params;
+    quick.time_limit_seconds = 0;
+    Result<SolveResult> q = SolveOffsets(p, quick);
+    ASSERT_TRUE(q.ok());
+    stronger += r->restriction_bound > q->lower_bound;
+  }
+  EXPECT_GT(ran, 30);
+  EXPECT_GT(stronger, 5);
+  std::printf("restriction bound ran in %d cases, above the bound before any search in %d\n", ran, stronger);
+}
+
 // The section inference's segment trees (releases per section, stacks
 // over tight sections: used on long spans) against its direct loops: the
 // same search, node for node, on random problems with long lifetimes at
@@ -632,6 +686,12 @@ TEST(Solver, BadInput) {
   params = SolverParams{};
   params.goal = SolveGoal::kFit;
   EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument);
+  params = SolverParams{};
+  params.restriction_bound = true;
+  params.restriction_node_budget = 0;
+  EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument);
+  params.restriction_bound = false;
+  EXPECT_TRUE(SolveOffsets(p, params).ok());
   Problem bad = p;
   bad.buffers[0].last_task = -1;
   EXPECT_EQ(SolveOffsets(bad, SolverParams{}).status().code(), StatusCode::kInvalidArgument);

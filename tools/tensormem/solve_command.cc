@@ -38,6 +38,7 @@ struct SolveOptions {
   bool json = false;
   bool progress = false;
   bool iis = false;
+  bool restriction_bound = false;
 };
 
 int RunSolve(const SolveOptions& o) {
@@ -57,6 +58,7 @@ int RunSolve(const SolveOptions& o) {
   params.node_limit = o.nodes;
   params.alignment = o.align;
   params.progress_to_stderr = o.progress;
+  params.restriction_bound = o.restriction_bound;
   params.compute_iis = o.iis;
   Result<SolveResult> solved = SolveOffsets(problem, params);
   if (!solved.ok()) return ReportError(solved.status());
@@ -81,6 +83,7 @@ int RunSolve(const SolveOptions& o) {
                         {"buffers", problem.buffers.size()},
                         {"partitions", r.partitions},
                         {"heuristic", r.heuristic_height},
+                        {"restriction_bound", r.restriction_bound},
                         {"goal", params.goal == SolveGoal::kFit ? "fit" : "minimize"}};
     j["capacity"] = capacity ? nlohmann::json(*capacity) : nlohmann::json(nullptr);
     if (!r.reason.empty()) j["reason"] = r.reason;
@@ -158,6 +161,9 @@ void AddSolveCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--progress", o->progress,
                 "report the best height, bound, nodes and time on stderr every second");
   cmd->add_flag("--iis", o->iis, "on an infeasible answer, find an irreducible infeasible subset");
+  cmd->add_flag("--restriction-bound", o->restriction_bound,
+                "minimise: also prove bounds on the buffers of time windows around the load "
+                "peaks (SolverParams::restriction_bound; helps where the hard part is local)");
   cmd->callback([o, exit_code] { *exit_code = RunSolve(*o); });
 }
 
