@@ -435,6 +435,7 @@ TEST(SolverBruteForce, RestrictionBoundNeverExceedsTheMinimum) {
     const std::uint64_t opt = BruteForceHeight(p, 1);
     SolverParams params = Exact();
     params.heuristic_incumbent = false;  // start high: the windows get to run
+    params.bound_probe = false;          // nor is the bound asked first
     params.probe_node_budget = 1;
     params.descent_probe_nodes = 1;
     params.restriction_bound = true;
