@@ -12,6 +12,7 @@ packages=(
   chromium                                    # the HTML map's headless-browser check
   zlib1g-dev                                  # .csv.gz traces and problems
   clang-16 libc++-16-dev libc++abi-16-dev     # the second build of the test command
+  clang-14                                    # Debian 12's default clang: the test command's syntax check
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -110,7 +110,10 @@ TEST(OnnxOperatorSweep, EveryOperatorWithMalformedArityAttributesAndSubgraphs) {
     if (min_in > 1) import(Model(*s, min_in - 1, outs, required), true, name + " one input short");
     if (max_in < 64) import(Model(*s, max_in + 1, outs, required), true, name + " one input extra");
     import(Model(*s, min_in, 0, required), s->min_output() > 0, name + " without outputs");
-    for (const auto& [attr, a] : s->attributes()) {
+    // Not a structured binding: clang 14 cannot capture one in a lambda (item 19).
+    for (const auto& entry : s->attributes()) {
+      const std::string& attr = entry.first;
+      const onnx::OpSchema::Attribute& a = entry.second;
       if (a.required)
         import(Model(*s, min_in, outs, [&](onnx::NodeProto& n) { AddRequired(*s, n, attr); }), true,
                name + " without required attribute " + attr);
