@@ -100,6 +100,16 @@ bool BruteForceFits(const Problem& p, std::uint64_t capacity, std::size_t k,
   return false;
 }
 
+// Every byte quantity times k (sizes, gap windows, fixed offsets): the same
+// problem in larger units, so granules and alignments come into play.
+void ScaleBytes(Problem* p, std::uint64_t k) {
+  for (Buffer& b : p->buffers) {
+    b.size *= k;
+    for (Gap& g : b.gaps) g.window_hi *= k;
+    if (b.fixed_offset) *b.fixed_offset *= k;
+  }
+}
+
 Problem RandomProblem(std::mt19937_64& rng, int n, bool extended) {
   Problem p;
   for (int i = 0; i < n; ++i) {
@@ -380,12 +390,7 @@ TEST(SolverBruteForce, BoundsUnderNodeLimitsNeverExceedTheMinimum) {
   std::mt19937_64 rng(43);
   for (int t = 0; t < 300; ++t) {
     Problem p = RandomProblem(rng, 4 + static_cast<int>(rng() % 4), t % 2 == 1);
-    const std::uint64_t k = 1 + rng() % 3;
-    for (Buffer& b : p.buffers) {
-      b.size *= k;
-      for (Gap& g : b.gaps) g.window_hi *= k;
-      if (b.fixed_offset) *b.fixed_offset *= k;
-    }
+    ScaleBytes(&p, 1 + rng() % 3);
     if (!CheckProblem(p).ok()) continue;
     const std::uint64_t opt = BruteForceHeight(p, 1);
     for (MinimizeSearch ms : {MinimizeSearch::kDescent, MinimizeSearch::kBisection}) {
@@ -425,12 +430,7 @@ TEST(SolverBruteForce, RestrictionBoundNeverExceedsTheMinimum) {
         g.last_task += shift;
       }
     }
-    const std::uint64_t k = 1 + rng() % 3;
-    for (Buffer& b : p.buffers) {
-      b.size *= k;
-      for (Gap& g : b.gaps) g.window_hi *= k;
-      if (b.fixed_offset) *b.fixed_offset *= k;
-    }
+    ScaleBytes(&p, 1 + rng() % 3);
     if (!CheckProblem(p).ok()) continue;
     const std::uint64_t opt = BruteForceHeight(p, 1);
     SolverParams params = Exact();
