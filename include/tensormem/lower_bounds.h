@@ -8,6 +8,7 @@
 // distinct objects.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -30,6 +31,10 @@ TaskIndex PeakTask(std::span<const UsageRecord> records);
 // positional_maximums[k] = max over tasks of the k-th largest live size
 // (k from 0), non-increasing. O(n log n).
 std::vector<std::uint64_t> PositionalMaximums(std::span<const UsageRecord> records);
+
+// The most tensors live at one task (zero-sized ones too):
+// PositionalMaximums(records).size() without the sizes. O(n log n).
+std::size_t MaxLiveTensors(std::span<const UsageRecord> records);
 
 // Sum of the positional maximums (saturating).
 std::uint64_t ObjectsLowerBound(std::span<const UsageRecord> records);

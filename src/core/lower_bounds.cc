@@ -105,6 +105,13 @@ std::uint64_t PeakLiveBytes(std::span<const UsageRecord> records) {
       .first;
 }
 
+std::size_t MaxLiveTensors(std::span<const UsageRecord> records) {
+  return Sweep([&](auto&& emit) {
+           for (const UsageRecord& r : records) emit(r.first_task, r.last_task, 1, 0);
+         })
+      .first;
+}
+
 TaskIndex PeakTask(std::span<const UsageRecord> records) {
   return Sweep([&](auto&& emit) {
            for (const UsageRecord& r : records) emit(r.first_task, r.last_task, r.size, 0);

@@ -41,6 +41,7 @@ std::vector<std::uint64_t> BrutePositional(const std::vector<UsageRecord>& r) {
 TEST(LowerBounds, Empty) {
   EXPECT_EQ(PeakLiveBytes(std::vector<UsageRecord>{}), 0u);
   EXPECT_TRUE(PositionalMaximums({}).empty());
+  EXPECT_EQ(MaxLiveTensors({}), 0u);
   EXPECT_EQ(ObjectsLowerBound({}), 0u);
 }
 
@@ -49,6 +50,7 @@ TEST(LowerBounds, InclusiveLifetimesTouchingAtATaskConflict) {
   EXPECT_EQ(PeakLiveBytes(r), 30u);
   EXPECT_EQ(PeakTask(r), 2);
   EXPECT_EQ(PositionalMaximums(r), (std::vector<std::uint64_t>{20, 10}));
+  EXPECT_EQ(MaxLiveTensors(r), 2u);
 }
 
 TEST(LowerBounds, MatchBruteForceOnRandomRecords) {
@@ -56,6 +58,7 @@ TEST(LowerBounds, MatchBruteForceOnRandomRecords) {
     auto r = internal::GenerateRandomRecords(1 + seed % 40, seed, 60, 100, /*zeros=*/true);
     ASSERT_EQ(PeakLiveBytes(r), BrutePeak(r)) << "seed " << seed;
     ASSERT_EQ(PositionalMaximums(r), BrutePositional(r)) << "seed " << seed;
+    ASSERT_EQ(MaxLiveTensors(r), BrutePositional(r).size()) << "seed " << seed;  // zero sizes count
   }
 }
 

@@ -12,10 +12,8 @@
 // (ResourceExhausted) is skipped too; every other error is returned. The
 // time limit covers every candidate: once it passes, the cheapest plan of
 // those that finished is returned (kDeadlineExceeded when none did).
-#include <algorithm>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "core/checked_math.h"
 #include "core/deadline.h"
@@ -27,25 +25,6 @@ namespace {
 
 constexpr std::size_t kMinCostFlowMaxRecords = 20'000;
 constexpr std::uint64_t kMaxDensityWork = 200'000'000;
-
-// The most tensors live at one task: a sweep over the sorted first and last
-// tasks (the count can only peak at a first task).
-std::size_t MaxLiveTensors(std::span<const UsageRecord> records) {
-  std::vector<TaskIndex> firsts(records.size()), lasts(records.size());
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    firsts[i] = records[i].first_task;
-    lasts[i] = records[i].last_task;
-  }
-  std::sort(firsts.begin(), firsts.end());
-  std::sort(lasts.begin(), lasts.end());
-  std::size_t most = 0, ended = 0;
-  for (std::size_t k = 0; k < firsts.size(); ++k) {
-    if (k + 1 < firsts.size() && firsts[k + 1] == firsts[k]) continue;  // all starts at this task
-    while (ended < lasts.size() && lasts[ended] < firsts[k]) ++ended;
-    most = std::max(most, k + 1 - ended);
-  }
-  return most;
-}
 
 }  // namespace
 
