@@ -82,7 +82,7 @@ struct PlanParams {
   // none did); exact returns its best plan so far (kDeadlineExceeded when
   // even its starting heuristic did not finish). The clock is read about
   // every 1,024 placements. +infinity: none. 0: the heuristics are untimed
-  // and exact does no search (its heuristic plan). Must not be negative.
+  // and neither exact nor best's polish searches (the heuristic plan). Must not be negative.
   double time_limit_seconds = 10.0;
   // Polled with the clock: returning true stops the planning as an expired
   // time limit does. For Ctrl-C in bindings, a caller's own cancel flag.

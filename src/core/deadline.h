@@ -61,9 +61,6 @@ class Deadline {
 
   // Whether a Tick() or Expired() has seen the limit pass (no clock read).
   bool expired() const { return expired_; }
-  const std::function<bool()>& should_stop() const { return should_stop_; }
-  double seconds() const { return seconds_; }
-  std::uint64_t units() const { return units_; }
 
   // "the time limit of 1 s" or "the stop request", for error messages.
   std::string Why() const {

@@ -134,7 +134,6 @@ bool AssignRanks(Instance& inst, CanonicalOrder order, internal::Deadline* deadl
   return true;
 }
 
-void AssignRanks(Instance& inst, CanonicalOrder order) { AssignRanks(inst, order, nullptr); }
 
 namespace {
 

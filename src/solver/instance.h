@@ -138,9 +138,8 @@ struct PresolveOptions {
   internal::Deadline* deadline = nullptr;
 };
 
-// Sets Item::rank of every item by the static order (ties by index).
-void AssignRanks(Instance& instance, CanonicalOrder order);
-// The same under a deadline: false (ranks unchanged) when it passes.
+// Sets Item::rank of every item by the static order (ties by index), under
+// a deadline (nullptr: none): false (ranks unchanged) when it passes.
 bool AssignRanks(Instance& instance, CanonicalOrder order, internal::Deadline* deadline);
 // The ranks AssignRanks would set, per item, without touching the instance.
 bool RankItems(const Instance& instance, CanonicalOrder order, internal::Deadline* deadline,

@@ -119,9 +119,10 @@ class SkylineSearch {
   // what grows with the search, unlike the per-item and per-section arrays.
   bool over_memory() const { return over_memory_; }
   std::size_t GrowingBytes() const {
-    return am_trail_.size() * (sizeof(std::uint32_t) + sizeof(std::uint64_t)) +
-           floor_trail_.size() * sizeof(floor_trail_[0]) + steps_.size() * sizeof(Step) +
-           frames_.size() * sizeof(Frame) + key_words_ * sizeof(std::uint64_t);
+    // Capacities, not sizes: a backtrack keeps the vectors' peak allocation.
+    return am_trail_.capacity() * sizeof(std::uint32_t) + am_old_.capacity() * sizeof(std::uint64_t) +
+           floor_trail_.capacity() * sizeof(floor_trail_[0]) + steps_.capacity() * sizeof(Step) +
+           frames_.capacity() * sizeof(Frame) + key_words_ * sizeof(std::uint64_t);
   }
 
  private:

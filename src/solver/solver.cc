@@ -205,14 +205,12 @@ Result<SolveResult> Solve::OutOfTime(const Status& why) {
   out_of_time_ = true;
   // Named as the caller set it: the heuristics report only what the
   // presolve left them ("2.75 s" of a 6 s solve), or a stop request.
-  const double limit = params_.time_limit_seconds;
-  std::string what = "the time limit was reached";
-  if (limit > 0 && limit < 1e9 && control_.Seconds() >= limit) {
+  // Which of the two stopped it is in the nested status (Deadline::Why()).
+  std::string what = "the stop request came";
+  if (why.message().find("stop request") == std::string::npos) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, "the time limit of %.3g s was reached", limit);
+    std::snprintf(buf, sizeof buf, "the time limit of %.3g s was reached", params_.time_limit_seconds);
     what = buf;
-  } else if (params_.should_stop) {
-    what = "the stop request came";
   }
   // The whole problem's heuristic plan, when there is one, is still the answer.
   result_.reason = global_ ? what + " during the partitions' heuristics; the plan is the whole "

@@ -20,7 +20,9 @@ Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params
   bool time_limit_hit = false;
   TM_ASSIGN_OR_RETURN(OffsetsPlan best, BestHeuristicOffsets(problem, params, &time_limit_hit));
   std::string winner = best.strategy;
-  if (params.polish_nodes > 0 && problem.buffers.size() <= params.polish_max_buffers &&
+  // time_limit_seconds 0 means the heuristics alone (no search), as for exact.
+  if (params.polish_nodes > 0 && params.time_limit_seconds > 0 &&
+      problem.buffers.size() <= params.polish_max_buffers &&
       !time_limit_hit && !deadline.Expired() && best.total > PeakLiveBytes(problem, params.alignment)) {
     SolverParams sp;
     sp.goal = SolveGoal::kMinimize;

@@ -813,22 +813,46 @@ TEST(Solver, StatusNames) {
 // cannot finish, the answer is unknown, without a plan, and says why.
 TEST(Solver, TheLimitCoversTheStartingHeuristics) {
   const Problem p = FromRecords(internal::GenerateNetworkRecords(20'000, 8));
-  int polls = 0;
-  SolverParams params;
-  params.should_stop = [&] { return ++polls > 0; };
-  Result<SolveResult> r = SolveOffsets(p, params);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->status, SolveStatus::kUnknown);
-  EXPECT_FALSE(r->has_plan);
-  EXPECT_EQ(polls, 1);
-  EXPECT_EQ(r->reason.rfind("the stop request came before the heuristics found a plan", 0), 0u)
-      << r->reason;
+  // The presolve polls first (hundreds of times): find by bisection the
+  // first poll after it and stop there; the stop must land in the
+  // heuristics, and the answer must say so.
+  auto solve_stopping_at = [&](int stop_at, int* polls) {
+    *polls = 0;
+    SolverParams params;
+    params.should_stop = [=] { return ++*polls >= stop_at; };
+    Result<SolveResult> r = SolveOffsets(p, params);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return *r;
+  };
+  int total = 0;
+  {
+    SolverParams params;
+    params.should_stop = [&] { return ++total < 0; };
+    ASSERT_TRUE(SolveOffsets(p, params).ok());
+  }
+  int lo = 1, hi = total;  // the first stop_at whose stop is not in the presolve
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    int polls;
+    if (solve_stopping_at(mid, &polls).reason.find("during the presolve") != std::string::npos)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  int polls;
+  const SolveResult r = solve_stopping_at(lo, &polls);
+  EXPECT_EQ(polls, lo);  // stopped at once
+  EXPECT_EQ(r.status, SolveStatus::kUnknown);
+  EXPECT_FALSE(r.has_plan);
+  EXPECT_EQ(r.reason.rfind("the stop request came before the heuristics found a plan", 0), 0u)
+      << r.reason;
+  EXPECT_NE(r.reason.find("greedy_by_size"), std::string::npos) << r.reason;
   // 0 keeps its meaning: the heuristics only, untimed.
-  params.should_stop = nullptr;
+  SolverParams params;
   params.time_limit_seconds = 0;
-  r = SolveOffsets(p, params);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_TRUE(r->has_plan);
+  Result<SolveResult> untimed = SolveOffsets(p, params);
+  ASSERT_TRUE(untimed.ok()) << untimed.status().ToString();
+  EXPECT_TRUE(untimed->has_plan);
 }
 
 // A limit the presolve alone spends is reported as the solve's own limit,
@@ -892,9 +916,14 @@ TEST(Solver, SearchMemoryBoundStopsTheSearchesNotTheSolve) {
     EXPECT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
     EXPECT_EQ(r->nodes, 0u);
     EXPECT_EQ(r->height, r->heuristic_height);
-    if (r->status == SolveStatus::kFeasible) {
-      EXPECT_NE(r->reason.find("search_memory_bytes"), std::string::npos) << r->reason;
-    }
+    ASSERT_EQ(r->status, SolveStatus::kFeasible);  // the heuristic misses the bound here
+    EXPECT_NE(r->reason.find("search_memory_bytes"), std::string::npos) << r->reason;
+    // Control: with the default memory the same solve searches.
+    params.search_memory_bytes = SolverParams{}.search_memory_bytes;
+    params.node_limit = 1000;
+    Result<SolveResult> control = SolveOffsets(p, params);
+    ASSERT_TRUE(control.ok()) << control.status().ToString();
+    EXPECT_GT(control->nodes, 0u);
   }
   SolverParams bad;
   bad.search_memory_bytes = 0;
