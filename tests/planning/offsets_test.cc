@@ -8,6 +8,7 @@
 
 #include "harness/generators.h"
 #include "planning/breadth_order.h"
+#include "planning/interval_index.h"
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"
 #include "tensormem/solver.h"
@@ -49,6 +50,36 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(Name(std::get<0>(param_info.param))) + "_align" +
              std::to_string(std::get<1>(param_info.param));
     });
+
+// The best-fit index (a bottom-up segment tree with exactly one leaf per
+// distinct first task, no power of two) reports every inserted tensor that
+// overlaps a query exactly once, for any number of starts.
+TEST(StabIndex, ReportsEachOverlapOnceForAnyNumberOfStarts) {
+  std::mt19937_64 rng(11);
+  for (std::size_t n = 1; n <= 80; ++n) {
+    std::vector<TaskIndex> firsts(n), lasts(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      firsts[i] = static_cast<TaskIndex>(rng() % (n + 3));
+      lasts[i] = firsts[i] + static_cast<TaskIndex>(rng() % 12);
+    }
+    planning::StabIndex<std::uint32_t> index(firsts, lasts);
+    ASSERT_TRUE(index.complete());
+    std::vector<bool> inserted(n, false);
+    for (std::size_t i = 0; i < n; ++i)
+      if (rng() % 3 != 0) {
+        index.Insert(i, static_cast<std::uint32_t>(i));
+        inserted[i] = true;
+      }
+    for (std::size_t j = 0; j < n; ++j) {
+      std::vector<int> seen(n, 0);
+      index.ForEachOverlapping(index.RanksOf(j), [&](std::uint32_t i) { ++seen[i]; });
+      for (std::size_t i = 0; i < n; ++i) {
+        const bool overlaps = inserted[i] && firsts[i] <= lasts[j] && firsts[j] <= lasts[i];
+        ASSERT_EQ(seen[i], overlaps ? 1 : 0) << "n " << n << " query " << j << " tensor " << i;
+      }
+    }
+  }
+}
 
 TEST(BreadthOrder, EqualsPerTaskTranscription) {
   for (std::uint64_t seed = 1; seed <= 100; ++seed) {
