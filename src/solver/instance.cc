@@ -105,13 +105,13 @@ bool RankItems(const Instance& inst, CanonicalOrder order, internal::Deadline* d
     const Item& it = inst.items[i];
     switch (order) {
       case CanonicalOrder::kLongestFirst:
-        return std::make_tuple(-static_cast<double>(it.lifetime), -static_cast<double>(it.area),
+        return std::make_tuple(-static_cast<double>(it.lifetime), -static_cast<double>(it.Area()),
                                -static_cast<double>(it.height));
       case CanonicalOrder::kLargestFirst:
         return std::make_tuple(-static_cast<double>(it.height), -static_cast<double>(it.lifetime),
-                               -static_cast<double>(it.area));
+                               -static_cast<double>(it.Area()));
       case CanonicalOrder::kAreaFirst:
-        return std::make_tuple(-static_cast<double>(it.area), -static_cast<double>(it.lifetime),
+        return std::make_tuple(-static_cast<double>(it.Area()), -static_cast<double>(it.lifetime),
                                -static_cast<double>(it.height));
       case CanonicalOrder::kTotalFirst:
         return std::make_tuple(-static_cast<double>(it.total), -static_cast<double>(it.lifetime),
@@ -322,7 +322,6 @@ bool BuildInstance(const Problem& problem, const Group& group,
     it.plain = it.piece_end - it.piece_begin == 1 && p0.begin == it.first_section &&
                p0.end == it.end_section && p0.lo == 0;
     it.lifetime = b.last_task - b.first_task + 1;
-    it.area = internal::SaturatingMul(it.height, static_cast<std::uint64_t>(it.lifetime));
     it.obstacle_begin = static_cast<std::uint32_t>(inst.obstacle_refs.size());
     for (std::uint32_t o = 0; o < inst.obstacles.size(); ++o) {
       const Obstacle& ob = inst.obstacles[o];
