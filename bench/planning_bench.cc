@@ -64,7 +64,7 @@ const bool kRegistered = [] {
     benchmark::RegisterBenchmark(("scaling/" + name).c_str(), BM_Scaling, s, false)
         ->RangeMultiplier(10)->Range(1000, 100000)->Unit(benchmark::kMillisecond);
     if (s == OffsetsStrategy::kGreedyBySize || s == OffsetsStrategy::kGreedyByBreadth ||
-        s == OffsetsStrategy::kArena)
+        s == OffsetsStrategy::kArena || s == OffsetsStrategy::kGreedyInOrder)
       benchmark::RegisterBenchmark(("scaling_reference/" + name).c_str(), BM_Scaling, s, true)
           ->RangeMultiplier(10)->Range(1000, 100000)->Unit(benchmark::kMillisecond)->Iterations(1);
   }

@@ -48,4 +48,39 @@ std::vector<UsageRecord> GenerateRandomRecords(std::size_t n, std::uint64_t seed
   return records;
 }
 
+std::vector<UsageRecord> GenerateGrowAndCopyRecords(int weights, int steps, int growth, int rounds) {
+  constexpr std::uint64_t kUnit = 4096;
+  constexpr std::uint64_t kWeightUnits[] = {2, 4, 8, 12, 16};
+  constexpr std::uint64_t kActivationUnits[] = {1, 2, 3, 5};
+  std::vector<UsageRecord> records;
+  TaskIndex task = 0;
+  // Live tensors: index into records; last_task is set on their free.
+  auto alloc = [&](std::uint64_t size) {
+    records.push_back({size, task++, -1});
+    return records.size() - 1;
+  };
+  auto release = [&](std::size_t r) { records[r].last_task = task++; };
+  std::vector<std::size_t> loaded;
+  for (int i = 0; i < weights; ++i)
+    loaded.push_back(alloc(kUnit * (i == 0 ? 64 : kWeightUnits[(i * 3) % 5])));
+  for (int i = 0; i < weights; ++i) {
+    alloc(records[loaded[i]].size / 2);  // the copy, freed never
+    release(loaded[i]);
+  }
+  for (int r = 0; r < rounds; ++r) {
+    std::size_t cache = alloc(kUnit * growth);
+    for (int s = 1; s <= steps; ++s) {
+      const std::size_t activation = alloc(kUnit * kActivationUnits[(s + r) % 4]);
+      const std::size_t grown = alloc(kUnit * growth * (s + 1));
+      release(cache);
+      release(activation);
+      cache = grown;
+    }
+    release(cache);
+  }
+  for (UsageRecord& rec : records)
+    if (rec.last_task < 0) rec.last_task = task - 1;  // never freed: to the end
+  return records;
+}
+
 }  // namespace tensormem::internal

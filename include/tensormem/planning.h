@@ -37,6 +37,7 @@ enum class OffsetsStrategy {
   kGreedyByBreadth,  // widest tasks first, then size; best-fit gap
   kFromObjects,      // the objects plan of PlanParams::from_objects laid back to back
   kArena,            // TFLite ArenaPlanner order: whole-run tensors, size desc, first task
+  kGreedyInOrder,    // by first task (an online best-fit allocator's replay); best-fit gap
   kBest,             // ours: every fast offset strategy, keep the smallest arena
   kExact,            // ours: branch and bound (src/solver), anytime within a time limit
 };

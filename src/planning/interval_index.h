@@ -92,28 +92,45 @@ class StabIndex {
     if (deadline && deadline->Expired()) return;
     const std::vector<TaskIndex> starts = DistinctSorted(firsts);
     const std::size_t num_starts = std::max<std::size_t>(starts.size(), 1);
-    while (leaves_ < num_starts) leaves_ *= 2;
-    std::vector<std::uint32_t> count(2 * leaves_ + num_starts + 1, 0);
+    // A bottom-up tree of exactly num_starts leaves (no power of two): the
+    // canonical nodes of a range and the path from a leaf to the root still
+    // meet once per range holding the leaf, for any number of leaves.
+    leaves_ = num_starts;
+    // Slots 0 .. 2*leaves-1: tree nodes; then one bucket per start rank.
+    // Counted in the slots' own `fill` (no separate count array: at 3 x
+    // 10^5 tensors every array here is megabytes).
+    slots_.assign(2 * leaves_ + num_starts + 1, Slot{0, 0});
+    std::uint64_t total = 0;
     for (std::size_t i = 0; i < firsts.size(); ++i) {
       if (deadline && !deadline->Tick()) return;
       ranks_[i] = {static_cast<std::uint32_t>(RankOf(starts, firsts[i])),
                    static_cast<std::uint32_t>(RankOfLastStartAtOrBefore(starts, lasts[i]))};
-      ForEachSlot(ranks_[i], [&](std::size_t slot) { ++count[slot]; });
+      ForEachSlot(ranks_[i], [&](std::size_t slot) {
+        ++slots_[slot].fill;
+        ++total;
+      });
     }
-    // Slots 0 .. 2*leaves-1: tree nodes; then one bucket per start rank.
-    slots_.resize(count.size());
-    std::size_t total = 0;
-    for (std::size_t k = 0; k < count.size(); ++k) {
-      slots_[k] = {total, total};
-      total += count[k];
+    // 32-bit positions: each tensor sits in at most 2 log2(leaves) + 1
+    // slots, so this needs tens of millions of tensors.
+    if (total > UINT32_MAX) {
+      too_large_ = true;
+      return;
+    }
+    std::uint32_t begin = 0;
+    for (Slot& slot : slots_) {
+      const std::uint32_t count = slot.fill;
+      slot = {begin, begin};
+      begin += count;
     }
     if (deadline && deadline->Expired()) return;
     entries_.resize(total);
     complete_ = true;
   }
 
-  // False when the deadline passed while building: nothing else may be called.
+  // False when the deadline passed while building, or when the index would
+  // hold 2^32 entries or more (too_large()): nothing else may be called.
   bool complete() const { return complete_; }
+  bool too_large() const { return too_large_; }
 
   struct Ranks {
     std::uint32_t lo, hi;  // rank of the first task; rank of the last start inside the lifetime
@@ -158,11 +175,12 @@ class StabIndex {
   std::vector<Ranks> ranks_;
   std::size_t leaves_ = 1;
   struct Slot {
-    std::size_t begin, fill;  // entries_[begin, fill) are in use
+    std::uint32_t begin, fill;  // entries_[begin, fill) are in use
   };
   std::vector<Slot> slots_;
   std::vector<Payload> entries_;
   bool complete_ = false;
+  bool too_large_ = false;
 };
 
 }  // namespace tensormem::planning

@@ -22,12 +22,13 @@ struct OffsetsEntry {
   planning::OffsetsFn plan;
 };
 
-constexpr std::array<OffsetsEntry, 7> kOffsetsTable = {{
+constexpr std::array<OffsetsEntry, 8> kOffsetsTable = {{
     {OffsetsStrategy::kNaive, "naive", planning::NaiveOffsets},
     {OffsetsStrategy::kGreedyBySize, "greedy_by_size", planning::GreedyBySizeOffsets},
     {OffsetsStrategy::kGreedyByBreadth, "greedy_by_breadth", planning::GreedyByBreadthOffsets},
     {OffsetsStrategy::kFromObjects, "from_objects", planning::FromObjectsOffsets},
     {OffsetsStrategy::kArena, "arena", planning::ArenaOffsets},
+    {OffsetsStrategy::kGreedyInOrder, "greedy_in_order", planning::GreedyInOrderOffsets},
     {OffsetsStrategy::kBest, "best", planning::BestOffsets},
     {OffsetsStrategy::kExact, "exact", planning::ExactOffsets},
 }};

@@ -22,4 +22,14 @@ std::vector<UsageRecord> GenerateRandomRecords(std::size_t n, std::uint64_t seed
                                                TaskIndex num_tasks, std::uint64_t max_size,
                                                bool zeros = false);
 
+// Grow-and-copy, the shape of autoregressive generation traces
+// (gpt2_medium_generate): `weights` tensors are loaded (the first 256 KiB,
+// the others 8-64 KiB), then each is converted, one event at a time, into a
+// copy of half its size that lives to the end before the original is freed;
+// then `rounds` generation loops of `steps` steps, each allocating an
+// activation, a KV cache `growth` x 4 KiB larger than the last, and freeing
+// the old cache and the activation. One event per task, as a trace replayed
+// as a problem (inclusive lifetimes). Deterministic.
+std::vector<UsageRecord> GenerateGrowAndCopyRecords(int weights, int steps, int growth, int rounds);
+
 }  // namespace tensormem::internal

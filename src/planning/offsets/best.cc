@@ -4,7 +4,8 @@
 // (greedy_best objects laid back to back) joins only up to 2,000 buffers:
 // it never won on the MiniMalloc instances, the 20 ONNX models or the
 // allocation traces, and above that size its objects pass costs more than
-// the three best-fit orders together.
+// the best-fit orders together. greedy_in_order comes last, so that on a
+// tie the plans of the others (the winners before it joined) are kept.
 // A candidate that gives up on its work budget (ResourceExhausted) is
 // skipped, never the whole plan. The time limit covers every candidate:
 // once it passes, the cheapest plan of those that finished is returned
@@ -35,6 +36,7 @@ Result<OffsetsPlan> BestHeuristicOffsets(const Problem& problem, const PlanParam
       {GreedyBySizeOffsets, "greedy_by_size"},
       {GreedyByBreadthOffsets, "greedy_by_breadth"},
       {ArenaOffsets, "arena"},
+      {GreedyInOrderOffsets, "greedy_in_order"},
   };
   // One deadline for all candidates: each gets what is left of it.
   internal::Deadline deadline(params.time_limit_seconds, params.should_stop);

@@ -24,6 +24,7 @@ Result<OffsetsPlan> NaiveOffsets(const Problem& problem, const PlanParams& param
 Result<OffsetsPlan> GreedyBySizeOffsets(const Problem& problem, const PlanParams& params);
 Result<OffsetsPlan> GreedyByBreadthOffsets(const Problem& problem, const PlanParams& params);
 Result<OffsetsPlan> ArenaOffsets(const Problem& problem, const PlanParams& params);
+Result<OffsetsPlan> GreedyInOrderOffsets(const Problem& problem, const PlanParams& params);
 Result<OffsetsPlan> FromObjectsOffsets(const Problem& problem, const PlanParams& params);
 // best's candidates without its exact polish: the smallest arena of the fast
 // strategies above; the plan's strategy is the winner's name.
