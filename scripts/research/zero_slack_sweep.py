@@ -100,13 +100,16 @@ def _label(y, total, hit):
     return "F" if hit[id(y)] == total[id(y)] else "P"
 
 
+def _split(children, labels):
+    """Children by label: empty, full, partial."""
+    return [[y for y, s in zip(children, labels) if s == want] for want in "EFP"]
+
+
 def _partial(x, total, hit):
     """A partial non-root node as a child list: empty end left, full end right."""
     labels = [_label(y, total, hit) for y in x.children]
     if x.kind == "P":
-        empty = [y for y, s in zip(x.children, labels) if s == "E"]
-        full = [y for y, s in zip(x.children, labels) if s == "F"]
-        part = [y for y, s in zip(x.children, labels) if s == "P"]
+        empty, full, part = _split(x.children, labels)
         if len(part) > 1:
             raise Fail
         out = [make("P", empty)] if empty else []
@@ -137,9 +140,7 @@ def reduce(root, wanted):
         return root
     labels = [_label(y, total, hit) for y in r.children]
     if r.kind == "P":
-        empty = [y for y, s in zip(r.children, labels) if s == "E"]
-        full = [y for y, s in zip(r.children, labels) if s == "F"]
-        part = [y for y, s in zip(r.children, labels) if s == "P"]
+        empty, full, part = _split(r.children, labels)
         if len(part) > 2:
             raise Fail
         mid = _partial(part[0], total, hit) if part else []
