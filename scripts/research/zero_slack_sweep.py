@@ -26,7 +26,7 @@ more than 15), so a "none" is not a proof. Pairings whose subsets are dense
 enough for equal sums to be chance are tried after the coarse pairing.
 
   zero_slack_sweep.py --self-test
-  zero_slack_sweep.py --perfect 1000 --seeds 1-10 --node-budget 2000
+  zero_slack_sweep.py --perfect 1000 --seeds 1-10 --node-budget 1500 --time-limit 40 --reverse
   zero_slack_sweep.py --csv plan_input.csv        # id,lower,upper,size
 """
 import argparse
@@ -314,9 +314,11 @@ def pairings(root, ending, starting, sizes):
 
 
 # --- the sweep ----------------------------------------------------------------
-def solve(buffers, capacity, node_budget):
+def solve(buffers, capacity, node_budget, time_limit=None):
     """buffers: (first task, end task exclusive, size). Returns (offsets or
-    None, nodes, reason)."""
+    None, nodes, reason). A node is one boundary visited (so a run without a
+    backtrack takes as many nodes as there are boundaries)."""
+    deadline = time.perf_counter() + time_limit if time_limit else None
     sizes = [b[2] for b in buffers]
     starts, ends = collections.defaultdict(list), collections.defaultdict(list)
     for i, (lo, up, _) in enumerate(buffers):
@@ -334,7 +336,9 @@ def solve(buffers, capacity, node_budget):
     def dfs(k, root):
         nodes[0] += 1
         if nodes[0] > node_budget:
-            raise TimeoutError
+            raise TimeoutError("node budget reached")
+        if deadline and time.perf_counter() > deadline:
+            raise TimeoutError("time limit reached")
         if k == len(times):
             return True
         t = times[k]
@@ -354,8 +358,8 @@ def solve(buffers, capacity, node_budget):
     try:
         if not dfs(0, None):
             return None, nodes[0], "no pairing left (the enumeration is capped: not a proof)"
-    except TimeoutError:
-        return None, nodes[0], "node budget reached"
+    except TimeoutError as stop:
+        return None, nodes[0], str(stop)
     offset = {}
     for k in range(len(times) - 1, -1, -1):
         if path[k] is None:
@@ -507,6 +511,9 @@ def main():
     ap.add_argument("--csv", help="id,lower,upper,size (MiniMalloc's columns)")
     ap.add_argument("--capacity", type=int)
     ap.add_argument("--node-budget", type=int, default=2000)
+    ap.add_argument("--time-limit", type=float, help="seconds per instance")
+    ap.add_argument("--reverse", action="store_true",
+                    help="also solve each instance with time reversed (the sweep runs backwards)")
     args = ap.parse_args()
     if args.self_test:
         self_test()
@@ -522,9 +529,16 @@ def main():
         with open(args.csv) as f:
             rows = [(int(r["lower"]), int(r["upper"]), int(r["size"])) for r in csv.DictReader(f)]
         jobs.append((args.csv, rows, args.capacity))
+    if args.reverse:
+        for name, buffers, capacity in list(jobs):
+            end = max((b[1] for b in buffers), default=0)
+            jobs.append((name + " reversed", [(end - up, end - lo, size) for lo, up, size in buffers],
+                         capacity))
+    if args.node_budget < 1 or (args.time_limit is not None and args.time_limit <= 0):
+        ap.error("--node-budget and --time-limit must be positive")
     for name, buffers, capacity in jobs:
         t0 = time.perf_counter()
-        offsets, nodes, reason = solve(buffers, capacity, args.node_budget)
+        offsets, nodes, reason = solve(buffers, capacity, args.node_budget, args.time_limit)
         seconds = time.perf_counter() - t0
         check = validate(buffers, offsets, capacity) if offsets else None
         print("%s buffers %d: %s, nodes %d, %.2f s%s" % (
