@@ -66,7 +66,6 @@ struct Placed {
 };
 struct PlacedPlain {
   std::uint64_t offset, size;
-  static constexpr bool has_gaps = false;
   static PlacedPlain Of(std::uint64_t offset, std::uint64_t size, std::size_t, bool) {
     return {offset, size};
   }
