@@ -263,7 +263,7 @@ def subsets_with_sum(items, sizes, target, cap):
     return out
 
 
-def pairings(root, ending, starting, sizes):
+def pairings(root, ending, starting, sizes, check=lambda: None):
     """Candidate pairings at one boundary, each with its reduced tree:
     fine pairings whose equal sums are unlikely to be chance first (smallest
     groups first), then all ending buffers as one group, then the rest."""
@@ -282,6 +282,7 @@ def pairings(root, ending, starting, sizes):
             if r >= 5 and len(side) > 15:
                 break
             for comb in itertools.combinations(side[1:], r):
+                check()  # the enumeration can be long: the limits apply inside it too
                 group = [side[0], *comb]
                 total = sum(sizes[i] for i in group)
                 if total > other_sum:
@@ -333,12 +334,15 @@ def solve(buffers, capacity, node_budget, time_limit=None):
     path = [None] * len(times)
     nodes = [0]
 
+    def check_time():
+        if deadline and time.perf_counter() > deadline:
+            raise TimeoutError("time limit reached")
+
     def dfs(k, root):
         nodes[0] += 1
         if nodes[0] > node_budget:
             raise TimeoutError("node budget reached")
-        if deadline and time.perf_counter() > deadline:
-            raise TimeoutError("time limit reached")
+        check_time()
         if k == len(times):
             return True
         t = times[k]
@@ -346,7 +350,7 @@ def solve(buffers, capacity, node_budget, time_limit=None):
         if root is None or not starting:  # a partition begins or ends
             path[k] = (copy.deepcopy(root), [(list(ending), [])]) if root is not None else None
             return dfs(k + 1, make("P", [leaf_node(i) for i in starting]) if starting else None)
-        for blocks, tree in pairings(root, ending, starting, sizes):
+        for blocks, tree in pairings(root, ending, starting, sizes, check_time):
             path[k] = (copy.deepcopy(tree), blocks)
             nxt = copy.deepcopy(tree)
             for a, b in blocks:
