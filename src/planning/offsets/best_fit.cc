@@ -160,15 +160,17 @@ Result<OffsetsPlan> PlaceBestFitWith(const Problem& problem, std::span<const std
   OffsetsPlan plan;
   plan.offsets.assign(n, 0);
   GapSegments segments;  // only buffers with gaps have any
-  if constexpr (!std::is_same_v<Payload, PlacedPlain>) segments.begin.assign(n + 1, 0);
-  for (std::size_t i = 0; i < n && !std::is_same_v<Payload, PlacedPlain>; ++i) {
-    const Buffer& b = problem.buffers[i];
-    if (!b.gaps.empty()) {
-      const std::vector<Segment> occ = Occupancy(b);
-      segments.flat.insert(segments.flat.end(), occ.begin(), occ.end());
+  if constexpr (!std::is_same_v<Payload, PlacedPlain>) {
+    segments.begin.assign(n + 1, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Buffer& b = problem.buffers[i];
+      if (!b.gaps.empty()) {
+        const std::vector<Segment> occ = Occupancy(b);
+        segments.flat.insert(segments.flat.end(), occ.begin(), occ.end());
+      }
+      if (segments.flat.size() > UINT32_MAX) return OutOfRange("too many occupancy segments");
+      segments.begin[i + 1] = static_cast<std::uint32_t>(segments.flat.size());
     }
-    if (segments.flat.size() > UINT32_MAX) return OutOfRange("too many occupancy segments");
-    segments.begin[i + 1] = static_cast<std::uint32_t>(segments.flat.size());
   }
   std::optional<StabIndex<Payload>> built;
   {

@@ -25,16 +25,9 @@ Result<OffsetsPlan> PlaceInOrder(const Problem& problem, std::span<const std::si
 
 Result<OffsetsPlan> GreedyBySizeOffsets(const Problem& problem, const PlanParams& params) {
   internal::Deadline deadline(params.time_limit_seconds, params.should_stop);
-  // Sorting (size, index) pairs reads memory in order: at 10^6 buffers a
-  // stable sort of indices through the buffers took most of a second.
-  std::vector<std::pair<std::uint64_t, std::size_t>> keyed(problem.buffers.size());
-  for (std::size_t i = 0; i < keyed.size(); ++i) keyed[i] = {problem.buffers[i].size, i};
-  std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
-  });
-  std::vector<std::size_t> order(keyed.size());
-  for (std::size_t i = 0; i < keyed.size(); ++i) order[i] = keyed[i].second;
-  keyed = {};
+  // Largest first (the complement orders sizes downwards), ties by index.
+  const std::vector<std::size_t> order =
+      OrderByKey(problem, [](const Buffer& b) { return ~b.size; });
   return PlaceInOrder(problem, order, params, &deadline);
 }
 

@@ -9,9 +9,8 @@
 // before the short-lived originals, stack them above the peak
 // (gpt2_medium_generate: 1.0634 x the peak live bytes with those, the peak
 // itself with this one).
-#include <algorithm>
-#include <cstddef>
-#include <numeric>
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "planning/offsets/offsets_strategies.h"
@@ -20,13 +19,9 @@ namespace tensormem::planning {
 
 Result<OffsetsPlan> GreedyInOrderOffsets(const Problem& problem, const PlanParams& params) {
   internal::Deadline deadline(params.time_limit_seconds, params.should_stop);
-  const auto& bufs = problem.buffers;
-  std::vector<std::size_t> order(bufs.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    if (bufs[a].first_task != bufs[b].first_task) return bufs[a].first_task < bufs[b].first_task;
-    if (bufs[a].size != bufs[b].size) return bufs[a].size > bufs[b].size;
-    return a < b;
+  // First task, then larger first (the complement), then index.
+  const std::vector<std::size_t> order = OrderByKey(problem, [](const Buffer& b) {
+    return std::pair<TaskIndex, std::uint64_t>(b.first_task, ~b.size);
   });
   return PlaceInOrder(problem, order, params, &deadline);
 }

@@ -4,7 +4,11 @@
 // best and exact, which use the solver, sit above it (src/strategies).
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/deadline.h"
 #include "tensormem/planning.h"
@@ -33,6 +37,20 @@ Result<OffsetsPlan> BestHeuristicOffsets(const Problem& problem, const PlanParam
 // should not start more work: best's polish).
 Result<OffsetsPlan> BestHeuristicOffsets(const Problem& problem, const PlanParams& params,
                                          bool* time_limit_hit);
+
+// The buffer indices in ascending order of key(buffer), ties by index. The
+// keys are read once into (key, index) pairs and those are sorted: at 10^6
+// buffers a sort of indices through the buffers took most of a second.
+template <typename KeyFn>
+std::vector<std::size_t> OrderByKey(const Problem& problem, KeyFn key) {
+  std::vector<std::pair<decltype(key(problem.buffers[0])), std::size_t>> keyed;
+  keyed.reserve(problem.buffers.size());
+  for (std::size_t i = 0; i < problem.buffers.size(); ++i) keyed.emplace_back(key(problem.buffers[i]), i);
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<std::size_t> order(keyed.size());
+  for (std::size_t i = 0; i < keyed.size(); ++i) order[i] = keyed[i].second;
+  return order;
+}
 
 // Shared by the best-fit strategies: plain problems may use the literal
 // reference loop when params.reference is set. `deadline` is the
