@@ -137,6 +137,10 @@ struct SolverParams {
   // tile the sections with zero slack left (plain problems; see
   // docs/solver.md).
   bool tiling_inference = true;
+  // Zero-slack partitions (the same live bytes in every time section, as in
+  // perfect packings) also run the time sweep, forwards and backwards, side
+  // by side with the portfolio (a slice each). See docs/solver.md.
+  bool time_sweep = true;
   // Search configurations, run side by side: each in turn continues its own
   // search for portfolio_slice_nodes nodes.
   std::vector<SearchConfig> portfolio = DefaultPortfolio();

@@ -4,6 +4,7 @@
 
 #include "solver/general_search.h"
 #include "solver/skyline_search.h"
+#include "solver/time_sweep.h"
 
 namespace tensormem::solver {
 namespace {
@@ -23,6 +24,10 @@ std::uint64_t Luby(std::uint64_t i) {
 PartitionSolver::PartitionSolver(const Instance& instance, const SolverParams& params)
     : inst_(instance), params_(params) {
   by_order_.resize(4);
+  if (params.time_sweep && TimeSweep::ZeroSlackLoad(instance)) {
+    sweeps_.push_back(std::make_unique<TimeSweep>(instance, /*reversed=*/false));
+    sweeps_.push_back(std::make_unique<TimeSweep>(instance, /*reversed=*/true));
+  }
 }
 
 PartitionSolver::~PartitionSolver() = default;
@@ -63,9 +68,33 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
   const std::uint64_t slice = std::max<std::uint64_t>(
       {params_.portfolio_slice_nodes, 1,
        params_.portfolio_slice_nodes > 1 ? inst_.items.size() + 1 : 1});
+  // Slots past the portfolio's are the time sweeps; they take the first
+  // turn the first time they can answer (a sweep mostly either fits the
+  // partition in about one node per boundary or not soon).
+  const std::size_t slots = portfolio.size() + sweeps_.size();
+  if (!sweeps_.empty() && !sweeps_had_turn_ && capacity >= sweeps_[0]->height()) {
+    sweeps_had_turn_ = true;
+    next_ = portfolio.size();
+  }
   std::uint64_t spent = 0;
-  for (;; next_ = (next_ + 1) % portfolio.size()) {
+  for (;; next_ = (next_ + 1) % slots) {
     if (control.stopped() || spent >= budget) return SearchOutcome::kLimit;
+    if (next_ >= portfolio.size()) {
+      TimeSweep& sweep = *sweeps_[next_ - portfolio.size()];
+      if (capacity < sweep.height()) continue;
+      const std::uint64_t before = sweep.nodes();
+      // The portfolio's slice: the sweep counts its enumerations' steps
+      // against it too (time_sweep.h), so a turn costs about the same time.
+      const SearchOutcome out = sweep.Continue(std::min(slice, budget - spent), control);
+      spent += sweep.nodes() - before;
+      if (out == SearchOutcome::kFound) {
+        winner_ = next_;
+        offsets_ = sweep.offsets();
+        height_ = sweep.height();
+        return out;
+      }
+      continue;  // kExhausted is no proof: the portfolio goes on
+    }
     if (std::find(over_memory_.begin(), over_memory_.end(), 0) == over_memory_.end()) {
       gave_up_ = true;
       return SearchOutcome::kLimit;

@@ -16,7 +16,10 @@
 // (SearchConfig::restarts) instead starts a new run, with its static order
 // shuffled from a new seed, whenever its run has spent Luby(run) x
 // max(slice, 2 x items) nodes. Windowed partitions go to the general
-// engine, once.
+// engine, once. Zero-slack partitions (the same live bytes in every time
+// section, SolverParams::time_sweep) also run the time sweep
+// (time_sweep.h), forwards and backwards, as two more members of the
+// rotation at any capacity at or above that load; they go first.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +33,7 @@
 namespace tensormem::solver {
 
 class SkylineSearch;
+class TimeSweep;
 
 class PartitionSolver {
  public:
@@ -74,6 +78,11 @@ class PartitionSolver {
   std::vector<std::uint64_t> offsets_;
   std::uint64_t height_ = 0;
   bool gave_up_ = false;
+  // The time sweeps (forwards, backwards) of a zero-slack partition, kept
+  // across capacities (their plans have the same height at any); empty
+  // when the partition is not zero slack or SolverParams::time_sweep is off.
+  std::vector<std::unique_ptr<TimeSweep>> sweeps_;
+  bool sweeps_had_turn_ = false;
 };
 
 }  // namespace tensormem::solver

@@ -778,6 +778,7 @@ TEST(SolverPerfectPacking, TinyOnesMatchBruteForce) {
       SolverParams params = Exact();
       params.portfolio = {config};
       params.heuristic_incumbent = false;
+      params.time_sweep = false;  // the configuration alone (time_sweep_test has the sweep)
       Result<SolveResult> r = SolveOffsets(p, params);
       ASSERT_TRUE(r.ok());
       ASSERT_EQ(r->status, SolveStatus::kOptimal);
@@ -804,6 +805,7 @@ TEST(SolverPerfectPacking, SmallOnesFitAtTheOptimumInEveryConfiguration) {
         params.capacity = std::uint64_t{1} << 20;
         params.portfolio = {config};
         params.heuristic_incumbent = false;
+        params.time_sweep = false;
         params.time_limit_seconds = std::numeric_limits<double>::infinity();
         params.node_limit = 2'000'000;
         Result<SolveResult> r = SolveOffsets(p, params);

@@ -1,0 +1,386 @@
+#include "solver/time_sweep.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/checked_math.h"
+
+namespace tensormem::solver {
+namespace {
+
+constexpr std::uint64_t kUnset = std::numeric_limits<std::uint64_t>::max();
+// Pairings per boundary per refill: 2, 8, 32, 128, then 256 (a refill
+// enumerates again from the start, so batches grow geometrically).
+constexpr std::size_t kMaxBatch = 256;
+// The enumeration's caps (see time_sweep.h).
+constexpr std::size_t kBigSide = 15, kMaxGroupOnBigSide = 5, kSubsetsPerSum = 16;
+// Elementary steps (combinations, subset-sum calls) of one enumeration:
+// past this the boundary's pairings end there (seed 1 of the N = 1,000
+// perfect packings has a boundary whose dead ends alone ran for the whole
+// 20 s limit). About 0.1 s.
+constexpr std::uint64_t kMaxEnumerationWork = std::uint64_t{1} << 24;
+
+double Binomial(std::size_t n, std::size_t k) {
+  k = std::min(k, n - k);
+  double c = 1;
+  for (std::size_t i = 1; i <= k; ++i) c = c * static_cast<double>(n - k + i) / static_cast<double>(i);
+  return c;
+}
+
+}  // namespace
+
+// The pairings at one boundary, in the order of time_sweep.h, those with
+// index in [skip, skip + max) kept.
+class TimeSweep::Enumerator {
+ public:
+  enum class End { kDone, kFull, kInterrupted, kCapped };
+
+  Enumerator(TimeSweep& sweep, SearchControl& control, std::size_t skip, std::size_t max,
+             std::vector<Pairing>* out)
+      : sweep_(sweep), control_(control), skip_(skip), max_(max), out_(out) {}
+
+  End Run(const PQTree& root, const std::vector<std::uint32_t>& ending,
+          const std::vector<std::uint32_t>& starting) {
+    Pairing blocks;
+    Go(root, ending, starting, blocks, /*sparse_only=*/true, false);
+    if (!Stopped()) {
+      PQTree t = root;
+      sweep_.Mark(ending);
+      const bool ok = t.Reduce(sweep_.mark_, ending.size());
+      sweep_.Unmark(ending);
+      if (ok) Yield({Block{ending, starting}});
+    }
+    if (!Stopped()) Go(root, ending, starting, blocks, /*sparse_only=*/false, false);
+    return interrupted_ ? End::kInterrupted
+           : full_      ? End::kFull
+           : capped_    ? End::kCapped
+                        : End::kDone;
+  }
+  std::uint64_t work() const { return work_; }
+
+ private:
+  bool Stopped() const { return full_ || interrupted_ || capped_; }
+
+  // Elementary steps; the clock is read every 4,096 (an enumeration can be long).
+  void Work() {
+    if (++work_ % 4096 == 0 && !control_.Poll()) interrupted_ = true;
+    if (work_ >= kMaxEnumerationWork) capped_ = true;
+  }
+
+  void Yield(const Pairing& p) {
+    if (produced_ >= skip_) out_->push_back(p);
+    if (++produced_ >= skip_ + max_) full_ = true;
+  }
+
+  std::uint64_t Size(std::uint32_t i) const { return sweep_.inst_.items[i].height; }
+
+  // Subsets of `items` (largest first) summing to `target`, at most `cap`.
+  void SubsetsWithSum(const std::vector<std::uint32_t>& items, std::uint64_t target,
+                      std::vector<std::vector<std::uint32_t>>* out) {
+    std::vector<std::uint64_t> suffix(items.size() + 1, 0);
+    for (std::size_t i = items.size(); i-- > 0;)
+      suffix[i] = internal::SaturatingAdd(suffix[i + 1], Size(items[i]));
+    std::vector<std::uint32_t> cur;
+    const auto go = [&](const auto& self, std::size_t i, std::uint64_t rem) -> void {
+      if (out->size() >= kSubsetsPerSum || Stopped()) return;
+      Work();
+      if (rem == 0) {
+        out->push_back(cur);
+        return;
+      }
+      if (i == items.size() || suffix[i] < rem) return;
+      if (Size(items[i]) <= rem) {
+        cur.push_back(items[i]);
+        self(self, i + 1, rem - Size(items[i]));
+        cur.pop_back();
+      }
+      self(self, i + 1, rem);
+    };
+    go(go, 0, target);
+  }
+
+  // `sparse_only`: only pairings whose proper groups all match unlikely
+  // sums; otherwise only those with at least one likely (dense) one.
+  void Go(const PQTree& tree, const std::vector<std::uint32_t>& ending,
+          const std::vector<std::uint32_t>& starting, Pairing& blocks, bool sparse_only,
+          bool dense_used) {
+    if (Stopped()) return;
+    if (ending.empty() || starting.empty()) {
+      if (ending.empty() && starting.empty() && blocks.size() > 1 && (sparse_only || dense_used))
+        Yield(blocks);
+      return;
+    }
+    const bool pivot_ending = ending.size() <= starting.size();
+    const std::vector<std::uint32_t>& side = pivot_ending ? ending : starting;
+    std::vector<std::uint32_t> other = pivot_ending ? starting : ending;
+    std::uint64_t other_sum = 0;
+    for (const std::uint32_t i : other) other_sum = internal::SaturatingAdd(other_sum, Size(i));
+    std::stable_sort(other.begin(), other.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return Size(a) > Size(b); });
+    const std::size_t n = side.size(), pool = n - 1;
+    std::vector<std::size_t> idx;
+    std::vector<std::vector<std::uint32_t>> matches;
+    for (std::size_t r = 0; r <= pool; ++r) {
+      if (r >= kMaxGroupOnBigSide && n > kBigSide) break;
+      idx.resize(r);
+      for (std::size_t k = 0; k < r; ++k) idx[k] = k;
+      for (;;) {
+        Work();
+        if (Stopped()) return;
+        std::vector<std::uint32_t> group{side[0]};
+        std::uint64_t total = Size(side[0]);
+        for (const std::size_t k : idx) {
+          group.push_back(side[k + 1]);
+          total = internal::SaturatingAdd(total, Size(side[k + 1]));
+        }
+        if (total <= other_sum) {
+          matches.clear();
+          SubsetsWithSum(other, total, &matches);
+          for (const std::vector<std::uint32_t>& match : matches) {
+            const double chance = Binomial(other.size(), match.size()) * Binomial(pool, r);
+            const bool proper = match.size() < other.size() && group.size() < n;
+            const bool dense = proper && chance > static_cast<double>(total) / 100.0;
+            if (sparse_only && dense) continue;
+            const std::vector<std::uint32_t>& a = pivot_ending ? group : match;
+            const std::vector<std::uint32_t>& b = pivot_ending ? match : group;
+            PQTree t = tree;
+            sweep_.Mark(a);
+            const bool ok = t.Reduce(sweep_.mark_, a.size());
+            std::vector<std::uint32_t> rest_ending, rest_starting;
+            if (ok)
+              for (const std::uint32_t i : ending)
+                if (!sweep_.mark_[i]) rest_ending.push_back(i);
+            sweep_.Unmark(a);
+            if (!ok) continue;
+            sweep_.Mark(b);
+            for (const std::uint32_t i : starting)
+              if (!sweep_.mark_[i]) rest_starting.push_back(i);
+            sweep_.Unmark(b);
+            blocks.emplace_back(a, b);
+            Go(t, rest_ending, rest_starting, blocks, sparse_only, dense_used || dense);
+            blocks.pop_back();
+            if (Stopped()) return;
+          }
+        }
+        // The next combination of r from the pool, in lexicographic order.
+        std::size_t k = r;
+        while (k > 0 && idx[k - 1] == k - 1 + pool - r) --k;
+        if (k == 0) break;
+        ++idx[k - 1];
+        for (std::size_t j = k; j < r; ++j) idx[j] = idx[j - 1] + 1;
+      }
+    }
+  }
+
+  TimeSweep& sweep_;
+  SearchControl& control_;
+  std::size_t skip_, max_;
+  std::vector<Pairing>* out_;
+  std::size_t produced_ = 0;
+  std::uint64_t work_ = 0;
+  bool full_ = false, interrupted_ = false, capped_ = false;
+};
+
+std::optional<std::uint64_t> TimeSweep::ZeroSlackLoad(const Instance& instance) {
+  if (instance.needs_general || !instance.obstacles.empty() || instance.items.empty() ||
+      instance.num_sections == 0)
+    return std::nullopt;
+  const std::uint32_t s = instance.num_sections;
+  std::vector<std::uint64_t> starts(s + 1, 0), ends(s + 1, 0);
+  for (const Item& item : instance.items) {
+    if (!item.plain || item.height == 0 || item.first_section >= item.end_section ||
+        item.end_section > s)
+      return std::nullopt;
+    if (!internal::CheckedAdd(starts[item.first_section], item.height,
+                              &starts[item.first_section]) ||
+        !internal::CheckedAdd(ends[item.end_section], item.height, &ends[item.end_section]))
+      return std::nullopt;
+  }
+  const std::uint64_t load = starts[0];
+  std::uint64_t live = 0;
+  for (std::uint32_t k = 0; k < s; ++k) {
+    live = live - ends[k] + starts[k];  // ends[k] <= live: they started before
+    if (live != load) return std::nullopt;
+  }
+  return load;
+}
+
+TimeSweep::TimeSweep(const Instance& instance, bool reversed) : inst_(instance) {
+  load_ = ZeroSlackLoad(instance).value_or(0);
+  const std::uint32_t s = instance.num_sections;
+  num_boundaries_ = s + 1;
+  ending_.resize(num_boundaries_);
+  starting_.resize(num_boundaries_);
+  for (std::uint32_t i = 0; i < instance.items.size(); ++i) {
+    std::uint32_t first = instance.items[i].first_section, end = instance.items[i].end_section;
+    if (reversed) std::tie(first, end) = std::pair{s - end, s - first};
+    starting_[first].push_back(i);
+    ending_[end].push_back(i);
+  }
+  mark_.assign(instance.items.size(), 0);
+  frames_.resize(num_boundaries_);
+  if (load_ == 0) {
+    done_ = true;
+    reason_ = "not zero slack";
+  }
+}
+
+bool TimeSweep::Mark(const std::vector<std::uint32_t>& items) {
+  for (const std::uint32_t i : items) mark_[i] = 1;
+  return true;
+}
+
+void TimeSweep::Unmark(const std::vector<std::uint32_t>& items) {
+  for (const std::uint32_t i : items) mark_[i] = 0;
+}
+
+void TimeSweep::ResetFrame(std::size_t k, PQTree in) {
+  Frame& f = frames_[k];
+  f.in = std::move(in);
+  f.reduced = PQTree();
+  f.batch.clear();
+  f.pos = 0;
+  f.enumerated = 0;
+  f.refills = 0;
+  f.more = true;
+  f.chosen.clear();
+}
+
+bool TimeSweep::Refill(std::size_t k, SearchControl& control) {
+  Frame& f = frames_[k];
+  const std::size_t max = std::min(kMaxBatch, std::size_t{2} << std::min<std::size_t>(2 * f.refills, 16));
+  std::vector<Pairing> batch;
+  Enumerator e(*this, control, f.enumerated, max, &batch);
+  const Enumerator::End end = e.Run(f.in, ending_[k], starting_[k]);
+  work_ += e.work();
+  if (end == Enumerator::End::kInterrupted) return false;
+  if (end == Enumerator::End::kCapped) ++capped_;
+  f.batch = std::move(batch);
+  f.pos = 0;
+  f.enumerated += f.batch.size();
+  f.more = end == Enumerator::End::kFull;
+  ++f.refills;
+  return true;
+}
+
+bool TimeSweep::Apply(std::size_t k, const Pairing& p, PQTree* reduced, PQTree* next) {
+  *reduced = frames_[k].in;
+  for (const Block& block : p) {
+    Mark(block.first);
+    const bool ok = reduced->Reduce(mark_, block.first.size());
+    Unmark(block.first);
+    if (!ok) return false;
+  }
+  *next = *reduced;
+  for (const Block& block : p) {
+    Mark(block.first);
+    const bool ok = next->Replace(mark_, block.first.size(), block.second);
+    Unmark(block.first);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+SearchOutcome TimeSweep::Continue(std::uint64_t budget, SearchControl& control) {
+  if (done_) return offsets_.empty() ? SearchOutcome::kExhausted : SearchOutcome::kFound;
+  const std::size_t last = num_boundaries_ - 1;
+  if (!started_) {
+    started_ = true;
+    ResetFrame(1, PQTree(starting_[0]));
+    depth_ = 1;
+  }
+  std::uint64_t spent = 0;
+  for (;;) {
+    if (control.stopped()) return SearchOutcome::kLimit;
+    if (depth_ == last) {  // everything ends: the plan
+      done_ = true;
+      if (Rebuild()) return SearchOutcome::kFound;
+      offsets_.clear();
+      return SearchOutcome::kExhausted;
+    }
+    Frame& f = frames_[depth_];
+    if (f.pos == f.batch.size()) {
+      if (!f.more) {
+        if (depth_ == 1) {
+          done_ = true;
+          reason_ = "no pairing left (the enumeration is capped: not a proof)";
+          return SearchOutcome::kExhausted;
+        }
+        --depth_;  // backtrack: the boundary before tries its next pairing
+        continue;
+      }
+      const std::uint64_t work_before = work_;
+      if (!Refill(depth_, control)) return SearchOutcome::kLimit;
+      // A long enumeration counts against the slice (2^10 steps a node),
+      // so that the other members get their turns.
+      spent += (work_ - work_before) >> 10;
+      continue;
+    }
+    if (spent >= budget) return SearchOutcome::kLimit;
+    ++spent;
+    ++nodes_;
+    const bool more_time = control.Tick();
+    const Pairing p = f.batch[f.pos++];
+    PQTree reduced, next;
+    if (Apply(depth_, p, &reduced, &next)) {
+      f.reduced = reduced.Compacted();
+      f.chosen = p;
+      ResetFrame(depth_ + 1, next.Compacted());
+      ++depth_;
+      deepest_ = std::max(deepest_, depth_);
+    }
+    if (!more_time) return SearchOutcome::kLimit;
+  }
+}
+
+bool TimeSweep::Rebuild() {
+  const std::size_t n = inst_.items.size();
+  const std::size_t last = num_boundaries_ - 1;
+  offsets_.assign(n, kUnset);
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> key(n, {kUnset, 1});
+  const Pairing final_pairing{Block{ending_[last], {}}};
+  for (std::size_t k = last; k >= 1; --k) {
+    const PQTree& tree = k == last ? frames_[last].in : frames_[k].reduced;
+    const Pairing& pairing = k == last ? final_pairing : frames_[k].chosen;
+    const std::vector<std::uint32_t> leaves = tree.Leaves();
+    for (const std::uint32_t l : leaves) key[l] = {offsets_[l], 1};
+    for (const Block& block : pairing) {
+      // The ending group goes where its starting group was put.
+      std::uint64_t start = block.second.empty() ? 0 : kUnset;
+      for (const std::uint32_t j : block.second) start = std::min(start, offsets_[j]);
+      if (start == kUnset) {
+        reason_ = "rebuild: a starting group has no offset";
+        return false;
+      }
+      for (const std::uint32_t i : block.first) key[i] = {start, 0};
+    }
+    const std::vector<std::uint32_t> order = tree.KeyedFrontier(key);
+    std::uint64_t at = 0;
+    for (const std::uint32_t l : order) {
+      if (offsets_[l] != kUnset && offsets_[l] != at) {
+        reason_ = "rebuild: a stack disagrees with a later one";
+        return false;
+      }
+      offsets_[l] = at;
+      at += inst_.items[l].height;
+    }
+    if (at != load_) {
+      reason_ = "rebuild: a stack does not tile the load";
+      return false;
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (offsets_[i] == kUnset) {
+      reason_ = "rebuild: an item was never stacked";
+      return false;
+    }
+    offsets_[i] += inst_.base;
+    if (offsets_[i] % inst_.items[i].alignment != 0) {
+      reason_ = "the plan breaks an alignment";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace tensormem::solver

@@ -1,0 +1,111 @@
+// The time sweep: an engine for zero-slack partitions, where every time
+// section holds exactly the same live bytes L (perfect packings). A plan of
+// height L is then a sequence of stacks: in every section the live buffers,
+// listed by offset, tile [0, L).
+//
+// At a boundary between sections the buffers that end free byte ranges and
+// the buffers that start must fill exactly those ranges. So a boundary is a
+// pairing: groups of ending buffers, each consecutive in the stack, each
+// matched with a group of starting buffers of the same total size, which
+// takes its place. Which stack orders are still possible is a
+// consecutive-ones question that a PQ-tree (pq_tree.h) answers for all
+// orders at once: "this group must be consecutive" is a reduction, "this
+// group gives way to those buffers" swaps its block for a P-node. The only
+// branching left is the pairing at each boundary (a subset-sum question),
+// where the skyline engine branches on every placement.
+//
+// Pairings are tried in this order: fine ones whose equal sums are unlikely
+// to be chance (C(n, k) of both sides below size / 100), then all ending
+// buffers as one group, then the other fine ones. The enumeration is capped
+// (groups of up to 5 + 1 buffers on a side of more than 15; 16 subsets per
+// sum), so running out of pairings is not a proof: kExhausted from this
+// engine only says that it has nothing left to try. The plan is rebuilt
+// backwards: the last stack is any order its tree allows, and each earlier
+// stack is the order its tree allows that agrees with the offsets the later
+// stacks fixed. docs/solver.md ("Perfect packings: the time sweep") has the
+// figures; scripts/research/zero_slack_sweep.py is the prototype.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "solver/instance.h"
+#include "solver/pq_tree.h"
+#include "solver/search_control.h"
+
+namespace tensormem::solver {
+
+class TimeSweep {
+ public:
+  // The load every section of `instance` holds when the sweep applies to it
+  // (plain items only, no obstacles, and the same live bytes in every
+  // section); nullopt otherwise.
+  static std::optional<std::uint64_t> ZeroSlackLoad(const Instance& instance);
+
+  // `instance` must have a ZeroSlackLoad. `reversed`: sweep from the last
+  // section to the first (some instances are easy one way only).
+  TimeSweep(const Instance& instance, bool reversed);
+
+  // Goes on for up to `budget` nodes (one node: one pairing tried at one
+  // boundary). kFound: offsets() is a plan of height base + load.
+  // kExhausted: nothing left to try (not a proof, see above). kLimit: the
+  // budget or the solve's limits.
+  SearchOutcome Continue(std::uint64_t budget, SearchControl& control);
+
+  const std::vector<std::uint64_t>& offsets() const { return offsets_; }
+  std::uint64_t height() const { return inst_.base + load_; }
+  std::uint64_t nodes() const { return nodes_; }
+  // For reports: the furthest boundary reached, of how many; enumerations
+  // cut at their step cap; elementary enumeration steps.
+  std::size_t deepest() const { return deepest_; }
+  std::size_t boundaries() const { return num_boundaries_; }
+  std::uint64_t capped() const { return capped_; }
+  std::uint64_t work() const { return work_; }
+  // Why the sweep ran out, when it did.
+  const std::string& reason() const { return reason_; }
+
+ private:
+  // One pairing: (ending group, starting group) blocks.
+  using Block = std::pair<std::vector<std::uint32_t>, std::vector<std::uint32_t>>;
+  using Pairing = std::vector<Block>;
+  struct Frame {
+    PQTree in;        // the live buffers' tree before the boundary
+    PQTree reduced;   // `in` with the chosen pairing's ending groups made consecutive
+    std::vector<Pairing> batch;  // the next pairings to try
+    std::size_t pos = 0;         // into batch
+    std::size_t enumerated = 0;  // pairings produced so far (batches before this one)
+    std::size_t refills = 0;
+    bool more = true;  // the enumeration may produce more
+    Pairing chosen;
+  };
+  class Enumerator;
+
+  void ResetFrame(std::size_t k, PQTree in);
+  // Fills frames_[k].batch with the next pairings; false when stopped by
+  // the limits (the batch is then redone on the next call).
+  bool Refill(std::size_t k, SearchControl& control);
+  bool Mark(const std::vector<std::uint32_t>& items);
+  void Unmark(const std::vector<std::uint32_t>& items);
+  // Applies a pairing at boundary k: the reduced tree and the next one.
+  bool Apply(std::size_t k, const Pairing& p, PQTree* reduced, PQTree* next);
+  bool Rebuild();
+
+  const Instance& inst_;
+  std::uint64_t load_ = 0;
+  std::uint32_t num_boundaries_ = 0;  // sections + 1
+  // Per boundary (in sweep order): the items that end / start there.
+  std::vector<std::vector<std::uint32_t>> ending_, starting_;
+  std::vector<Frame> frames_;
+  std::size_t depth_ = 0;  // the boundary being decided
+  bool started_ = false, done_ = false;
+  std::vector<std::uint8_t> mark_;
+  std::vector<std::uint64_t> offsets_;
+  std::uint64_t nodes_ = 0;
+  std::size_t deepest_ = 0;
+  std::uint64_t capped_ = 0, work_ = 0;
+  std::string reason_;
+};
+
+}  // namespace tensormem::solver
