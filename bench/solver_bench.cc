@@ -7,7 +7,8 @@
 //
 // Perfect packings (PerfectPacking/N/seed): the 1000-task x 2^20-byte
 // rectangle cut by guillotine cuts into N buffers (solver/perfect_packing.h,
-// shape by seed % 5), fit at 2^20 (the optimum, zero slack). Counters: fit
+// shape by seed % 5; seeds 1-10, so each shape twice), fit at 2^20 (the
+// optimum, zero slack). Counters: fit
 // (1 = a plan at 2^20), nodes, best height / optimum, heuristic height /
 // optimum. Limit $TENSORMEM_PERFECT_BENCH_LIMIT seconds (default 30 up to
 // 400 buffers, 60 above). With $TENSORMEM_PERFECT_DUMP=DIR each instance is
@@ -105,7 +106,7 @@ void BM_PerfectPacking(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_PerfectPacking)
-    ->ArgsProduct({{100, 200, 400, 1000}, {1, 2, 3, 4, 5}})
+    ->ArgsProduct({{100, 200, 400, 1000}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}})
     ->ArgNames({"N", "seed"})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);

@@ -133,7 +133,15 @@ class TimeSweep::Enumerator {
           group.push_back(side[k + 1]);
           total = internal::SaturatingAdd(total, Size(side[k + 1]));
         }
-        if (total <= other_sum) {
+        // An ending group that cannot be consecutive needs no matches.
+        bool possible = total <= other_sum;
+        if (possible && pivot_ending && group.size() > 1) {
+          PQTree t = tree;
+          sweep_.Mark(group);
+          possible = t.Reduce(sweep_.mark_, group.size());
+          sweep_.Unmark(group);
+        }
+        if (possible) {
           matches.clear();
           SubsetsWithSum(other, total, &matches);
           for (const std::vector<std::uint32_t>& match : matches) {
@@ -215,6 +223,7 @@ TimeSweep::TimeSweep(const Instance& instance, bool reversed) : inst_(instance) 
     std::uint32_t first = instance.items[i].first_section, end = instance.items[i].end_section;
     if (reversed) std::tie(first, end) = std::pair{s - end, s - first};
     starting_[first].push_back(i);
+    start_.push_back(first);
     ending_[end].push_back(i);
   }
   mark_.assign(instance.items.size(), 0);
@@ -244,6 +253,7 @@ void TimeSweep::ResetFrame(std::size_t k, PQTree in) {
   f.refills = 0;
   f.more = true;
   f.chosen.clear();
+  f.conflict.clear();
 }
 
 bool TimeSweep::Refill(std::size_t k, SearchControl& control) {
@@ -306,7 +316,21 @@ SearchOutcome TimeSweep::Continue(std::uint64_t budget, SearchControl& control) 
           reason_ = "no pairing left (the enumeration is capped: not a proof)";
           return SearchOutcome::kExhausted;
         }
-        --depth_;  // backtrack: the boundary before tries its next pairing
+        // Backjump: to the latest boundary that started one of the ending
+        // buffers here, or blamed by a failure below; it inherits the rest.
+        std::vector<std::uint32_t> blame = f.conflict;
+        for (const std::uint32_t i : ending_[depth_])
+          if (start_[i] >= 1 && start_[i] < depth_) blame.push_back(start_[i]);
+        std::sort(blame.begin(), blame.end());
+        blame.erase(std::unique(blame.begin(), blame.end()), blame.end());
+        while (!blame.empty() && blame.back() >= depth_) blame.pop_back();
+        const std::size_t to = blame.empty() ? depth_ - 1 : blame.back();
+        if (!blame.empty()) blame.pop_back();
+        std::vector<std::uint32_t>& inherit = frames_[to].conflict;
+        inherit.insert(inherit.end(), blame.begin(), blame.end());
+        std::sort(inherit.begin(), inherit.end());
+        inherit.erase(std::unique(inherit.begin(), inherit.end()), inherit.end());
+        depth_ = to;
         continue;
       }
       const std::uint64_t work_before = work_;

@@ -22,7 +22,15 @@
 // engine only says that it has nothing left to try. The plan is rebuilt
 // backwards: the last stack is any order its tree allows, and each earlier
 // stack is the order its tree allows that agrees with the offsets the later
-// stacks fixed. docs/solver.md ("Perfect packings: the time sweep") has the
+// stacks fixed.
+//
+// Backjumping: when a boundary has no pairing left, the culprit is taken to
+// be where its ending buffers were paired in: the search jumps back to the
+// latest boundary that started one of them, skipping the boundaries in
+// between, and that boundary inherits the blame of the failure (conflict-
+// directed backjumping, with the conflict set approximated: a pairing in
+// between can also constrain them, so the jump may skip a plan; the
+// enumeration is no proof anyway). docs/solver.md ("Perfect packings: the time sweep") has the
 // figures; scripts/research/zero_slack_sweep.py is the prototype.
 #pragma once
 
@@ -79,6 +87,9 @@ class TimeSweep {
     std::size_t refills = 0;
     bool more = true;  // the enumeration may produce more
     Pairing chosen;
+    // Backjumping: earlier boundaries blamed for failures below this one
+    // (sorted, unique).
+    std::vector<std::uint32_t> conflict;
   };
   class Enumerator;
 
@@ -97,6 +108,7 @@ class TimeSweep {
   std::uint32_t num_boundaries_ = 0;  // sections + 1
   // Per boundary (in sweep order): the items that end / start there.
   std::vector<std::vector<std::uint32_t>> ending_, starting_;
+  std::vector<std::uint32_t> start_;  // per item: the boundary it starts at
   std::vector<Frame> frames_;
   std::size_t depth_ = 0;  // the boundary being decided
   bool started_ = false, done_ = false;
