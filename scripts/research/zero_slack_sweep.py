@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Research prototype: zero-slack fit by a time sweep over a PQ-tree.
 
-Not part of the library. It tests an idea for issue 11, item 1 (perfect
-packings of 1,000 buffers) before it is ported to C++ (docs/solver.md,
-"Perfect packings: the time sweep").
+Not part of the library: the prototype of src/solver/time_sweep.h (the C++
+port, with backjumping and capped enumerations, runs in the solver). Kept
+to try changes to the pairing order quickly (docs/solver.md, "Perfect
+packings: the time sweep").
 
 The idea. When every time section is exactly full (its live bytes equal the
 capacity), a plan is a sequence of stacks: at every task the live buffers,

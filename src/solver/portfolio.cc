@@ -83,9 +83,14 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
       TimeSweep& sweep = *sweeps_[next_ - portfolio.size()];
       if (capacity < sweep.height()) continue;
       const std::uint64_t before = sweep.nodes();
-      // The portfolio's slice: the sweep counts its enumerations' steps
-      // against it too (time_sweep.h), so a turn costs about the same time.
-      const SearchOutcome out = sweep.Continue(std::min(slice, budget - spent), control);
+      // A sweep's turn is as many nodes as a round of the whole portfolio
+      // (its enumerations' steps count too, time_sweep.h): on zero slack it
+      // is the engine that scales (perfect packings of 1,000 buffers: a
+      // sweep node costs about half a placement there, and with one slice
+      // a turn the sweeps got a tenth of the time, too little to fit seed
+      // 7, which the forward sweep alone fits in 4 s).
+      const std::uint64_t turn = slice * portfolio.size();
+      const SearchOutcome out = sweep.Continue(std::min(turn, budget - spent), control);
       spent += sweep.nodes() - before;
       if (out == SearchOutcome::kFound) {
         winner_ = next_;

@@ -19,7 +19,8 @@
 // engine, once. Zero-slack partitions (the same live bytes in every time
 // section, SolverParams::time_sweep) also run the time sweep
 // (time_sweep.h), forwards and backwards, as two more members of the
-// rotation at any capacity at or above that load; they go first.
+// rotation at any capacity at or above that load; they go first, and a
+// sweep's turn is as many nodes as a round of the whole portfolio.
 #pragma once
 
 #include <cstdint>
