@@ -89,7 +89,11 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
       // sweep node costs about half a placement there, and with one slice
       // a turn the sweeps got a tenth of the time, too little to fit seed
       // 7, which the forward sweep alone fits in 4 s).
-      const std::uint64_t turn = slice * portfolio.size();
+      // The first turn is one pass (two nodes per boundary): enough for the
+      // sweeps that fit without backtracking, short enough not to delay
+      // the others' first plans when it does not.
+      const std::uint64_t turn = sweep.nodes() == 0 ? 2 * sweep.boundaries()
+                                                    : slice * portfolio.size();
       const SearchOutcome out = sweep.Continue(std::min(turn, budget - spent), control);
       spent += sweep.nodes() - before;
       if (out == SearchOutcome::kFound) {
