@@ -78,14 +78,20 @@ char PQTree::Label(const Counts& c, std::int32_t x) const {
   return c.hit[x] == c.total[x] ? 'F' : 'P';
 }
 
+void PQTree::SplitByLabel(const Counts& c, const std::vector<std::int32_t>& kids,
+                          std::vector<std::int32_t>* empty, std::vector<std::int32_t>* full,
+                          std::vector<std::int32_t>* partial) const {
+  for (const std::int32_t y : kids) {
+    const char l = Label(c, y);
+    (l == 'E' ? empty : l == 'F' ? full : partial)->push_back(y);
+  }
+}
+
 bool PQTree::Partial(const Counts& c, std::int32_t x, std::vector<std::int32_t>* out) {
   const std::vector<std::int32_t> kids = nodes_[x].children;  // copy: Add may move nodes_
   if (nodes_[x].kind == Kind::kP) {
     std::vector<std::int32_t> empty, full, part;
-    for (const std::int32_t y : kids) {
-      const char l = Label(c, y);
-      (l == 'E' ? empty : l == 'F' ? full : part).push_back(y);
-    }
+    SplitByLabel(c, kids, &empty, &full, &part);
     if (part.size() > 1) return false;
     if (!empty.empty()) out->push_back(Make(Kind::kP, std::move(empty)));
     if (!part.empty() && !Partial(c, part[0], out)) return false;
@@ -128,10 +134,7 @@ bool PQTree::Reduce(const std::vector<std::uint8_t>& wanted, std::size_t count) 
   std::vector<std::int32_t> out;
   if (nodes_[r].kind == Kind::kP) {
     std::vector<std::int32_t> empty, full, part;
-    for (const std::int32_t y : kids) {
-      const char l = Label(c, y);
-      (l == 'E' ? empty : l == 'F' ? full : part).push_back(y);
-    }
+    SplitByLabel(c, kids, &empty, &full, &part);
     if (part.size() > 2) return false;
     std::vector<std::int32_t> mid;
     if (!part.empty() && !Partial(c, part[0], &mid)) return false;

@@ -75,6 +75,10 @@ class PQTree {
   std::int32_t PertinentRoot(const Counts& c, std::size_t count) const;
   // 'E'mpty, 'F'ull or 'P'artial.
   char Label(const Counts& c, std::int32_t x) const;
+  // The children by label, in their order.
+  void SplitByLabel(const Counts& c, const std::vector<std::int32_t>& kids,
+                    std::vector<std::int32_t>* empty, std::vector<std::int32_t>* full,
+                    std::vector<std::int32_t>* partial) const;
   // A partial node below the pertinent root as a child list, its empty
   // end first and its full end last; false when it cannot be turned so.
   bool Partial(const Counts& c, std::int32_t x, std::vector<std::int32_t>* out);

@@ -46,6 +46,20 @@ std::vector<std::uint8_t> Marks(const std::vector<std::uint32_t>& set, std::size
   return m;
 }
 
+// A tree over `leaves` shaped by `steps` random reductions (those that
+// leave some order); marks sized `width`.
+PQTree Shaped(const Order& leaves, int steps, std::size_t width, std::mt19937_64& rng) {
+  PQTree tree(leaves);
+  for (int s = 0; s < steps; ++s) {
+    Order subset = leaves;
+    std::shuffle(subset.begin(), subset.end(), rng);
+    subset.resize(2 + rng() % (leaves.size() - 1));
+    PQTree t = tree;
+    if (t.Reduce(Marks(subset, width), subset.size())) tree = t;
+  }
+  return tree;
+}
+
 // Every reduction sequence on up to 7 leaves: the tree's orders are exactly
 // the permutations keeping every subset so far consecutive; a reduction
 // fails exactly when none is left, and leaves the tree as it was.
@@ -92,15 +106,7 @@ TEST(PQTree, ReplaceSwapsTheBlockForAnyOrderOfTheNewLeaves) {
     const std::size_t n = 3 + rng() % 4;
     Order leaves(n);
     std::iota(leaves.begin(), leaves.end(), 0u);
-    PQTree tree(leaves);
-    // A few reductions to shape the tree.
-    for (int s = 0; s < 2; ++s) {
-      Order subset = leaves;
-      std::shuffle(subset.begin(), subset.end(), rng);
-      subset.resize(2 + rng() % (n - 1));
-      PQTree t = tree;
-      if (t.Reduce(Marks(subset, n + 3), subset.size())) tree = t;
-    }
+    PQTree tree = Shaped(leaves, 2, n + 3, rng);
     Order group = leaves;
     std::shuffle(group.begin(), group.end(), rng);
     group.resize(1 + rng() % n);
@@ -137,14 +143,7 @@ TEST(PQTree, KeyedFrontierFollowsTheKeys) {
     const std::size_t n = 2 + rng() % 6;
     Order leaves(n);
     std::iota(leaves.begin(), leaves.end(), 0u);
-    PQTree tree(leaves);
-    for (int s = 0; s < 3; ++s) {
-      Order subset = leaves;
-      std::shuffle(subset.begin(), subset.end(), rng);
-      subset.resize(2 + rng() % (n - 1));
-      PQTree t = tree;
-      if (t.Reduce(Marks(subset, n), subset.size())) tree = t;
-    }
+    const PQTree tree = Shaped(leaves, 3, n, rng);
     const auto all = tree.AllFrontiers();
     const Order& target = all[rng() % all.size()];
     std::vector<std::pair<std::uint64_t, std::uint32_t>> key(n);
