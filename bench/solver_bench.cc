@@ -13,14 +13,26 @@
 // optimum. Limit $TENSORMEM_PERFECT_BENCH_LIMIT seconds (default 30 up to
 // 400 buffers, 60 above). With $TENSORMEM_PERFECT_DUMP=DIR each instance is
 // also written to DIR/perfect_N_seed.csv (for `tensormem solve`).
+//
+// TimeSweep/N/seed/backwards: the time sweep alone (solver/time_sweep.h)
+// on each partition of a perfect packing, one direction, up to
+// $TENSORMEM_SWEEP_BENCH_LIMIT seconds per partition (default 10).
+// Counters: fit (1 = every partition), nodes, and for the partitions that
+// did not fit: stuck_at (furthest boundary / boundaries, lowest), capped
+// (enumerations cut at their step cap): where the sweep fails.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "harness/perfect_packing.h"
+#include "solver/instance.h"
+#include "solver/search_control.h"
+#include "solver/time_sweep.h"
 #include "tensormem/io.h"
 #include "tensormem/solver.h"
 
@@ -103,7 +115,52 @@ void BM_PerfectPacking(benchmark::State& state) {
   state.SetLabel(std::string(tensormem::Name(last.status)));
 }
 
+void BM_TimeSweep(benchmark::State& state) {
+  using namespace tensormem::solver;
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto seed = static_cast<std::uint64_t>(state.range(1));
+  const bool backwards = state.range(2) != 0;
+  const tensormem::Problem problem = PerfectPacking(PerfectPackingVariant(n, seed));
+  tensormem::Result<Presolved> pre = Presolve(problem, {});
+  if (!pre.ok()) {
+    state.SkipWithError(pre.status().ToString().c_str());
+    return;
+  }
+  const char* limit = std::getenv("TENSORMEM_SWEEP_BENCH_LIMIT");
+  const double seconds = limit ? std::atof(limit) : 10.0;
+  bool fit = true;
+  double nodes = 0, capped = 0, stuck_at = 1;
+  for (auto _ : state) {
+    for (const Instance& inst : pre->instances) {
+      const std::optional<std::uint64_t> load = TimeSweep::ZeroSlackLoad(inst);
+      if (!load) {
+        state.SkipWithError("a partition is not zero slack");
+        return;
+      }
+      TimeSweep sweep(inst, *load, backwards);
+      SearchControl control(seconds, 0, false, nullptr, 1.0);
+      const bool found = sweep.Continue(UINT64_MAX, control) == SearchOutcome::kFound;
+      nodes += static_cast<double>(sweep.nodes());
+      if (found) continue;
+      fit = false;
+      capped += static_cast<double>(sweep.capped());
+      stuck_at = std::min(stuck_at, static_cast<double>(sweep.deepest()) /
+                                        static_cast<double>(sweep.boundaries()));
+    }
+  }
+  state.counters["fit"] = fit ? 1 : 0;
+  state.counters["nodes"] = nodes;
+  state.counters["capped"] = capped;
+  state.counters["stuck_at"] = fit ? 1 : stuck_at;
+}
+
 }  // namespace
+
+BENCHMARK(BM_TimeSweep)
+    ->ArgsProduct({{1000}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {0, 1}})
+    ->ArgNames({"N", "seed", "backwards"})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 BENCHMARK(BM_PerfectPacking)
     ->ArgsProduct({{100, 200, 400, 1000}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}})

@@ -139,7 +139,8 @@ struct SolverParams {
   bool tiling_inference = true;
   // Zero-slack partitions (the same live bytes in every time section, as in
   // perfect packings) also run the time sweep, forwards and backwards, side
-  // by side with the portfolio (a slice each). See docs/solver.md.
+  // by side with the portfolio: a first turn of one pass, then turns as
+  // long as a round of the portfolio. See docs/solver.md.
   bool time_sweep = true;
   // Search configurations, run side by side: each in turn continues its own
   // search for portfolio_slice_nodes nodes.

@@ -1,6 +1,7 @@
 #include "solver/portfolio.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "solver/general_search.h"
 #include "solver/skyline_search.h"
@@ -24,9 +25,10 @@ std::uint64_t Luby(std::uint64_t i) {
 PartitionSolver::PartitionSolver(const Instance& instance, const SolverParams& params)
     : inst_(instance), params_(params) {
   by_order_.resize(4);
-  if (params.time_sweep && TimeSweep::ZeroSlackLoad(instance)) {
-    sweeps_.push_back(std::make_unique<TimeSweep>(instance, /*reversed=*/false));
-    sweeps_.push_back(std::make_unique<TimeSweep>(instance, /*reversed=*/true));
+  if (const std::optional<std::uint64_t> load =
+          params.time_sweep ? TimeSweep::ZeroSlackLoad(instance) : std::nullopt) {
+    sweeps_.push_back(std::make_unique<TimeSweep>(instance, *load, /*reversed=*/false));
+    sweeps_.push_back(std::make_unique<TimeSweep>(instance, *load, /*reversed=*/true));
   }
 }
 
@@ -82,9 +84,9 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
     if (next_ >= portfolio.size()) {
       TimeSweep& sweep = *sweeps_[next_ - portfolio.size()];
       if (capacity < sweep.height()) continue;
-      const std::uint64_t before = sweep.nodes();
-      // A sweep's turn is as many nodes as a round of the whole portfolio
-      // (its enumerations' steps count too, time_sweep.h): on zero slack it
+      const std::uint64_t before = sweep.effort();
+      // A sweep's turn is as much effort as a round of the whole portfolio
+      // (its enumerations' steps count too, TimeSweep::effort): on zero slack it
       // is the engine that scales (perfect packings of 1,000 buffers: a
       // sweep node costs about half a placement there, and with one slice
       // a turn the sweeps got a tenth of the time, too little to fit seed
@@ -92,10 +94,10 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
       // The first turn is one pass (two nodes per boundary): enough for the
       // sweeps that fit without backtracking, short enough not to delay
       // the others' first plans when it does not.
-      const std::uint64_t turn = sweep.nodes() == 0 ? 2 * sweep.boundaries()
+      const std::uint64_t turn = sweep.effort() == 0 ? 2 * sweep.boundaries()
                                                     : slice * portfolio.size();
       const SearchOutcome out = sweep.Continue(std::min(turn, budget - spent), control);
-      spent += sweep.nodes() - before;
+      spent += sweep.effort() - before;
       if (out == SearchOutcome::kFound) {
         winner_ = next_;
         offsets_ = sweep.offsets();

@@ -17,7 +17,7 @@ constexpr std::size_t kBigSide = 15, kMaxGroupOnBigSide = 5, kSubsetsPerSum = 16
 // Elementary steps (combinations, subset-sum calls) of one enumeration:
 // past this the boundary's pairings end there (seed 1 of the N = 1,000
 // perfect packings has a boundary whose dead ends alone ran for the whole
-// 20 s limit). About 0.1 s.
+// 20 s limit). About 50-100 ms (a step is a few ns).
 constexpr std::uint64_t kMaxEnumerationWork = std::uint64_t{1} << 24;
 
 double Binomial(std::size_t n, std::size_t k) {
@@ -133,12 +133,14 @@ class TimeSweep::Enumerator {
           group.push_back(side[k + 1]);
           total = internal::SaturatingAdd(total, Size(side[k + 1]));
         }
-        // An ending group that cannot be consecutive needs no matches.
+        // An ending group (pivot on the ending side) is reduced once, before
+        // its matches are sought: one that cannot be consecutive needs none.
         bool possible = total <= other_sum;
-        if (possible && pivot_ending && group.size() > 1) {
-          PQTree t = tree;
+        PQTree reduced_group;
+        if (possible && pivot_ending) {
+          reduced_group = tree;
           sweep_.Mark(group);
-          possible = t.Reduce(sweep_.mark_, group.size());
+          possible = reduced_group.Reduce(sweep_.mark_, group.size());
           sweep_.Unmark(group);
         }
         if (possible) {
@@ -151,9 +153,9 @@ class TimeSweep::Enumerator {
             if (sparse_only && dense) continue;
             const std::vector<std::uint32_t>& a = pivot_ending ? group : match;
             const std::vector<std::uint32_t>& b = pivot_ending ? match : group;
-            PQTree t = tree;
+            PQTree t = pivot_ending ? reduced_group : tree;
             sweep_.Mark(a);
-            const bool ok = t.Reduce(sweep_.mark_, a.size());
+            const bool ok = pivot_ending || t.Reduce(sweep_.mark_, a.size());
             std::vector<std::uint32_t> rest_ending, rest_starting;
             if (ok)
               for (const std::uint32_t i : ending)
@@ -213,8 +215,8 @@ std::optional<std::uint64_t> TimeSweep::ZeroSlackLoad(const Instance& instance) 
   return load;
 }
 
-TimeSweep::TimeSweep(const Instance& instance, bool reversed) : inst_(instance) {
-  load_ = ZeroSlackLoad(instance).value_or(0);
+TimeSweep::TimeSweep(const Instance& instance, std::uint64_t load, bool reversed)
+    : inst_(instance), load_(load) {
   const std::uint32_t s = instance.num_sections;
   num_boundaries_ = s + 1;
   ending_.resize(num_boundaries_);
@@ -228,15 +230,10 @@ TimeSweep::TimeSweep(const Instance& instance, bool reversed) : inst_(instance) 
   }
   mark_.assign(instance.items.size(), 0);
   frames_.resize(num_boundaries_);
-  if (load_ == 0) {
-    done_ = true;
-    reason_ = "not zero slack";
-  }
 }
 
-bool TimeSweep::Mark(const std::vector<std::uint32_t>& items) {
+void TimeSweep::Mark(const std::vector<std::uint32_t>& items) {
   for (const std::uint32_t i : items) mark_[i] = 1;
-  return true;
 }
 
 void TimeSweep::Unmark(const std::vector<std::uint32_t>& items) {
@@ -299,7 +296,7 @@ SearchOutcome TimeSweep::Continue(std::uint64_t budget, SearchControl& control) 
     ResetFrame(1, PQTree(starting_[0]));
     depth_ = 1;
   }
-  std::uint64_t spent = 0;
+  const std::uint64_t effort_before = effort_;
   for (;;) {
     if (control.stopped()) return SearchOutcome::kLimit;
     if (depth_ == last) {  // everything ends: the plan
@@ -334,21 +331,20 @@ SearchOutcome TimeSweep::Continue(std::uint64_t budget, SearchControl& control) 
         continue;
       }
       const std::uint64_t work_before = work_;
-      if (!Refill(depth_, control)) return SearchOutcome::kLimit;
-      // A long enumeration counts against the slice (2^10 steps a node),
-      // so that the other members get their turns.
-      spent += (work_ - work_before) >> 10;
+      const bool finished = Refill(depth_, control);
+      effort_ += (work_ - work_before) >> 10;
+      if (!finished) return SearchOutcome::kLimit;
       continue;
     }
-    if (spent >= budget) return SearchOutcome::kLimit;
-    ++spent;
+    if (effort_ - effort_before >= budget) return SearchOutcome::kLimit;
+    ++effort_;
     ++nodes_;
     const bool more_time = control.Tick();
-    const Pairing p = f.batch[f.pos++];
+    Pairing p = std::move(f.batch[f.pos++]);
     PQTree reduced, next;
     if (Apply(depth_, p, &reduced, &next)) {
       f.reduced = reduced.Compacted();
-      f.chosen = p;
+      f.chosen = std::move(p);
       ResetFrame(depth_ + 1, next.Compacted());
       ++depth_;
       deepest_ = std::max(deepest_, depth_);

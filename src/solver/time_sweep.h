@@ -52,9 +52,9 @@ class TimeSweep {
   // section); nullopt otherwise.
   static std::optional<std::uint64_t> ZeroSlackLoad(const Instance& instance);
 
-  // `instance` must have a ZeroSlackLoad. `reversed`: sweep from the last
+  // `load`: the instance's ZeroSlackLoad. `reversed`: sweep from the last
   // section to the first (some instances are easy one way only).
-  TimeSweep(const Instance& instance, bool reversed);
+  TimeSweep(const Instance& instance, std::uint64_t load, bool reversed);
 
   // Goes on for up to `budget` nodes (one node: one pairing tried at one
   // boundary). kFound: offsets() is a plan of height base + load.
@@ -65,12 +65,14 @@ class TimeSweep {
   const std::vector<std::uint64_t>& offsets() const { return offsets_; }
   std::uint64_t height() const { return inst_.base + load_; }
   std::uint64_t nodes() const { return nodes_; }
-  // For reports: the furthest boundary reached, of how many; enumerations
-  // cut at their step cap; elementary enumeration steps.
+  // Nodes plus long enumerations (2^10 steps a node): what the portfolio's
+  // turns count, so that a sweep stuck enumerating still yields its turn.
+  std::uint64_t effort() const { return effort_; }
+  // Where a sweep fails (solver_bench's TimeSweep): the furthest boundary
+  // reached, of how many, and the enumerations cut at their step cap.
   std::size_t deepest() const { return deepest_; }
   std::size_t boundaries() const { return num_boundaries_; }
   std::uint64_t capped() const { return capped_; }
-  std::uint64_t work() const { return work_; }
   // Why the sweep ran out, when it did.
   const std::string& reason() const { return reason_; }
 
@@ -97,7 +99,7 @@ class TimeSweep {
   // Fills frames_[k].batch with the next pairings; false when stopped by
   // the limits (the batch is then redone on the next call).
   bool Refill(std::size_t k, SearchControl& control);
-  bool Mark(const std::vector<std::uint32_t>& items);
+  void Mark(const std::vector<std::uint32_t>& items);
   void Unmark(const std::vector<std::uint32_t>& items);
   // Applies a pairing at boundary k: the reduced tree and the next one.
   bool Apply(std::size_t k, const Pairing& p, PQTree* reduced, PQTree* next);
@@ -114,7 +116,7 @@ class TimeSweep {
   bool started_ = false, done_ = false;
   std::vector<std::uint8_t> mark_;
   std::vector<std::uint64_t> offsets_;
-  std::uint64_t nodes_ = 0;
+  std::uint64_t nodes_ = 0, effort_ = 0;
   std::size_t deepest_ = 0;
   std::uint64_t capped_ = 0, work_ = 0;
   std::string reason_;

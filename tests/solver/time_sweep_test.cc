@@ -6,6 +6,7 @@
 #include <string>
 #include <cstdint>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <set>
 #include <vector>
@@ -46,6 +47,12 @@ std::vector<std::uint8_t> Marks(const std::vector<std::uint32_t>& set, std::size
   return m;
 }
 
+Order Iota(std::size_t n) {
+  Order o(n);
+  std::iota(o.begin(), o.end(), 0u);
+  return o;
+}
+
 // A tree over `leaves` shaped by `steps` random reductions (those that
 // leave some order); marks sized `width`.
 PQTree Shaped(const Order& leaves, int steps, std::size_t width, std::mt19937_64& rng) {
@@ -67,8 +74,7 @@ TEST(PQTree, ReductionsMatchBruteForce) {
   std::mt19937_64 rng(7);
   for (int trial = 0; trial < 600; ++trial) {
     const std::size_t n = 2 + rng() % 6;
-    Order leaves(n);
-    std::iota(leaves.begin(), leaves.end(), 0u);
+    const Order leaves = Iota(n);
     PQTree tree(leaves);
     std::set<Order> allowed;
     Order p = leaves;
@@ -104,8 +110,7 @@ TEST(PQTree, ReplaceSwapsTheBlockForAnyOrderOfTheNewLeaves) {
   std::mt19937_64 rng(11);
   for (int trial = 0; trial < 300; ++trial) {
     const std::size_t n = 3 + rng() % 4;
-    Order leaves(n);
-    std::iota(leaves.begin(), leaves.end(), 0u);
+    const Order leaves = Iota(n);
     PQTree tree = Shaped(leaves, 2, n + 3, rng);
     Order group = leaves;
     std::shuffle(group.begin(), group.end(), rng);
@@ -141,8 +146,7 @@ TEST(PQTree, KeyedFrontierFollowsTheKeys) {
   std::mt19937_64 rng(3);
   for (int trial = 0; trial < 300; ++trial) {
     const std::size_t n = 2 + rng() % 6;
-    Order leaves(n);
-    std::iota(leaves.begin(), leaves.end(), 0u);
+    const Order leaves = Iota(n);
     const PQTree tree = Shaped(leaves, 3, n, rng);
     const auto all = tree.AllFrontiers();
     const Order& target = all[rng() % all.size()];
@@ -173,11 +177,12 @@ bool SweepFits(const Problem& p, bool reversed, std::string* why) {
   plan.offsets.assign(p.buffers.size(), 0);
   for (const solver::Placement& pl : pre->placed) plan.offsets[pl.buffer] = pl.offset;
   for (const solver::Instance& inst : pre->instances) {
-    if (!solver::TimeSweep::ZeroSlackLoad(inst)) {
+    const std::optional<std::uint64_t> load = solver::TimeSweep::ZeroSlackLoad(inst);
+    if (!load) {
       *why = "a partition is not zero slack";
       return false;
     }
-    solver::TimeSweep sweep(inst, reversed);
+    solver::TimeSweep sweep(inst, *load, reversed);
     solver::SearchControl control(1e18, 0, false, nullptr, 1.0);
     if (sweep.Continue(200'000, control) != solver::SearchOutcome::kFound) {
       *why = "no fit: " + sweep.reason();
