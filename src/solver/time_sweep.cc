@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/checked_math.h"
+#include "solver/subset_sum_table.h"
 
 namespace tensormem::solver {
 namespace {
@@ -19,6 +20,9 @@ constexpr std::size_t kBigSide = 15, kMaxGroupOnBigSide = 5, kSubsetsPerSum = 16
 // perfect packings has a boundary whose dead ends alone ran for the whole
 // 20 s limit). About 50-100 ms (a step is a few ns).
 constexpr std::uint64_t kMaxEnumerationWork = std::uint64_t{1} << 24;
+// Other sides this small keep the plain subset search (it cannot blow up)
+// instead of a SubsetSumTable.
+constexpr std::size_t kSubsetSumTableMinItems = 12;
 
 double Binomial(std::size_t n, std::size_t k) {
   k = std::min(k, n - k);
@@ -74,9 +78,10 @@ class TimeSweep::Enumerator {
 
   std::uint64_t Size(std::uint32_t i) const { return sweep_.inst_.items[i].height; }
 
-  // Subsets of `items` (largest first) summing to `target`, at most `cap`.
+  // Subsets of `items` (largest first) summing to `target`, at most
+  // kSubsetsPerSum. `table`: the items' SubsetSumTable, or null.
   void SubsetsWithSum(const std::vector<std::uint32_t>& items, std::uint64_t target,
-                      std::vector<std::vector<std::uint32_t>>* out) {
+                      const SubsetSumTable* table, std::vector<std::vector<std::uint32_t>>* out) {
     std::vector<std::uint64_t> suffix(items.size() + 1, 0);
     for (std::size_t i = items.size(); i-- > 0;)
       suffix[i] = internal::SaturatingAdd(suffix[i + 1], Size(items[i]));
@@ -89,6 +94,7 @@ class TimeSweep::Enumerator {
         return;
       }
       if (i == items.size() || suffix[i] < rem) return;
+      if (table != nullptr && !table->Reaches(i, rem)) return;
       if (Size(items[i]) <= rem) {
         cur.push_back(items[i]);
         self(self, i + 1, rem - Size(items[i]));
@@ -118,6 +124,19 @@ class TimeSweep::Enumerator {
     std::stable_sort(other.begin(), other.end(),
                      [&](std::uint32_t a, std::uint32_t b) { return Size(a) > Size(b); });
     const std::size_t n = side.size(), pool = n - 1;
+    // A large other side gets its reachable sums first: then a group whose
+    // sum it cannot reach costs one lookup, and the search for the matches
+    // of one that it can never meets a dead end.
+    SubsetSumTable table;
+    bool have_table = false;
+    if (other.size() >= kSubsetSumTableMinItems) {
+      std::vector<std::uint64_t> sizes;
+      std::uint64_t side_sum = 0;
+      for (const std::uint32_t i : other) sizes.push_back(Size(i));
+      for (const std::uint32_t i : side) side_sum = internal::SaturatingAdd(side_sum, Size(i));
+      have_table = table.Build(sizes, std::min(side_sum, other_sum));
+      if (have_table) work_ += table.cost() / 4;
+    }
     std::vector<std::size_t> idx;
     std::vector<std::vector<std::uint32_t>> matches;
     for (std::size_t r = 0; r <= pool; ++r) {
@@ -135,7 +154,7 @@ class TimeSweep::Enumerator {
         }
         // An ending group (pivot on the ending side) is reduced once, before
         // its matches are sought: one that cannot be consecutive needs none.
-        bool possible = total <= other_sum;
+        bool possible = total <= other_sum && (!have_table || table.Reaches(0, total));
         PQTree reduced_group;
         if (possible && pivot_ending) {
           reduced_group = tree;
@@ -145,7 +164,7 @@ class TimeSweep::Enumerator {
         }
         if (possible) {
           matches.clear();
-          SubsetsWithSum(other, total, &matches);
+          SubsetsWithSum(other, total, have_table ? &table : nullptr, &matches);
           for (const std::vector<std::uint32_t>& match : matches) {
             const double chance = Binomial(other.size(), match.size()) * Binomial(pool, r);
             const bool proper = match.size() < other.size() && group.size() < n;

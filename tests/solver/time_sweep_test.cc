@@ -1,5 +1,6 @@
-// The PQ-tree against brute force over permutations, and the time sweep
-// (zero-slack partitions) against the independent validator.
+// The PQ-tree against brute force over permutations, the subset-sum table
+// against brute force over subsets, and the time sweep (zero-slack
+// partitions) against the independent validator.
 #include <algorithm>
 #include <array>
 #include <limits>
@@ -16,6 +17,7 @@
 #include "harness/perfect_packing.h"
 #include "solver/instance.h"
 #include "solver/pq_tree.h"
+#include "solver/subset_sum_table.h"
 #include "solver/time_sweep.h"
 #include "tensormem/solver.h"
 #include "tensormem/validator.h"
@@ -154,6 +156,49 @@ TEST(PQTree, KeyedFrontierFollowsTheKeys) {
     for (std::size_t k = 0; k < n; ++k) key[target[k]] = {k, 0};
     ASSERT_EQ(tree.KeyedFrontier(key), target) << "trial " << trial;
   }
+}
+
+TEST(SubsetSumTable, ReachesExactlyTheSubsetSums) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 300; ++round) {
+    const std::size_t n = round % 11;
+    // Sizes that share a factor (the table works in its units) and some
+    // that do not; now and then one past 64 units (a shift of whole words).
+    const std::uint64_t unit = std::array<std::uint64_t, 4>{1, 3, 64, 1000}[round % 4];
+    std::vector<std::uint64_t> sizes(n);
+    for (std::uint64_t& v : sizes) v = unit * (1 + rng() % (round % 3 == 0 ? 200 : 20));
+    std::uint64_t total = 0;
+    for (const std::uint64_t v : sizes) total += v;
+    const std::uint64_t max_sum = round % 5 == 0 ? total / 2 : total;
+    solver::SubsetSumTable table;
+    ASSERT_TRUE(table.Build(sizes, max_sum));
+    for (std::size_t i = 0; i <= n; ++i) {
+      std::set<std::uint64_t> sums;
+      for (std::uint32_t mask = 0; mask < (1u << (n - i)); ++mask) {
+        std::uint64_t s = 0;
+        for (std::size_t k = 0; k < n - i; ++k)
+          if (mask >> k & 1) s += sizes[i + k];
+        sums.insert(s);
+      }
+      for (std::uint64_t s = 0; s <= total + unit; ++s)
+        ASSERT_EQ(table.Reaches(i, s), s <= max_sum && sums.count(s) == 1)
+            << "round " << round << " suffix " << i << " sum " << s;
+    }
+  }
+}
+
+TEST(SubsetSumTable, RefusesWhatItCannotHold) {
+  solver::SubsetSumTable table;
+  EXPECT_FALSE(table.Build({5, 0, 3}, 8));  // a size of 0
+  EXPECT_FALSE(table.Build({1, 2}, solver::SubsetSumTable::kMaxBits));  // too many sums
+  EXPECT_FALSE(table.Build({1}, std::numeric_limits<std::uint64_t>::max()));
+  // The common divisor brings a large sum within the limit.
+  ASSERT_TRUE(table.Build({std::uint64_t{1} << 40, std::uint64_t{3} << 40}, std::uint64_t{4} << 40));
+  EXPECT_TRUE(table.Reaches(0, std::uint64_t{4} << 40));
+  EXPECT_FALSE(table.Reaches(0, std::uint64_t{2} << 40));
+  EXPECT_TRUE(table.Build({}, 10));  // no sizes: the empty sum
+  EXPECT_TRUE(table.Reaches(0, 0));
+  EXPECT_FALSE(table.Reaches(0, 1));
 }
 
 TEST(PQTree, RefusesSubsetsNotInTheTree) {
