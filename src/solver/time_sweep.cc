@@ -78,22 +78,25 @@ class TimeSweep::Enumerator {
 
   std::uint64_t Size(std::uint32_t i) const { return sweep_.inst_.items[i].height; }
 
-  // Subsets of `items` (largest first) summing to `target`, at most
-  // kSubsetsPerSum. `table`: the items' SubsetSumTable, or null.
+  // Subsets of `items` (largest first) of at most `max_count` buffers
+  // summing to `target`, at most kSubsetsPerSum of them appended to `out`.
+  // `table`: the items' SubsetSumTable, or null.
   void SubsetsWithSum(const std::vector<std::uint32_t>& items, std::uint64_t target,
-                      const SubsetSumTable* table, std::vector<std::vector<std::uint32_t>>* out) {
+                      std::size_t max_count, const SubsetSumTable* table,
+                      std::vector<std::vector<std::uint32_t>>* out) {
+    const std::size_t cap = out->size() + kSubsetsPerSum;
     std::vector<std::uint64_t> suffix(items.size() + 1, 0);
     for (std::size_t i = items.size(); i-- > 0;)
       suffix[i] = internal::SaturatingAdd(suffix[i + 1], Size(items[i]));
     std::vector<std::uint32_t> cur;
     const auto go = [&](const auto& self, std::size_t i, std::uint64_t rem) -> void {
-      if (out->size() >= kSubsetsPerSum || Stopped()) return;
+      if (out->size() >= cap || Stopped()) return;
       Work();
       if (rem == 0) {
         out->push_back(cur);
         return;
       }
-      if (i == items.size() || suffix[i] < rem) return;
+      if (i == items.size() || suffix[i] < rem || cur.size() == max_count) return;
       if (table != nullptr && !table->Reaches(i, rem)) return;
       if (Size(items[i]) <= rem) {
         cur.push_back(items[i]);
@@ -134,12 +137,28 @@ class TimeSweep::Enumerator {
       std::uint64_t side_sum = 0;
       for (const std::uint32_t i : other) sizes.push_back(Size(i));
       for (const std::uint32_t i : side) side_sum = internal::SaturatingAdd(side_sum, Size(i));
-      have_table = table.Build(sizes, std::min(side_sum, other_sum));
+      have_table = table.Build(sizes, other_sum);
       if (have_table) work_ += table.cost() / 4;
     }
+    // Whether a match of k buffers of the other side for a group (of r + 1
+    // here) summing to `total` is likely to be chance: the expected number
+    // of such equal sums, C(others, k) C(pool, r) over the spread of the
+    // sums they can take, above 1 %. The spread is at least `total`, and
+    // wider when k buffers can sum to much more (sizes spread over orders
+    // of magnitude: 85 + 232 = 317 among buffers of 10^4-10^5 bytes is no
+    // chance).
+    std::vector<std::uint64_t> largest(other.size() + 1, 0);  // sums of the k largest
+    for (std::size_t k = 0; k < other.size(); ++k)
+      largest[k + 1] = internal::SaturatingAdd(largest[k], Size(other[k]));
+    std::size_t r = 0;
+    const auto likely = [&](std::size_t k, std::uint64_t total) {
+      const std::uint64_t smallest = other_sum - largest[other.size() - k];
+      const std::uint64_t spread = std::max(total, largest[k] - smallest);
+      return Binomial(other.size(), k) * Binomial(pool, r) > static_cast<double>(spread) / 100.0;
+    };
     std::vector<std::size_t> idx;
     std::vector<std::vector<std::uint32_t>> matches;
-    for (std::size_t r = 0; r <= pool; ++r) {
+    for (r = 0; r <= pool; ++r) {
       if (r >= kMaxGroupOnBigSide && n > kBigSide) break;
       idx.resize(r);
       for (std::size_t k = 0; k < r; ++k) idx[k] = k;
@@ -164,11 +183,33 @@ class TimeSweep::Enumerator {
         }
         if (possible) {
           matches.clear();
-          SubsetsWithSum(other, total, have_table ? &table : nullptr, &matches);
+          const SubsetSumTable* lookup = have_table ? &table : nullptr;
+          // The sparse pass looks only where a match is unlikely to be
+          // chance: among the few buffers, or all but a few (as the
+          // complements of few with the rest of the sum). Searching all
+          // sizes there with the kSubsetsPerSum cap found the likely ones
+          // first and could cap out before a true match of all but two.
+          std::size_t few = 0;
+          if (sparse_only)
+            while (few < other.size() && !likely(few + 1, total)) ++few;
+          if (!sparse_only || 2 * few >= other.size()) {
+            SubsetsWithSum(other, total, other.size(), lookup, &matches);
+          } else {
+            SubsetsWithSum(other, total, few, lookup, &matches);
+            const std::size_t small = matches.size();
+            SubsetsWithSum(other, other_sum - total, few, lookup, &matches);
+            for (std::size_t m = small; m < matches.size(); ++m) {
+              sweep_.Mark(matches[m]);
+              std::vector<std::uint32_t> complement;
+              for (const std::uint32_t i : other)
+                if (!sweep_.mark_[i]) complement.push_back(i);
+              sweep_.Unmark(matches[m]);
+              matches[m] = std::move(complement);
+            }
+          }
           for (const std::vector<std::uint32_t>& match : matches) {
-            const double chance = Binomial(other.size(), match.size()) * Binomial(pool, r);
             const bool proper = match.size() < other.size() && group.size() < n;
-            const bool dense = proper && chance > static_cast<double>(total) / 100.0;
+            const bool dense = proper && likely(match.size(), total);
             if (sparse_only && dense) continue;
             const std::vector<std::uint32_t>& a = pivot_ending ? group : match;
             const std::vector<std::uint32_t>& b = pivot_ending ? match : group;
