@@ -78,25 +78,28 @@ class TimeSweep::Enumerator {
 
   std::uint64_t Size(std::uint32_t i) const { return sweep_.inst_.items[i].height; }
 
-  // Subsets of `items` (largest first) of at most `max_count` buffers
-  // summing to `target`, at most kSubsetsPerSum of them appended to `out`.
-  // `table`: the items' SubsetSumTable, or null.
-  void SubsetsWithSum(const std::vector<std::uint32_t>& items, std::uint64_t target,
-                      std::size_t max_count, const SubsetSumTable* table,
+  // Subsets of exactly `count` of `items` (sorted largest first) summing
+  // to `target`, appended to `out` until it holds `cap`. `table`: the
+  // items' SubsetSumTable, or null. `largest`: the prefix sums of items.
+  void SubsetsWithSum(const std::vector<std::uint32_t>& items,
+                      const std::vector<std::uint64_t>& largest, std::uint64_t target,
+                      std::size_t count, const SubsetSumTable* table, std::size_t cap,
                       std::vector<std::vector<std::uint32_t>>* out) {
-    const std::size_t cap = out->size() + kSubsetsPerSum;
-    std::vector<std::uint64_t> suffix(items.size() + 1, 0);
-    for (std::size_t i = items.size(); i-- > 0;)
-      suffix[i] = internal::SaturatingAdd(suffix[i + 1], Size(items[i]));
+    const std::size_t n = items.size();
     std::vector<std::uint32_t> cur;
     const auto go = [&](const auto& self, std::size_t i, std::uint64_t rem) -> void {
       if (out->size() >= cap || Stopped()) return;
       Work();
-      if (rem == 0) {
-        out->push_back(cur);
+      const std::size_t left = count - cur.size();
+      if (left == 0) {
+        if (rem == 0) out->push_back(cur);
         return;
       }
-      if (i == items.size() || suffix[i] < rem || cur.size() == max_count) return;
+      // `left` more of items[i..]: at most the next `left` (the largest
+      // there), at least the last `left` (the smallest).
+      if (n - i < left || largest[i + left] - largest[i] < rem ||
+          largest[n] - largest[n - left] > rem)
+        return;
       if (table != nullptr && !table->Reaches(i, rem)) return;
       if (Size(items[i]) <= rem) {
         cur.push_back(items[i]);
@@ -106,6 +109,38 @@ class TimeSweep::Enumerator {
       self(self, i + 1, rem);
     };
     go(go, 0, target);
+  }
+
+  // The matches of `total` among `other` (sorted largest first, summing to
+  // `other_sum`) of at most `limit` buffers or all but at most `limit`,
+  // fewest (or fewest left out) first, at most 2 kSubsetsPerSum. Sizes
+  // from both ends: the per-sum cap must not fill with subsets of one
+  // kind (a side with eight 1-byte buffers has 2^8 variants of each).
+  void Matches(const std::vector<std::uint32_t>& other, const std::vector<std::uint64_t>& largest,
+               std::uint64_t other_sum, std::uint64_t total, std::size_t limit,
+               const SubsetSumTable* table, std::vector<std::vector<std::uint32_t>>* out) {
+    out->clear();
+    const std::size_t n = other.size(), cap = 2 * kSubsetsPerSum;
+    if (total == other_sum) {
+      out->push_back(other);
+      return;
+    }
+    std::vector<std::vector<std::uint32_t>> left_out;
+    // c buffers, then all but c: every size from 1 to n - 1 once.
+    for (std::size_t c = 1; 2 * c <= n && c <= limit && out->size() < cap && !Stopped(); ++c) {
+      SubsetsWithSum(other, largest, total, c, table, cap, out);
+      if (2 * c == n || out->size() >= cap) continue;  // n - c = c: done above
+      left_out.clear();
+      SubsetsWithSum(other, largest, other_sum - total, c, table, cap - out->size(), &left_out);
+      for (const std::vector<std::uint32_t>& l : left_out) {
+        sweep_.Mark(l);
+        std::vector<std::uint32_t> complement;
+        for (const std::uint32_t i : other)
+          if (!sweep_.mark_[i]) complement.push_back(i);
+        sweep_.Unmark(l);
+        out->push_back(std::move(complement));
+      }
+    }
   }
 
   // `sparse_only`: only pairings whose proper groups all match unlikely
@@ -182,31 +217,14 @@ class TimeSweep::Enumerator {
           sweep_.Unmark(group);
         }
         if (possible) {
-          matches.clear();
-          const SubsetSumTable* lookup = have_table ? &table : nullptr;
           // The sparse pass looks only where a match is unlikely to be
-          // chance: among the few buffers, or all but a few (as the
-          // complements of few with the rest of the sum). Searching all
-          // sizes there with the kSubsetsPerSum cap found the likely ones
-          // first and could cap out before a true match of all but two.
-          std::size_t few = 0;
-          if (sparse_only)
+          // chance: among the few buffers, or all but a few.
+          std::size_t few = other.size();
+          if (sparse_only) {
+            few = 0;
             while (few < other.size() && !likely(few + 1, total)) ++few;
-          if (!sparse_only || 2 * few >= other.size()) {
-            SubsetsWithSum(other, total, other.size(), lookup, &matches);
-          } else {
-            SubsetsWithSum(other, total, few, lookup, &matches);
-            const std::size_t small = matches.size();
-            SubsetsWithSum(other, other_sum - total, few, lookup, &matches);
-            for (std::size_t m = small; m < matches.size(); ++m) {
-              sweep_.Mark(matches[m]);
-              std::vector<std::uint32_t> complement;
-              for (const std::uint32_t i : other)
-                if (!sweep_.mark_[i]) complement.push_back(i);
-              sweep_.Unmark(matches[m]);
-              matches[m] = std::move(complement);
-            }
           }
+          Matches(other, largest, other_sum, total, few, have_table ? &table : nullptr, &matches);
           for (const std::vector<std::uint32_t>& match : matches) {
             const bool proper = match.size() < other.size() && group.size() < n;
             const bool dense = proper && likely(match.size(), total);
