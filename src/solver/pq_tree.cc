@@ -218,6 +218,110 @@ bool PQTree::Replace(const std::vector<std::uint8_t>& wanted, std::size_t count,
   return true;
 }
 
+PQTree::Index::Index(const PQTree& tree) : tree_(tree) {
+  const std::size_t n = tree.nodes_.size();
+  parent_.assign(n, -1);
+  total_.assign(n, 0);
+  hit_.assign(n, 0);
+  if (tree.root_ < 0) return;
+  std::vector<std::int32_t> order{tree.root_};
+  for (std::size_t i = 0; i < order.size(); ++i)
+    for (const std::int32_t y : tree.nodes_[order[i]].children) {
+      parent_[y] = order[i];
+      order.push_back(y);
+    }
+  for (std::size_t i = order.size(); i-- > 0;) {
+    const std::int32_t x = order[i];
+    const Node& node = tree.nodes_[x];
+    if (node.kind == Kind::kLeaf) {
+      total_[x] = 1;
+      if (node.leaf >= node_of_leaf_.size()) node_of_leaf_.resize(node.leaf + 1, -1);
+      node_of_leaf_[node.leaf] = x;
+      continue;
+    }
+    for (const std::int32_t y : node.children) total_[x] += total_[y];
+  }
+}
+
+char PQTree::Index::Label(std::int32_t x) const {
+  if (hit_[x] == 0) return 'E';
+  return hit_[x] == total_[x] ? 'F' : 'P';
+}
+
+bool PQTree::Index::PartialAdmits(std::int32_t x) const {
+  const std::vector<std::int32_t>& kids = tree_.nodes_[x].children;
+  if (tree_.nodes_[x].kind == Kind::kP) {
+    std::int32_t part = -1;
+    for (const std::int32_t y : kids)
+      if (Label(y) == 'P') {
+        if (part >= 0) return false;
+        part = y;
+      }
+    return part < 0 || PartialAdmits(part);
+  }
+  for (const bool reversed : {false, true}) {
+    const auto at = [&](std::size_t k) { return reversed ? kids[kids.size() - 1 - k] : kids[k]; };
+    std::size_t i = 0;
+    while (i < kids.size() && Label(at(i)) == 'E') ++i;
+    std::size_t j = i;
+    if (j < kids.size() && Label(at(j)) == 'P') ++j;
+    bool ok = true;
+    for (std::size_t k = j; k < kids.size() && ok; ++k) ok = Label(at(k)) == 'F';
+    if (ok) return j == i || PartialAdmits(at(i));
+  }
+  return false;
+}
+
+bool PQTree::Index::Admits(std::span<const std::uint32_t> leaves) const {
+  if (leaves.size() <= 1) return true;
+  if (tree_.root_ < 0) return false;
+  bool in_tree = true;
+  for (const std::uint32_t l : leaves) {
+    if (l >= node_of_leaf_.size() || node_of_leaf_[l] < 0) {
+      in_tree = false;
+      break;
+    }
+    for (std::int32_t x = node_of_leaf_[l]; x >= 0; x = parent_[x])
+      if (hit_[x]++ == 0) touched_.push_back(x);
+  }
+  bool ok = in_tree;
+  if (ok) {
+    const std::size_t count = leaves.size();
+    // The pertinent root: the lowest node holding every marked leaf.
+    std::int32_t r = tree_.root_;
+    for (;;) {
+      if (tree_.nodes_[r].kind == Kind::kLeaf) break;
+      std::int32_t inside = -1;
+      int hits = 0;
+      for (const std::int32_t y : tree_.nodes_[r].children)
+        if (hit_[y] > 0) {
+          inside = y;
+          ++hits;
+        }
+      if (hits != 1 || hit_[inside] != count) break;
+      r = inside;
+    }
+    if (hit_[r] != total_[r]) {
+      const std::vector<std::int32_t>& kids = tree_.nodes_[r].children;
+      if (tree_.nodes_[r].kind == Kind::kP) {
+        std::size_t parts = 0;
+        for (const std::int32_t y : kids)
+          if (Label(y) == 'P') ok = ok && ++parts <= 2 && PartialAdmits(y);
+      } else {
+        std::size_t i = 0, j = kids.size() - 1;
+        while (i < kids.size() && Label(kids[i]) == 'E') ++i;
+        while (j > i && Label(kids[j]) == 'E') --j;
+        for (std::size_t k = i + 1; k < j && ok; ++k) ok = Label(kids[k]) == 'F';
+        for (std::size_t k = i; k <= j && ok; ++k)
+          if (Label(kids[k]) == 'P') ok = PartialAdmits(kids[k]);
+      }
+    }
+  }
+  for (const std::int32_t x : touched_) hit_[x] = 0;
+  touched_.clear();
+  return ok;
+}
+
 std::vector<std::uint32_t> PQTree::Leaves() const {
   std::vector<std::uint32_t> out;
   if (root_ < 0) return out;

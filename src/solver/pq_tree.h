@@ -51,6 +51,31 @@ class PQTree {
   // Every allowed order (small trees only: tests).
   std::vector<std::vector<std::uint32_t>> AllFrontiers() const;
 
+  // Answers "would Reduce succeed?" for many subsets of one tree without
+  // copying it: parents, leaf counts and each leaf's node are indexed once,
+  // and a question walks up from its leaves only. The time sweep asks it
+  // for every candidate group at a boundary (most cannot be consecutive);
+  // copying and reducing the tree for each was most of its time. The tree
+  // must outlive the index and not change while it is used.
+  class Index {
+   public:
+    explicit Index(const PQTree& tree);
+    // The same answer as Reduce on a copy of the tree, where `leaves` (no
+    // repeats) are the marked ones.
+    bool Admits(std::span<const std::uint32_t> leaves) const;
+
+   private:
+    // Like PQTree::Partial, without building the result.
+    bool PartialAdmits(std::int32_t x) const;
+    char Label(std::int32_t x) const;
+    const PQTree& tree_;
+    std::vector<std::int32_t> parent_;
+    std::vector<std::uint32_t> total_;
+    std::vector<std::int32_t> node_of_leaf_;  // -1: not in the tree
+    mutable std::vector<std::uint32_t> hit_;  // 0 between questions
+    mutable std::vector<std::int32_t> touched_;
+  };
+
   // The same tree without the nodes earlier operations left unreachable.
   PQTree Compacted() const;
   std::size_t node_count() const { return nodes_.size(); }

@@ -162,6 +162,7 @@ class TimeSweep::Enumerator {
     std::stable_sort(other.begin(), other.end(),
                      [&](std::uint32_t a, std::uint32_t b) { return Size(a) > Size(b); });
     const std::size_t n = side.size(), pool = n - 1;
+    const PQTree::Index index(tree);
     // A large other side gets its reachable sums first: then a group whose
     // sum it cannot reach costs one lookup, and the search for the matches
     // of one that it can never meets a dead end.
@@ -206,16 +207,10 @@ class TimeSweep::Enumerator {
           group.push_back(side[k + 1]);
           total = internal::SaturatingAdd(total, Size(side[k + 1]));
         }
-        // An ending group (pivot on the ending side) is reduced once, before
-        // its matches are sought: one that cannot be consecutive needs none.
-        bool possible = total <= other_sum && (!have_table || table.Reaches(0, total));
-        PQTree reduced_group;
-        if (possible && pivot_ending) {
-          reduced_group = tree;
-          sweep_.Mark(group);
-          possible = reduced_group.Reduce(sweep_.mark_, group.size());
-          sweep_.Unmark(group);
-        }
+        // An ending group (pivot on the ending side) is checked before its
+        // matches are sought: one that cannot be consecutive needs none.
+        const bool possible = total <= other_sum && (!have_table || table.Reaches(0, total)) &&
+                              (!pivot_ending || index.Admits(group));
         if (possible) {
           // The sparse pass looks only where a match is unlikely to be
           // chance: among the few buffers, or all but a few.
@@ -231,15 +226,15 @@ class TimeSweep::Enumerator {
             if (sparse_only && dense) continue;
             const std::vector<std::uint32_t>& a = pivot_ending ? group : match;
             const std::vector<std::uint32_t>& b = pivot_ending ? match : group;
-            PQTree t = pivot_ending ? reduced_group : tree;
+            if (!pivot_ending && !index.Admits(a)) continue;
+            // Only a pairing that goes on gets its own copy of the tree.
+            PQTree t = tree;
             sweep_.Mark(a);
-            const bool ok = pivot_ending || t.Reduce(sweep_.mark_, a.size());
+            t.Reduce(sweep_.mark_, a.size());  // admitted: succeeds
             std::vector<std::uint32_t> rest_ending, rest_starting;
-            if (ok)
-              for (const std::uint32_t i : ending)
-                if (!sweep_.mark_[i]) rest_ending.push_back(i);
+            for (const std::uint32_t i : ending)
+              if (!sweep_.mark_[i]) rest_ending.push_back(i);
             sweep_.Unmark(a);
-            if (!ok) continue;
             sweep_.Mark(b);
             for (const std::uint32_t i : starting)
               if (!sweep_.mark_[i]) rest_starting.push_back(i);

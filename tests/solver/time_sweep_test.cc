@@ -93,6 +93,19 @@ TEST(PQTree, ReductionsMatchBruteForce) {
       for (const Order& o : allowed)
         if (Consecutive(o, wanted, subset.size())) kept.insert(o);
       const std::set<Order> before = Frontiers(tree);
+      // The index answers without reducing, for this subset and others.
+      const PQTree::Index index(tree);
+      EXPECT_EQ(index.Admits(subset), !kept.empty()) << "trial " << trial;
+      for (int q = 0; q < 4; ++q) {
+        Order other = leaves;
+        std::shuffle(other.begin(), other.end(), rng);
+        other.resize(1 + rng() % n);
+        const std::vector<std::uint8_t> marks = Marks(other, n);
+        const bool possible = std::any_of(allowed.begin(), allowed.end(), [&](const Order& o) {
+          return Consecutive(o, marks, other.size());
+        });
+        EXPECT_EQ(index.Admits(other), possible) << "trial " << trial << " question " << q;
+      }
       const bool ok = tree.Reduce(wanted, subset.size());
       if (kept.empty()) {
         ASSERT_FALSE(ok) << "trial " << trial;
