@@ -17,7 +17,8 @@
 // TimeSweep/N/seed/backwards: the time sweep alone (solver/time_sweep.h)
 // on each partition of a perfect packing, one direction, up to
 // $TENSORMEM_SWEEP_BENCH_LIMIT seconds per partition (default 10).
-// Counters: fit (1 = every partition), nodes, and for the partitions that
+// Counters: fit (1 = every partition), nodes, effort (what the portfolio
+// counts: nodes plus enumeration steps / 2^10), and for the partitions that
 // did not fit: stuck_at (furthest boundary / boundaries, lowest), capped
 // (enumerations cut at their step cap): where the sweep fails.
 #include <benchmark/benchmark.h>
@@ -129,7 +130,7 @@ void BM_TimeSweep(benchmark::State& state) {
   const char* limit = std::getenv("TENSORMEM_SWEEP_BENCH_LIMIT");
   const double seconds = limit ? std::atof(limit) : 10.0;
   bool fit = true;
-  double nodes = 0, capped = 0, stuck_at = 1;
+  double nodes = 0, effort = 0, capped = 0, stuck_at = 1;
   for (auto _ : state) {
     for (const Instance& inst : pre->instances) {
       const std::optional<std::uint64_t> load = TimeSweep::ZeroSlackLoad(inst);
@@ -141,6 +142,7 @@ void BM_TimeSweep(benchmark::State& state) {
       SearchControl control(seconds, 0, false, nullptr, 1.0);
       const bool found = sweep.Continue(UINT64_MAX, control) == SearchOutcome::kFound;
       nodes += static_cast<double>(sweep.nodes());
+      effort += static_cast<double>(sweep.effort());
       if (found) continue;
       fit = false;
       capped += static_cast<double>(sweep.capped());
@@ -150,6 +152,7 @@ void BM_TimeSweep(benchmark::State& state) {
   }
   state.counters["fit"] = fit ? 1 : 0;
   state.counters["nodes"] = nodes;
+  state.counters["effort"] = effort;
   state.counters["capped"] = capped;
   state.counters["stuck_at"] = fit ? 1 : stuck_at;
 }

@@ -20,6 +20,16 @@ std::uint64_t Luby(std::uint64_t i) {
   }
 }
 
+// Units of a time sweep's effort that take about as long as one skyline
+// node (measured on the N = 1,000 perfect packings: a sweep spends about
+// 100 units a millisecond, the skyline configurations 10-20 nodes).
+constexpr std::uint64_t kSweepEffortPerNode = 8;
+// The sweeps' share of the time on a zero-slack partition, against the
+// skyline configurations': 2 to 1. On zero slack the sweep is the engine
+// that scales (perfect packings of 1,000 buffers: every seed 1-10 fits by
+// a sweep within 0.5 s alone, and by no skyline configuration within 60 s).
+constexpr std::uint64_t kSweepShare = 2;
+
 }  // namespace
 
 PartitionSolver::PartitionSolver(const Instance& instance, const SolverParams& params)
@@ -29,6 +39,7 @@ PartitionSolver::PartitionSolver(const Instance& instance, const SolverParams& p
           params.time_sweep ? TimeSweep::ZeroSlackLoad(instance) : std::nullopt) {
     sweeps_.push_back(std::make_unique<TimeSweep>(instance, *load, /*reversed=*/false));
     sweeps_.push_back(std::make_unique<TimeSweep>(instance, *load, /*reversed=*/true));
+    sweep_done_.assign(sweeps_.size(), 0);
   }
 }
 
@@ -70,55 +81,53 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
   const std::uint64_t slice = std::max<std::uint64_t>(
       {params_.portfolio_slice_nodes, 1,
        params_.portfolio_slice_nodes > 1 ? inst_.items.size() + 1 : 1});
-  // Slots past the portfolio's are the time sweeps; they take the first
-  // turn the first time they can answer (a sweep mostly either fits the
-  // partition in about one node per boundary or not soon).
-  const std::size_t slots = portfolio.size() + sweeps_.size();
-  if (!sweeps_.empty() && !sweeps_had_turn_ && capacity >= sweeps_[0]->height()) {
-    sweeps_had_turn_ = true;
-    next_ = portfolio.size();
-  }
   std::uint64_t spent = 0;
-  for (;; next_ = (next_ + 1) % slots) {
+  for (;;) {
     if (control.stopped() || spent >= budget) return SearchOutcome::kLimit;
-    if (next_ >= portfolio.size()) {
-      TimeSweep& sweep = *sweeps_[next_ - portfolio.size()];
-      if (capacity < sweep.height()) continue;
-      const std::uint64_t before = sweep.effort();
-      // A sweep's turn is as much effort as a round of the whole portfolio
-      // (its enumerations' steps count too, TimeSweep::effort): on zero slack it
-      // is the engine that scales (perfect packings of 1,000 buffers: a
-      // sweep node costs about half a placement there, and with one slice
-      // a turn the sweeps got a tenth of the time, too little to fit seed
-      // 7, which the forward sweep alone fits in 4 s).
-      // The first turn is one pass (two nodes per boundary): enough for the
-      // sweeps that fit without backtracking, short enough not to delay
-      // the others' first plans when it does not.
-      const std::uint64_t turn = sweep.effort() == 0 ? 2 * sweep.boundaries()
-                                                    : slice * portfolio.size();
-      const SearchOutcome out = sweep.Continue(std::min(turn, budget - spent), control);
-      spent += sweep.effort() - before;
+    const bool skyline_left =
+        std::find(over_memory_.begin(), over_memory_.end(), 0) != over_memory_.end();
+    // The sweeps (capacity permitting: their plans are as high as the
+    // load) take a turn whenever they are behind their share, the first
+    // one included: a sweep that fits answers within about a second, and
+    // meanwhile the anytime answer is the heuristic plan. A turn is about
+    // as long as a slice (kSweepEffortPerNode units of effort a node).
+    std::size_t sweep = sweeps_.size();
+    if (!sweeps_.empty() && capacity >= sweeps_[0]->height() &&
+        (!skyline_left || sweep_effort_ <= kSweepShare * kSweepEffortPerNode * skyline_nodes_))
+      for (std::size_t k = 0; k < sweeps_.size() && sweep == sweeps_.size(); ++k)
+        if (!sweep_done_[(next_sweep_ + k) % sweeps_.size()])
+          sweep = (next_sweep_ + k) % sweeps_.size();
+    if (sweep < sweeps_.size()) {
+      TimeSweep& s = *sweeps_[sweep];
+      next_sweep_ = (sweep + 1) % sweeps_.size();
+      const std::uint64_t before = s.effort();
+      const SearchOutcome out =
+          s.Continue(std::min(kSweepEffortPerNode * slice, budget - spent), control);
+      spent += s.effort() - before;
+      sweep_effort_ += s.effort() - before;
       if (out == SearchOutcome::kFound) {
-        winner_ = next_;
-        offsets_ = sweep.offsets();
-        height_ = sweep.height();
+        offsets_ = s.offsets();
+        height_ = s.height();
         return out;
       }
-      continue;  // kExhausted is no proof: the portfolio goes on
+      if (out == SearchOutcome::kExhausted) sweep_done_[sweep] = 1;  // no proof: go on
+      continue;
     }
-    if (std::find(over_memory_.begin(), over_memory_.end(), 0) == over_memory_.end()) {
+    if (!skyline_left) {  // and no sweep left either
       gave_up_ = true;
       return SearchOutcome::kLimit;
     }
-    if (over_memory_[next_]) continue;
-    std::unique_ptr<SkylineSearch>& search = searches_[next_];
-    const SearchConfig& config = portfolio[next_];
+    const std::size_t slot = next_;
+    next_ = (next_ + 1) % portfolio.size();
+    if (over_memory_[slot]) continue;
+    std::unique_ptr<SkylineSearch>& search = searches_[slot];
+    const SearchConfig& config = portfolio[slot];
     // A restarting configuration's run ends after Luby(run) x a few nodes per item.
     const auto run_budget = [&] {
       return std::max<std::uint64_t>(slice, 2 * inst_.items.size()) *
-             Luby(std::max<std::uint64_t>(runs_[next_], 1));
+             Luby(std::max<std::uint64_t>(runs_[slot], 1));
     };
-    if (search && config.restarts && run_nodes_[next_] >= run_budget()) search.reset();
+    if (search && config.restarts && run_nodes_[slot] >= run_budget()) search.reset();
     if (!search) {
       auto& inst = by_order_[static_cast<std::size_t>(config.order)];
       if (inst.empty()) RankItems(inst_, config.order, nullptr, &inst);
@@ -134,21 +143,22 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
       // The memory for nogoods is shared by the searches that run together.
       options.memo_words = options.memo_words / portfolio.size();
       if (config.restarts) {
-        ++runs_[next_];
-        run_nodes_[next_] = 0;
-        options.shuffle_seed = 0x5DEECE66Dull * runs_[next_] + 11 * next_ + 1;
+        ++runs_[slot];
+        run_nodes_[slot] = 0;
+        options.shuffle_seed = 0x5DEECE66Dull * runs_[slot] + 11 * slot + 1;
       }
       search = std::make_unique<SkylineSearch>(inst_, options);
       search->Start(capacity);
     }
     const std::uint64_t before = search->nodes();
     std::uint64_t step = std::min(slice, budget - spent);
-    if (config.restarts) step = std::min(step, run_budget() - run_nodes_[next_]);
+    if (config.restarts) step = std::min(step, run_budget() - run_nodes_[slot]);
     const SearchOutcome out = search->Continue(step, control);
     spent += search->nodes() - before;
-    run_nodes_[next_] += search->nodes() - before;
+    skyline_nodes_ += search->nodes() - before;
+    run_nodes_[slot] += search->nodes() - before;
     if (out == SearchOutcome::kFound) {
-      winner_ = next_;
+      winner_ = slot;
       offsets_ = search->offsets();
       height_ = search->height();
       return out;
@@ -157,7 +167,7 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
     if (search->over_memory()) {
       // Its path alone outgrew the memory: it stops for good at this capacity.
       search.reset();
-      over_memory_[next_] = 1;
+      over_memory_[slot] = 1;
       continue;
     }
     // Memory: the kept searches' paths (busy traces: thousands of skyline
@@ -170,7 +180,7 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
       if (!searches_[k]) continue;
       const std::size_t b = searches_[k]->GrowingBytes();
       held += b;
-      if (k != next_ && b > largest) {
+      if (k != slot && b > largest) {
         largest = b;
         largest_at = k;
       }

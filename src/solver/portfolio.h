@@ -83,7 +83,11 @@ class PartitionSolver {
   // across capacities (their plans have the same height at any); empty
   // when the partition is not zero slack or SolverParams::time_sweep is off.
   std::vector<std::unique_ptr<TimeSweep>> sweeps_;
-  bool sweeps_had_turn_ = false;
+  std::vector<std::uint8_t> sweep_done_;  // ran out (kExhausted)
+  std::size_t next_sweep_ = 0;
+  // The sweeps' effort and the skyline nodes so far, over every probe: the
+  // sweeps take their turn whenever they are behind their share.
+  std::uint64_t sweep_effort_ = 0, skyline_nodes_ = 0;
 };
 
 }  // namespace tensormem::solver
