@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
 #include "core/checked_math.h"
 #include "solver/subset_sum_table.h"
@@ -113,14 +114,15 @@ class TimeSweep::Enumerator {
 
   // The matches of `total` among `other` (sorted largest first, summing to
   // `other_sum`) of at most `limit` buffers or all but at most `limit`,
-  // fewest (or fewest left out) first, at most 2 kSubsetsPerSum. Sizes
+  // fewest (or fewest left out) first, at most `cap`. Sizes
   // from both ends: the per-sum cap must not fill with subsets of one
   // kind (a side with eight 1-byte buffers has 2^8 variants of each).
   void Matches(const std::vector<std::uint32_t>& other, const std::vector<std::uint64_t>& largest,
                std::uint64_t other_sum, std::uint64_t total, std::size_t limit,
-               const SubsetSumTable* table, std::vector<std::vector<std::uint32_t>>* out) {
+               const SubsetSumTable* table, std::vector<std::vector<std::uint32_t>>* out,
+               std::size_t cap = 2 * kSubsetsPerSum) {
     out->clear();
-    const std::size_t n = other.size(), cap = 2 * kSubsetsPerSum;
+    const std::size_t n = other.size();
     if (total == other_sum) {
       out->push_back(other);
       return;
@@ -155,7 +157,7 @@ class TimeSweep::Enumerator {
       return;
     }
     const bool pivot_ending = ending.size() <= starting.size();
-    const std::vector<std::uint32_t>& side = pivot_ending ? ending : starting;
+    std::vector<std::uint32_t> side = pivot_ending ? ending : starting;
     std::vector<std::uint32_t> other = pivot_ending ? starting : ending;
     std::uint64_t other_sum = 0;
     for (const std::uint32_t i : other) other_sum = internal::SaturatingAdd(other_sum, Size(i));
@@ -170,9 +172,7 @@ class TimeSweep::Enumerator {
     bool have_table = false;
     if (other.size() >= kSubsetSumTableMinItems) {
       std::vector<std::uint64_t> sizes;
-      std::uint64_t side_sum = 0;
       for (const std::uint32_t i : other) sizes.push_back(Size(i));
-      for (const std::uint32_t i : side) side_sum = internal::SaturatingAdd(side_sum, Size(i));
       have_table = table.Build(sizes, other_sum);
       if (have_table) work_ += table.cost() / 4;
     }
@@ -192,9 +192,42 @@ class TimeSweep::Enumerator {
       const std::uint64_t spread = std::max(total, largest[k] - smallest);
       return Binomial(other.size(), k) * Binomial(pool, r) > static_cast<double>(spread) / 100.0;
     };
-    std::vector<std::size_t> idx;
     std::vector<std::vector<std::uint32_t>> matches;
+    // The pivot (side[0], in every group) is the buffer with the fewest
+    // likely matches, so that the pairings that hold come first: one whose
+    // size exactly one buffer of the other side has (a piece cut in time:
+    // its halves end and start at the same offset), else one with a match
+    // unlikely to be chance (few buffers or all but few), else the
+    // smallest (the fewest subsets sum to it).
+    {
+      std::vector<std::tuple<int, std::uint64_t, std::uint32_t>> keyed;  // (kind, order, item)
+      for (const std::uint32_t i : side) {
+        const std::uint64_t size = Size(i);
+        const auto [lo, hi] = std::equal_range(
+            other.begin(), other.end(), i, [&](std::uint32_t a, std::uint32_t b) { return Size(a) > Size(b); });
+        int kind = 2;
+        if (hi - lo == 1) {
+          kind = 0;
+        } else {
+          std::size_t few = 0;
+          while (few < other.size() && !likely(few + 1, size)) ++few;
+          if (few > 0) {
+            Matches(other, largest, other_sum, size, few, have_table ? &table : nullptr, &matches, 1);
+            if (!matches.empty() && matches[0].size() < other.size()) kind = 1;
+          }
+        }
+        // Among the sparse ones the largest: few buffers rarely sum to a
+        // large size by chance (many small buffers make small sums cheap).
+        keyed.emplace_back(kind, kind == 1 ? UINT64_MAX - size : size, i);
+      }
+      std::stable_sort(keyed.begin(), keyed.end());
+      for (std::size_t k = 0; k < keyed.size(); ++k) side[k] = std::get<2>(keyed[k]);
+    }
+    std::vector<std::size_t> idx;
     for (r = 0; r <= pool; ++r) {
+      // A big side's groups stop at kMaxGroupOnBigSide buffers, but the
+      // whole side stays (the rest of a pairing as one block: what is left
+      // after the unlikely matches is often one run).
       if (r >= kMaxGroupOnBigSide && n > kBigSide) break;
       idx.resize(r);
       for (std::size_t k = 0; k < r; ++k) idx[k] = k;

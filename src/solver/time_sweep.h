@@ -15,14 +15,20 @@
 // where the skyline engine branches on every placement.
 //
 // Pairings are tried in this order: fine ones whose equal sums are unlikely
-// to be chance (C(n, k) of both sides below size / 100), then all ending
-// buffers as one group, then the other fine ones. The enumeration is capped
-// (groups of up to 5 + 1 buffers on a side of more than 15; 16 subsets per
-// sum), so running out of pairings is not a proof: kExhausted from this
-// engine only says that it has nothing left to try. The plan is rebuilt
-// backwards: the last stack is any order its tree allows, and each earlier
-// stack is the order its tree allows that agrees with the offsets the later
-// stacks fixed.
+// to be chance (the expected number of chance matches, from the count of
+// candidate subsets over the spread of their sums, below 1 %), then all
+// ending buffers as one group, then the other fine ones. Every group holds
+// a pivot buffer, the one with the fewest likely matches (an exact twin
+// across, else a match unlikely to be chance, else the smallest). A group's
+// matches are sought by count, few buffers or all but few first
+// (complements), through a SubsetSumTable of the other side's reachable
+// sums, so that no search enters a branch without a match. The enumeration
+// is capped (groups of up to 5 + 1 buffers on a side of more than 15; 32
+// matches per group; 2^24 steps), so running out of pairings is not a
+// proof: kExhausted from this engine only says that it has nothing left to
+// try. The plan is rebuilt backwards: the last stack is any order its tree
+// allows, and each earlier stack is the order its tree allows that agrees
+// with the offsets the later stacks fixed.
 //
 // Backjumping: when a boundary has no pairing left, the culprit is taken to
 // be where its ending buffers were paired in: the search jumps back to the
