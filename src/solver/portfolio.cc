@@ -28,7 +28,7 @@ constexpr std::uint64_t kSweepEffortPerNode = 8;
 // skyline configurations': 2 to 1. On zero slack the sweep is the engine
 // that scales (perfect packings of 1,000 buffers: every seed 1-10 fits by
 // a sweep within 0.5 s alone, and by no skyline configuration within 60 s).
-constexpr std::uint64_t kSweepShare = 2;
+constexpr std::uint64_t kSweepShare = 4;
 
 }  // namespace
 

@@ -221,15 +221,19 @@ bool PQTree::Replace(const std::vector<std::uint8_t>& wanted, std::size_t count,
 PQTree::Index::Index(const PQTree& tree) : tree_(tree) {
   const std::size_t n = tree.nodes_.size();
   parent_.assign(n, -1);
+  position_.assign(n, 0);
   total_.assign(n, 0);
   hit_.assign(n, 0);
   if (tree.root_ < 0) return;
   std::vector<std::int32_t> order{tree.root_};
-  for (std::size_t i = 0; i < order.size(); ++i)
-    for (const std::int32_t y : tree.nodes_[order[i]].children) {
-      parent_[y] = order[i];
-      order.push_back(y);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const std::vector<std::int32_t>& kids = tree.nodes_[order[i]].children;
+    for (std::size_t k = 0; k < kids.size(); ++k) {
+      parent_[kids[k]] = order[i];
+      position_[kids[k]] = static_cast<std::uint32_t>(k);
+      order.push_back(kids[k]);
     }
+  }
   for (std::size_t i = order.size(); i-- > 0;) {
     const std::int32_t x = order[i];
     const Node& node = tree.nodes_[x];
@@ -248,8 +252,17 @@ char PQTree::Index::Label(std::int32_t x) const {
   return hit_[x] == total_[x] ? 'F' : 'P';
 }
 
+void PQTree::Index::MarkedChildren(std::int32_t x, std::vector<std::int32_t>* out) const {
+  out->clear();
+  for (const std::int32_t y : touched_)
+    if (parent_[y] == x) out->push_back(y);
+  std::sort(out->begin(), out->end(),
+            [&](std::int32_t a, std::int32_t b) { return position_[a] < position_[b]; });
+}
+
 bool PQTree::Index::PartialAdmits(std::int32_t x) const {
-  const std::vector<std::int32_t>& kids = tree_.nodes_[x].children;
+  std::vector<std::int32_t> kids;
+  MarkedChildren(x, &kids);
   if (tree_.nodes_[x].kind == Kind::kP) {
     std::int32_t part = -1;
     for (const std::int32_t y : kids)
@@ -259,61 +272,60 @@ bool PQTree::Index::PartialAdmits(std::int32_t x) const {
       }
     return part < 0 || PartialAdmits(part);
   }
-  for (const bool reversed : {false, true}) {
-    const auto at = [&](std::size_t k) { return reversed ? kids[kids.size() - 1 - k] : kids[k]; };
-    std::size_t i = 0;
-    while (i < kids.size() && Label(at(i)) == 'E') ++i;
-    std::size_t j = i;
-    if (j < kids.size() && Label(at(j)) == 'P') ++j;
-    bool ok = true;
-    for (std::size_t k = j; k < kids.size() && ok; ++k) ok = Label(at(k)) == 'F';
-    if (ok) return j == i || PartialAdmits(at(i));
-  }
-  return false;
+  // A Q-node: empty children, at most one partial one, then full ones to
+  // one end (either orientation). The marked ones must be consecutive.
+  for (std::size_t k = 1; k < kids.size(); ++k)
+    if (position_[kids[k]] != position_[kids[k - 1]] + 1) return false;
+  const std::size_t width = tree_.nodes_[x].children.size();
+  const auto full_but = [&](std::size_t skip) {
+    for (std::size_t k = 0; k < kids.size(); ++k)
+      if (k != skip && Label(kids[k]) != 'F') return false;
+    return true;
+  };
+  std::int32_t inner = -1;  // the child that may be partial
+  if (position_[kids.back()] == width - 1 && full_but(0))
+    inner = kids.front();
+  else if (position_[kids.front()] == 0 && full_but(kids.size() - 1))
+    inner = kids.back();
+  else
+    return false;
+  return Label(inner) != 'P' || PartialAdmits(inner);
 }
 
 bool PQTree::Index::Admits(std::span<const std::uint32_t> leaves) const {
   if (leaves.size() <= 1) return true;
   if (tree_.root_ < 0) return false;
-  bool in_tree = true;
+  bool ok = true;
   for (const std::uint32_t l : leaves) {
     if (l >= node_of_leaf_.size() || node_of_leaf_[l] < 0) {
-      in_tree = false;
+      ok = false;
       break;
     }
     for (std::int32_t x = node_of_leaf_[l]; x >= 0; x = parent_[x])
       if (hit_[x]++ == 0) touched_.push_back(x);
   }
-  bool ok = in_tree;
   if (ok) {
     const std::size_t count = leaves.size();
     // The pertinent root: the lowest node holding every marked leaf.
-    std::int32_t r = tree_.root_;
-    for (;;) {
-      if (tree_.nodes_[r].kind == Kind::kLeaf) break;
-      std::int32_t inside = -1;
-      int hits = 0;
-      for (const std::int32_t y : tree_.nodes_[r].children)
-        if (hit_[y] > 0) {
-          inside = y;
-          ++hits;
-        }
-      if (hits != 1 || hit_[inside] != count) break;
-      r = inside;
-    }
-    if (hit_[r] != total_[r]) {
-      const std::vector<std::int32_t>& kids = tree_.nodes_[r].children;
+    std::int32_t r = node_of_leaf_[leaves[0]];
+    while (r >= 0 && hit_[r] < count) r = parent_[r];
+    if (r < 0 || hit_[r] != count) {
+      ok = false;  // a leaf given twice
+    } else if (hit_[r] != total_[r]) {
+      std::vector<std::int32_t> kids;
+      MarkedChildren(r, &kids);
       if (tree_.nodes_[r].kind == Kind::kP) {
         std::size_t parts = 0;
         for (const std::int32_t y : kids)
           if (Label(y) == 'P') ok = ok && ++parts <= 2 && PartialAdmits(y);
       } else {
-        std::size_t i = 0, j = kids.size() - 1;
-        while (i < kids.size() && Label(kids[i]) == 'E') ++i;
-        while (j > i && Label(kids[j]) == 'E') --j;
-        for (std::size_t k = i + 1; k < j && ok; ++k) ok = Label(kids[k]) == 'F';
-        for (std::size_t k = i; k <= j && ok; ++k)
-          if (Label(kids[k]) == 'P') ok = PartialAdmits(kids[k]);
+        // A Q-node: the marked children consecutive, full inside, the two
+        // ends possibly partial.
+        for (std::size_t k = 1; k < kids.size() && ok; ++k)
+          ok = position_[kids[k]] == position_[kids[k - 1]] + 1 &&
+               (k + 1 == kids.size() || Label(kids[k]) == 'F');
+        for (const std::int32_t end : {kids.front(), kids.back()})
+          if (ok && Label(end) == 'P') ok = PartialAdmits(end);
       }
     }
   }

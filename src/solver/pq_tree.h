@@ -68,8 +68,13 @@ class PQTree {
     // Like PQTree::Partial, without building the result.
     bool PartialAdmits(std::int32_t x) const;
     char Label(std::int32_t x) const;
+    // The marked children of x (those on a marked leaf's path), by position
+    // in x's child list: only these are looked at, so a question costs the
+    // paths of its leaves, not the width of the nodes on them.
+    void MarkedChildren(std::int32_t x, std::vector<std::int32_t>* out) const;
     const PQTree& tree_;
     std::vector<std::int32_t> parent_;
+    std::vector<std::uint32_t> position_;  // in the parent's child list
     std::vector<std::uint32_t> total_;
     std::vector<std::int32_t> node_of_leaf_;  // -1: not in the tree
     mutable std::vector<std::uint32_t> hit_;  // 0 between questions
