@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 #include <tuple>
 
 #include "core/checked_math.h"
@@ -189,10 +190,15 @@ class TimeSweep::Enumerator {
     std::vector<std::uint64_t> largest(other.size() + 1, 0);  // sums of the k largest
     for (std::size_t k = 0; k < other.size(); ++k)
       largest[k + 1] = internal::SaturatingAdd(largest[k], Size(other[k]));
+    // Sums count in units of the sizes' common divisor (aligned buffers:
+    // sizes in multiples of 256 bytes take 256 times fewer sums).
+    std::uint64_t unit = 0;
+    for (const std::uint32_t i : other) unit = std::gcd(unit, Size(i));
+    for (const std::uint32_t i : side) unit = std::gcd(unit, Size(i));
     std::size_t r = 0;
     const auto likely = [&](std::size_t k, std::uint64_t total) {
       const std::uint64_t smallest = other_sum - largest[other.size() - k];
-      const std::uint64_t spread = std::max(total, largest[k] - smallest);
+      const std::uint64_t spread = std::max(total, largest[k] - smallest) / std::max<std::uint64_t>(unit, 1);
       return Binomial(other.size(), k) * Binomial(pool, r) > static_cast<double>(spread) / 100.0;
     };
     std::vector<std::vector<std::uint32_t>> matches;
