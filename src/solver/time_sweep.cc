@@ -51,7 +51,7 @@ class TimeSweep::Enumerator {
   End Run(const PQTree& root, const std::vector<std::uint32_t>& ending,
           const std::vector<std::uint32_t>& starting) {
     Pairing blocks;
-    Go(root, ending, starting, blocks, /*sparse_only=*/true, false);
+    Go(root, ending, starting, blocks, {0, 0}, 0);
     if (!Stopped()) {
       PQTree t = root;
       sweep_.Mark(ending);
@@ -59,7 +59,11 @@ class TimeSweep::Enumerator {
       sweep_.Unmark(ending);
       if (ok) Yield({Block{ending, starting}});
     }
-    if (!Stopped()) Go(root, ending, starting, blocks, /*sparse_only=*/false, false);
+    // Then one likely (dense) match with unlikely ones, then more: a
+    // pairing of one dense block and a few unlikely ones comes before the
+    // many that split the rest of a big boundary by chance.
+    if (!Stopped()) Go(root, ending, starting, blocks, {1, 1}, 0);
+    if (!Stopped()) Go(root, ending, starting, blocks, {2, SIZE_MAX}, 0);
     return interrupted_ ? End::kInterrupted
            : full_      ? End::kFull
            : capped_    ? End::kCapped
@@ -149,14 +153,20 @@ class TimeSweep::Enumerator {
     }
   }
 
-  // `sparse_only`: only pairings whose proper groups all match unlikely
-  // sums; otherwise only those with at least one likely (dense) one.
+  // How many of a pairing's proper groups may match likely (dense) sums:
+  // the pairings of one pass have between min and max of them.
+  struct DenseRange {
+    std::size_t min, max;
+  };
+
+  // The pairings that extend `blocks` over the rest of the boundary, with
+  // `dense_so_far` dense groups in `blocks`.
   void Go(const PQTree& tree, const std::vector<std::uint32_t>& ending,
-          const std::vector<std::uint32_t>& starting, Pairing& blocks, bool sparse_only,
-          bool dense_used) {
+          const std::vector<std::uint32_t>& starting, Pairing& blocks, DenseRange range,
+          std::size_t dense_so_far) {
     if (Stopped()) return;
     if (ending.empty() || starting.empty()) {
-      if (ending.empty() && starting.empty() && blocks.size() > 1 && (sparse_only || dense_used))
+      if (ending.empty() && starting.empty() && blocks.size() > 1 && dense_so_far >= range.min)
         Yield(blocks);
       return;
     }
@@ -233,11 +243,21 @@ class TimeSweep::Enumerator {
       for (std::size_t k = 0; k < keyed.size(); ++k) side[k] = std::get<2>(keyed[k]);
     }
     std::vector<std::size_t> idx;
-    for (r = 0; r <= pool; ++r) {
-      // A big side's groups stop at kMaxGroupOnBigSide buffers, but the
-      // whole side stays (the rest of a pairing as one block: what is left
-      // after the unlikely matches is often one run).
-      if (r >= kMaxGroupOnBigSide && n > kBigSide) break;
+    // Group sizes (r + 1): every one on a small side. On a big side up to
+    // kMaxGroupOnBigSide buffers, and as many of all but a few (a boundary
+    // where most of the side is one run and a few buffers another),
+    // alternately: 1, n - 1, 2, n - 2, ...
+    std::vector<std::size_t> group_sizes;
+    if (n <= kBigSide) {
+      for (std::size_t k = 0; k <= pool; ++k) group_sizes.push_back(k);
+    } else {
+      for (std::size_t k = 0; k < kMaxGroupOnBigSide; ++k) {
+        group_sizes.push_back(k);
+        if (k + 1 < kMaxGroupOnBigSide) group_sizes.push_back(pool - 1 - k);
+      }
+    }
+    for (const std::size_t group_size : group_sizes) {
+      r = group_size;
       idx.resize(r);
       for (std::size_t k = 0; k < r; ++k) idx[k] = k;
       for (;;) {
@@ -257,6 +277,7 @@ class TimeSweep::Enumerator {
           // The sparse pass looks only where a match is unlikely to be
           // chance: among the few buffers, or all but a few.
           std::size_t few = other.size();
+          const bool sparse_only = dense_so_far >= range.max;
           if (sparse_only) {
             few = 0;
             while (few < other.size() && !likely(few + 1, total)) ++few;
@@ -282,7 +303,7 @@ class TimeSweep::Enumerator {
               if (!sweep_.mark_[i]) rest_starting.push_back(i);
             sweep_.Unmark(b);
             blocks.emplace_back(a, b);
-            Go(t, rest_ending, rest_starting, blocks, sparse_only, dense_used || dense);
+            Go(t, rest_ending, rest_starting, blocks, range, dense_so_far + (dense ? 1 : 0));
             blocks.pop_back();
             if (Stopped()) return;
           }
