@@ -297,8 +297,8 @@ bool PQTree::Index::Admits(std::span<const std::uint32_t> leaves) const {
   if (tree_.root_ < 0) return false;
   bool ok = true;
   for (const std::uint32_t l : leaves) {
-    if (l >= node_of_leaf_.size() || node_of_leaf_[l] < 0) {
-      ok = false;
+    if (l >= node_of_leaf_.size() || node_of_leaf_[l] < 0 || hit_[node_of_leaf_[l]] != 0) {
+      ok = false;  // not a leaf of the tree, or given twice
       break;
     }
     for (std::int32_t x = node_of_leaf_[l]; x >= 0; x = parent_[x])
@@ -308,10 +308,8 @@ bool PQTree::Index::Admits(std::span<const std::uint32_t> leaves) const {
     const std::size_t count = leaves.size();
     // The pertinent root: the lowest node holding every marked leaf.
     std::int32_t r = node_of_leaf_[leaves[0]];
-    while (r >= 0 && hit_[r] < count) r = parent_[r];
-    if (r < 0 || hit_[r] != count) {
-      ok = false;  // a leaf given twice
-    } else if (hit_[r] != total_[r]) {
+    while (hit_[r] < count) r = parent_[r];  // the root holds all `count`
+    if (hit_[r] != total_[r]) {
       std::vector<std::int32_t> kids;
       MarkedChildren(r, &kids);
       if (tree_.nodes_[r].kind == Kind::kP) {

@@ -60,8 +60,9 @@ class PQTree {
   class Index {
    public:
     explicit Index(const PQTree& tree);
-    // The same answer as Reduce on a copy of the tree, where `leaves` (no
-    // repeats) are the marked ones.
+    // The same answer as Reduce on a copy of the tree, where `leaves` are
+    // the marked ones; false when one is not a leaf of the tree or is given
+    // twice.
     bool Admits(std::span<const std::uint32_t> leaves) const;
 
    private:

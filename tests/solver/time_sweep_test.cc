@@ -221,11 +221,17 @@ TEST(PQTree, RefusesSubsetsNotInTheTree) {
   EXPECT_FALSE(PQTree().Reduce(Marks({1, 2}, 8), 2));
   EXPECT_FALSE(tree.Replace(Marks({1}, 8), 1, {}));  // no new leaves
   EXPECT_EQ(Frontiers(tree).size(), 6u);
+  const PQTree::Index index(tree);
+  EXPECT_FALSE(index.Admits(Order{1, 5}));  // 5 is not a leaf
+  EXPECT_FALSE(index.Admits(Order{1, 1, 2}));  // a leaf twice
+  EXPECT_TRUE(index.Admits(Order{2, 0}));
+  EXPECT_FALSE(PQTree::Index(PQTree()).Admits(Order{1, 2}));
 }
 
 // Runs the sweep on every partition of `p`: false when one does not fit.
 // The plan, completed by the presolve's placements, goes to the validator.
-bool SweepFits(const Problem& p, bool reversed, std::string* why) {
+bool SweepFits(const Problem& p, bool reversed, std::string* why,
+               std::uint64_t effort = 200'000) {
   Result<solver::Presolved> pre = solver::Presolve(p, {});
   if (!pre.ok()) {
     *why = pre.status().ToString();
@@ -242,7 +248,7 @@ bool SweepFits(const Problem& p, bool reversed, std::string* why) {
     }
     solver::TimeSweep sweep(inst, *load, reversed);
     solver::SearchControl control(1e18, 0, false, nullptr, 1.0);
-    if (sweep.Continue(200'000, control) != solver::SearchOutcome::kFound) {
+    if (sweep.Continue(effort, control) != solver::SearchOutcome::kFound) {
       *why = "no fit: " + sweep.reason();
       return false;
     }
@@ -286,6 +292,24 @@ TEST_P(TimeSweepPerfectPacking, FitsAtTheOptimumAndValidates) {
     }
   }
   EXPECT_GE(fits, runs * 3 / 4);
+}
+
+TEST(TimeSweep, ThousandBuffersFitOneWayOrTheOther) {
+  // The N = 1,000 perfect packings of the benchmark (seeds 1-10, the five
+  // shapes twice): each fits forwards or backwards within 20,000 units of
+  // effort (the most one needed on 2026-11-24 was 5,300), as the
+  // portfolio runs both. Effort, not time: machine independent.
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    const Problem p = solver::PerfectPacking(solver::PerfectPackingVariant(1000, seed));
+    std::string forwards, backwards;
+    const bool fit = SweepFits(p, false, &forwards, 20'000) || SweepFits(p, true, &backwards, 20'000);
+    EXPECT_TRUE(fit) << "seed " << seed << ": " << forwards << "; " << backwards;
+    for (const std::string& why : {forwards, backwards}) {
+      if (!why.empty()) {
+        EXPECT_EQ(why.rfind("no fit", 0), 0u) << why;
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Directions, TimeSweepPerfectPacking, ::testing::Bool(),
