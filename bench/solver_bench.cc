@@ -14,6 +14,12 @@
 // 400 buffers, 60 above). With $TENSORMEM_PERFECT_DUMP=DIR each instance is
 // also written to DIR/perfect_N_seed.csv (for `tensormem solve`).
 //
+// PerfectPackingSeeds/N/first/last: many seeds in one run, each solved
+// twice: fit at 2^20 (limit as above) and minimise with a 1 s limit (the
+// anytime answer). Counters: fit (seeds that fit), slowest_fit_s,
+// anytime_optimal (seeds minimised to 2^20 within 1 s), anytime_worst
+// (the highest height / optimum after 1 s).
+//
 // TimeSweep/N/seed/backwards: the time sweep alone (solver/time_sweep.h)
 // on each partition of a perfect packing, one direction, up to
 // $TENSORMEM_SWEEP_BENCH_LIMIT seconds per partition (default 10).
@@ -24,6 +30,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <optional>
 #include <filesystem>
@@ -116,6 +123,52 @@ void BM_PerfectPacking(benchmark::State& state) {
   state.SetLabel(std::string(tensormem::Name(last.status)));
 }
 
+void BM_PerfectPackingSeeds(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto first = static_cast<std::uint64_t>(state.range(1));
+  const auto last = static_cast<std::uint64_t>(state.range(2));
+  const char* limit = std::getenv("TENSORMEM_PERFECT_BENCH_LIMIT");
+  const double fit_limit = limit ? std::atof(limit) : (n > 400 ? 60.0 : 30.0);
+  double fits = 0, slowest = 0, anytime_optimal = 0, anytime_worst = 0;
+  for (auto _ : state) {
+    for (std::uint64_t seed = first; seed <= last; ++seed) {
+      const tensormem::Problem problem =
+          tensormem::solver::PerfectPacking(tensormem::solver::PerfectPackingVariant(n, seed));
+      const std::uint64_t optimum = *problem.capacity;
+      tensormem::SolverParams params;
+      params.goal = tensormem::SolveGoal::kFit;
+      params.capacity = optimum;
+      params.time_limit_seconds = fit_limit;
+      const auto start = std::chrono::steady_clock::now();
+      tensormem::Result<tensormem::SolveResult> fit = tensormem::SolveOffsets(problem, params);
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (!fit.ok()) {
+        state.SkipWithError(fit.status().ToString().c_str());
+        return;
+      }
+      if (fit->has_plan && fit->height <= optimum) {
+        ++fits;
+        slowest = std::max(slowest, seconds);
+      }
+      params = {};
+      params.time_limit_seconds = 1.0;  // minimise: the anytime answer after 1 s
+      tensormem::Result<tensormem::SolveResult> anytime = tensormem::SolveOffsets(problem, params);
+      if (!anytime.ok() || !anytime->has_plan) {
+        state.SkipWithError("minimise gave no plan");
+        return;
+      }
+      const double ratio = static_cast<double>(anytime->height) / static_cast<double>(optimum);
+      if (anytime->height <= optimum) ++anytime_optimal;
+      anytime_worst = std::max(anytime_worst, ratio);
+    }
+  }
+  state.counters["fit"] = fits;
+  state.counters["slowest_fit_s"] = slowest;
+  state.counters["anytime_optimal"] = anytime_optimal;
+  state.counters["anytime_worst"] = anytime_worst;
+}
+
 void BM_TimeSweep(benchmark::State& state) {
   using namespace tensormem::solver;
   const auto n = static_cast<std::size_t>(state.range(0));
@@ -163,6 +216,12 @@ BENCHMARK(BM_TimeSweep)
     ->ArgsProduct({{1000}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {0, 1}})
     ->ArgNames({"N", "seed", "backwards"})
     ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+BENCHMARK(BM_PerfectPackingSeeds)
+    ->Args({1000, 1, 80})
+    ->ArgNames({"N", "first", "last"})
+    ->Unit(benchmark::kSecond)
     ->Iterations(1);
 
 BENCHMARK(BM_PerfectPacking)
