@@ -16,7 +16,7 @@ constexpr std::uint64_t kUnset = std::numeric_limits<std::uint64_t>::max();
 // enumerates again from the start, so batches grow geometrically).
 constexpr std::size_t kMaxBatch = 256;
 // The enumeration's caps (see time_sweep.h).
-constexpr std::size_t kBigSide = 15, kMaxGroupOnBigSide = 5, kSubsetsPerSum = 16;
+constexpr std::size_t kBigSide = 15, kMaxGroupOnBigSide = 5, kMatchesPerGroup = 32;
 // Elementary steps (combinations, subset-sum calls) of one enumeration:
 // past this the boundary's pairings end there. A step is 10-100 ns (a
 // group's consecutiveness check included), so about 0.02-0.2 s. Pairings
@@ -122,13 +122,13 @@ class TimeSweep::Enumerator {
 
   // The matches of `total` among `other` (sorted largest first, summing to
   // `other_sum`) of at most `limit` buffers or all but at most `limit`,
-  // fewest (or fewest left out) first, at most `cap`. Sizes
-  // from both ends: the per-sum cap must not fill with subsets of one
-  // kind (a side with eight 1-byte buffers has 2^8 variants of each).
+  // fewest (or fewest left out) first, at most `cap`. Counts from both ends
+  // so that the cap does not fill with subsets of one kind (a side with
+  // eight 1-byte buffers has 2^8 variants of every subset that holds them).
   void Matches(const std::vector<std::uint32_t>& other, const std::vector<std::uint64_t>& largest,
                std::uint64_t other_sum, std::uint64_t total, std::size_t limit,
                const SubsetSumTable* table, std::vector<std::vector<std::uint32_t>>* out,
-               std::size_t cap = 2 * kSubsetsPerSum) {
+               std::size_t cap = kMatchesPerGroup) {
     out->clear();
     const std::size_t n = other.size();
     if (total == other_sum) {
@@ -230,7 +230,7 @@ class TimeSweep::Enumerator {
         } else {
           std::size_t few = 0;
           while (few < other.size() && !likely(few + 1, size)) ++few;
-          if (few > 0) {
+          if (few > 0 && size <= other_sum) {
             Matches(other, largest, other_sum, size, few, have_table ? &table : nullptr, &matches, 1);
             if (!matches.empty() && matches[0].size() < other.size()) kind = 1;
           }

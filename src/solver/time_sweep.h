@@ -23,10 +23,10 @@
 // matches are sought by count, few buffers or all but few first
 // (complements), through a SubsetSumTable of the other side's reachable
 // sums, so that no search enters a branch without a match. The enumeration
-// is capped (groups of up to 5 + 1 buffers on a side of more than 15; 32
-// matches per group; 2^24 steps), so running out of pairings is not a
-// proof: kExhausted from this engine only says that it has nothing left to
-// try. The plan is rebuilt backwards: the last stack is any order its tree
+// is capped (on a side of more than 15 buffers, groups of up to 5 or of
+// all but 1-4; 32 matches per group; 2^21 steps), so running out of
+// pairings is not a proof: kExhausted from this engine only says that it
+// has nothing left to try. The plan is rebuilt backwards: the last stack is any order its tree
 // allows, and each earlier stack is the order its tree allows that agrees
 // with the offsets the later stacks fixed.
 //
