@@ -190,6 +190,22 @@ class TimeSweep::Enumerator {
       have_table = table.Build(sizes, other_sum);
       if (have_table) work_ += table.cost() / 4;
     }
+    // A small other side's subset sums, all of them (at most 2^11), so that
+    // a group no subset matches is dropped before its consecutiveness check.
+    std::vector<std::uint64_t> small_sums;
+    if (other.size() < kSubsetSumTableMinItems) {
+      small_sums.push_back(0);
+      for (const std::uint32_t i : other)
+        for (std::size_t k = 0, m = small_sums.size(); k < m; ++k)
+          small_sums.push_back(small_sums[k] + Size(i));
+      std::sort(small_sums.begin(), small_sums.end());
+      work_ += small_sums.size();
+    }
+    const auto reachable = [&](std::uint64_t total) {
+      return have_table ? table.Reaches(0, total)
+                        : other.size() >= kSubsetSumTableMinItems ||
+                              std::binary_search(small_sums.begin(), small_sums.end(), total);
+    };
     // Whether a match of k buffers of the other side for a group (of r + 1
     // here) summing to `total` is likely to be chance: the expected number
     // of such equal sums, C(others, k) C(pool, r) over the spread of the
@@ -271,8 +287,8 @@ class TimeSweep::Enumerator {
         }
         // An ending group (pivot on the ending side) is checked before its
         // matches are sought: one that cannot be consecutive needs none.
-        const bool possible = total <= other_sum && (!have_table || table.Reaches(0, total)) &&
-                              (!pivot_ending || index.Admits(group));
+        const bool possible =
+            total <= other_sum && reachable(total) && (!pivot_ending || index.Admits(group));
         if (possible) {
           // The sparse pass looks only where a match is unlikely to be
           // chance: among the few buffers, or all but a few.
