@@ -18,9 +18,10 @@
 // max(slice, 2 x items) nodes. Windowed partitions go to the general
 // engine, once. Zero-slack partitions (the same live bytes in every time
 // section, SolverParams::time_sweep) also run the time sweep
-// (time_sweep.h), forwards and backwards, as two more members of the
-// rotation at any capacity at or above that load; they go first, and a
-// sweep's turn is as many nodes as a round of the whole portfolio.
+// (time_sweep.h), forwards and backwards, at any capacity at or above that
+// load: the two sweeps take turns whenever their effort is behind their
+// share (about two thirds of the time, counted over every probe), the
+// first turn included.
 #pragma once
 
 #include <cstdint>
