@@ -1,6 +1,7 @@
 #include "solver/pq_tree.h"
 
 #include <algorithm>
+#include <array>
 #include <set>
 
 namespace tensormem::solver {
@@ -28,32 +29,45 @@ std::int32_t PQTree::Make(Kind kind, std::vector<std::int32_t> children) {
   return Add(kind, std::move(children));
 }
 
-void PQTree::Count(const std::vector<std::uint8_t>& wanted, Counts* c) const {
+std::vector<std::int32_t> PQTree::Shape(std::vector<std::int32_t>* parent,
+                                        std::vector<std::uint32_t>* position,
+                                        std::vector<std::uint32_t>* total) const {
   const std::size_t n = nodes_.size();
-  c->total.assign(n, 0);
-  c->hit.assign(n, 0);
-  c->parent.assign(n, -1);
-  if (root_ < 0) return;
+  parent->assign(n, -1);
+  position->assign(n, 0);
+  total->assign(n, 0);
+  if (root_ < 0) return {};
   // Pre-order, then children before parents by walking it backwards
   // (iterative: no recursion on deep trees).
   std::vector<std::int32_t> order{root_};
-  for (std::size_t i = 0; i < order.size(); ++i)
-    for (const std::int32_t y : nodes_[order[i]].children) {
-      c->parent[y] = order[i];
-      order.push_back(y);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const std::vector<std::int32_t>& kids = nodes_[order[i]].children;
+    for (std::size_t k = 0; k < kids.size(); ++k) {
+      (*parent)[kids[k]] = order[i];
+      (*position)[kids[k]] = static_cast<std::uint32_t>(k);
+      order.push_back(kids[k]);
     }
+  }
+  for (std::size_t i = order.size(); i-- > 0;) {
+    const Node& node = nodes_[order[i]];
+    if (node.kind == Kind::kLeaf) (*total)[order[i]] = 1;
+    for (const std::int32_t y : node.children) (*total)[order[i]] += (*total)[y];
+  }
+  return order;
+}
+
+void PQTree::Count(const std::vector<std::uint8_t>& wanted, Counts* c) const {
+  std::vector<std::uint32_t> position;
+  const std::vector<std::int32_t> order = Shape(&c->parent, &position, &c->total);
+  c->hit.assign(nodes_.size(), 0);
   for (std::size_t i = order.size(); i-- > 0;) {
     const std::int32_t x = order[i];
     const Node& node = nodes_[x];
     if (node.kind == Kind::kLeaf) {
-      c->total[x] = 1;
       c->hit[x] = node.leaf < wanted.size() && wanted[node.leaf] ? 1 : 0;
       continue;
     }
-    for (const std::int32_t y : node.children) {
-      c->total[x] += c->total[y];
-      c->hit[x] += c->hit[y];
-    }
+    for (const std::int32_t y : node.children) c->hit[x] += c->hit[y];
   }
 }
 
@@ -219,31 +233,13 @@ bool PQTree::Replace(const std::vector<std::uint8_t>& wanted, std::size_t count,
 }
 
 PQTree::Index::Index(const PQTree& tree) : tree_(tree) {
-  const std::size_t n = tree.nodes_.size();
-  parent_.assign(n, -1);
-  position_.assign(n, 0);
-  total_.assign(n, 0);
-  hit_.assign(n, 0);
-  if (tree.root_ < 0) return;
-  std::vector<std::int32_t> order{tree.root_};
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    const std::vector<std::int32_t>& kids = tree.nodes_[order[i]].children;
-    for (std::size_t k = 0; k < kids.size(); ++k) {
-      parent_[kids[k]] = order[i];
-      position_[kids[k]] = static_cast<std::uint32_t>(k);
-      order.push_back(kids[k]);
-    }
-  }
-  for (std::size_t i = order.size(); i-- > 0;) {
-    const std::int32_t x = order[i];
+  const std::vector<std::int32_t> order = tree.Shape(&parent_, &position_, &total_);
+  hit_.assign(tree.nodes_.size(), 0);
+  for (const std::int32_t x : order) {
     const Node& node = tree.nodes_[x];
-    if (node.kind == Kind::kLeaf) {
-      total_[x] = 1;
-      if (node.leaf >= node_of_leaf_.size()) node_of_leaf_.resize(node.leaf + 1, -1);
-      node_of_leaf_[node.leaf] = x;
-      continue;
-    }
-    for (const std::int32_t y : node.children) total_[x] += total_[y];
+    if (node.kind != Kind::kLeaf) continue;
+    if (node.leaf >= node_of_leaf_.size()) node_of_leaf_.resize(node.leaf + 1, -1);
+    node_of_leaf_[node.leaf] = x;
   }
 }
 
@@ -252,17 +248,19 @@ char PQTree::Index::Label(std::int32_t x) const {
   return hit_[x] == total_[x] ? 'F' : 'P';
 }
 
-void PQTree::Index::MarkedChildren(std::int32_t x, std::vector<std::int32_t>* out) const {
-  out->clear();
+const std::vector<std::int32_t>& PQTree::Index::MarkedChildren(std::int32_t x) const {
+  kids_.clear();
   for (const std::int32_t y : touched_)
-    if (parent_[y] == x) out->push_back(y);
-  std::sort(out->begin(), out->end(),
+    if (parent_[y] == x) kids_.push_back(y);
+  std::sort(kids_.begin(), kids_.end(),
             [&](std::int32_t a, std::int32_t b) { return position_[a] < position_[b]; });
+  return kids_;
 }
 
 bool PQTree::Index::PartialAdmits(std::int32_t x) const {
-  std::vector<std::int32_t> kids;
-  MarkedChildren(x, &kids);
+  // `kids` is the shared buffer: every recursion below comes after its
+  // last use.
+  const std::vector<std::int32_t>& kids = MarkedChildren(x);
   if (tree_.nodes_[x].kind == Kind::kP) {
     std::int32_t part = -1;
     for (const std::int32_t y : kids)
@@ -310,12 +308,17 @@ bool PQTree::Index::Admits(std::span<const std::uint32_t> leaves) const {
     std::int32_t r = node_of_leaf_[leaves[0]];
     while (hit_[r] < count) r = parent_[r];  // the root holds all `count`
     if (hit_[r] != total_[r]) {
-      std::vector<std::int32_t> kids;
-      MarkedChildren(r, &kids);
+      const std::vector<std::int32_t>& kids = MarkedChildren(r);
+      // At most two children may be partial (the ends of the block); they
+      // are checked once `kids`, a shared buffer, is no longer needed.
+      std::array<std::int32_t, 2> partial{-1, -1};
+      std::size_t parts = 0;
       if (tree_.nodes_[r].kind == Kind::kP) {
-        std::size_t parts = 0;
         for (const std::int32_t y : kids)
-          if (Label(y) == 'P') ok = ok && ++parts <= 2 && PartialAdmits(y);
+          if (Label(y) == 'P') {
+            if (parts == 2) ok = false;
+            else partial[parts++] = y;
+          }
       } else {
         // A Q-node: the marked children consecutive, full inside, the two
         // ends possibly partial.
@@ -323,8 +326,9 @@ bool PQTree::Index::Admits(std::span<const std::uint32_t> leaves) const {
           ok = position_[kids[k]] == position_[kids[k - 1]] + 1 &&
                (k + 1 == kids.size() || Label(kids[k]) == 'F');
         for (const std::int32_t end : {kids.front(), kids.back()})
-          if (ok && Label(end) == 'P') ok = PartialAdmits(end);
+          if (Label(end) == 'P' && (parts == 0 || partial[0] != end)) partial[parts++] = end;
       }
+      for (std::size_t k = 0; k < parts && ok; ++k) ok = PartialAdmits(partial[k]);
     }
   }
   for (const std::int32_t x : touched_) hit_[x] = 0;

@@ -72,7 +72,8 @@ class PQTree {
     // The marked children of x (those on a marked leaf's path), by position
     // in x's child list: only these are looked at, so a question costs the
     // paths of its leaves, not the width of the nodes on them.
-    void MarkedChildren(std::int32_t x, std::vector<std::int32_t>* out) const;
+    // The result is a buffer shared by every call.
+    const std::vector<std::int32_t>& MarkedChildren(std::int32_t x) const;
     const PQTree& tree_;
     std::vector<std::int32_t> parent_;
     std::vector<std::uint32_t> position_;  // in the parent's child list
@@ -80,6 +81,7 @@ class PQTree {
     std::vector<std::int32_t> node_of_leaf_;  // -1: not in the tree
     mutable std::vector<std::uint32_t> hit_;  // 0 between questions
     mutable std::vector<std::int32_t> touched_;
+    mutable std::vector<std::int32_t> kids_;  // MarkedChildren's buffer
   };
 
   // The same tree without the nodes earlier operations left unreachable.
@@ -102,6 +104,12 @@ class PQTree {
   std::int32_t AddLeaf(std::uint32_t leaf);
   // A node of `kind` over the children, or the child itself when alone.
   std::int32_t Make(Kind kind, std::vector<std::int32_t> children);
+  // The reachable nodes in pre-order; per node its parent (-1 at the root
+  // and for unreachable nodes), its position in the parent's child list and
+  // its leaves below.
+  std::vector<std::int32_t> Shape(std::vector<std::int32_t>* parent,
+                                  std::vector<std::uint32_t>* position,
+                                  std::vector<std::uint32_t>* total) const;
   void Count(const std::vector<std::uint8_t>& wanted, Counts* c) const;
   std::int32_t PertinentRoot(const Counts& c, std::size_t count) const;
   // 'E'mpty, 'F'ull or 'P'artial.

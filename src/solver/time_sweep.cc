@@ -190,8 +190,9 @@ class TimeSweep::Enumerator {
       have_table = table.Build(sizes, other_sum);
       if (have_table) work_ += table.cost() / 4;
     }
-    // A small other side's subset sums, all of them (at most 2^11), so that
-    // a group no subset matches is dropped before its consecutiveness check.
+    // A small other side's subset sums instead, all of them (at most 2^11,
+    // where a table would be megabytes), so that a group no subset matches
+    // is dropped before its consecutiveness check too.
     std::vector<std::uint64_t> small_sums;
     if (other.size() < kSubsetSumTableMinItems) {
       small_sums.push_back(0);
@@ -202,9 +203,9 @@ class TimeSweep::Enumerator {
       work_ += small_sums.size();
     }
     const auto reachable = [&](std::uint64_t total) {
-      return have_table ? table.Reaches(0, total)
-                        : other.size() >= kSubsetSumTableMinItems ||
-                              std::binary_search(small_sums.begin(), small_sums.end(), total);
+      if (have_table) return table.Reaches(0, total);
+      if (!small_sums.empty()) return std::binary_search(small_sums.begin(), small_sums.end(), total);
+      return true;  // a large side past the table's limit: unknown
     };
     // Whether a match of k buffers of the other side for a group (of r + 1
     // here) summing to `total` is likely to be chance: the expected number
@@ -227,6 +228,13 @@ class TimeSweep::Enumerator {
       const std::uint64_t spread = std::max(total, largest[k] - smallest) / std::max<std::uint64_t>(unit, 1);
       return Binomial(other.size(), k) * Binomial(pool, r) > static_cast<double>(spread) / 100.0;
     };
+    // Up to how many buffers (or all but how many) a match of `total` is
+    // unlikely to be chance.
+    const auto unlikely_up_to = [&](std::uint64_t total) {
+      std::size_t few = 0;
+      while (few < other.size() && !likely(few + 1, total)) ++few;
+      return few;
+    };
     std::vector<std::vector<std::uint32_t>> matches;
     // The pivot (side[0], in every group) is the buffer with the fewest
     // likely matches, so that the pairings that hold come first: one whose
@@ -244,8 +252,7 @@ class TimeSweep::Enumerator {
         if (hi - lo == 1) {
           kind = 0;
         } else {
-          std::size_t few = 0;
-          while (few < other.size() && !likely(few + 1, size)) ++few;
+          const std::size_t few = unlikely_up_to(size);
           if (few > 0 && size <= other_sum) {
             Matches(other, largest, other_sum, size, few, have_table ? &table : nullptr, &matches, 1);
             if (!matches.empty() && matches[0].size() < other.size()) kind = 1;
@@ -292,12 +299,8 @@ class TimeSweep::Enumerator {
         if (possible) {
           // The sparse pass looks only where a match is unlikely to be
           // chance: among the few buffers, or all but a few.
-          std::size_t few = other.size();
           const bool sparse_only = dense_so_far >= range.max;
-          if (sparse_only) {
-            few = 0;
-            while (few < other.size() && !likely(few + 1, total)) ++few;
-          }
+          const std::size_t few = sparse_only ? unlikely_up_to(total) : other.size();
           Matches(other, largest, other_sum, total, few, have_table ? &table : nullptr, &matches);
           for (const std::vector<std::uint32_t>& match : matches) {
             const bool proper = match.size() < other.size() && group.size() < n;
