@@ -87,6 +87,18 @@ void BM_FitMiniMalloc(benchmark::State& state, std::string name) {
   state.SetLabel(std::string(tensormem::Name(last.status)));
 }
 
+// Fit at the optimum (a perfect packing's capacity), within
+// $TENSORMEM_PERFECT_BENCH_LIMIT seconds (default 30 up to 400 buffers, 60
+// above).
+tensormem::SolverParams PerfectFitParams(std::size_t n, std::uint64_t optimum) {
+  tensormem::SolverParams params;
+  params.goal = tensormem::SolveGoal::kFit;
+  params.capacity = optimum;
+  const char* limit = std::getenv("TENSORMEM_PERFECT_BENCH_LIMIT");
+  params.time_limit_seconds = limit ? std::atof(limit) : (n > 400 ? 60.0 : 30.0);
+  return params;
+}
+
 void BM_PerfectPacking(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
   const auto seed = static_cast<std::uint64_t>(state.range(1));
@@ -98,11 +110,7 @@ void BM_PerfectPacking(benchmark::State& state) {
     (void)tensormem::WriteProblemCsv(out, problem);
   }
   const std::uint64_t optimum = *problem.capacity;
-  tensormem::SolverParams params;
-  params.goal = tensormem::SolveGoal::kFit;
-  params.capacity = optimum;
-  const char* limit = std::getenv("TENSORMEM_PERFECT_BENCH_LIMIT");
-  params.time_limit_seconds = limit ? std::atof(limit) : (n > 400 ? 60.0 : 30.0);
+  const tensormem::SolverParams params = PerfectFitParams(n, optimum);
   tensormem::SolveResult last;
   for (auto _ : state) {
     tensormem::Result<tensormem::SolveResult> r = tensormem::SolveOffsets(problem, params);
@@ -127,18 +135,13 @@ void BM_PerfectPackingSeeds(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
   const auto first = static_cast<std::uint64_t>(state.range(1));
   const auto last = static_cast<std::uint64_t>(state.range(2));
-  const char* limit = std::getenv("TENSORMEM_PERFECT_BENCH_LIMIT");
-  const double fit_limit = limit ? std::atof(limit) : (n > 400 ? 60.0 : 30.0);
   double fits = 0, slowest = 0, anytime_optimal = 0, anytime_worst = 0;
   for (auto _ : state) {
     for (std::uint64_t seed = first; seed <= last; ++seed) {
       const tensormem::Problem problem =
           tensormem::solver::PerfectPacking(tensormem::solver::PerfectPackingVariant(n, seed));
       const std::uint64_t optimum = *problem.capacity;
-      tensormem::SolverParams params;
-      params.goal = tensormem::SolveGoal::kFit;
-      params.capacity = optimum;
-      params.time_limit_seconds = fit_limit;
+      tensormem::SolverParams params = PerfectFitParams(n, optimum);
       const auto start = std::chrono::steady_clock::now();
       tensormem::Result<tensormem::SolveResult> fit = tensormem::SolveOffsets(problem, params);
       const double seconds =
