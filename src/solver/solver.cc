@@ -204,12 +204,14 @@ HeuristicLimit Solve::Remaining() const {
 Result<SolveResult> Solve::OutOfTime(const Status& why) {
   out_of_time_ = true;
   // Named as the caller set it: the heuristics report only what the
-  // presolve left them ("2.75 s" of a 6 s solve), or a stop request.
-  // Which of the two stopped it is in the nested status (Deadline::Why()).
+  // presolve left them ("2.75 s" of a 6 s solve). The nested deadlines end
+  // at the solve's own limit (Remaining()), so before it only the stop
+  // request can have stopped them.
   std::string what = "the stop request came";
-  if (why.message().find("stop request") == std::string::npos) {
+  if (const double limit = params_.time_limit_seconds;
+      limit > 0 && limit < 1e9 && control_.Seconds() >= limit) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, "the time limit of %.3g s was reached", params_.time_limit_seconds);
+    std::snprintf(buf, sizeof buf, "the time limit of %.3g s was reached", limit);
     what = buf;
   }
   // The whole problem's heuristic plan, when there is one, is still the answer.
