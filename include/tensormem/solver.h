@@ -162,6 +162,17 @@ struct SolverParams {
   // second, 19,911 nodes), which the descent from the best plan, led by the
   // configuration that found the last plan, did not reach within 60 s.
   bool bound_probe = true;
+  // kDescent: once the descent has spent descent_probe_nodes at one height
+  // without a plan, every descent probe is followed by a deep probe of the
+  // restarting configurations (SearchConfig::restarts) alone, with the same
+  // budget, at the proven bound plus 1/deep_probe_divisor of the gap. Their
+  // runs sample plans at random orders; on MiniMalloc D the chance that a
+  // run fits hardly depends on the height between 0.1 % and 2 % above the
+  // bound, while the descent only asks just below its best plan
+  // (docs/solver.md). The deep probe keeps its own searches, so neither
+  // probe throws the other's away.
+  bool deep_probe = true;
+  std::uint64_t deep_probe_divisor = 16;
   // Memory for the searches' paths (trails, frames, nogood memos) of one
   // partition, its kept searches together (> 0): past it the largest other
   // search is dropped (it starts over on its turn), and a search that alone

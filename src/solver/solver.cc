@@ -79,6 +79,8 @@ using solver::SearchOutcome;
 struct Part {
   const Instance* inst = nullptr;
   std::unique_ptr<PartitionSolver> solver;
+  // The deep probe's (SolverParams::deep_probe), made on its first turn.
+  std::unique_ptr<PartitionSolver> deep;
   std::vector<std::uint64_t> offsets;  // per item
   std::uint64_t height = 0;
   bool has_plan = false;
@@ -142,6 +144,12 @@ class Solve {
         control_(params.time_limit_seconds, params.node_limit, params.progress_to_stderr,
                  params.on_progress, params.progress_interval_seconds) {
     control_.SetShouldStop(params.should_stop);
+    deep_params_ = params;
+    deep_params_.portfolio.clear();
+    for (const SearchConfig& config : params.portfolio)
+      if (config.restarts) deep_params_.portfolio.push_back(config);
+    deep_params_.time_sweep = false;
+    deep_params_.search_memory_bytes = std::max<std::size_t>(params.search_memory_bytes / 4, 1);
   }
 
   Result<SolveResult> Run();
@@ -158,7 +166,9 @@ class Solve {
   void Publish();
   // Every partition fits under `target`: kFound, or why not; on
   // kExhausted, *proven is the least height the failing partition can have.
-  SearchOutcome TryTarget(std::uint64_t target, std::uint64_t budget, std::uint64_t* proven);
+  // `deep`: the parts' deep-probe solvers instead of their own.
+  SearchOutcome TryTarget(std::uint64_t target, std::uint64_t budget, std::uint64_t* proven,
+                          bool deep = false);
   void Minimize();
   void Descend();
   // Every search of a partition stopped at `target` for memory
@@ -176,6 +186,10 @@ class Solve {
 
   const Problem& problem_;
   const SolverParams& params_;
+  // The deep probe's parameters: the restarting configurations alone, no
+  // time sweep, a quarter of the search memory (empty portfolio: no deep
+  // probe).
+  SolverParams deep_params_;
   std::optional<std::uint64_t> capacity_;
   SearchControl control_;
   solver::Presolved presolved_;
@@ -250,15 +264,18 @@ void Solve::Publish() {
   control_.SetLowerBound(lower_bound_);
 }
 
-SearchOutcome Solve::TryTarget(std::uint64_t target, std::uint64_t budget, std::uint64_t* proven) {
+SearchOutcome Solve::TryTarget(std::uint64_t target, std::uint64_t budget, std::uint64_t* proven,
+                               bool deep) {
   for (Part& p : parts_) {
     if (p.height <= target) continue;
-    const SearchOutcome out = p.solver->Probe(target, budget, control_);
-    if (out == SearchOutcome::kLimit && p.solver->gave_up()) NoteMemory(target);
-    if (out == SearchOutcome::kExhausted && proven) *proven = p.solver->ProvenAbove(target);
+    if (deep && !p.deep) p.deep = std::make_unique<PartitionSolver>(*p.inst, deep_params_);
+    PartitionSolver& solver = deep ? *p.deep : *p.solver;
+    const SearchOutcome out = solver.Probe(target, budget, control_);
+    if (out == SearchOutcome::kLimit && solver.gave_up()) NoteMemory(target);
+    if (out == SearchOutcome::kExhausted && proven) *proven = solver.ProvenAbove(target);
     if (out != SearchOutcome::kFound) return out;
-    p.offsets = p.solver->offsets();
-    p.height = p.solver->height();
+    p.offsets = solver.offsets();
+    p.height = solver.height();
   }
   return SearchOutcome::kFound;
 }
@@ -329,6 +346,10 @@ void Solve::Descend() {
     if (ub <= lower_bound_ || control_.stopped()) return;
     step = std::max<std::uint64_t>((ub - lower_bound_) / 64, 1);
   }
+  // The deep probe needs a restarting configuration, and partitions the
+  // skyline engine searches (the general engine would only start over).
+  bool deep = params_.deep_probe && !deep_params_.portfolio.empty();
+  for (const Part& p : parts_) deep = deep && !p.inst->needs_general;
   std::uint64_t spent_here = 0;  // nodes spent at the current target
   std::uint64_t last_target = UINT64_MAX;
   while (ub > lower_bound_ && !control_.stopped()) {
@@ -353,6 +374,19 @@ void Solve::Descend() {
       step = std::max<std::uint64_t>(step / 2, 1);
     } else if (!control_.stopped() && spent_here >= params_.descent_probe_nodes) {
       step = std::max<std::uint64_t>(step / 2, 1);
+    }
+    if (deep && out == SearchOutcome::kLimit && spent_here >= params_.descent_probe_nodes &&
+        ub > lower_bound_ && !control_.stopped()) {
+      // The descent is stalled: the deep probe's turn (see SolverParams).
+      const std::uint64_t deep_target =
+          lower_bound_ + (ub - lower_bound_) / std::max<std::uint64_t>(params_.deep_probe_divisor, 1);
+      std::uint64_t deep_proven = deep_target + 1;
+      const SearchOutcome deep_out = TryTarget(deep_target, budget, &deep_proven, /*deep=*/true);
+      if (deep_out == SearchOutcome::kFound) {
+        ub = std::min(ub, AssembledHeight());
+      } else if (deep_out == SearchOutcome::kExhausted) {
+        lower_bound_ = std::max(lower_bound_, deep_proven);
+      }
     }
     Publish();
     RestrictionStep();

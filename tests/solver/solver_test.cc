@@ -410,6 +410,42 @@ TEST(SolverBruteForce, BoundsUnderNodeLimitsNeverExceedTheMinimum) {
   }
 }
 
+// The deep probe (SolverParams::deep_probe): its plans and its proofs, at
+// targets far below the descent's, are plans and bounds of the whole. Against
+// brute force with budgets so small that the descent stalls at once and the
+// deep probe takes every other turn; and it must change some answer, or the
+// test proves nothing about it.
+TEST(SolverBruteForce, TheDeepProbeKeepsPlansAndBoundsSound) {
+  std::mt19937_64 rng(61);
+  int changed = 0;
+  for (int t = 0; t < 300; ++t) {
+    Problem p = RandomProblem(rng, 4 + static_cast<int>(rng() % 4), t % 2 == 1);
+    ScaleBytes(&p, 1 + rng() % 3);
+    if (!CheckProblem(p).ok()) continue;
+    const std::uint64_t opt = BruteForceHeight(p, 1);
+    SolverParams params = Exact();
+    params.heuristic_incumbent = t % 3 != 0;
+    params.node_limit = 1 + rng() % 200;
+    params.probe_node_budget = 1 + rng() % 8;
+    params.descent_probe_nodes = 1 + rng() % 8;
+    params.portfolio_slice_nodes = 1 + rng() % 3;
+    params.deep_probe_divisor = 1 + rng() % 16;
+    std::uint64_t answers[2][2];
+    for (const bool deep : {false, true}) {
+      params.deep_probe = deep;
+      Result<SolveResult> r = SolveOffsets(p, params);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ASSERT_LE(r->lower_bound, opt) << "case " << t << " deep " << deep;
+      ASSERT_GE(r->height, opt) << "case " << t << " deep " << deep;
+      ASSERT_TRUE(ValidateOffsetsPlan(p, r->plan).ok()) << "case " << t;
+      answers[deep][0] = r->height;
+      answers[deep][1] = r->lower_bound;
+    }
+    if (answers[0][0] != answers[1][0] || answers[0][1] != answers[1][1]) ++changed;
+  }
+  EXPECT_GT(changed, 0);
+}
+
 // The restriction bound (SolverParams::restriction_bound): a bound proven on
 // the buffers of a time window is one of the whole problem. Against brute
 // force on random problems long enough in time that windows are proper
