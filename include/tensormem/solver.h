@@ -169,8 +169,9 @@ struct SolverParams {
   // runs sample plans at random orders; on MiniMalloc D the chance that a
   // run fits hardly depends on the height between 0.1 % and 2 % above the
   // bound, while the descent only asks just below its best plan
-  // (docs/solver.md). The deep probe keeps its own searches, so neither
-  // probe throws the other's away.
+  // (docs/solver.md). The deep probe keeps its own searches (with a quarter
+  // of search_memory_bytes more), so neither probe throws the other's away.
+  // deep_probe_divisor > 0 (checked).
   bool deep_probe = true;
   std::uint64_t deep_probe_divisor = 16;
   // Memory for the searches' paths (trails, frames, nogood memos) of one

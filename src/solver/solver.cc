@@ -379,7 +379,7 @@ void Solve::Descend() {
         ub > lower_bound_ && !control_.stopped()) {
       // The descent is stalled: the deep probe's turn (see SolverParams).
       const std::uint64_t deep_target =
-          lower_bound_ + (ub - lower_bound_) / std::max<std::uint64_t>(params_.deep_probe_divisor, 1);
+          lower_bound_ + (ub - lower_bound_) / params_.deep_probe_divisor;
       std::uint64_t deep_proven = deep_target + 1;
       const SearchOutcome deep_out = TryTarget(deep_target, budget, &deep_proven, /*deep=*/true);
       if (deep_out == SearchOutcome::kFound) {
@@ -684,6 +684,8 @@ Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& par
     return InvalidArgument("unknown minimize_search");
   if (params.restriction_bound && params.restriction_node_budget == 0)
     return InvalidArgument("restriction_node_budget must be > 0 (or restriction_bound off)");
+  if (params.deep_probe && params.deep_probe_divisor == 0)
+    return InvalidArgument("deep_probe_divisor must be > 0 (or deep_probe off)");
   TM_RETURN_IF_ERROR(CheckProblem(problem));
   const std::optional<std::uint64_t> capacity = params.capacity ? params.capacity : problem.capacity;
   if (params.goal == SolveGoal::kFit && !capacity)

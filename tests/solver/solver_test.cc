@@ -746,6 +746,10 @@ TEST(Solver, BadInput) {
   EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument);
   params.restriction_bound = false;
   EXPECT_TRUE(SolveOffsets(p, params).ok());
+  params.deep_probe_divisor = 0;
+  EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument);
+  params.deep_probe = false;
+  EXPECT_TRUE(SolveOffsets(p, params).ok());
   Problem bad = p;
   bad.buffers[0].last_task = -1;
   EXPECT_EQ(SolveOffsets(bad, SolverParams{}).status().code(), StatusCode::kInvalidArgument);
