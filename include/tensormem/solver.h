@@ -232,6 +232,12 @@ struct SolveResult {
   // The highest lower bound the restriction bound proved on a sub-problem
   // (0 when none ran); lower_bound includes it.
   std::uint64_t restriction_bound = 0;
+  // The deep probe (SolverParams::deep_probe): how many ran, and of them
+  // how many lowered the best plan and how many raised the bound (to judge
+  // whether it pays on a family of problems; its nodes are in `nodes`).
+  std::uint64_t deep_probes = 0;
+  std::uint64_t deep_probe_plans = 0;
+  std::uint64_t deep_probe_proofs = 0;
   // (height - lower_bound) / height; 0 when optimal, 1 without a plan.
   double gap = 1.0;
   double seconds = 0;

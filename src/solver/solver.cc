@@ -382,9 +382,12 @@ void Solve::Descend() {
           lower_bound_ + (ub - lower_bound_) / params_.deep_probe_divisor;
       std::uint64_t deep_proven = deep_target + 1;
       const SearchOutcome deep_out = TryTarget(deep_target, budget, &deep_proven, /*deep=*/true);
+      ++result_.deep_probes;
       if (deep_out == SearchOutcome::kFound) {
         ub = std::min(ub, AssembledHeight());
+        ++result_.deep_probe_plans;
       } else if (deep_out == SearchOutcome::kExhausted) {
+        result_.deep_probe_proofs += deep_proven > lower_bound_;
         lower_bound_ = std::max(lower_bound_, deep_proven);
       }
     }

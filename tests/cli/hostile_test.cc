@@ -233,6 +233,7 @@ TEST_F(Hostile, JsonReaderStreamsItsBuffers) {
   r = Cli("solve ok.json --json");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("\"capacity\":64"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"deep_probes\":0"), std::string::npos) << r.out;  // none needed
 }
 
 // Item 5: running out of memory is an error (exit 1 or 2), never an abort.

@@ -84,6 +84,9 @@ int RunSolve(const SolveOptions& o) {
                         {"partitions", r.partitions},
                         {"heuristic", r.heuristic_height},
                         {"restriction_bound", r.restriction_bound},
+                        {"deep_probes", r.deep_probes},
+                        {"deep_probe_plans", r.deep_probe_plans},
+                        {"deep_probe_proofs", r.deep_probe_proofs},
                         {"goal", params.goal == SolveGoal::kFit ? "fit" : "minimize"}};
     j["capacity"] = capacity ? nlohmann::json(*capacity) : nlohmann::json(nullptr);
     if (!r.reason.empty()) j["reason"] = r.reason;
