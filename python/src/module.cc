@@ -571,6 +571,12 @@ PYBIND11_MODULE(_tensormem, m) {
       .def_property_readonly("seconds", [](const PySolveResult& s) { return s.r.seconds; })
       .def_property_readonly("nodes", [](const PySolveResult& s) { return s.r.nodes; })
       .def_property_readonly("reason", [](const PySolveResult& s) { return s.r.reason; })
+      .def_property_readonly("heuristic_height", [](const PySolveResult& s) { return s.r.heuristic_height; })
+      .def_property_readonly("partitions", [](const PySolveResult& s) { return s.r.partitions; })
+      .def_property_readonly("restriction_bound", [](const PySolveResult& s) { return s.r.restriction_bound; })
+      .def_property_readonly("deep_probes", [](const PySolveResult& s) { return s.r.deep_probes; })
+      .def_property_readonly("deep_probe_plans", [](const PySolveResult& s) { return s.r.deep_probe_plans; })
+      .def_property_readonly("deep_probe_proofs", [](const PySolveResult& s) { return s.r.deep_probe_proofs; })
       .def_property_readonly("offsets", [](py::object self) -> py::object {
         PySolveResult& s = self.cast<PySolveResult&>();
         if (!s.r.has_plan) return py::none();

@@ -22,6 +22,9 @@ def test_minimize_small_is_optimal():
     r = tm.solve(prob, time_limit=5)
     assert r.status == "optimal" and r.height == r.lower_bound and r.gap == 0
     assert r.offsets is not None and len(r.offsets) == 4
+    # The diagnostics: the heuristic plan it started from, and no deep probe needed.
+    assert r.heuristic_height >= r.height and r.partitions >= 1
+    assert r.restriction_bound == 0 and r.deep_probes == r.deep_probe_plans == r.deep_probe_proofs == 0
 
 
 def test_capacity_infeasible_with_subset():
