@@ -19,9 +19,12 @@
 // engine, once. Zero-slack partitions (the same live bytes in every time
 // section, SolverParams::time_sweep) also run the time sweep
 // (time_sweep.h), forwards and backwards, at any capacity at or above that
-// load: the two sweeps take turns whenever their effort is behind their
-// share (about two thirds of the time, counted over every probe), the
-// first turn included.
+// load: the sweeps take turns whenever their effort is behind their share
+// (about two thirds of the time, counted over every probe), the first turn
+// included. Two more pairs with other chance thresholds (other pairing
+// orders: an instance one order gets lost in, another often fits in one
+// pass) join once the first pair has spent 8 units of effort per item
+// without a plan, past what it needs where it fits at all.
 #pragma once
 
 #include <cstdint>

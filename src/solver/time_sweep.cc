@@ -52,6 +52,7 @@ class TimeSweep::Enumerator {
           const std::vector<std::uint32_t>& starting) {
     Pairing blocks;
     Go(root, ending, starting, blocks, {0, 0}, 0);
+    NextPass();
     if (!Stopped()) {
       PQTree t = root;
       sweep_.Mark(ending);
@@ -63,7 +64,9 @@ class TimeSweep::Enumerator {
     // pairing of one dense block and a few unlikely ones comes before the
     // many that split the rest of a big boundary by chance.
     if (!Stopped()) Go(root, ending, starting, blocks, {1, 1}, 0);
+    NextPass();
     if (!Stopped()) Go(root, ending, starting, blocks, {2, SIZE_MAX}, 0);
+    NextPass();
     return interrupted_ ? End::kInterrupted
            : full_      ? End::kFull
            : capped_    ? End::kCapped
@@ -72,12 +75,20 @@ class TimeSweep::Enumerator {
   std::uint64_t work() const { return work_; }
 
  private:
-  bool Stopped() const { return full_ || interrupted_ || capped_; }
+  bool Stopped() const { return full_ || interrupted_ || pass_capped_; }
+
+  // Each pass has its own cap: a first pass lost among chance matches must
+  // not starve the next, where a pairing with one dense group may hold.
+  void NextPass() {
+    capped_ = capped_ || pass_capped_;
+    pass_capped_ = false;
+    pass_start_ = work_;
+  }
 
   // Elementary steps; the clock is read every 4,096 (an enumeration can be long).
   void Work() {
     if (++work_ % 4096 == 0 && !control_.Poll()) interrupted_ = true;
-    if (work_ >= kMaxEnumerationWork) capped_ = true;
+    if (work_ - pass_start_ >= kMaxEnumerationWork) pass_capped_ = true;
   }
 
   void Yield(const Pairing& p) {
@@ -210,7 +221,8 @@ class TimeSweep::Enumerator {
     // Whether a match of k buffers of the other side for a group (of r + 1
     // here) summing to `total` is likely to be chance: the expected number
     // of such equal sums, C(others, k) C(pool, r) over the spread of the
-    // sums they can take, above 1 %. The spread is at least `total`, and
+    // sums they can take, above the chance threshold (1 %; 10 % or 0.1 % in
+    // the alternate sweeps). The spread is at least `total`, and
     // wider when k buffers can sum to much more (sizes spread over orders
     // of magnitude: 85 + 232 = 317 among buffers of 10^4-10^5 bytes is no
     // chance).
@@ -226,7 +238,8 @@ class TimeSweep::Enumerator {
     const auto likely = [&](std::size_t k, std::uint64_t total) {
       const std::uint64_t smallest = other_sum - largest[other.size() - k];
       const std::uint64_t spread = std::max(total, largest[k] - smallest) / std::max<std::uint64_t>(unit, 1);
-      return Binomial(other.size(), k) * Binomial(pool, r) > static_cast<double>(spread) / 100.0;
+      return Binomial(other.size(), k) * Binomial(pool, r) >
+             static_cast<double>(spread) * sweep_.chance_;
     };
     // Up to how many buffers (or all but how many) a match of `total` is
     // unlikely to be chance.
@@ -342,8 +355,8 @@ class TimeSweep::Enumerator {
   std::size_t skip_, max_;
   std::vector<Pairing>* out_;
   std::size_t produced_ = 0;
-  std::uint64_t work_ = 0;
-  bool full_ = false, interrupted_ = false, capped_ = false;
+  std::uint64_t work_ = 0, pass_start_ = 0;
+  bool full_ = false, interrupted_ = false, capped_ = false, pass_capped_ = false;
 };
 
 std::optional<std::uint64_t> TimeSweep::ZeroSlackLoad(const Instance& instance) {
@@ -370,8 +383,8 @@ std::optional<std::uint64_t> TimeSweep::ZeroSlackLoad(const Instance& instance) 
   return load;
 }
 
-TimeSweep::TimeSweep(const Instance& instance, std::uint64_t load, bool reversed)
-    : inst_(instance), load_(load) {
+TimeSweep::TimeSweep(const Instance& instance, std::uint64_t load, bool reversed, double chance)
+    : inst_(instance), load_(load), chance_(chance) {
   const std::uint32_t s = instance.num_sections;
   num_boundaries_ = s + 1;
   ending_.resize(num_boundaries_);
