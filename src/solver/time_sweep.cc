@@ -17,14 +17,18 @@ constexpr std::uint64_t kUnset = std::numeric_limits<std::uint64_t>::max();
 constexpr std::size_t kMaxBatch = 256;
 // The enumeration's caps (see time_sweep.h).
 constexpr std::size_t kBigSide = 15, kMaxGroupOnBigSide = 5, kMatchesPerGroup = 32;
-// Elementary steps (combinations, subset-sum calls) of one enumeration:
-// past this the boundary's pairings end there. A step is 10-100 ns (a
-// group's consecutiveness check included), so about 0.02-0.2 s. Pairings
-// that hold are rarely that deep: on the N = 1,000 perfect packings, seeds
-// 1-80, the sweeps alone fit 79 with a cap of 2^21 (the slowest in 0.16 s)
-// and 79 with 2^24 (0.79 s: the capped enumerations were the time), 78
-// with 2^19.
-constexpr std::uint64_t kMaxEnumerationWork = std::uint64_t{1} << 21;
+// Elementary steps (combinations, subset-sum calls) of one pass of an
+// enumeration: past this the pass ends there. A step is 10-200 ns (a
+// group's consecutiveness check included), and a refill cannot yield, so
+// a capped refill holds up every other sweep: at 2^21 per pass, seed 110
+// (N = 1,000) spent 1 s in one refill of 38 ending against 46 starting
+// buffers while the other direction, which fits in 0.17 s, waited. N =
+// 1,000 perfect packings, seeds 1-200, fit within 20 s, two variants side
+// by side: 2^21 200 fit, 30.7-34.0 s in all, slowest 2.4-3.1 s; 2^19 200,
+// 26.1-26.7 s, slowest 1.6 s; 2^18 200, 24.8 s, slowest 0.99 s. N = 2,000,
+// seeds 1-20: 2^21 13 fit, 2^18 14. (With one cap shared by the passes,
+// before the alternate sweeps, 2^21 was needed: 2^20 lost N = 200 seed 2.)
+constexpr std::uint64_t kMaxEnumerationWork = std::uint64_t{1} << 18;
 // Other sides this small keep the plain subset search (it cannot blow up)
 // instead of a SubsetSumTable.
 constexpr std::size_t kSubsetSumTableMinItems = 12;

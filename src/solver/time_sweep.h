@@ -24,7 +24,7 @@
 // (complements), through a SubsetSumTable of the other side's reachable
 // sums, so that no search enters a branch without a match. The enumeration
 // is capped (on a side of more than 15 buffers, groups of up to 5 or of
-// all but 1-4; 32 matches per group; 2^21 steps per pass, so that a pass
+// all but 1-4; 32 matches per group; 2^18 steps per pass, so that a pass
 // lost among chance matches does not starve the next), so running out of
 // pairings is not a proof: kExhausted from this engine only says that it
 // has nothing left to try. The plan is rebuilt backwards: the last stack is any order its tree
