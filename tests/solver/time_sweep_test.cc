@@ -416,7 +416,7 @@ TEST(TimeSweep, TheSolverAnswersWithIt) {
 
 // And seed 11, which only the lax sweeps fit: once the base pair has
 // spent its effort they join, and the solve is optimal within 20,000 nodes
-// (3,792 when written).
+// (4,060 when written).
 TEST(TimeSweep, TheSolverRunsTheAlternateSweepsWhenTheBasePairStalls) {
   const Problem p = solver::PerfectPacking(solver::PerfectPackingVariant(1000, 11));
   SolverParams params;
