@@ -394,16 +394,22 @@ TEST(TimeSweep, APlanThatBreaksAnAlignmentIsNotAnswered) {
   EXPECT_EQ(r->status, SolveStatus::kOptimal);
 }
 
+// Fit at the problem's capacity within a node limit (machine independent).
+SolverParams FitWithin(const Problem& p, std::uint64_t nodes) {
+  SolverParams params;
+  params.goal = SolveGoal::kFit;
+  params.capacity = *p.capacity;
+  params.time_limit_seconds = std::numeric_limits<double>::infinity();
+  params.node_limit = nodes;
+  return params;
+}
+
 // In the solver: a 1,000-buffer perfect packing that the sweep fits in one
 // pass (seed 3) is optimal within a node limit that the skyline portfolio
 // alone does not reach it in.
 TEST(TimeSweep, TheSolverAnswersWithIt) {
   const Problem p = solver::PerfectPacking(solver::PerfectPackingVariant(1000, 3));
-  SolverParams params;
-  params.goal = SolveGoal::kFit;
-  params.capacity = *p.capacity;
-  params.time_limit_seconds = std::numeric_limits<double>::infinity();
-  params.node_limit = 20'000;
+  SolverParams params = FitWithin(p, 20'000);
   Result<SolveResult> with = SolveOffsets(p, params);
   ASSERT_TRUE(with.ok());
   EXPECT_EQ(with->status, SolveStatus::kOptimal);
@@ -419,12 +425,7 @@ TEST(TimeSweep, TheSolverAnswersWithIt) {
 // (4,060 when written).
 TEST(TimeSweep, TheSolverRunsTheAlternateSweepsWhenTheBasePairStalls) {
   const Problem p = solver::PerfectPacking(solver::PerfectPackingVariant(1000, 11));
-  SolverParams params;
-  params.goal = SolveGoal::kFit;
-  params.capacity = *p.capacity;
-  params.time_limit_seconds = std::numeric_limits<double>::infinity();
-  params.node_limit = 20'000;
-  Result<SolveResult> r = SolveOffsets(p, params);
+  Result<SolveResult> r = SolveOffsets(p, FitWithin(p, 20'000));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, SolveStatus::kOptimal) << r->reason;
   EXPECT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
