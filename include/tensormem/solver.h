@@ -139,8 +139,8 @@ struct SolverParams {
   bool tiling_inference = true;
   // Zero-slack partitions (the same live bytes in every time section, as in
   // perfect packings) also run the time sweep, forwards and backwards, side
-  // by side with the portfolio (about two thirds of the time), and a
-  // second pair with another pairing order once the first has stalled.
+  // by side with the portfolio (about two thirds of the time), and two
+  // more pairs with other pairing orders once the first has stalled.
   // See docs/solver.md.
   bool time_sweep = true;
   // Search configurations, run side by side: each in turn continues its own
