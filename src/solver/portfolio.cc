@@ -34,8 +34,8 @@ constexpr std::uint64_t kSweepShare = 2;
 // the base pair has spent this much effort per item without a plan: past
 // what the base pair needs where it fits at all (N = 1,000 perfect
 // packings, seeds 1-80, at a701f05: at most 3,534 units in the better
-// direction, about 7,100 for the pair), so they cost nothing there and
-// share the time evenly after. Where they fit, they fit in one pass (a few
+// direction; the pair spends about twice that), so they cost nothing there
+// and share the time evenly after. Where they fit, they fit in one pass (a few
 // hundred pairings), so sharing the time six ways costs little.
 constexpr std::uint64_t kAlternatesJoinEffortPerItem = 8;
 

@@ -68,7 +68,7 @@ class TimeSweep {
   // pairings come before coarse ones; strict: fewer do). Alone each fits
   // fewer directions but other seeds (N = 1,000 perfect packings, seeds
   // 1-200, 3 s a direction: 1 % fits 197 seeds, all but 11, 97 and 175;
-  // 10 % 197, all but 91, 156 and 175; 0.1 % 184, with 175).
+  // 10 % 198, all but 91 and 175; 0.1 % 188, with 175).
   static constexpr double kLaxChance = 0.1;
   static constexpr double kStrictChance = 0.001;
 

@@ -313,25 +313,28 @@ TEST(TimeSweep, ThousandBuffersFitOneWayOrTheOther) {
   }
 }
 
-// Seeds the strict sweeps once missed (N = 1,000, seeds 1-200: 195 fit
+// Seeds the base sweeps once missed (N = 1,000, seeds 1-200: 195 fit
 // within 20 s, docs/solver.md). 96 and 151: the first pass of the
 // enumeration ran into the cap and starved the pass with one dense group;
 // each pass now has its own cap, and they fit forwards in a few hundred
-// pairings. 11: a coarse pairing at boundary 44 (a chance twin, then the
-// rest of the boundary as one block) fails only 70 boundaries later, and
-// neither direction comes back within the effort; the lax threshold takes
-// the finer pairing first and fits it.
-TEST(TimeSweep, PassCapsAndTheLaxThresholdFitTheSeedsOnceMissed) {
+// pairings. 11: a coarse pairing (a chance twin, then the rest of the
+// boundary as one block) fails some 70 boundaries later, and neither
+// direction comes back within the effort; the lax threshold takes the
+// finer pairing first. 175: only the strict threshold's order fits it.
+TEST(TimeSweep, PassCapsAndTheAlternateThresholdsFitTheSeedsOnceMissed) {
   for (const std::uint64_t seed : {96u, 151u}) {
     const Problem p = solver::PerfectPacking(solver::PerfectPackingVariant(1000, seed));
     std::string why;
     EXPECT_TRUE(SweepFits(p, false, &why, 20'000)) << "seed " << seed << ": " << why;
   }
-  const Problem p = solver::PerfectPacking(solver::PerfectPackingVariant(1000, 11));
-  std::string why;
-  EXPECT_FALSE(SweepFits(p, false, &why, 20'000));
-  EXPECT_FALSE(SweepFits(p, true, &why, 20'000));
-  EXPECT_TRUE(SweepFits(p, false, &why, 20'000, solver::TimeSweep::kLaxChance)) << why;
+  for (const auto& [seed, chance] : {std::pair{11u, solver::TimeSweep::kLaxChance},
+                                     std::pair{175u, solver::TimeSweep::kStrictChance}}) {
+    const Problem p = solver::PerfectPacking(solver::PerfectPackingVariant(1000, seed));
+    std::string why;
+    EXPECT_FALSE(SweepFits(p, false, &why, 20'000)) << "seed " << seed;
+    EXPECT_FALSE(SweepFits(p, true, &why, 20'000)) << "seed " << seed;
+    EXPECT_TRUE(SweepFits(p, false, &why, 20'000, chance)) << "seed " << seed << ": " << why;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Directions, TimeSweepPerfectPacking, ::testing::Bool(),
