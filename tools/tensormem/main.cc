@@ -23,9 +23,17 @@ int main(int argc, char** argv) {
   // largest block freed (up to 32 MiB); later arrays then come from the
   // heap, whose freed space stays resident: gpt2_medium_generate's solve
   // peaked at 148 MB of RSS for 133 MB of heap, 138 MB with a fixed
-  // threshold (arrays of 4 MiB and more are given back when freed). Not for
-  // replay, which measures glibc's malloc as configured by default.
-  if (!replay) mallopt(M_MMAP_THRESHOLD, 4 << 20);
+  // threshold (arrays of 4 MiB and more are given back when freed). Fixing
+  // it also fixes the trim threshold, at 128 KiB unless set: the heap's top
+  // was then given back and faulted in again on every refill of the time
+  // sweep (a perfect packing of 1,000 buffers fitted in 1.8 s instead of
+  // 0.65 s, 121,000 page faults against 4,400), so it is 4 MiB too (gpt2's
+  // peak 138.7 -> 141.2 MB). Not for replay, which measures glibc's malloc
+  // as configured by default.
+  if (!replay) {
+    mallopt(M_MMAP_THRESHOLD, 4 << 20);
+    mallopt(M_TRIM_THRESHOLD, 4 << 20);
+  }
 #endif
   CLI::App app{"tensormem: tensor memory planning (shared objects, arena offsets) and allocation"};
   app.require_subcommand(1);
