@@ -48,8 +48,10 @@ PartitionSolver::PartitionSolver(const Instance& instance, const SolverParams& p
           params.time_sweep ? TimeSweep::ZeroSlackLoad(instance) : std::nullopt) {
     for (const double chance :
          {TimeSweep::kBaseChance, TimeSweep::kLaxChance, TimeSweep::kStrictChance}) {
-      sweeps_.push_back(std::make_unique<TimeSweep>(instance, *load, /*reversed=*/false, chance));
-      sweeps_.push_back(std::make_unique<TimeSweep>(instance, *load, /*reversed=*/true, chance));
+      sweeps_.push_back(std::make_unique<TimeSweep>(instance, *load, /*reversed=*/false, chance,
+                                                    &table_storage_));
+      sweeps_.push_back(std::make_unique<TimeSweep>(instance, *load, /*reversed=*/true, chance,
+                                                    &table_storage_));
     }
     sweep_done_.assign(sweeps_.size(), 0);
   }

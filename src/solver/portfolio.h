@@ -33,6 +33,7 @@
 
 #include "solver/instance.h"
 #include "solver/search_control.h"
+#include "solver/subset_sum_table.h"
 #include "tensormem/solver.h"
 
 namespace tensormem::solver {
@@ -83,6 +84,8 @@ class PartitionSolver {
   std::vector<std::uint64_t> offsets_;
   std::uint64_t height_ = 0;
   bool gave_up_ = false;
+  // The sweeps' subset-sum tables, reused (declared first: it outlives them).
+  SubsetSumStorage table_storage_;
   // The time sweeps (forwards, backwards) of a zero-slack partition, kept
   // across capacities (their plans have the same height at any); empty
   // when the partition is not zero slack or SolverParams::time_sweep is off.

@@ -1,8 +1,44 @@
 #include "solver/subset_sum_table.h"
 
+#include <algorithm>
 #include <numeric>
+#include <utility>
 
 namespace tensormem::solver {
+
+std::vector<std::uint64_t> SubsetSumStorage::Take() {
+  if (spare_.empty()) return {};
+  const auto widest = std::max_element(
+      spare_.begin(), spare_.end(),
+      [](const auto& a, const auto& b) { return a.capacity() < b.capacity(); });
+  std::vector<std::uint64_t> words = std::move(*widest);
+  *widest = std::move(spare_.back());
+  spare_.pop_back();
+  return words;
+}
+
+void SubsetSumStorage::Give(std::vector<std::uint64_t>&& words) {
+  if (words.capacity() == 0) return;
+  words.clear();
+  spare_.push_back(std::move(words));
+  while (spare_.size() > kMaxSpare || spare_bytes() > kMaxSpareBytes) {
+    const auto narrowest = std::min_element(
+        spare_.begin(), spare_.end(),
+        [](const auto& a, const auto& b) { return a.capacity() < b.capacity(); });
+    *narrowest = std::move(spare_.back());
+    spare_.pop_back();
+  }
+}
+
+std::size_t SubsetSumStorage::spare_bytes() const {
+  std::size_t bytes = 0;
+  for (const auto& words : spare_) bytes += words.capacity() * sizeof(std::uint64_t);
+  return bytes;
+}
+
+SubsetSumTable::~SubsetSumTable() {
+  if (storage_ != nullptr) storage_->Give(std::move(rows_));
+}
 
 bool SubsetSumTable::Build(const std::vector<std::uint64_t>& sizes, std::uint64_t max_sum) {
   rows_.clear();
@@ -19,6 +55,7 @@ bool SubsetSumTable::Build(const std::vector<std::uint64_t>& sizes, std::uint64_
     return false;
   words_ = static_cast<std::size_t>(top / 64 + 1);
   top_ = top;
+  if (storage_ != nullptr && rows_.capacity() == 0) rows_ = storage_->Take();
   rows_.assign(words_ * (sizes.size() + 1), 0);
   Row(sizes.size())[0] = 1;
   for (std::size_t i = sizes.size(); i-- > 0;) {

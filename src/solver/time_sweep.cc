@@ -197,7 +197,8 @@ class TimeSweep::Enumerator {
     // A large other side gets its reachable sums first: then a group whose
     // sum it cannot reach costs one lookup, and the search for the matches
     // of one that it can never meets a dead end.
-    SubsetSumTable table;
+    SubsetSumTable table(sweep_.shared_storage_ != nullptr ? sweep_.shared_storage_
+                                                          : &sweep_.own_storage_);
     bool have_table = false;
     if (other.size() >= kSubsetSumTableMinItems) {
       std::vector<std::uint64_t> sizes;
@@ -387,8 +388,9 @@ std::optional<std::uint64_t> TimeSweep::ZeroSlackLoad(const Instance& instance) 
   return load;
 }
 
-TimeSweep::TimeSweep(const Instance& instance, std::uint64_t load, bool reversed, double chance)
-    : inst_(instance), load_(load), chance_(chance) {
+TimeSweep::TimeSweep(const Instance& instance, std::uint64_t load, bool reversed, double chance,
+                     SubsetSumStorage* storage)
+    : inst_(instance), load_(load), chance_(chance), shared_storage_(storage) {
   const std::uint32_t s = instance.num_sections;
   num_boundaries_ = s + 1;
   ending_.resize(num_boundaries_);

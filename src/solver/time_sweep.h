@@ -49,6 +49,7 @@
 #include "solver/instance.h"
 #include "solver/pq_tree.h"
 #include "solver/search_control.h"
+#include "solver/subset_sum_table.h"
 
 namespace tensormem::solver {
 
@@ -74,9 +75,11 @@ class TimeSweep {
 
   // `load`: the instance's ZeroSlackLoad. `reversed`: sweep from the last
   // section to the first (some instances are easy one way only). `chance`
-  // in (0, 1]: the chance threshold.
+  // in (0, 1]: the chance threshold. `storage`: where the enumeration's
+  // subset-sum tables come from (the sweeps of a partition share one; it
+  // must outlive the sweep); null: the sweep's own.
   TimeSweep(const Instance& instance, std::uint64_t load, bool reversed,
-            double chance = kBaseChance);
+            double chance = kBaseChance, SubsetSumStorage* storage = nullptr);
 
   // Goes on for up to `budget` nodes (one node: one pairing tried at one
   // boundary). kFound: offsets() is a plan of height base + load.
@@ -138,6 +141,8 @@ class TimeSweep {
   std::size_t depth_ = 0;  // the boundary being decided
   bool started_ = false, done_ = false;
   std::vector<std::uint8_t> mark_;
+  SubsetSumStorage* shared_storage_ = nullptr;  // or own_storage_
+  SubsetSumStorage own_storage_;
   std::vector<std::uint64_t> offsets_;
   std::uint64_t nodes_ = 0, effort_ = 0;
   std::size_t deepest_ = 0;

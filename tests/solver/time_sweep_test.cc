@@ -173,6 +173,9 @@ TEST(PQTree, KeyedFrontierFollowsTheKeys) {
 
 TEST(SubsetSumTable, ReachesExactlyTheSubsetSums) {
   std::mt19937_64 rng(7);
+  // Every other table takes its words from a storage that earlier (larger
+  // or smaller) tables gave back: their bits must not leak into it.
+  solver::SubsetSumStorage storage;
   for (int round = 0; round < 300; ++round) {
     const std::size_t n = round % 11;
     // Sizes that share a factor (the table works in its units) and some
@@ -183,7 +186,7 @@ TEST(SubsetSumTable, ReachesExactlyTheSubsetSums) {
     std::uint64_t total = 0;
     for (const std::uint64_t v : sizes) total += v;
     const std::uint64_t max_sum = round % 5 == 0 ? total / 2 : total;
-    solver::SubsetSumTable table;
+    solver::SubsetSumTable table(round % 2 == 1 ? &storage : nullptr);
     ASSERT_TRUE(table.Build(sizes, max_sum));
     for (std::size_t i = 0; i <= n; ++i) {
       std::set<std::uint64_t> sums;
@@ -198,6 +201,45 @@ TEST(SubsetSumTable, ReachesExactlyTheSubsetSums) {
             << "round " << round << " suffix " << i << " sum " << s;
     }
   }
+}
+
+TEST(SubsetSumTable, StorageIsReusedAndBounded) {
+  solver::SubsetSumStorage storage;
+  std::vector<std::uint64_t> sizes;  // 1000-1039: 41 rows of 40,781 sums (unit 1)
+  for (std::uint64_t v = 1000; v < 1040; ++v) sizes.push_back(v);
+  const std::uint64_t total = 40780;
+  {
+    solver::SubsetSumTable outer(&storage), inner(&storage);
+    ASSERT_TRUE(outer.Build(sizes, total));
+    ASSERT_TRUE(inner.Build(sizes, total));
+    EXPECT_EQ(storage.spare(), 0u);
+  }
+  // Both gave their words back; the next two tables take them, no new ones.
+  ASSERT_EQ(storage.spare(), 2u);
+  const std::size_t bytes = storage.spare_bytes();
+  EXPECT_GE(bytes, 2 * 41 * (total / 64 + 1) * sizeof(std::uint64_t));
+  {
+    solver::SubsetSumTable a(&storage), b(&storage);
+    ASSERT_TRUE(a.Build(sizes, total));
+    EXPECT_EQ(storage.spare(), 1u);
+    ASSERT_TRUE(b.Build({1000, 2000}, 3000));  // takes the other, however small it needs
+    EXPECT_EQ(storage.spare(), 0u);
+    EXPECT_TRUE(a.Reaches(0, total));
+    EXPECT_TRUE(b.Reaches(0, 3000));
+    EXPECT_FALSE(b.Reaches(0, 4000));
+  }
+  EXPECT_EQ(storage.spare_bytes(), bytes);
+  // At most kMaxSpare vectors and kMaxSpareBytes together, the widest kept.
+  for (std::size_t words : {1u << 10, 1u << 20, 1u << 19, 1u << 20, 1u << 12, 1u << 18}) {
+    std::vector<std::uint64_t> v;
+    v.reserve(words);
+    storage.Give(std::move(v));
+    EXPECT_LE(storage.spare(), solver::SubsetSumStorage::kMaxSpare);
+    EXPECT_LE(storage.spare_bytes(), solver::SubsetSumStorage::kMaxSpareBytes);
+  }
+  EXPECT_EQ(storage.Take().capacity(), std::size_t{1} << 20);  // 8 MiB: the widest
+  storage.Give({});  // nothing to keep
+  EXPECT_LE(storage.spare(), solver::SubsetSumStorage::kMaxSpare - 1);
 }
 
 TEST(SubsetSumTable, RefusesWhatItCannotHold) {
