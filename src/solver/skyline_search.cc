@@ -349,19 +349,23 @@ bool SkylineSearch::Update(std::uint32_t comp, std::uint32_t placed) {
 
 // Per section, the unplaced items stacked in order of the lowest offset each
 // can still take (one-machine scheduling with release times: that order
-// gives the lowest possible top) must end within the capacity. Sections
-// where even the highest release plus all unplaced bytes fits are skipped,
-// so only the tight ones pay for the sort.
-// The least and the highest release over the items covering each section,
-// then the stacking of the tight sections. Busy traces have thousands of
-// items each spanning thousands of sections: there each piece tags O(log S)
-// nodes of a segment tree (min and max tags) pushed down to the sections
-// once, and the stacking visits only tight sections (next-tight pointers).
+// gives the lowest possible top) must end within the capacity. That top is
+// the maximum over releases R of R + the section's bytes of the items
+// released at R or later, so the items are added to per-section sums in
+// decreasing release order, and a sum must stay within capacity - R as the
+// items released at R join it (a sum only grows and R only falls, so a
+// section is checked whenever it grows). Releases R with R + the most
+// unplaced bytes of any section within the capacity cannot fail: only the
+// items released above capacity - that most are added, usually a few.
+// Busy traces, where the items span thousands of sections: the sums as a
+// segment tree with range add and maximum.
 bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
   if (!options_.section_inference) return true;
   const Comp& c = comps_[comp];
+  if (c.count == 0) return true;
+  const std::uint64_t most = remaining_.Max(c.sec_lo, c.sec_hi);
   releases_.clear();
-  std::uint64_t span_total = 0, pieces = 0;
+  std::uint64_t least = UINT64_MAX;
   for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k) {
     const std::uint32_t y = pool_[k];
     const Item& it = inst_.items[y];
@@ -370,186 +374,105 @@ bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
     // later, so strictly above it.
     if (r <= level && !Eligible(y, level)) r = AlignUpSat(level + 1, it.alignment);
     r = std::max(r, level);
+    least = std::min(least, r);
+    if (SumFits(r, most, capacity_)) continue;  // its release cannot fail
     releases_.push_back({r, y});
+  }
+  // The fullest section cannot hold its bytes above the least release.
+  if (!SumFits(least, most, capacity_)) return false;
+  // The items released at the least release come last, and with them
+  // every sum is the section's unplaced bytes: just checked.
+  std::erase_if(releases_, [least](const auto& ry) { return ry.first == least; });
+  if (releases_.empty()) return true;
+  if (!options_.release_order) {
+    // Weaker and cheaper: per section, the least release of the items
+    // covering it + its unplaced bytes.
+    for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) lo_release_[s] = UINT64_MAX;
+    for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k) {
+      const std::uint32_t y = pool_[k];
+      const Item& it = inst_.items[y];
+      std::uint64_t r = am_[y];
+      if (r <= level && !Eligible(y, level)) r = AlignUpSat(level + 1, it.alignment);
+      r = std::max(r, level);
+      for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
+        for (std::uint32_t s = inst_.pieces[q].begin; s < inst_.pieces[q].end; ++s)
+          lo_release_[s] = std::min(lo_release_[s], r);
+    }
+    for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s)
+      if (rem_[s] != 0 && !SumFits(lo_release_[s], rem_[s], capacity_)) return false;
+    return true;
+  }
+  std::sort(releases_.begin(), releases_.end(), std::greater<>());
+  std::uint64_t span_total = 0, pieces = 0;
+  for (const auto& ry : releases_) {
+    const Item& it = inst_.items[ry.second];
     for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
       span_total += inst_.pieces[q].end - inst_.pieces[q].begin;
     pieces += it.piece_end - it.piece_begin;
   }
-  std::vector<std::uint32_t>& next = next_scratch_;
   const std::uint32_t width = c.sec_hi - c.sec_lo;
   const std::uint32_t leaves = std::bit_ceil(std::max<std::uint32_t>(width, 1));
-  // Long spans (busy traces): each piece tags O(log S) nodes of a segment
-  // tree (min and max tags), pushed down to the sections once. Short ones
-  // (most challenging instances): the direct loops are cheaper.
-  const auto use_trees = [&](bool cheaper) {
-    return options_.trees == SkylineOptions::Trees::kAlways ||
-           (options_.trees == SkylineOptions::Trees::kAuto && cheaper);
-  };
-  if (use_trees(span_total > 2 * std::uint64_t{leaves} + 2 * pieces * std::bit_width(leaves))) {
-    std::vector<std::uint64_t>& tlo = tree_lo_;
-    std::vector<std::uint64_t>& thi = tree_hi_;
-    tlo.assign(2 * std::size_t{leaves}, UINT64_MAX);
-    thi.assign(2 * std::size_t{leaves}, 0);
-    for (const auto& [r, y] : releases_) {
-      const Item& it = inst_.items[y];
-      for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q) {
-        std::uint32_t l = inst_.pieces[q].begin - c.sec_lo + leaves;
-        std::uint32_t h = inst_.pieces[q].end - c.sec_lo + leaves;
-        for (; l < h; l >>= 1, h >>= 1) {
-          if (l & 1) {
-            tlo[l] = std::min(tlo[l], r);
-            thi[l] = std::max(thi[l], r);
-            ++l;
-          }
-          if (h & 1) {
-            --h;
-            tlo[h] = std::min(tlo[h], r);
-            thi[h] = std::max(thi[h], r);
-          }
-        }
-      }
-    }
-    for (std::uint32_t i = 1; i < leaves; ++i) {
-      tlo[2 * i] = std::min(tlo[2 * i], tlo[i]);
-      tlo[2 * i + 1] = std::min(tlo[2 * i + 1], tlo[i]);
-      thi[2 * i] = std::max(thi[2 * i], thi[i]);
-      thi[2 * i + 1] = std::max(thi[2 * i + 1], thi[i]);
-    }
-    for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) {
-      lo_release_[s] = tlo[leaves + s - c.sec_lo];
-      hi_release_[s] = thi[leaves + s - c.sec_lo];
-    }
-  } else {
-    for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) {
-      lo_release_[s] = UINT64_MAX;
-      hi_release_[s] = 0;
-    }
-    for (const auto& [r, y] : releases_) {
-      const Item& it = inst_.items[y];
-      for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
-        for (std::uint32_t s = inst_.pieces[q].begin; s < inst_.pieces[q].end; ++s) {
-          lo_release_[s] = std::min(lo_release_[s], r);
-          hi_release_[s] = std::max(hi_release_[s], r);
-        }
-    }
-  }
-  bool any_tight = false;
-  for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) {
-    stack_top_[s] = UINT64_MAX;  // not tight
-    if (rem_[s] == 0 || SumFits(hi_release_[s], rem_[s], capacity_)) continue;
-    if (!SumFits(lo_release_[s], rem_[s], capacity_)) return false;
-    if (!options_.release_order) continue;
-    stack_top_[s] = 0;
-    any_tight = true;
-  }
-  if (!any_tight) return true;
-  // next[s]: the first tight section >= s (sec_hi when none); tight[s]:
-  // how many tight sections lie in [sec_lo, s).
-  std::vector<std::uint32_t>& tight = tight_scratch_;
-  next[c.sec_hi] = c.sec_hi;
-  for (std::uint32_t s = c.sec_hi; s-- > c.sec_lo;)
-    next[s] = stack_top_[s] != UINT64_MAX ? s : next[s + 1];
-  tight[c.sec_lo] = 0;
-  for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s)
-    tight[s + 1] = tight[s] + (stack_top_[s] != UINT64_MAX);
-  // Only the items touching a tight section, sorted; and what stacking
-  // them section by section would cost.
-  std::uint64_t visits = 0, kept_pieces = 0;
-  std::size_t kept = 0;
-  for (const auto& ry : releases_) {
-    const Item& it = inst_.items[ry.second];
-    std::uint64_t v = 0;
-    for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
-      v += tight[inst_.pieces[q].end] - tight[inst_.pieces[q].begin];
-    if (v == 0) continue;
-    visits += v;
-    kept_pieces += it.piece_end - it.piece_begin;
-    releases_[kept++] = ry;
-  }
-  releases_.resize(kept);
-  std::sort(releases_.begin(), releases_.end());
-  // In release order (ties by item), each item stacked in the tight
-  // sections it covers: top = max(top, release) + height, which must stay
-  // within the capacity.
-  if (use_trees(visits > 2 * std::uint64_t{leaves} + 4 * kept_pieces * std::bit_width(leaves))) {
-    // Many long items over many tight sections: the stacks as a segment
-    // tree over the tight sections with lazy tags x -> max(x, a) + b
-    // (closed under composition) and range maxima.
-    stack_.Build(leaves, [&](std::uint32_t i) {
-      const std::uint32_t s = c.sec_lo + i;
-      return s < c.sec_hi && stack_top_[s] != UINT64_MAX;
-    });
+  const bool trees =
+      options_.trees == SkylineOptions::Trees::kAlways ||
+      (options_.trees == SkylineOptions::Trees::kAuto &&
+       span_total > 2 * std::uint64_t{leaves} + 2 * pieces * std::bit_width(leaves));
+  if (trees) {
+    sums_.Reset(leaves);
     for (const auto& [r, y] : releases_) {
       const Item& it = inst_.items[y];
       for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q) {
         const Piece& pc = inst_.pieces[q];
-        if (tight[pc.end] == tight[pc.begin]) continue;
-        if (stack_.Apply(pc.begin - c.sec_lo, pc.end - c.sec_lo, r, pc.hi) > capacity_)
-          return false;
+        sums_.Add(pc.begin - c.sec_lo, pc.end - c.sec_lo, pc.hi);
       }
+      if (!SumFits(r, sums_.Max(), capacity_)) return false;
     }
     return true;
   }
+  std::vector<std::uint64_t>& sum = lo_release_;
+  for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) sum[s] = 0;
   for (const auto& [r, y] : releases_) {
     const Item& it = inst_.items[y];
     for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q) {
       const Piece& pc = inst_.pieces[q];
-      const std::uint64_t h = pc.hi;
-      for (std::uint32_t s = next[pc.begin]; s < pc.end; s = next[s + 1]) {
-        const std::uint64_t t = std::max(stack_top_[s], r);
-        if (!SumFits(t, h, capacity_)) return false;
-        stack_top_[s] = t + h;
+      for (std::uint32_t s = pc.begin; s < pc.end; ++s) {
+        sum[s] += pc.hi;  // <= the section's unplaced bytes: no overflow
+        if (!SumFits(r, sum[s], capacity_)) return false;
       }
     }
   }
   return true;
 }
 
-// ---- StackTree: x -> max(x, a) + b on ranges of enabled leaves ----------
+// ---- SumTree: range add, maximum of all leaves -------------------------
 
-template <typename Enabled>
-void SkylineSearch::StackTree::Build(std::uint32_t leaves, Enabled enabled) {
+void SkylineSearch::SumTree::Reset(std::uint32_t leaves) {
   leaves_ = leaves;
   mx_.assign(2 * std::size_t{leaves}, 0);
-  a_.assign(2 * std::size_t{leaves}, 0);
-  b_.assign(2 * std::size_t{leaves}, 0);
-  on_.assign(2 * std::size_t{leaves}, 0);
-  for (std::uint32_t i = 0; i < leaves; ++i) on_[leaves + i] = enabled(i) ? 1 : 0;
-  for (std::uint32_t i = leaves; i-- > 1;) on_[i] = on_[2 * i] | on_[2 * i + 1];
+  add_.assign(2 * std::size_t{leaves}, 0);
 }
 
-void SkylineSearch::StackTree::Tag(std::size_t node, std::uint64_t a, std::uint64_t b) {
-  if (!on_[node]) return;
-  mx_[node] = internal::SaturatingAdd(std::max(mx_[node], a), b);
-  // max(max(x, a1) + b1, a) + b = max(x, a1, a - b1) + b1 + b (a >= b1),
-  // max(x, a1) + b1 + b otherwise.
-  if (a > b_[node]) a_[node] = std::max(a_[node], a - b_[node]);
-  b_[node] = internal::SaturatingAdd(b_[node], b);
-}
-
-std::uint64_t SkylineSearch::StackTree::Apply(std::uint32_t lo, std::uint32_t hi, std::uint64_t a,
-                                              std::uint64_t b) {
-  return Apply(1, 0, leaves_, lo, hi, a, b);
-}
-
-std::uint64_t SkylineSearch::StackTree::Apply(std::size_t node, std::uint32_t l, std::uint32_t r,
-                                              std::uint32_t lo, std::uint32_t hi, std::uint64_t a,
-                                              std::uint64_t b) {
-  if (!on_[node] || hi <= l || r <= lo) return 0;
-  if (lo <= l && r <= hi) {
-    Tag(node, a, b);
-    return mx_[node];
+void SkylineSearch::SumTree::Add(std::uint32_t lo, std::uint32_t hi, std::uint64_t v) {
+  // Bottom-up: the nodes covering [lo, hi) take v (their maximum and their
+  // pending add), then the maxima above both ends are recomputed. Values
+  // stay within a section's unplaced bytes: no overflow.
+  std::size_t l = std::size_t{lo} + leaves_, h = std::size_t{hi} + leaves_;
+  const std::size_t l0 = l, h0 = h - 1;
+  for (; l < h; l >>= 1, h >>= 1) {
+    if (l & 1) {
+      mx_[l] += v;
+      add_[l] += v;
+      ++l;
+    }
+    if (h & 1) {
+      --h;
+      mx_[h] += v;
+      add_[h] += v;
+    }
   }
-  if (a_[node] != 0 || b_[node] != 0) {
-    Tag(2 * node, a_[node], b_[node]);
-    Tag(2 * node + 1, a_[node], b_[node]);
-    a_[node] = b_[node] = 0;
-  }
-  const std::uint32_t m = l + (r - l) / 2;
-  const std::uint64_t left = Apply(2 * node, l, m, lo, hi, a, b);
-  const std::uint64_t right = Apply(2 * node + 1, m, r, lo, hi, a, b);
-  mx_[node] = std::max(on_[2 * node] ? mx_[2 * node] : 0, on_[2 * node + 1] ? mx_[2 * node + 1] : 0);
-  return std::max(left, right);
+  for (std::size_t p = l0 >> 1; p >= 1; p >>= 1)
+    mx_[p] = std::max(mx_[2 * p], mx_[2 * p + 1]) + add_[p];
+  for (std::size_t p = h0 >> 1; p >= 1; p >>= 1)
+    mx_[p] = std::max(mx_[2 * p], mx_[2 * p + 1]) + add_[p];
 }
 
 // Zero-slack tiling. Every later placement in this component sits at >= the
@@ -801,11 +724,7 @@ void SkylineSearch::Start(std::uint64_t capacity) {
   cut_.assign(S + 1, 0);
   blocked_.assign(S, UINT64_MAX);
   active_blocks_ = 0;
-  stack_top_.assign(S, 0);
   lo_release_.assign(S, 0);
-  hi_release_.assign(S, 0);
-  next_scratch_.assign(S + 1, 0);
-  tight_scratch_.assign(S + 1, 0);
   rem_.assign(S, 0);
   floor_.assign(S, inst_.base);
   floor_trail_.clear();

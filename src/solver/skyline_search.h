@@ -60,9 +60,9 @@ struct SkylineOptions {
   bool dominance = true;
   bool section_inference = true;
   bool dynamic_decomposition = true;
-  // Section inference stacks the unplaced buffers of tight sections in
-  // release order (stronger, ~10x the cost of a node) instead of checking
-  // the lowest release + unplaced bytes only.
+  // Section inference stacks the unplaced buffers of each section in
+  // release order (stronger) instead of checking the least release +
+  // unplaced bytes only.
   bool release_order = true;
   // Remember failed component states (nogoods) and fail them at once, in
   // up to memo_words 64-bit words.
@@ -78,9 +78,9 @@ struct SkylineOptions {
   // the sections per floor; see TilingFits). Plain instances without
   // obstacles only.
   bool tiling = true;
-  // Section inference on long spans uses segment trees (releases per
-  // section, stacks over tight sections) when they are cheaper than the
-  // direct loops; tests force either way (same answers, same nodes).
+  // Section inference on long spans keeps its per-section sums in a
+  // segment tree when that is cheaper than the direct loops; tests force
+  // either way (same answers, same nodes).
   enum class Trees { kAuto, kAlways, kNever };
   Trees trees = Trees::kAuto;
   // Nonzero: the static order (ranks) is shuffled at Start from this seed.
@@ -251,30 +251,22 @@ class SkylineSearch {
   std::vector<std::uint64_t> am_old_;
   std::vector<Step> steps_;
   std::vector<Frame> frames_;
-  std::vector<std::uint64_t> stack_top_;  // scratch: per section
-  std::vector<std::uint64_t> lo_release_, hi_release_;  // scratch: per section
+  // scratch per section (ReleasesFit: least releases, or sums)
+  std::vector<std::uint64_t> lo_release_;
   std::vector<std::pair<std::uint64_t, std::uint32_t>> releases_;  // scratch
-  std::vector<std::uint32_t> next_scratch_;  // scratch: per section + 1 (ReleasesFit)
-  std::vector<std::uint64_t> tree_lo_, tree_hi_;  // scratch: min / max tags (ReleasesFit)
-  std::vector<std::uint32_t> tight_scratch_;      // scratch: per section + 1 (ReleasesFit)
-  // The stacks of ReleasesFit over the tight sections: leaves are sections
-  // (enabled when tight), each holding its stack top; a range takes
-  // x -> max(x, a) + b on its enabled leaves and returns their maximum.
-  class StackTree {
+  // ReleasesFit's per-section sums on long spans: a range adds to its
+  // leaves, Max is the largest leaf.
+  class SumTree {
    public:
-    template <typename Enabled>
-    void Build(std::uint32_t leaves, Enabled enabled);
-    std::uint64_t Apply(std::uint32_t lo, std::uint32_t hi, std::uint64_t a, std::uint64_t b);
+    void Reset(std::uint32_t leaves);
+    void Add(std::uint32_t lo, std::uint32_t hi, std::uint64_t v);  // [lo, hi)
+    std::uint64_t Max() const { return mx_[1]; }
 
    private:
-    void Tag(std::size_t node, std::uint64_t a, std::uint64_t b);
-    std::uint64_t Apply(std::size_t node, std::uint32_t l, std::uint32_t r, std::uint32_t lo,
-                        std::uint32_t hi, std::uint64_t a, std::uint64_t b);
     std::uint32_t leaves_ = 0;
-    std::vector<std::uint64_t> mx_, a_, b_;
-    std::vector<std::uint8_t> on_;
+    std::vector<std::uint64_t> mx_, add_;
   };
-  StackTree stack_;
+  SumTree sums_;
   // Failed component states of this run (nogoods): a component depends only
   // on its items, their skyline offsets, the level and the level's blocks
   // and rank bound, so the same state fails again wherever it recurs.
