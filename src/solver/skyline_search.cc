@@ -402,7 +402,6 @@ bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
       if (rem_[s] != 0 && !SumFits(lo_release_[s], rem_[s], capacity_)) return false;
     return true;
   }
-  std::sort(releases_.begin(), releases_.end(), std::greater<>());
   std::uint64_t span_total = 0, pieces = 0;
   for (const auto& ry : releases_) {
     const Item& it = inst_.items[ry.second];
@@ -416,6 +415,32 @@ bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
       options_.trees == SkylineOptions::Trees::kAlways ||
       (options_.trees == SkylineOptions::Trees::kAuto &&
        span_total > 2 * std::uint64_t{leaves} + 2 * pieces * std::bit_width(leaves));
+  if (!trees) {
+    // Short spans: a pass finds the sections whose stack can end above the
+    // capacity (the highest release covering one + its unplaced bytes
+    // exceeds it), and only the items covering one of those are sorted
+    // (the others only lower the sums of sections that cannot fail).
+    std::vector<std::uint64_t>& hi = lo_release_;
+    for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) hi[s] = 0;
+    for (const auto& [r, y] : releases_) {
+      const Item& it = inst_.items[y];
+      for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
+        for (std::uint32_t s = inst_.pieces[q].begin; s < inst_.pieces[q].end; ++s)
+          hi[s] = std::max(hi[s], r);
+    }
+    std::vector<std::uint32_t>& tight = tight_count_;  // tight sections before s
+    tight[c.sec_lo] = 0;
+    for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s)
+      tight[s + 1] = tight[s] + (rem_[s] != 0 && !SumFits(hi[s], rem_[s], capacity_) ? 1 : 0);
+    if (tight[c.sec_hi] == 0) return true;
+    std::erase_if(releases_, [&](const auto& ry) {
+      const Item& it = inst_.items[ry.second];
+      for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
+        if (tight[inst_.pieces[q].end] != tight[inst_.pieces[q].begin]) return false;
+      return true;
+    });
+  }
+  std::sort(releases_.begin(), releases_.end(), std::greater<>());
   if (trees) {
     sums_.Reset(leaves);
     for (const auto& [r, y] : releases_) {
@@ -725,6 +750,7 @@ void SkylineSearch::Start(std::uint64_t capacity) {
   blocked_.assign(S, UINT64_MAX);
   active_blocks_ = 0;
   lo_release_.assign(S, 0);
+  tight_count_.assign(S + 1, 0);
   rem_.assign(S, 0);
   floor_.assign(S, inst_.base);
   floor_trail_.clear();

@@ -251,8 +251,9 @@ class SkylineSearch {
   std::vector<std::uint64_t> am_old_;
   std::vector<Step> steps_;
   std::vector<Frame> frames_;
-  // scratch per section (ReleasesFit: least releases, or sums)
+  // scratch per section (ReleasesFit: least or highest releases, or sums)
   std::vector<std::uint64_t> lo_release_;
+  std::vector<std::uint32_t> tight_count_;  // scratch per section + 1 (ReleasesFit)
   std::vector<std::pair<std::uint64_t, std::uint32_t>> releases_;  // scratch
   // ReleasesFit's per-section sums on long spans: a range adds to its
   // leaves, Max is the largest leaf.
