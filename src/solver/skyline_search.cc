@@ -356,7 +356,8 @@ bool SkylineSearch::Update(std::uint32_t comp, std::uint32_t placed) {
 // items released at R join it (a sum only grows and R only falls, so a
 // section is checked whenever it grows). Releases R with R + the most
 // unplaced bytes of any section within the capacity cannot fail: only the
-// items released above capacity - that most are added, usually a few.
+// items released above capacity - that most are added (few on busy
+// traces, most of them near the bottom of a tight search).
 // Busy traces, where the items span thousands of sections: the sums as a
 // segment tree with range add and maximum.
 bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
@@ -494,10 +495,11 @@ void SkylineSearch::SumTree::Add(std::uint32_t lo, std::uint32_t hi, std::uint64
       add_[h] += v;
     }
   }
-  for (std::size_t p = l0 >> 1; p >= 1; p >>= 1)
+  // Both ends' ancestors, once each where their paths have met.
+  for (std::size_t p = l0 >> 1, q = h0 >> 1; p >= 1; p >>= 1, q >>= 1) {
     mx_[p] = std::max(mx_[2 * p], mx_[2 * p + 1]) + add_[p];
-  for (std::size_t p = h0 >> 1; p >= 1; p >>= 1)
-    mx_[p] = std::max(mx_[2 * p], mx_[2 * p + 1]) + add_[p];
+    if (q != p) mx_[q] = std::max(mx_[2 * q], mx_[2 * q + 1]) + add_[q];
+  }
 }
 
 // Zero-slack tiling. Every later placement in this component sits at >= the
