@@ -441,7 +441,9 @@ bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
       return true;
     });
   }
-  std::sort(releases_.begin(), releases_.end(), std::greater<>());
+  // Ties in any order: a group's sums are exact once all of it is in.
+  std::sort(releases_.begin(), releases_.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
   if (trees) {
     sums_.Reset(leaves);
     for (const auto& [r, y] : releases_) {
