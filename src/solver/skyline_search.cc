@@ -347,6 +347,16 @@ bool SkylineSearch::Update(std::uint32_t comp, std::uint32_t placed) {
   return true;
 }
 
+// The lowest offset `item` can still take once the level is `level`: its
+// skyline offset, at least the level; below the level an item is placed
+// only on top of something placed later, so strictly above it.
+std::uint64_t SkylineSearch::Release(std::uint32_t item, std::uint64_t level) const {
+  const std::uint64_t r = am_[item];
+  if (r <= level && !Eligible(item, level))
+    return AlignUpSat(level + 1, inst_.items[item].alignment);
+  return std::max(r, level);
+}
+
 // Per section, the unplaced items stacked in order of the lowest offset each
 // can still take (one-machine scheduling with release times: that order
 // gives the lowest possible top) must end within the capacity. That top is
@@ -369,12 +379,7 @@ bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
   std::uint64_t least = UINT64_MAX;
   for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k) {
     const std::uint32_t y = pool_[k];
-    const Item& it = inst_.items[y];
-    std::uint64_t r = am_[y];
-    // Below the level an item is placed only on top of something placed
-    // later, so strictly above it.
-    if (r <= level && !Eligible(y, level)) r = AlignUpSat(level + 1, it.alignment);
-    r = std::max(r, level);
+    const std::uint64_t r = Release(y, level);
     least = std::min(least, r);
     if (SumFits(r, most, capacity_)) continue;  // its release cannot fail
     releases_.push_back({r, y});
@@ -388,19 +393,18 @@ bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
   if (!options_.release_order) {
     // Weaker and cheaper: per section, the least release of the items
     // covering it + its unplaced bytes.
-    for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) lo_release_[s] = UINT64_MAX;
+    std::vector<std::uint64_t>& lo = section_scratch_;
+    for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) lo[s] = UINT64_MAX;
     for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k) {
       const std::uint32_t y = pool_[k];
+      const std::uint64_t r = Release(y, level);
       const Item& it = inst_.items[y];
-      std::uint64_t r = am_[y];
-      if (r <= level && !Eligible(y, level)) r = AlignUpSat(level + 1, it.alignment);
-      r = std::max(r, level);
       for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
         for (std::uint32_t s = inst_.pieces[q].begin; s < inst_.pieces[q].end; ++s)
-          lo_release_[s] = std::min(lo_release_[s], r);
+          lo[s] = std::min(lo[s], r);
     }
     for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s)
-      if (rem_[s] != 0 && !SumFits(lo_release_[s], rem_[s], capacity_)) return false;
+      if (rem_[s] != 0 && !SumFits(lo[s], rem_[s], capacity_)) return false;
     return true;
   }
   std::uint64_t span_total = 0, pieces = 0;
@@ -421,7 +425,7 @@ bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
     // capacity (the highest release covering one + its unplaced bytes
     // exceeds it), and only the items covering one of those are sorted
     // (the others only lower the sums of sections that cannot fail).
-    std::vector<std::uint64_t>& hi = lo_release_;
+    std::vector<std::uint64_t>& hi = section_scratch_;
     for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) hi[s] = 0;
     for (const auto& [r, y] : releases_) {
       const Item& it = inst_.items[y];
@@ -456,7 +460,7 @@ bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
     }
     return true;
   }
-  std::vector<std::uint64_t>& sum = lo_release_;
+  std::vector<std::uint64_t>& sum = section_scratch_;
   for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) sum[s] = 0;
   for (const auto& [r, y] : releases_) {
     const Item& it = inst_.items[y];
@@ -753,7 +757,7 @@ void SkylineSearch::Start(std::uint64_t capacity) {
   cut_.assign(S + 1, 0);
   blocked_.assign(S, UINT64_MAX);
   active_blocks_ = 0;
-  lo_release_.assign(S, 0);
+  section_scratch_.assign(S, 0);
   tight_count_.assign(S + 1, 0);
   rem_.assign(S, 0);
   floor_.assign(S, inst_.base);

@@ -195,6 +195,7 @@ class SkylineSearch {
   void Block(std::uint32_t section, std::uint64_t level);
   bool SectionsHold(std::uint32_t item, std::uint32_t comp) const;
   bool Update(std::uint32_t comp, std::uint32_t placed);
+  std::uint64_t Release(std::uint32_t item, std::uint64_t level) const;
   bool ReleasesFit(std::uint32_t comp, std::uint64_t level);
   bool TilingFits(const Frame& f);
   void UndoTo(std::size_t mark);
@@ -252,7 +253,7 @@ class SkylineSearch {
   std::vector<Step> steps_;
   std::vector<Frame> frames_;
   // scratch per section (ReleasesFit: least or highest releases, or sums)
-  std::vector<std::uint64_t> lo_release_;
+  std::vector<std::uint64_t> section_scratch_;
   std::vector<std::uint32_t> tight_count_;  // scratch per section + 1 (ReleasesFit)
   std::vector<std::pair<std::uint64_t, std::uint32_t>> releases_;  // scratch
   // ReleasesFit's per-section sums on long spans: a range adds to its

@@ -508,10 +508,6 @@ TEST(SolverBruteForce, RestrictionBoundNeverExceedsTheMinimum) {
   std::printf("restriction bound ran in %d cases, above the bound before any search in %d\n", ran, stronger);
 }
 
-// The section inference's segment trees (releases per section, stacks
-// over tight sections: used on long spans) against its direct loops: the
-// same search, node for node, on random problems with long lifetimes at
-// capacities around the optimum, and with every other branching.
 // The release-ordered stacking (SkylineOptions::release_order) against the
 // least release + unplaced bytes alone: the same answers (both are sound
 // inferences of a complete search), and fewer nodes in all (it prunes).
@@ -547,6 +543,10 @@ TEST(SolverBruteForce, ReleaseOrderAnswersTheSameWithFewerNodes) {
   EXPECT_LT(with_order, without);
 }
 
+// The section inference's segment tree (per-section sums, used on long
+// spans) against its direct loops: the same search, node for node, on
+// random problems with long lifetimes at capacities around the optimum,
+// and with every other branching.
 TEST(SolverBruteForce, SectionInferenceTreesMatchTheDirectLoops) {
   std::mt19937_64 rng(47);
   int exhausted = 0;
