@@ -165,16 +165,20 @@ struct SolverParams {
   bool bound_probe = true;
   // kDescent: once the descent has spent descent_probe_nodes at one height
   // without a plan, every descent probe is followed by a deep probe of the
-  // restarting configurations (SearchConfig::restarts) alone, with the same
-  // budget, at the proven bound plus 1/deep_probe_divisor of the gap. Their
-  // runs sample plans at random orders; on MiniMalloc D the chance that a
-  // run fits hardly depends on the height between 0.1 % and 2 % above the
-  // bound, while the descent only asks just below its best plan
-  // (docs/solver.md). The deep probe keeps its own searches (with a quarter
-  // of search_memory_bytes more), so neither probe throws the other's away.
-  // deep_probe_divisor > 0 (checked).
+  // restarting configurations (SearchConfig::restarts) alone, with
+  // deep_probe_weight times its budget, at the proven bound plus
+  // 1/deep_probe_divisor of the gap. Their runs sample plans at random
+  // orders; on MiniMalloc D the chance that a run fits hardly depends on
+  // the height between 0.1 % and 2 % above the bound, while the descent
+  // only asks just below its best plan (docs/solver.md), and once stalled
+  // rarely gains more than a granule: hence the weight (D reaches 0.10 %
+  // at 5.05 M nodes with 4, 6.49 M with 1; with 8 at 3.96 M, but J ends a
+  // granule higher at 60 s). The deep probe keeps its own searches (with a
+  // quarter of search_memory_bytes more), so neither probe throws the
+  // other's away. deep_probe_divisor > 0 and deep_probe_weight > 0 (checked).
   bool deep_probe = true;
   std::uint64_t deep_probe_divisor = 16;
+  std::uint64_t deep_probe_weight = 4;
   // Memory for the searches' paths (trails, frames, nogood memos) of one
   // partition, its kept searches together (> 0): past it the largest other
   // search is dropped (it starts over on its turn), and a search that alone

@@ -381,7 +381,11 @@ void Solve::Descend() {
       const std::uint64_t deep_target =
           lower_bound_ + (ub - lower_bound_) / params_.deep_probe_divisor;
       std::uint64_t deep_proven = deep_target + 1;
-      const SearchOutcome deep_out = TryTarget(deep_target, budget, &deep_proven, /*deep=*/true);
+      const std::uint64_t deep_budget = budget > UINT64_MAX / params_.deep_probe_weight
+                                            ? UINT64_MAX
+                                            : budget * params_.deep_probe_weight;
+      const SearchOutcome deep_out =
+          TryTarget(deep_target, deep_budget, &deep_proven, /*deep=*/true);
       ++result_.deep_probes;
       if (deep_out == SearchOutcome::kFound) {
         ub = std::min(ub, AssembledHeight());
@@ -689,6 +693,8 @@ Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& par
     return InvalidArgument("restriction_node_budget must be > 0 (or restriction_bound off)");
   if (params.deep_probe && params.deep_probe_divisor == 0)
     return InvalidArgument("deep_probe_divisor must be > 0 (or deep_probe off)");
+  if (params.deep_probe && params.deep_probe_weight == 0)
+    return InvalidArgument("deep_probe_weight must be > 0 (or deep_probe off)");
   TM_RETURN_IF_ERROR(CheckProblem(problem));
   const std::optional<std::uint64_t> capacity = params.capacity ? params.capacity : problem.capacity;
   if (params.goal == SolveGoal::kFit && !capacity)

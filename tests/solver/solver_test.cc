@@ -431,6 +431,7 @@ TEST(SolverBruteForce, TheDeepProbeKeepsPlansAndBoundsSound) {
     params.descent_probe_nodes = 1 + rng() % 8;
     params.portfolio_slice_nodes = 1 + rng() % 3;
     params.deep_probe_divisor = 1 + rng() % 16;
+    params.deep_probe_weight = 1 + static_cast<std::uint64_t>(t) % 8;
     std::uint64_t answers[2][2];
     for (const bool deep : {false, true}) {
       params.deep_probe = deep;
@@ -454,7 +455,8 @@ TEST(SolverBruteForce, TheDeepProbeKeepsPlansAndBoundsSound) {
   std::printf("deep probes %llu, plans %llu, proofs %llu; answers changed in %d cases\n",
               static_cast<unsigned long long>(probes), static_cast<unsigned long long>(plans),
               static_cast<unsigned long long>(proofs), changed);
-  // (119 probes, 26 plans, 10 proofs when written.)
+  // (119 probes, 26 plans, 10 proofs when written; 62, 26, 13 with the
+  // weights 1-8.)
   EXPECT_GT(plans, 10u);
   EXPECT_GT(proofs, 3u);
 }
@@ -795,6 +797,11 @@ TEST(Solver, BadInput) {
   params.restriction_bound = false;
   EXPECT_TRUE(SolveOffsets(p, params).ok());
   params.deep_probe_divisor = 0;
+  EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument);
+  params.deep_probe = false;
+  EXPECT_TRUE(SolveOffsets(p, params).ok());
+  params = SolverParams{};
+  params.deep_probe_weight = 0;
   EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument);
   params.deep_probe = false;
   EXPECT_TRUE(SolveOffsets(p, params).ok());
