@@ -92,6 +92,21 @@ class SearchControl {
   }
   void SetLowerBound(std::uint64_t lb) { lower_bound_ = lb; }
 
+  // A nested solve's report whose plans are plans of this solve (the relay
+  // probe's): shown with this solve's bound and clock, its nodes added.
+  void ReportNested(const SolveProgress& nested) {
+    if (nested.has_plan && (!has_plan_ || nested.best_height < best_)) {
+      has_plan_ = true;
+      best_ = nested.best_height;
+    }
+    const std::uint64_t own = nodes_;
+    nodes_ = nested.nodes > std::numeric_limits<std::uint64_t>::max() - nodes_
+                 ? std::numeric_limits<std::uint64_t>::max()
+                 : nodes_ + nested.nodes;
+    Report(Seconds());
+    nodes_ = own;
+  }
+
   void Report(double seconds) {
     SolveProgress p;
     p.has_plan = has_plan_;

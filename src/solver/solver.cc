@@ -36,6 +36,7 @@
 #include "solver/iis.h"
 #include "solver/instance.h"
 #include "solver/portfolio.h"
+#include "solver/relay.h"
 #include "solver/search_control.h"
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"
@@ -182,6 +183,12 @@ class Solve {
   // to try, then one nested minimise per call, between probes.
   void PlanWindows();
   void RestrictionStep();
+  // The relay probe (SolverParams::relay_probe): its plan, where better,
+  // becomes the whole problem's and the partitions' incumbent.
+  void RelayProbe();
+  // The whole problem's plan (global_) restricted to partition `part`
+  // (one without a base), when that is lower than the part's own.
+  void TakeGlobal(Part* part);
   Result<SolveResult> Finish();
 
   const Problem& problem_;
@@ -495,6 +502,66 @@ void Solve::RestrictionStep() {
   Publish();
 }
 
+void Solve::TakeGlobal(Part* part) {
+  // The whole problem's plan restricted to the partition is a plan of it.
+  const Instance& inst = *part->inst;
+  std::uint64_t height = 0;
+  for (const solver::Item& it : inst.items)
+    height = std::max(height, global_->offsets[it.buffer] + it.height);
+  if (part->has_plan && part->height <= height) return;
+  part->offsets.resize(inst.items.size());
+  for (std::size_t i = 0; i < inst.items.size(); ++i)
+    part->offsets[i] = global_->offsets[inst.items[i].buffer];
+  part->height = height;
+  part->has_plan = true;
+}
+
+void Solve::RelayProbe() {
+  const std::uint64_t best = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
+  if (best <= lower_bound_ || (capacity_ && params_.goal == SolveGoal::kFit && best <= *capacity_))
+    return;
+  solver::RelayChains chains = solver::MergeRelays(problem_);
+  if (chains.merged.buffers.size() == problem_.buffers.size()) return;
+  result_.relay_buffers = chains.merged.buffers.size();
+  SolverParams sp = params_;
+  sp.capacity = capacity_;
+  sp.relay_probe = false;
+  sp.restriction_bound = false;
+  sp.compute_iis = false;
+  sp.progress_to_stderr = false;
+  sp.on_progress = nullptr;
+  if (params_.progress_to_stderr || params_.on_progress)
+    sp.on_progress = [this](const SolveProgress& p) { control_.ReportNested(p); };
+  sp.initial_plan = nullptr;
+  const double share = params_.relay_share;
+  sp.node_limit = params_.relay_node_budget;
+  if (params_.node_limit > 0) {
+    const std::uint64_t left =
+        control_.node_limit() - std::min(control_.node_limit(), control_.nodes());
+    sp.node_limit = std::min<std::uint64_t>(
+        sp.node_limit, static_cast<std::uint64_t>(share * static_cast<double>(left)));
+  }
+  if (sp.node_limit == 0) return;
+  if (params_.time_limit_seconds < 1e9) {
+    sp.time_limit_seconds = share * (params_.time_limit_seconds - control_.Seconds());
+    if (!(sp.time_limit_seconds > 0)) return;
+  }
+  Result<SolveResult> r = SolveOffsets(chains.merged, sp);
+  if (!r.ok()) return;  // cannot happen: the merged problem is valid when the problem is
+  control_.AddNodes(r->nodes);
+  if (!r->has_plan || r->status == SolveStatus::kInfeasible) return;
+  result_.relay_height = r->height;
+  if (r->height >= best) return;
+  OffsetsPlan plan = solver::SplitRelays(chains, problem_, r->plan);
+  // Checked like every incumbent (a wrong split would be caught here, not
+  // in the answer).
+  if (!ValidateOffsetsPlan(problem_, plan, params_.alignment, false).ok()) return;
+  global_ = std::move(plan);
+  for (Part& p : parts_)
+    if (p.inst->base == 0) TakeGlobal(&p);
+  Publish();
+}
+
 Result<SolveResult> Solve::Run() {
   solver::PresolveOptions po;
   po.alignment = params_.alignment;
@@ -581,15 +648,7 @@ Result<SolveResult> Solve::Run() {
     parts_[k].solver = std::make_unique<PartitionSolver>(presolved_.instances[k], params_);
     const Instance& inst = presolved_.instances[k];
     if (inst.base == 0 && global_) {
-      // The whole problem's plan restricted to the partition is a plan of it.
-      Part& part = parts_[k];
-      part.offsets.resize(inst.items.size());
-      part.height = 0;
-      for (std::size_t i = 0; i < inst.items.size(); ++i) {
-        part.offsets[i] = global_->offsets[inst.items[i].buffer];
-        part.height = std::max(part.height, part.offsets[i] + inst.items[i].height);
-      }
-      part.has_plan = true;
+      TakeGlobal(&parts_[k]);
     } else {
       const Status st = PartHeuristic(problem_, params_.alignment, Remaining(), &parts_[k]);
       if (st.code() == StatusCode::kDeadlineExceeded) return OutOfTime(st);
@@ -599,6 +658,7 @@ Result<SolveResult> Solve::Run() {
   result_.heuristic_height = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
   Publish();
   if (params_.time_limit_seconds <= 0) return Finish();
+  if (params_.relay_probe) RelayProbe();
 
   const std::uint64_t best = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
   if (capacity_ && best > *capacity_) {
@@ -695,6 +755,10 @@ Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& par
     return InvalidArgument("deep_probe_divisor must be > 0 (or deep_probe off)");
   if (params.deep_probe && params.deep_probe_weight == 0)
     return InvalidArgument("deep_probe_weight must be > 0 (or deep_probe off)");
+  if (params.relay_probe && !(params.relay_share > 0 && params.relay_share <= 1))
+    return InvalidArgument("relay_share must be in (0, 1] (or relay_probe off)");
+  if (params.relay_probe && params.relay_node_budget == 0)
+    return InvalidArgument("relay_node_budget must be > 0 (or relay_probe off)");
   TM_RETURN_IF_ERROR(CheckProblem(problem));
   const std::optional<std::uint64_t> capacity = params.capacity ? params.capacity : problem.capacity;
   if (params.goal == SolveGoal::kFit && !capacity)

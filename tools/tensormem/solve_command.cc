@@ -87,6 +87,8 @@ int RunSolve(const SolveOptions& o) {
                         {"deep_probes", r.deep_probes},
                         {"deep_probe_plans", r.deep_probe_plans},
                         {"deep_probe_proofs", r.deep_probe_proofs},
+                        {"relay_buffers", r.relay_buffers},
+                        {"relay_height", r.relay_height},
                         {"goal", params.goal == SolveGoal::kFit ? "fit" : "minimize"}};
     j["capacity"] = capacity ? nlohmann::json(*capacity) : nlohmann::json(nullptr);
     if (!r.reason.empty()) j["reason"] = r.reason;
