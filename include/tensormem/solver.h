@@ -203,20 +203,29 @@ struct SolverParams {
   std::uint64_t restriction_node_budget = std::uint64_t{1} << 14;
   std::size_t restriction_windows = 16;
   std::size_t restriction_max_buffers = 1024;
-  // The relay probe (solver/relay.h): before the search, the problem with
-  // its relay chains merged (a buffer starting the task after one of the
-  // same size and alignment ends takes its place) is solved by a nested
-  // solve with the same goal, given relay_share of the remaining time and
-  // node limits and at most relay_node_budget nodes (counted in
-  // node_limit); its plan becomes the incumbent where it is better. It is
-  // a restriction: its plans count, its bounds do not. Skipped when no
-  // chain forms or the heuristic plan already meets the bound. On
-  // MiniMalloc D the merged problem (174 buffers of 213) is solved at D's
-  // peak in 0.33 M nodes, where the search of D itself ends 0.1-2 % above
-  // it at 60 s. relay_share in (0, 1], relay_node_budget > 0 (checked).
+  // The relay probe (solver/relay.h): in the fit question (the fit goal,
+  // or a capacity above the first plan) once the search has spent
+  // relay_after_nodes, and in the descent (kDescent) at its first stall
+  // (descent_probe_nodes at one height) once the solve has spent
+  // relay_after_nodes, the problem with its relay chains
+  // merged (a buffer starting the task after one of the same size and
+  // alignment ends takes its place) is minimised by a nested solve given
+  // relay_share of the remaining time and node limits and at most
+  // relay_node_budget nodes (counted in node_limit); its plan becomes the
+  // incumbent where better. It is a restriction: its plans count, its
+  // bounds do not. The wait: problems the descent finishes early never pay
+  // for it (MiniMalloc G and H, whose merged problems are much harder: 0.96
+  // M and > 2 M nodes against 1.8 k and 4.4 k), and the descent's own early
+  // plans come first (on J a merged plan adopted at the first stall, 1.5 %
+  // above the descent's later ones, led it to 1,028,096 instead of
+  // 1,022,976 at 3 M nodes). On MiniMalloc D the merged problem (174
+  // buffers of 213) is solved at D's peak in 0.33 M nodes, where the search
+  // of D itself ends 0.1-2 % above it at 60 s. relay_share in (0, 1],
+  // relay_node_budget > 0 (checked).
   bool relay_probe = true;
   double relay_share = 0.25;
-  std::uint64_t relay_node_budget = std::uint64_t{1} << 21;
+  std::uint64_t relay_node_budget = std::uint64_t{1} << 19;
+  std::uint64_t relay_after_nodes = std::uint64_t{1} << 20;
   // Start from the best heuristic plan (PlanOffsets kBest).
   bool heuristic_incumbent = true;
   // A plan to start from (e.g. a previous solution); used when valid.

@@ -357,6 +357,7 @@ void Solve::Descend() {
   // skyline engine searches (the general engine would only start over).
   bool deep = params_.deep_probe && !deep_params_.portfolio.empty();
   for (const Part& p : parts_) deep = deep && !p.inst->needs_general;
+  bool relay = params_.relay_probe;
   std::uint64_t spent_here = 0;  // nodes spent at the current target
   std::uint64_t last_target = UINT64_MAX;
   while (ub > lower_bound_ && !control_.stopped()) {
@@ -381,6 +382,15 @@ void Solve::Descend() {
       step = std::max<std::uint64_t>(step / 2, 1);
     } else if (!control_.stopped() && spent_here >= params_.descent_probe_nodes) {
       step = std::max<std::uint64_t>(step / 2, 1);
+    }
+    if (relay && out == SearchOutcome::kLimit && spent_here >= params_.descent_probe_nodes &&
+        control_.nodes() >= params_.relay_after_nodes && ub > lower_bound_ &&
+        !control_.stopped()) {
+      // The first stall after relay_after_nodes: the relay probe's one turn
+      // (see SolverParams).
+      relay = false;
+      RelayProbe();
+      ub = std::min({ub, AssembledHeight(), global_ ? global_->total : UINT64_MAX});
     }
     if (deep && out == SearchOutcome::kLimit && spent_here >= params_.descent_probe_nodes &&
         ub > lower_bound_ && !control_.stopped()) {
@@ -658,12 +668,23 @@ Result<SolveResult> Solve::Run() {
   result_.heuristic_height = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
   Publish();
   if (params_.time_limit_seconds <= 0) return Finish();
-  if (params_.relay_probe) RelayProbe();
 
   const std::uint64_t best = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
   if (capacity_ && best > *capacity_) {
-    // Fit first (both goals need a plan within the capacity).
-    const SearchOutcome out = TryTarget(*capacity_, UINT64_MAX, nullptr);
+    // Fit first (both goals need a plan within the capacity). With the
+    // relay probe, the search gets relay_after_nodes first, then the merged
+    // problem its turn, then the search goes on where it stopped.
+    SearchOutcome out = SearchOutcome::kLimit;
+    if (params_.relay_probe) {
+      out = TryTarget(*capacity_, std::max<std::uint64_t>(params_.relay_after_nodes, 1), nullptr);
+      if (out == SearchOutcome::kLimit && !control_.stopped()) {
+        RelayProbe();
+        if (std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX) <= *capacity_)
+          out = SearchOutcome::kFound;
+      }
+    }
+    if (out == SearchOutcome::kLimit && !control_.stopped())
+      out = TryTarget(*capacity_, UINT64_MAX, nullptr);
     if (out == SearchOutcome::kExhausted) {
       Infeasible("the search proved that no placement fits in " + std::to_string(*capacity_) +
                      " bytes",

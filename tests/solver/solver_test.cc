@@ -534,7 +534,7 @@ Problem WithRelays(std::mt19937_64& rng, Problem p, std::size_t max_buffers) {
 // small random problems, 2 in these 250: the next test has one of them.)
 TEST(SolverBruteForce, RelayProbeKeepsPlansAndBoundsSound) {
   std::mt19937_64 rng(67);
-  int ran = 0, adopted = 0;
+  int ran = 0, adopted = 0, fit_ran = 0;
   for (int t = 0; t < 250; ++t) {
     Problem p = WithRelays(rng, RandomProblem(rng, 3 + static_cast<int>(rng() % 3), t % 2 == 1), 7);
     if (!CheckProblem(p).ok()) continue;
@@ -546,6 +546,10 @@ TEST(SolverBruteForce, RelayProbeKeepsPlansAndBoundsSound) {
     for (const bool limited : {false, true}) {
       SolverParams params = Exact();
       params.heuristic_incumbent = t % 3 != 0;
+      params.bound_probe = t % 2 == 0;
+      params.probe_node_budget = 1 + rng() % 4;  // the descent stalls: the probe's turn
+      params.descent_probe_nodes = 1 + rng() % 4;
+      params.relay_after_nodes = static_cast<std::uint64_t>(t % 3);
       if (limited) params.node_limit = 1 + rng() % 40;
       for (const bool relay : {false, true}) {
         params.relay_probe = relay;
@@ -573,10 +577,30 @@ TEST(SolverBruteForce, RelayProbeKeepsPlansAndBoundsSound) {
         }
       }
     }
+    // The fit question, the probe's turn at once: yes at the minimum, a
+    // proven no one byte below it (the merged problem's no is not one).
+    SolverParams fit = Exact();
+    fit.goal = SolveGoal::kFit;
+    fit.relay_after_nodes = 0;
+    fit.heuristic_incumbent = false;
+    for (const std::uint64_t capacity : {opt, opt - 1}) {
+      fit.capacity = capacity;
+      Result<SolveResult> r = SolveOffsets(p, fit);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      if (capacity == opt) {
+        ASSERT_NE(r->status, SolveStatus::kInfeasible) << "case " << t;
+        ASSERT_LE(r->height, opt) << "case " << t;
+        ASSERT_TRUE(ValidateOffsetsPlan(p, r->plan).ok()) << "case " << t;
+        fit_ran += r->relay_buffers > 0;
+      } else {
+        ASSERT_EQ(r->status, SolveStatus::kInfeasible) << "case " << t;
+      }
+    }
   }
-  std::printf("relay probes %d, better plans %d\n", ran, adopted);
-  EXPECT_GT(ran, 30);
+  std::printf("relay probes %d, better plans %d, in the fit question %d\n", ran, adopted, fit_ran);
+  EXPECT_GT(ran, 20);
   EXPECT_GT(adopted, 5);
+  EXPECT_GT(fit_ran, 10);
 }
 
 // Merging can cost height (here with an aligned buffer and a window): the
@@ -600,6 +624,10 @@ TEST(SolverRelay, AMergedMinimumAboveTheMinimumIsNotABound) {
     for (const double share : {0.25, 1.0}) {
       SolverParams params = Exact();
       params.heuristic_incumbent = heuristic;
+      params.bound_probe = false;
+      params.probe_node_budget = 1;  // the descent stalls at once: the probe's turn
+      params.descent_probe_nodes = 1;
+      params.relay_after_nodes = 0;
       params.relay_share = share;
       Result<SolveResult> r = SolveOffsets(p, params);
       ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -612,6 +640,24 @@ TEST(SolverRelay, AMergedMinimumAboveTheMinimumIsNotABound) {
       }
     }
   EXPECT_GT(ran, 0);  // else this proves nothing
+  // The fit question at 12: the merged problem has no plan there (proven),
+  // the problem has one; at 11 neither.
+  SolverParams fit = Exact();
+  fit.goal = SolveGoal::kFit;
+  fit.relay_after_nodes = 0;
+  fit.heuristic_incumbent = false;
+  fit.capacity = 12;
+  Result<SolveResult> yes = SolveOffsets(p, fit);
+  ASSERT_TRUE(yes.ok());
+  EXPECT_EQ(yes->relay_buffers, 4u);
+  EXPECT_EQ(yes->relay_height, 0u);
+  EXPECT_NE(yes->status, SolveStatus::kInfeasible);
+  EXPECT_TRUE(ValidateOffsetsPlan(p, yes->plan).ok());
+  EXPECT_LE(yes->height, 12u);
+  fit.capacity = 11;
+  Result<SolveResult> no = SolveOffsets(p, fit);
+  ASSERT_TRUE(no.ok());
+  EXPECT_EQ(no->status, SolveStatus::kInfeasible);
 }
 
 // The restriction bound (SolverParams::restriction_bound): a bound proven on
