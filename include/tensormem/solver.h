@@ -220,12 +220,15 @@ struct SolverParams {
   // above the descent's later ones, led it to 1,028,096 instead of
   // 1,022,976 at 3 M nodes). On MiniMalloc D the merged problem (174
   // buffers of 213) is solved at D's peak in 0.33 M nodes, where the search
-  // of D itself ends 0.1-2 % above it at 60 s. relay_share in (0, 1],
+  // of D itself ends 0.1-2 % above it at 60 s. Skipped above
+  // relay_max_buffers buffers (the merged copy and its nested solve would
+  // double the memory of a large trace). relay_share in (0, 1],
   // relay_node_budget > 0 (checked).
   bool relay_probe = true;
   double relay_share = 0.25;
   std::uint64_t relay_node_budget = std::uint64_t{1} << 19;
   std::uint64_t relay_after_nodes = std::uint64_t{1} << 20;
+  std::size_t relay_max_buffers = std::size_t{1} << 16;
   // Start from the best heuristic plan (PlanOffsets kBest).
   bool heuristic_incumbent = true;
   // A plan to start from (e.g. a previous solution); used when valid.

@@ -1,9 +1,9 @@
 #include "solver/relay.h"
 
 #include <algorithm>
-#include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 
 namespace tensormem::solver {
 
@@ -18,23 +18,28 @@ RelayChains MergeRelays(const Problem& problem) {
   RelayChains out;
   out.merged.capacity = problem.capacity;
   out.chain_of.assign(n, SIZE_MAX);
-  // Unclaimed successors by (first task, size, alignment), lowest index
-  // first (the lists are built in index order and consumed from the front).
-  using Key = std::tuple<TaskIndex, std::uint64_t, std::uint64_t>;
-  std::map<Key, std::vector<std::size_t>> starts;
-  for (std::size_t i = 0; i < n; ++i) {
+  // The plain buffers by (first task, size, alignment, index): a buffer's
+  // successors are one run of it. Within a run they are claimed lowest
+  // index first, all before any of them is reached as a head (a claim
+  // comes from a chain whose head starts earlier), so the claimed ones are
+  // a prefix of the run: one counter per run (at its first position).
+  auto key = [&problem](std::size_t i) {
     const Buffer& b = problem.buffers[i];
-    if (Chains(b)) starts[{b.first_task, b.size, b.alignment}].push_back(i);
-  }
-  std::map<Key, std::size_t> taken;  // how many of each list are claimed
+    return std::make_tuple(b.first_task, b.size, b.alignment);
+  };
+  std::vector<std::size_t> cands;
+  for (std::size_t i = 0; i < n; ++i)
+    if (Chains(problem.buffers[i])) cands.push_back(i);
+  std::sort(cands.begin(), cands.end(), [&key](std::size_t x, std::size_t y) {
+    return std::make_pair(key(x), x) < std::make_pair(key(y), y);
+  });
+  std::vector<std::uint32_t> claimed_in_run(cands.size(), 0);
   std::vector<bool> claimed(n, false);
   std::vector<std::size_t> order(n);
   for (std::size_t i = 0; i < n; ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
     return problem.buffers[x].first_task < problem.buffers[y].first_task;
   });
-  // A buffer is claimed by its predecessor before it is reached (its
-  // predecessor ends before it starts), so the heads come in order.
   for (const std::size_t head : order) {
     if (claimed[head]) continue;
     const std::size_t k = out.merged.buffers.size();
@@ -42,15 +47,18 @@ RelayChains MergeRelays(const Problem& problem) {
     merged.id = "relay" + std::to_string(head);
     out.chain_of[head] = k;
     std::size_t last = head;
-    while (Chains(problem.buffers[last])) {  // tasks < 2^62 (CheckProblem): no overflow
+    while (Chains(problem.buffers[last])) {
       const Buffer& b = problem.buffers[last];
-      const Key key{b.last_task + 1, b.size, b.alignment};
-      auto it = starts.find(key);
-      if (it == starts.end()) break;
-      std::size_t& used = taken[key];
-      while (used < it->second.size() && claimed[it->second[used]]) ++used;
-      if (used == it->second.size()) break;
-      last = it->second[used++];
+      // Tasks are at most kMaxTaskIndex (CheckProblem): last + 1 cannot overflow.
+      const auto want = std::make_tuple(b.last_task + 1, b.size, b.alignment);
+      const auto run = std::lower_bound(cands.begin(), cands.end(), want,
+                                        [&key](std::size_t x, const auto& w) { return key(x) < w; });
+      if (run == cands.end() || key(*run) != want) break;
+      const std::size_t at = static_cast<std::size_t>(run - cands.begin());
+      const std::size_t next = at + claimed_in_run[at];
+      if (next == cands.size() || key(cands[next]) != want) break;
+      ++claimed_in_run[at];
+      last = cands[next];
       claimed[last] = true;
       out.chain_of[last] = k;
     }

@@ -528,7 +528,8 @@ void Solve::TakeGlobal(Part* part) {
 
 void Solve::RelayProbe() {
   const std::uint64_t best = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
-  if (best <= lower_bound_ || (capacity_ && params_.goal == SolveGoal::kFit && best <= *capacity_))
+  if (best <= lower_bound_ || (capacity_ && params_.goal == SolveGoal::kFit && best <= *capacity_) ||
+      problem_.buffers.size() > params_.relay_max_buffers)
     return;
   solver::RelayChains chains = solver::MergeRelays(problem_);
   if (chains.merged.buffers.size() == problem_.buffers.size()) return;

@@ -640,6 +640,17 @@ TEST(SolverRelay, AMergedMinimumAboveTheMinimumIsNotABound) {
       }
     }
   EXPECT_GT(ran, 0);  // else this proves nothing
+  // Above relay_max_buffers it does not run.
+  SolverParams capped = Exact();
+  capped.bound_probe = false;
+  capped.probe_node_budget = 1;
+  capped.descent_probe_nodes = 1;
+  capped.relay_after_nodes = 0;
+  capped.relay_max_buffers = p.buffers.size() - 1;
+  Result<SolveResult> c = SolveOffsets(p, capped);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->relay_buffers, 0u);
+  EXPECT_EQ(c->height, 12u);
   // The fit question at 12: the merged problem has no plan there (proven),
   // the problem has one; at 11 neither.
   SolverParams fit = Exact();
