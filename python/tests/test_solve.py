@@ -25,6 +25,7 @@ def test_minimize_small_is_optimal():
     # The diagnostics: the heuristic plan it started from, and no deep probe needed.
     assert r.heuristic_height >= r.height and r.partitions >= 1
     assert r.restriction_bound == 0 and r.deep_probes == r.deep_probe_plans == r.deep_probe_proofs == 0
+    assert r.relay_buffers == r.relay_height == 0  # solved before the relay probe's turn
 
 
 def test_capacity_infeasible_with_subset():
