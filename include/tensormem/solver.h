@@ -203,10 +203,10 @@ struct SolverParams {
   std::uint64_t restriction_node_budget = std::uint64_t{1} << 14;
   std::size_t restriction_windows = 16;
   std::size_t restriction_max_buffers = 1024;
-  // The relay probe (solver/relay.h): in the fit question (the fit goal,
-  // or a capacity above the first plan) once the search has spent
-  // relay_after_nodes, and in the descent (kDescent) at its first stall
-  // (descent_probe_nodes at one height) once the solve has spent
+  // The relay probe (solver/relay.h), once per solve: in the fit question
+  // (the fit goal, or a capacity above the first plan) once the search has
+  // spent relay_after_nodes, else in the descent (kDescent) at its first
+  // stall (descent_probe_nodes at one height) once the solve has spent
   // relay_after_nodes, the problem with its relay chains
   // merged (a buffer starting the task after one of the same size and
   // alignment ends takes its place) is minimised by a nested solve given
@@ -216,7 +216,7 @@ struct SolverParams {
   // bounds do not. The wait: problems the descent finishes early never pay
   // for it (MiniMalloc G and H, whose merged problems are much harder: 0.96
   // M and > 2 M nodes against 1.8 k and 4.4 k), and the descent's own early
-  // plans come first (on J a merged plan adopted at the first stall, 1.5 %
+  // plans come first (on J a merged plan adopted at the first stall, 0.7 %
   // above the descent's later ones, led it to 1,028,096 instead of
   // 1,022,976 at 3 M nodes). On MiniMalloc D the merged problem (174
   // buffers of 213) is solved at D's peak in 0.33 M nodes, where the search

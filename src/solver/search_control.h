@@ -11,6 +11,7 @@
 #include <functional>
 #include <limits>
 
+#include "core/checked_math.h"
 #include "tensormem/solver.h"
 
 namespace tensormem::solver {
@@ -53,9 +54,7 @@ class SearchControl {
   // Nodes spent by a nested solve (its own control): counted here too, so
   // the node limit covers them. False once a limit has been reached.
   bool AddNodes(std::uint64_t n) {
-    nodes_ = n > std::numeric_limits<std::uint64_t>::max() - nodes_
-                 ? std::numeric_limits<std::uint64_t>::max()
-                 : nodes_ + n;
+    nodes_ = internal::SaturatingAdd(nodes_, n);
     if (stopped_) return false;
     if (nodes_ >= node_limit_) return Stop();
     return Poll();
@@ -100,9 +99,7 @@ class SearchControl {
       best_ = nested.best_height;
     }
     const std::uint64_t own = nodes_;
-    nodes_ = nested.nodes > std::numeric_limits<std::uint64_t>::max() - nodes_
-                 ? std::numeric_limits<std::uint64_t>::max()
-                 : nodes_ + nested.nodes;
+    nodes_ = internal::SaturatingAdd(nodes_, nested.nodes);
     Report(Seconds());
     nodes_ = own;
   }

@@ -32,6 +32,7 @@
 #include <string>
 #include <utility>
 
+#include "core/checked_math.h"
 #include "planning/offsets/offsets_strategies.h"
 #include "solver/iis.h"
 #include "solver/instance.h"
@@ -186,6 +187,11 @@ class Solve {
   // The relay probe (SolverParams::relay_probe): its plan, where better,
   // becomes the whole problem's and the partitions' incumbent.
   void RelayProbe();
+  // A nested solve's parameters (a restriction window, the relay probe):
+  // this solve's, without nested probes, IIS or progress, with at most
+  // node_budget nodes and `share` of what is left of the time and node
+  // limits. False when nothing is left.
+  bool NestedParams(std::uint64_t node_budget, double share, SolverParams* sp) const;
   // The whole problem's plan (global_) restricted to partition `part`
   // (one without a base), when that is lower than the part's own.
   void TakeGlobal(Part* part);
@@ -209,6 +215,7 @@ class Solve {
   std::size_t next_window_ = 0;
   std::uint64_t restriction_bound_ = 0;
   std::uint64_t restriction_nodes_ = 0;  // spent in the windows' nested solves
+  bool relay_pending_ = true;  // the relay probe runs once per solve
   SolveResult result_;
   bool infeasible_ = false;
   bool out_of_time_ = false;
@@ -357,7 +364,6 @@ void Solve::Descend() {
   // skyline engine searches (the general engine would only start over).
   bool deep = params_.deep_probe && !deep_params_.portfolio.empty();
   for (const Part& p : parts_) deep = deep && !p.inst->needs_general;
-  bool relay = params_.relay_probe;
   std::uint64_t spent_here = 0;  // nodes spent at the current target
   std::uint64_t last_target = UINT64_MAX;
   while (ub > lower_bound_ && !control_.stopped()) {
@@ -383,26 +389,22 @@ void Solve::Descend() {
     } else if (!control_.stopped() && spent_here >= params_.descent_probe_nodes) {
       step = std::max<std::uint64_t>(step / 2, 1);
     }
-    if (relay && out == SearchOutcome::kLimit && spent_here >= params_.descent_probe_nodes &&
-        control_.nodes() >= params_.relay_after_nodes && ub > lower_bound_ &&
-        !control_.stopped()) {
-      // The first stall after relay_after_nodes: the relay probe's one turn
-      // (see SolverParams).
-      relay = false;
+    const bool stalled = out == SearchOutcome::kLimit && spent_here >= params_.descent_probe_nodes;
+    if (params_.relay_probe && stalled && control_.nodes() >= params_.relay_after_nodes &&
+        ub > lower_bound_ && !control_.stopped()) {
+      // The first stall after relay_after_nodes: the relay probe's turn
+      // (once per solve; see SolverParams).
       RelayProbe();
       ub = std::min({ub, AssembledHeight(), global_ ? global_->total : UINT64_MAX});
     }
-    if (deep && out == SearchOutcome::kLimit && spent_here >= params_.descent_probe_nodes &&
-        ub > lower_bound_ && !control_.stopped()) {
+    if (deep && stalled && ub > lower_bound_ && !control_.stopped()) {
       // The descent is stalled: the deep probe's turn (see SolverParams).
       const std::uint64_t deep_target =
           lower_bound_ + (ub - lower_bound_) / params_.deep_probe_divisor;
       std::uint64_t deep_proven = deep_target + 1;
-      const std::uint64_t deep_budget = budget > UINT64_MAX / params_.deep_probe_weight
-                                            ? UINT64_MAX
-                                            : budget * params_.deep_probe_weight;
       const SearchOutcome deep_out =
-          TryTarget(deep_target, deep_budget, &deep_proven, /*deep=*/true);
+          TryTarget(deep_target, internal::SaturatingMul(budget, params_.deep_probe_weight),
+                    &deep_proven, /*deep=*/true);
       ++result_.deep_probes;
       if (deep_out == SearchOutcome::kFound) {
         ub = std::min(ub, AssembledHeight());
@@ -484,23 +486,10 @@ void Solve::RestrictionStep() {
   Problem sub;
   for (const Buffer& b : problem_.buffers)
     if (b.size > 0 && b.first_task <= last && b.last_task >= first) sub.buffers.push_back(b);
-  SolverParams sp = params_;
+  SolverParams sp;
+  if (!NestedParams(params_.restriction_node_budget, 1.0, &sp)) return;
   sp.goal = SolveGoal::kMinimize;
   sp.capacity.reset();
-  sp.restriction_bound = false;
-  sp.compute_iis = false;
-  sp.progress_to_stderr = false;
-  sp.on_progress = nullptr;
-  sp.initial_plan = nullptr;
-  sp.node_limit = params_.restriction_node_budget;
-  if (params_.node_limit > 0)
-    sp.node_limit = std::min(sp.node_limit, control_.node_limit() - std::min(control_.node_limit(),
-                                                                            control_.nodes()));
-  if (sp.node_limit == 0) return;
-  if (params_.time_limit_seconds < 1e9) {
-    sp.time_limit_seconds = params_.time_limit_seconds - control_.Seconds();
-    if (!(sp.time_limit_seconds > 0)) return;
-  }
   Result<SolveResult> r = SolveOffsets(sub, sp);
   if (!r.ok()) return;  // cannot happen for a subset of a valid problem
   control_.AddNodes(r->nodes);
@@ -526,37 +515,46 @@ void Solve::TakeGlobal(Part* part) {
   part->has_plan = true;
 }
 
+bool Solve::NestedParams(std::uint64_t node_budget, double share, SolverParams* sp) const {
+  *sp = params_;
+  sp->restriction_bound = false;
+  sp->relay_probe = false;
+  sp->compute_iis = false;
+  sp->progress_to_stderr = false;
+  sp->on_progress = nullptr;
+  sp->initial_plan = nullptr;
+  sp->node_limit = node_budget;
+  if (params_.node_limit > 0) {
+    const std::uint64_t left =
+        control_.node_limit() - std::min(control_.node_limit(), control_.nodes());
+    // share < 1: the product is below 2^64 (share = 1 would round up there).
+    sp->node_limit = std::min<std::uint64_t>(
+        node_budget,
+        share >= 1 ? left : static_cast<std::uint64_t>(share * static_cast<double>(left)));
+  }
+  if (sp->node_limit == 0) return false;
+  if (params_.time_limit_seconds < 1e9) {
+    sp->time_limit_seconds = share * (params_.time_limit_seconds - control_.Seconds());
+    if (!(sp->time_limit_seconds > 0)) return false;
+  }
+  return true;
+}
+
 void Solve::RelayProbe() {
+  if (!relay_pending_) return;
+  relay_pending_ = false;
   const std::uint64_t best = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
   if (best <= lower_bound_ || (capacity_ && params_.goal == SolveGoal::kFit && best <= *capacity_) ||
       problem_.buffers.size() > params_.relay_max_buffers)
     return;
   solver::RelayChains chains = solver::MergeRelays(problem_);
   if (chains.merged.buffers.size() == problem_.buffers.size()) return;
+  SolverParams sp;
+  if (!NestedParams(params_.relay_node_budget, params_.relay_share, &sp)) return;
   result_.relay_buffers = chains.merged.buffers.size();
-  SolverParams sp = params_;
   sp.capacity = capacity_;
-  sp.relay_probe = false;
-  sp.restriction_bound = false;
-  sp.compute_iis = false;
-  sp.progress_to_stderr = false;
-  sp.on_progress = nullptr;
   if (params_.progress_to_stderr || params_.on_progress)
     sp.on_progress = [this](const SolveProgress& p) { control_.ReportNested(p); };
-  sp.initial_plan = nullptr;
-  const double share = params_.relay_share;
-  sp.node_limit = params_.relay_node_budget;
-  if (params_.node_limit > 0) {
-    const std::uint64_t left =
-        control_.node_limit() - std::min(control_.node_limit(), control_.nodes());
-    sp.node_limit = std::min<std::uint64_t>(
-        sp.node_limit, static_cast<std::uint64_t>(share * static_cast<double>(left)));
-  }
-  if (sp.node_limit == 0) return;
-  if (params_.time_limit_seconds < 1e9) {
-    sp.time_limit_seconds = share * (params_.time_limit_seconds - control_.Seconds());
-    if (!(sp.time_limit_seconds > 0)) return;
-  }
   Result<SolveResult> r = SolveOffsets(chains.merged, sp);
   if (!r.ok()) return;  // cannot happen: the merged problem is valid when the problem is
   control_.AddNodes(r->nodes);
