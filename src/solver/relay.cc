@@ -68,18 +68,11 @@ RelayChains MergeRelays(const Problem& problem) {
   return out;
 }
 
-OffsetsPlan SplitRelays(const RelayChains& chains, const Problem& problem,
-                        const OffsetsPlan& merged_plan) {
-  OffsetsPlan plan;
-  plan.offsets.resize(problem.buffers.size());
-  plan.total = 0;
-  for (std::size_t i = 0; i < problem.buffers.size(); ++i) {
-    plan.offsets[i] = merged_plan.offsets[chains.chain_of[i]];
-    if (problem.buffers[i].size > 0)
-      plan.total = std::max(plan.total, plan.offsets[i] + problem.buffers[i].size);
-  }
-  plan.strategy = "relay";
-  return plan;
+std::vector<std::uint64_t> SplitRelays(const RelayChains& chains,
+                                       const std::vector<std::uint64_t>& merged_offsets) {
+  std::vector<std::uint64_t> offsets(chains.chain_of.size());
+  for (std::size_t i = 0; i < offsets.size(); ++i) offsets[i] = merged_offsets[chains.chain_of[i]];
+  return offsets;
 }
 
 }  // namespace tensormem::solver

@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "tensormem/problem.h"
-#include "tensormem/types.h"
 
 namespace tensormem::solver {
 
@@ -30,9 +29,9 @@ struct RelayChains {
 
 RelayChains MergeRelays(const Problem& problem);
 
-// The original problem's plan from the merged problem's (each buffer at its
-// chain's offset).
-OffsetsPlan SplitRelays(const RelayChains& chains, const Problem& problem,
-                        const OffsetsPlan& merged_plan);
+// The original problem's offsets from the merged problem's (each buffer at
+// its chain's offset).
+std::vector<std::uint64_t> SplitRelays(const RelayChains& chains,
+                                       const std::vector<std::uint64_t>& merged_offsets);
 
 }  // namespace tensormem::solver

@@ -561,7 +561,10 @@ void Solve::RelayProbe() {
   if (!r->has_plan || r->status == SolveStatus::kInfeasible) return;
   result_.relay_height = r->height;
   if (r->height >= best) return;
-  OffsetsPlan plan = solver::SplitRelays(chains, problem_, r->plan);
+  OffsetsPlan plan;
+  plan.offsets = solver::SplitRelays(chains, r->plan.offsets);
+  plan.total = TopOf(problem_, plan.offsets);
+  plan.strategy = "relay";
   // Checked like every incumbent (a wrong split would be caught here, not
   // in the answer).
   if (!ValidateOffsetsPlan(problem_, plan, params_.alignment, false).ok()) return;
