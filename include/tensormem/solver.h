@@ -208,8 +208,8 @@ struct SolverParams {
   // spent relay_after_nodes, else in the descent (kDescent) at its first
   // stall (descent_probe_nodes at one height) once the solve has spent
   // relay_after_nodes, the problem with its relay chains
-  // merged (a buffer starting the task after one of the same size and
-  // alignment ends takes its place) is minimised by a nested solve given
+  // merged (a buffer starting at the first start after one of the same
+  // size and alignment ends takes its place) is minimised by a nested solve given
   // relay_share of the remaining time and node limits and at most
   // relay_node_budget nodes (counted in node_limit); its plan becomes the
   // incumbent where better. It is a restriction: its plans count, its
@@ -229,6 +229,18 @@ struct SolverParams {
   std::uint64_t relay_node_budget = std::uint64_t{1} << 19;
   std::uint64_t relay_after_nodes = std::uint64_t{1} << 20;
   std::size_t relay_max_buffers = std::size_t{1} << 16;
+  // Relay samples (with relay_probe, minimise with kDescent): at each later
+  // stall, while the relay probe and the samples have spent at most half of
+  // the solve's nodes, the merged problem is asked to fit at a height in the
+  // upper half of the gap below the best plan (a golden-ratio sequence, no
+  // height twice) by a nested solve of at most relay_sample_nodes nodes and
+  // relay_share of the remaining time; a plan becomes the incumbent where
+  // better. Which heights fit within a budget is luck (MiniMalloc J: about
+  // half of those 1-3 % above the bound at 2^19 nodes, where the descent of
+  // J itself stalls 3.3 % above it; docs/solver.md). relay_sample_nodes > 0
+  // (checked).
+  bool relay_samples = true;
+  std::uint64_t relay_sample_nodes = std::uint64_t{1} << 18;
   // Start from the best heuristic plan (PlanOffsets kBest).
   bool heuristic_incumbent = true;
   // A plan to start from (e.g. a previous solution); used when valid.
@@ -274,6 +286,10 @@ struct SolveResult {
   // none; its nodes are in `nodes`).
   std::size_t relay_buffers = 0;
   std::uint64_t relay_height = 0;
+  // Relay samples (SolverParams::relay_samples): how many ran, and how many
+  // lowered the best plan.
+  std::uint64_t relay_samples = 0;
+  std::uint64_t relay_sample_plans = 0;
   // (height - lower_bound) / height; 0 when optimal, 1 without a plan.
   double gap = 1.0;
   double seconds = 0;

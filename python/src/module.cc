@@ -579,6 +579,8 @@ PYBIND11_MODULE(_tensormem, m) {
       .def_property_readonly("deep_probe_proofs", [](const PySolveResult& s) { return s.r.deep_probe_proofs; })
       .def_property_readonly("relay_buffers", [](const PySolveResult& s) { return s.r.relay_buffers; })
       .def_property_readonly("relay_height", [](const PySolveResult& s) { return s.r.relay_height; })
+      .def_property_readonly("relay_samples", [](const PySolveResult& s) { return s.r.relay_samples; })
+      .def_property_readonly("relay_sample_plans", [](const PySolveResult& s) { return s.r.relay_sample_plans; })
       .def_property_readonly("offsets", [](py::object self) -> py::object {
         PySolveResult& s = self.cast<PySolveResult&>();
         if (!s.r.has_plan) return py::none();

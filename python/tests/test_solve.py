@@ -26,6 +26,7 @@ def test_minimize_small_is_optimal():
     assert r.heuristic_height >= r.height and r.partitions >= 1
     assert r.restriction_bound == 0 and r.deep_probes == r.deep_probe_plans == r.deep_probe_proofs == 0
     assert r.relay_buffers == r.relay_height == 0  # solved before the relay probe's turn
+    assert r.relay_samples == r.relay_sample_plans == 0
 
 
 def test_capacity_infeasible_with_subset():

@@ -33,6 +33,17 @@ RelayChains MergeRelays(const Problem& problem) {
   std::sort(cands.begin(), cands.end(), [&key](std::size_t x, std::size_t y) {
     return std::make_pair(key(x), x) < std::make_pair(key(y), y);
   });
+  // Every task where bytes start to be used: first tasks, and the task
+  // after each gap, where the buffer's bytes come back.
+  std::vector<TaskIndex> starts;
+  for (const Buffer& b : problem.buffers) {
+    if (b.size == 0) continue;
+    starts.push_back(b.first_task);
+    for (const Gap& g : b.gaps)
+      if (g.last_task < b.last_task) starts.push_back(g.last_task + 1);
+  }
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
   std::vector<std::uint32_t> claimed_in_run(cands.size(), 0);
   std::vector<bool> claimed(n, false);
   std::vector<std::size_t> order(n);
@@ -49,8 +60,10 @@ RelayChains MergeRelays(const Problem& problem) {
     std::size_t last = head;
     while (Chains(problem.buffers[last])) {
       const Buffer& b = problem.buffers[last];
-      // Tasks are at most kMaxTaskIndex (CheckProblem): last + 1 cannot overflow.
-      const auto want = std::make_tuple(b.last_task + 1, b.size, b.alignment);
+      // The first start after b ends: no buffer starts between them.
+      const auto next_start = std::upper_bound(starts.begin(), starts.end(), b.last_task);
+      if (next_start == starts.end()) break;
+      const auto want = std::make_tuple(*next_start, b.size, b.alignment);
       const auto run = std::lower_bound(cands.begin(), cands.end(), want,
                                         [&key](std::size_t x, const auto& w) { return key(x) < w; });
       if (run == cands.end() || key(*run) != want) break;

@@ -1,17 +1,24 @@
-// Relay chains: a buffer that starts at the task right after another of the
-// same size (and alignment) ends often takes over its place in real
-// programs (an activation overwritten by the next of its shape; MiniMalloc
-// D has 25 such chains, J 58). Merging each such chain into one buffer is
-// a restriction (every plan of the merged problem is one of the original,
-// with each buffer at its chain's offset, not the reverse), with the same
-// live bytes at every task, so the same peak. Its plans are upper bounds
-// only: its proofs say nothing of the original. On MiniMalloc D (213
-// buffers, 174 chains) the merged problem is solved at D's peak in 0.33 M
-// nodes, where the search of D itself ends 0.1-2 % above it at 60 s.
+// Relay chains: a buffer that starts when another of the same size (and
+// alignment) ends often takes over its place in real programs (an
+// activation overwritten by the next of its shape). A *relay* is such a
+// successor starting at the first start after its predecessor ends: at the
+// next task (MiniMalloc D has 25 such chains), or later when no buffer
+// starts in between (J: 82 links where the exact rule finds 81). Merging
+// each chain into one buffer whose lifetime covers the chain's, gaps
+// included, is a restriction: every plan of the merged problem is one of
+// the original, with each buffer at its chain's offset (not the reverse),
+// and the peak is the same. In a gap nothing starts: the buffers live in
+// it were all live when the predecessor ended, beside it, so covering the
+// gap adds no overlap and no task's live bytes exceed those at that end.
+// Its plans are upper bounds only: its proofs say nothing of the original.
+// On MiniMalloc D (213 buffers, 174 chains) the merged problem is solved at
+// D's peak in 0.33 M nodes, where the search of D itself ends 0.1-2 %
+// above it at 60 s.
 //
-// Only plain buffers chain (no gaps, no fixed offset, size > 0). Chains are
-// grown greedily in order of first task (ties by index): each buffer takes
-// the lowest-indexed unclaimed successor.
+// Only plain buffers chain (no gaps, no fixed offset, size > 0); every
+// buffer's start counts, and so does each end of a gap (its bytes come
+// back). Chains are grown greedily in order of first task (ties by index):
+// each buffer takes the lowest-indexed unclaimed successor.
 #pragma once
 
 #include <cstddef>

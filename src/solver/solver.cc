@@ -27,6 +27,7 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -187,6 +188,12 @@ class Solve {
   // The relay probe (SolverParams::relay_probe): its plan, where better,
   // becomes the whole problem's and the partitions' incumbent.
   void RelayProbe();
+  // One relay sample (SolverParams::relay_samples): the merged problem
+  // asked to fit at a height of the upper half of the gap.
+  void RelaySample();
+  // The merged problem's plan, split back, as the incumbent where it is
+  // lower than `best`; true when taken.
+  bool AdoptRelayPlan(const OffsetsPlan& merged_plan, std::uint64_t best);
   // A nested solve's parameters (a restriction window, the relay probe):
   // this solve's, without nested probes, IIS or progress, with at most
   // node_budget nodes and `share` of what is left of the time and node
@@ -216,6 +223,13 @@ class Solve {
   std::uint64_t restriction_bound_ = 0;
   std::uint64_t restriction_nodes_ = 0;  // spent in the windows' nested solves
   bool relay_pending_ = true;  // the relay probe runs once per solve
+  // The merged problem (set by the relay probe when it merges anything),
+  // the nodes of its nested solves, the samples drawn and the heights they
+  // asked (a height asked again with the same budget, the same answer).
+  std::optional<solver::RelayChains> relay_chains_;
+  std::uint64_t relay_nodes_ = 0;
+  std::uint64_t relay_draws_ = 0;
+  std::set<std::uint64_t> relay_asked_;
   SolveResult result_;
   bool infeasible_ = false;
   bool out_of_time_ = false;
@@ -393,8 +407,12 @@ void Solve::Descend() {
     if (params_.relay_probe && stalled && control_.nodes() >= params_.relay_after_nodes &&
         ub > lower_bound_ && !control_.stopped()) {
       // The first stall after relay_after_nodes: the relay probe's turn
-      // (once per solve; see SolverParams).
-      RelayProbe();
+      // (once per solve), the later ones relay samples' (see SolverParams).
+      if (relay_pending_) {
+        RelayProbe();
+      } else {
+        RelaySample();
+      }
       ub = std::min({ub, AssembledHeight(), global_ ? global_->total : UINT64_MAX});
     }
     if (deep && stalled && ub > lower_bound_ && !control_.stopped()) {
@@ -551,27 +569,79 @@ void Solve::RelayProbe() {
   if (chains.merged.buffers.size() == problem_.buffers.size()) return;
   SolverParams sp;
   if (!NestedParams(params_.relay_node_budget, params_.relay_share, &sp)) return;
-  result_.relay_buffers = chains.merged.buffers.size();
+  relay_chains_ = std::move(chains);
+  result_.relay_buffers = relay_chains_->merged.buffers.size();
   sp.capacity = capacity_;
   if (params_.progress_to_stderr || params_.on_progress)
     sp.on_progress = [this](const SolveProgress& p) { control_.ReportNested(p); };
-  Result<SolveResult> r = SolveOffsets(chains.merged, sp);
+  Result<SolveResult> r = SolveOffsets(relay_chains_->merged, sp);
   if (!r.ok()) return;  // cannot happen: the merged problem is valid when the problem is
   control_.AddNodes(r->nodes);
+  relay_nodes_ += r->nodes;
   if (!r->has_plan || r->status == SolveStatus::kInfeasible) return;
   result_.relay_height = r->height;
-  if (r->height >= best) return;
+  AdoptRelayPlan(r->plan, best);
+}
+
+bool Solve::AdoptRelayPlan(const OffsetsPlan& merged_plan, std::uint64_t best) {
+  if (merged_plan.total >= best) return false;
   OffsetsPlan plan;
-  plan.offsets = solver::SplitRelays(chains, r->plan.offsets);
+  plan.offsets = solver::SplitRelays(*relay_chains_, merged_plan.offsets);
   plan.total = TopOf(problem_, plan.offsets);
   plan.strategy = "relay";
   // Checked like every incumbent (a wrong split would be caught here, not
   // in the answer).
-  if (!ValidateOffsetsPlan(problem_, plan, params_.alignment, false).ok()) return;
+  if (!ValidateOffsetsPlan(problem_, plan, params_.alignment, false).ok()) return false;
   global_ = std::move(plan);
   for (Part& p : parts_)
     if (p.inst->base == 0) TakeGlobal(&p);
   Publish();
+  return true;
+}
+
+// Fit questions on the merged problem find plans at heights the descent of
+// the problem itself does not reach (MiniMalloc J: at 2^19 nodes about half
+// of the heights 1-3 % above the bound fit, docs/solver.md), but which
+// heights is luck: the samples spread over the upper half of the gap below
+// the best plan by a golden-ratio sequence, never a height twice. The relay
+// probe's and the samples' nodes stay within half of the solve's.
+void Solve::RelaySample() {
+  if (!params_.relay_samples || !relay_chains_ || control_.stopped()) return;
+  if (relay_nodes_ > control_.nodes() - relay_nodes_) return;
+  const std::uint64_t best = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
+  if (best <= lower_bound_) return;
+  // Heights of one granule are one question (a plan's height rounds up to
+  // it); partitions of different granules: bytes.
+  std::uint64_t granule = parts_.empty() ? 1 : parts_[0].inst->granule;
+  for (const Part& p : parts_)
+    if (p.inst->granule != granule) granule = 1;
+  const std::uint64_t half = (best - lower_bound_) / 2;
+  std::uint64_t target = 0;
+  for (int tries = 0; tries < 16; ++tries) {
+    const double phase = std::fmod(static_cast<double>(++relay_draws_) * 0.6180339887498949, 1.0);
+    const std::uint64_t down = static_cast<std::uint64_t>(phase * static_cast<double>(half)) + 1;
+    std::uint64_t t = best - std::min(down, best - lower_bound_);
+    t -= t % granule;
+    t = std::max(t, lower_bound_);
+    if (relay_asked_.insert(t).second) {
+      target = t;
+      break;
+    }
+  }
+  if (target == 0) return;  // the heights left were all asked
+  SolverParams sp;
+  if (!NestedParams(params_.relay_sample_nodes, params_.relay_share, &sp)) return;
+  sp.goal = SolveGoal::kFit;
+  sp.capacity = target;
+  if (params_.progress_to_stderr || params_.on_progress)
+    sp.on_progress = [this](const SolveProgress& p) { control_.ReportNested(p); };
+  Result<SolveResult> r = SolveOffsets(relay_chains_->merged, sp);
+  if (!r.ok()) return;  // cannot happen: the merged problem is valid when the problem is
+  control_.AddNodes(r->nodes);
+  relay_nodes_ += r->nodes;
+  ++result_.relay_samples;
+  if (r->has_plan && r->status != SolveStatus::kInfeasible && AdoptRelayPlan(r->plan, best))
+    ++result_.relay_sample_plans;
 }
 
 Result<SolveResult> Solve::Run() {
@@ -782,6 +852,8 @@ Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& par
     return InvalidArgument("relay_share must be in (0, 1] (or relay_probe off)");
   if (params.relay_probe && params.relay_node_budget == 0)
     return InvalidArgument("relay_node_budget must be > 0 (or relay_probe off)");
+  if (params.relay_probe && params.relay_samples && params.relay_sample_nodes == 0)
+    return InvalidArgument("relay_sample_nodes must be > 0 (or relay_samples off)");
   TM_RETURN_IF_ERROR(CheckProblem(problem));
   const std::optional<std::uint64_t> capacity = params.capacity ? params.capacity : problem.capacity;
   if (params.goal == SolveGoal::kFit && !capacity)

@@ -89,6 +89,8 @@ int RunSolve(const SolveOptions& o) {
                         {"deep_probe_proofs", r.deep_probe_proofs},
                         {"relay_buffers", r.relay_buffers},
                         {"relay_height", r.relay_height},
+                        {"relay_samples", r.relay_samples},
+                        {"relay_sample_plans", r.relay_sample_plans},
                         {"goal", params.goal == SolveGoal::kFit ? "fit" : "minimize"}};
     j["capacity"] = capacity ? nlohmann::json(*capacity) : nlohmann::json(nullptr);
     if (!r.reason.empty()) j["reason"] = r.reason;
