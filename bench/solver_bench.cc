@@ -12,7 +12,8 @@
 // (1 = a plan at 2^20), nodes, best height / optimum, heuristic height /
 // optimum. Limit $TENSORMEM_PERFECT_BENCH_LIMIT seconds (default 30 up to
 // 400 buffers, 60 above). With $TENSORMEM_PERFECT_DUMP=DIR each instance is
-// also written to DIR/perfect_N_seed.csv (for `tensormem solve`).
+// also written to DIR/perfect_N_seed.csv (for `tensormem solve`), here and
+// in PerfectPackingSeeds.
 //
 // PerfectPackingSeeds/N/first/last: many seeds in one run, each solved
 // twice: fit at 2^20 (limit as above) and minimise with a 1 s limit (the
@@ -103,16 +104,21 @@ tensormem::SolverParams PerfectFitParams(std::size_t n, std::uint64_t optimum) {
   return params;
 }
 
-void BM_PerfectPacking(benchmark::State& state) {
-  const auto n = static_cast<std::size_t>(state.range(0));
-  const auto seed = static_cast<std::uint64_t>(state.range(1));
-  const tensormem::Problem problem =
-      tensormem::solver::PerfectPacking(tensormem::solver::PerfectPackingVariant(n, seed));
+// $TENSORMEM_PERFECT_DUMP=DIR: the instance as DIR/perfect_N_seed.csv.
+void MaybeDump(const tensormem::Problem& problem, std::size_t n, std::uint64_t seed) {
   if (const char* dir = std::getenv("TENSORMEM_PERFECT_DUMP"); dir && *dir) {
     std::ofstream out(std::filesystem::path(dir) /
                       ("perfect_" + std::to_string(n) + "_" + std::to_string(seed) + ".csv"));
     (void)tensormem::WriteProblemCsv(out, problem);
   }
+}
+
+void BM_PerfectPacking(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto seed = static_cast<std::uint64_t>(state.range(1));
+  const tensormem::Problem problem =
+      tensormem::solver::PerfectPacking(tensormem::solver::PerfectPackingVariant(n, seed));
+  MaybeDump(problem, n, seed);
   const std::uint64_t optimum = *problem.capacity;
   const tensormem::SolverParams params = PerfectFitParams(n, optimum);
   tensormem::SolveResult last;
@@ -151,6 +157,7 @@ void BM_PerfectPackingSeeds(benchmark::State& state) {
     for (std::uint64_t seed = first; seed <= last; ++seed) {
       const tensormem::Problem problem =
           tensormem::solver::PerfectPacking(tensormem::solver::PerfectPackingVariant(n, seed));
+      MaybeDump(problem, n, seed);
       const std::uint64_t optimum = *problem.capacity;
       tensormem::SolverParams params = PerfectFitParams(n, optimum);
       const auto start = std::chrono::steady_clock::now();
