@@ -194,7 +194,8 @@ class Solve {
   // The merged problem's plan, split back, as the incumbent where it is
   // lower than `best`; true when taken.
   bool AdoptRelayPlan(const OffsetsPlan& merged_plan, std::uint64_t best);
-  // A nested solve's parameters (a restriction window, the relay probe):
+  // A nested solve's parameters (a restriction window, the relay probe and
+  // its samples):
   // this solve's, without nested probes, IIS or progress, with at most
   // node_budget nodes and `share` of what is left of the time and node
   // limits. False when nothing is left.
@@ -616,7 +617,7 @@ void Solve::RelaySample() {
   for (const Part& p : parts_)
     if (p.inst->granule != granule) granule = 1;
   const std::uint64_t half = (best - lower_bound_) / 2;
-  std::uint64_t target = 0;
+  std::optional<std::uint64_t> target;
   for (int tries = 0; tries < 16; ++tries) {
     const double phase = std::fmod(static_cast<double>(++relay_draws_) * 0.6180339887498949, 1.0);
     const std::uint64_t down = static_cast<std::uint64_t>(phase * static_cast<double>(half)) + 1;
@@ -628,11 +629,11 @@ void Solve::RelaySample() {
       break;
     }
   }
-  if (target == 0) return;  // the heights left were all asked
+  if (!target) return;  // the heights drawn were all asked before
   SolverParams sp;
   if (!NestedParams(params_.relay_sample_nodes, params_.relay_share, &sp)) return;
   sp.goal = SolveGoal::kFit;
-  sp.capacity = target;
+  sp.capacity = *target;
   if (params_.progress_to_stderr || params_.on_progress)
     sp.on_progress = [this](const SolveProgress& p) { control_.ReportNested(p); };
   Result<SolveResult> r = SolveOffsets(relay_chains_->merged, sp);
