@@ -191,6 +191,9 @@ class Solve {
   // One relay sample (SolverParams::relay_samples): the merged problem
   // asked to fit at a height of the upper half of the gap.
   void RelaySample();
+  // A nested solve of the merged problem (relay_chains_), its progress in
+  // the solve's, its nodes counted; nullopt if it could not run.
+  std::optional<SolveResult> SolveMerged(SolverParams sp);
   // The merged problem's plan, split back, as the incumbent where it is
   // lower than `best`; true when taken.
   bool AdoptRelayPlan(const OffsetsPlan& merged_plan, std::uint64_t best);
@@ -573,15 +576,20 @@ void Solve::RelayProbe() {
   relay_chains_ = std::move(chains);
   result_.relay_buffers = relay_chains_->merged.buffers.size();
   sp.capacity = capacity_;
+  const std::optional<SolveResult> r = SolveMerged(std::move(sp));
+  if (!r || !r->has_plan || r->status == SolveStatus::kInfeasible) return;
+  result_.relay_height = r->height;
+  AdoptRelayPlan(r->plan, best);
+}
+
+std::optional<SolveResult> Solve::SolveMerged(SolverParams sp) {
   if (params_.progress_to_stderr || params_.on_progress)
     sp.on_progress = [this](const SolveProgress& p) { control_.ReportNested(p); };
   Result<SolveResult> r = SolveOffsets(relay_chains_->merged, sp);
-  if (!r.ok()) return;  // cannot happen: the merged problem is valid when the problem is
+  if (!r.ok()) return std::nullopt;  // cannot happen: the merged problem is valid when the problem is
   control_.AddNodes(r->nodes);
   relay_nodes_ += r->nodes;
-  if (!r->has_plan || r->status == SolveStatus::kInfeasible) return;
-  result_.relay_height = r->height;
-  AdoptRelayPlan(r->plan, best);
+  return std::move(*r);
 }
 
 bool Solve::AdoptRelayPlan(const OffsetsPlan& merged_plan, std::uint64_t best) {
@@ -634,12 +642,8 @@ void Solve::RelaySample() {
   if (!NestedParams(params_.relay_sample_nodes, params_.relay_share, &sp)) return;
   sp.goal = SolveGoal::kFit;
   sp.capacity = *target;
-  if (params_.progress_to_stderr || params_.on_progress)
-    sp.on_progress = [this](const SolveProgress& p) { control_.ReportNested(p); };
-  Result<SolveResult> r = SolveOffsets(relay_chains_->merged, sp);
-  if (!r.ok()) return;  // cannot happen: the merged problem is valid when the problem is
-  control_.AddNodes(r->nodes);
-  relay_nodes_ += r->nodes;
+  const std::optional<SolveResult> r = SolveMerged(std::move(sp));
+  if (!r) return;
   ++result_.relay_samples;
   if (r->has_plan && r->status != SolveStatus::kInfeasible && AdoptRelayPlan(r->plan, best))
     ++result_.relay_sample_plans;

@@ -473,6 +473,15 @@ Buffer Plain(std::string id, TaskIndex first, TaskIndex last, std::uint64_t size
   return b;
 }
 
+// A merged problem's plan as one of the problem: each buffer at its chain's offset.
+OffsetsPlan Split(const Problem& p, const solver::RelayChains& chains, const OffsetsPlan& merged) {
+  OffsetsPlan split;
+  split.offsets = solver::SplitRelays(chains, merged.offsets);
+  for (std::size_t i = 0; i < p.buffers.size(); ++i)
+    split.total = std::max(split.total, split.offsets[i] + p.buffers[i].size);
+  return split;
+}
+
 TEST(SolverRelay, ChainsOnlyPlainSuccessorsOfTheSameSizeAndAlignment) {
   Problem p;
   p.buffers = {Plain("a", 0, 2, 4), Plain("b", 3, 5, 4), Plain("c", 3, 4, 4), Plain("d", 5, 6, 4),
@@ -505,10 +514,7 @@ TEST(SolverRelay, ChainsOnlyPlainSuccessorsOfTheSameSizeAndAlignment) {
   // A plan of the merged problem, split, is one of the original at its height.
   Result<SolveResult> r = SolveOffsets(chains.merged, Exact());
   ASSERT_TRUE(r.ok() && r->has_plan);
-  OffsetsPlan split;
-  split.offsets = solver::SplitRelays(chains, r->plan.offsets);
-  for (std::size_t i = 0; i < p.buffers.size(); ++i)
-    split.total = std::max(split.total, split.offsets[i] + p.buffers[i].size);
+  const OffsetsPlan split = Split(p, chains, r->plan);
   EXPECT_EQ(split.total, r->height);
   EXPECT_TRUE(ValidateOffsetsPlan(p, split).ok());
 }
@@ -534,11 +540,7 @@ TEST(SolverRelay, ChainsAcrossAGapWhereNothingStarts) {
   EXPECT_EQ(PeakLiveBytes(chains.merged), PeakLiveBytes(p));
   Result<SolveResult> r = SolveOffsets(chains.merged, Exact());
   ASSERT_TRUE(r.ok() && r->has_plan);
-  OffsetsPlan split;
-  split.offsets = solver::SplitRelays(chains, r->plan.offsets);
-  for (std::size_t i = 0; i < p.buffers.size(); ++i)
-    split.total = std::max(split.total, split.offsets[i] + p.buffers[i].size);
-  EXPECT_TRUE(ValidateOffsetsPlan(p, split).ok());
+  EXPECT_TRUE(ValidateOffsetsPlan(p, Split(p, chains, r->plan)).ok());
 }
 
 // Random problems where some buffers get a successor of their size at the
