@@ -233,7 +233,8 @@ struct SolverParams {
   // stall, while the relay probe and the samples have spent at most half of
   // the solve's nodes, the merged problem is asked to fit at a height in the
   // upper half of the gap below the best plan (a golden-ratio sequence, no
-  // height twice) by a nested solve of at most relay_sample_nodes nodes and
+  // height twice at one budget; when every height drawn was asked, the
+  // budget doubles) by a nested solve of at most relay_sample_nodes nodes and
   // relay_share of the remaining time; a plan becomes the incumbent where
   // better. Which heights fit within a budget is luck (MiniMalloc J: about
   // half of those 1-3 % above the bound at 2^19 nodes, where the descent of

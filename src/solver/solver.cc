@@ -228,12 +228,14 @@ class Solve {
   std::uint64_t restriction_nodes_ = 0;  // spent in the windows' nested solves
   bool relay_pending_ = true;  // the relay probe runs once per solve
   // The merged problem (set by the relay probe when it merges anything),
-  // the nodes of its nested solves, the samples drawn and the heights they
-  // asked (a height asked again with the same budget, the same answer).
+  // the nodes of its nested solves, the samples drawn, the heights they
+  // asked at the current budget (a height asked again with the same
+  // budget, the same answer) and that budget (0: relay_sample_nodes).
   std::optional<solver::RelayChains> relay_chains_;
   std::uint64_t relay_nodes_ = 0;
   std::uint64_t relay_draws_ = 0;
   std::set<std::uint64_t> relay_asked_;
+  std::uint64_t relay_sample_budget_ = 0;
   SolveResult result_;
   bool infeasible_ = false;
   bool out_of_time_ = false;
@@ -625,21 +627,24 @@ void Solve::RelaySample() {
   for (const Part& p : parts_)
     if (p.inst->granule != granule) granule = 1;
   const std::uint64_t half = (best - lower_bound_) / 2;
+  if (relay_sample_budget_ == 0) relay_sample_budget_ = params_.relay_sample_nodes;
   std::optional<std::uint64_t> target;
-  for (int tries = 0; tries < 16; ++tries) {
+  for (int tries = 0; !target; ++tries) {
+    if (tries == 16) {
+      // The heights drawn were all asked at this budget: ask them again
+      // with twice the nodes.
+      relay_asked_.clear();
+      relay_sample_budget_ = internal::SaturatingMul(relay_sample_budget_, 2);
+    }
     const double phase = std::fmod(static_cast<double>(++relay_draws_) * 0.6180339887498949, 1.0);
     const std::uint64_t down = static_cast<std::uint64_t>(phase * static_cast<double>(half)) + 1;
     std::uint64_t t = best - std::min(down, best - lower_bound_);
     t -= t % granule;
     t = std::max(t, lower_bound_);
-    if (relay_asked_.insert(t).second) {
-      target = t;
-      break;
-    }
+    if (relay_asked_.insert(t).second) target = t;
   }
-  if (!target) return;  // the heights drawn were all asked before
   SolverParams sp;
-  if (!NestedParams(params_.relay_sample_nodes, params_.relay_share, &sp)) return;
+  if (!NestedParams(relay_sample_budget_, params_.relay_share, &sp)) return;
   sp.goal = SolveGoal::kFit;
   sp.capacity = *target;
   const std::optional<SolveResult> r = SolveMerged(std::move(sp));
