@@ -755,6 +755,26 @@ TEST(SolverRelay, AMergedMinimumAboveTheMinimumIsNotABound) {
   // The samples' fit questions at 12 and 13 have no merged plan (proven):
   // no bound either.
   EXPECT_GT(samples, 0u);
+  {
+    // One height to sample (the best plan 13, the bound 12): asked again
+    // and again with doubling budgets (1, 2, 4, ... nodes), never a bound.
+    SolverParams params = Exact();
+    params.heuristic_incumbent = false;
+    params.bound_probe = false;
+    params.deep_probe = false;
+    params.probe_node_budget = 1;
+    params.descent_probe_nodes = 1;
+    params.relay_after_nodes = 0;
+    params.relay_node_budget = 1;
+    params.relay_sample_nodes = 1;
+    Result<SolveResult> r = SolveOffsets(p, params);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->heuristic_height, 13u);
+    EXPECT_EQ(r->status, SolveStatus::kOptimal);
+    EXPECT_EQ(r->height, 12u);
+    EXPECT_GT(r->relay_samples, 1u);  // (8 when written)
+    EXPECT_EQ(r->relay_sample_plans, 0u);
+  }
   // Above relay_max_buffers it does not run.
   SolverParams capped = Exact();
   capped.bound_probe = false;
