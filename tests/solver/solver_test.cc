@@ -648,11 +648,25 @@ TEST(SolverBruteForce, RelayProbeKeepsPlansAndBoundsSound) {
               ran, adopted, fit_ran, static_cast<unsigned long long>(samples),
               static_cast<unsigned long long>(sample_plans));
   EXPECT_GT(ran, 20);
-  // The samples ran against brute force too (8, one better plan, when
+  // The samples ran against brute force too (15, one better plan, when
   // written: small problems seldom stall twice; the next test has more).
   EXPECT_GT(samples, 4u);
   EXPECT_GT(adopted, 5);
   EXPECT_GT(fit_ran, 10);
+}
+
+// The descent stalls at once (no bound probe, no deep probe), the relay
+// probe gets one node, the samples sample_nodes each.
+SolverParams StalledWithRelaySamples(std::uint64_t sample_nodes) {
+  SolverParams params = Exact();
+  params.bound_probe = false;
+  params.deep_probe = false;
+  params.probe_node_budget = 1;
+  params.descent_probe_nodes = 1;
+  params.relay_after_nodes = 0;
+  params.relay_node_budget = 1;
+  params.relay_sample_nodes = sample_nodes;
+  return params;
 }
 
 // Relay samples where the descent stalls at once and the relay probe gets
@@ -679,15 +693,8 @@ TEST(SolverRelay, SamplesLowerThePlanWhenTheDescentStalls) {
     ++cases;
     std::uint64_t heights[2] = {0, 0};
     for (const bool sampled : {false, true}) {
-      SolverParams params = Exact();
-      params.bound_probe = false;
-      params.deep_probe = false;
-      params.probe_node_budget = 1;
-      params.descent_probe_nodes = 1;
-      params.relay_after_nodes = 0;
-      params.relay_node_budget = 1;
+      SolverParams params = StalledWithRelaySamples(100);
       params.relay_samples = sampled;
-      params.relay_sample_nodes = 100;
       params.node_limit = 300;
       Result<SolveResult> r = SolveOffsets(p, params);
       ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -758,15 +765,8 @@ TEST(SolverRelay, AMergedMinimumAboveTheMinimumIsNotABound) {
   {
     // One height to sample (the best plan 13, the bound 12): asked again
     // and again with doubling budgets (1, 2, 4, ... nodes), never a bound.
-    SolverParams params = Exact();
+    SolverParams params = StalledWithRelaySamples(1);
     params.heuristic_incumbent = false;
-    params.bound_probe = false;
-    params.deep_probe = false;
-    params.probe_node_budget = 1;
-    params.descent_probe_nodes = 1;
-    params.relay_after_nodes = 0;
-    params.relay_node_budget = 1;
-    params.relay_sample_nodes = 1;
     Result<SolveResult> r = SolveOffsets(p, params);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->heuristic_height, 13u);
