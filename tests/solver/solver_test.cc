@@ -675,7 +675,6 @@ SolverParams StalledWithRelaySamples(std::uint64_t sample_nodes) {
 // and without them.
 TEST(SolverRelay, SamplesLowerThePlanWhenTheDescentStalls) {
   std::mt19937_64 rng(71);
-  int cases = 0, lower = 0;
   std::uint64_t samples = 0, sample_plans = 0;
   for (int t = 0; t < 200; ++t) {
     // Guillotine packings: a time cut leaves two pieces of one size, the
@@ -690,8 +689,6 @@ TEST(SolverRelay, SamplesLowerThePlanWhenTheDescentStalls) {
     po.time_cut_share = 0.6;
     Problem p = solver::PerfectPacking(po);
     p.capacity.reset();
-    ++cases;
-    std::uint64_t heights[2] = {0, 0};
     for (const bool sampled : {false, true}) {
       SolverParams params = StalledWithRelaySamples(100);
       params.relay_samples = sampled;
@@ -701,15 +698,12 @@ TEST(SolverRelay, SamplesLowerThePlanWhenTheDescentStalls) {
       ASSERT_TRUE(ValidateOffsetsPlan(p, r->plan).ok()) << "case " << t;
       ASSERT_LE(r->lower_bound, r->height) << "case " << t;
       ASSERT_LE(r->relay_sample_plans, r->relay_samples) << "case " << t;
-      heights[sampled] = r->height;
       samples += r->relay_samples;
       sample_plans += r->relay_sample_plans;
     }
-    lower += heights[1] < heights[0];
   }
-  std::printf("%d cases: samples %llu, better plans %llu; lower than without them in %d\n", cases,
-              static_cast<unsigned long long>(samples),
-              static_cast<unsigned long long>(sample_plans), lower);
+  std::printf("samples %llu, better plans %llu\n", static_cast<unsigned long long>(samples),
+              static_cast<unsigned long long>(sample_plans));
   // (200 cases: 122 samples, each a better plan, when written.)
   EXPECT_GT(sample_plans, 50u);
 }
@@ -736,15 +730,11 @@ TEST(SolverRelay, AMergedMinimumAboveTheMinimumIsNotABound) {
     for (const double share : {0.25, 1.0})
       for (const std::uint64_t probe_nodes : {std::uint64_t{1}, std::uint64_t{1} << 19})
         for (const std::uint64_t sample_nodes : {1, 1000}) {
-          SolverParams params = Exact();
+          SolverParams params = StalledWithRelaySamples(sample_nodes);
+          params.deep_probe = true;
           params.heuristic_incumbent = heuristic;
-          params.bound_probe = false;
-          params.probe_node_budget = 1;  // the descent stalls at once: the probe's turn
-          params.descent_probe_nodes = 1;
-          params.relay_after_nodes = 0;
           params.relay_share = share;
           params.relay_node_budget = probe_nodes;
-          params.relay_sample_nodes = sample_nodes;
           Result<SolveResult> r = SolveOffsets(p, params);
           ASSERT_TRUE(r.ok()) << r.status().ToString();
           EXPECT_EQ(r->status, SolveStatus::kOptimal);
@@ -759,8 +749,8 @@ TEST(SolverRelay, AMergedMinimumAboveTheMinimumIsNotABound) {
           samples += r->relay_samples;
         }
   EXPECT_GT(ran, 0);  // else this proves nothing
-  // The samples' fit questions at 12 and 13 have no merged plan (proven):
-  // no bound either.
+  // The samples' fit questions at 12 have no merged plan (proven): no
+  // bound either.
   EXPECT_GT(samples, 0u);
   {
     // One height to sample (the best plan 13, the bound 12): asked again
