@@ -614,8 +614,9 @@ bool Solve::AdoptRelayPlan(const OffsetsPlan& merged_plan, std::uint64_t best) {
 // the problem itself does not reach (MiniMalloc J: at 2^19 nodes about half
 // of the heights 1-3 % above the bound fit, docs/solver.md), but which
 // heights is luck: the samples spread over the upper half of the gap below
-// the best plan by a golden-ratio sequence, never a height twice. The relay
-// probe's and the samples' nodes stay within half of the solve's.
+// the best plan by a golden-ratio sequence, no height twice at one budget
+// (when they are all asked, the budget doubles). The relay probe's and the
+// samples' nodes stay within half of the solve's.
 void Solve::RelaySample() {
   if (!params_.relay_samples || !relay_chains_ || control_.stopped()) return;
   if (relay_nodes_ > control_.nodes() - relay_nodes_) return;
@@ -631,8 +632,9 @@ void Solve::RelaySample() {
   std::optional<std::uint64_t> target;
   for (int tries = 0; !target; ++tries) {
     if (tries == 16) {
-      // The heights drawn were all asked at this budget: ask them again
-      // with twice the nodes.
+      // Sixteen draws in a row were asked already at this budget (the
+      // golden-ratio draws spread, so the upper half is about all asked):
+      // ask again with twice the nodes.
       relay_asked_.clear();
       relay_sample_budget_ = internal::SaturatingMul(relay_sample_budget_, 2);
     }

@@ -731,7 +731,7 @@ TEST(SolverRelay, AMergedMinimumAboveTheMinimumIsNotABound) {
       for (const std::uint64_t probe_nodes : {std::uint64_t{1}, std::uint64_t{1} << 19})
         for (const std::uint64_t sample_nodes : {1, 1000}) {
           SolverParams params = StalledWithRelaySamples(sample_nodes);
-          params.deep_probe = true;
+          params.deep_probe = true;  // its proofs raise the bound beside the samples
           params.heuristic_incumbent = heuristic;
           params.relay_share = share;
           params.relay_node_budget = probe_nodes;
