@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <limits>
 #include <numeric>
 #include <random>
+#include <string>
+#include <unordered_map>
 
 #include <gtest/gtest.h>
 
@@ -1420,6 +1423,45 @@ TEST(Solver, TheBoundProbeReachesAnOptimumAtTheBound) {
     EXPECT_TRUE(ValidateOffsetsPlan(*p, r->plan).ok());
     EXPECT_EQ(r->status == SolveStatus::kOptimal, probe) << "bound_probe " << probe;
   }
+}
+
+// MiniMalloc J fits 993,280 bytes, 0.41 % above its bound (the peak,
+// 989,184): a plan found by the research local search
+// (scripts/research/overlap_local_search.cc from a start by
+// point_restriction.py; docs/solver.md, "A plan of J at 993,280"), kept as
+// offsets and checked here by the independent validator. It is what item 2
+// of the minimise goal asks the solver to reach; the solver's own best on J
+// is higher.
+TEST(Solver, MiniMallocJFitsWithinHalfAPercentOfItsBound) {
+  TM_REQUIRE_SHARED("benchmarks/minimalloc/J.1048576.csv");
+  Result<Problem> p =
+      LoadProblem((testing::SharedDir() / "benchmarks/minimalloc/J.1048576.csv").string());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  std::ifstream in(std::string(TENSORMEM_SOURCE_DIR) + "/tests/solver/data/J.993280.offsets.csv");
+  ASSERT_TRUE(in) << "tests/solver/data/J.993280.offsets.csv";
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  ASSERT_EQ(line, "id,offset");
+  std::unordered_map<std::string, std::uint64_t> by_id;
+  while (std::getline(in, line)) {
+    const std::size_t comma = line.find(',');
+    ASSERT_NE(comma, std::string::npos) << line;
+    by_id[line.substr(0, comma)] = std::stoull(line.substr(comma + 1));
+  }
+  ASSERT_EQ(by_id.size(), p->buffers.size());
+  OffsetsPlan plan;
+  for (const Buffer& b : p->buffers) {
+    const auto it = by_id.find(b.id);
+    ASSERT_NE(it, by_id.end()) << b.id;
+    plan.offsets.push_back(it->second);
+    plan.total = std::max(plan.total, it->second + b.size);
+  }
+  EXPECT_EQ(plan.total, 993'280u);
+  p->capacity = 993'280;
+  const Status valid = ValidateOffsetsPlan(*p, plan);
+  EXPECT_TRUE(valid.ok()) << valid.ToString();
+  EXPECT_EQ(PeakLiveBytes(*p), 989'184u);
+  EXPECT_LE(static_cast<double>(plan.total), 1.005 * 989'184);
 }
 
 // The presolve's split sort is std::stable_sort when its deadline does not
