@@ -35,6 +35,7 @@
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"
 #include "tensormem/solver.h"
+#include "tensormem/validator.h"
 #if TENSORMEM_PY_HAVE_ONNX
 #include "tensormem/onnx.h"
 #endif
@@ -594,8 +595,30 @@ PYBIND11_MODULE(_tensormem, m) {
   m.def(
       "_solve",
       [](const std::shared_ptr<PyProblem>& p, std::optional<std::uint64_t> capacity, double time_limit,
-         bool minimize, std::uint64_t node_limit, std::uint64_t alignment, bool iis) {
+         bool minimize, std::uint64_t node_limit, std::uint64_t alignment, bool iis,
+         const py::object& start) {
         SolverParams params;
+        // A start: one offset per buffer, a plan of the problem (the
+        // validator's word, capacity aside), else ValueError.
+        std::optional<OffsetsPlan> start_plan;
+        if (!start.is_none()) {
+          OffsetsPlan plan;
+          plan.strategy = "start";
+          plan.offsets = ToIntegers<std::uint64_t>(start, "start");
+          if (plan.offsets.size() != p->problem.buffers.size())
+            throw py::value_error("start: " + std::to_string(plan.offsets.size()) + " offsets for " +
+                                  std::to_string(p->problem.buffers.size()) + " buffers");
+          for (std::size_t i = 0; i < plan.offsets.size(); ++i) {
+            const std::uint64_t size = p->problem.buffers[i].size;
+            if (size > 0 && plan.offsets[i] > UINT64_MAX - size)
+              throw py::value_error("start[" + std::to_string(i) + "]: offset + size overflows");
+            if (size > 0) plan.total = std::max(plan.total, plan.offsets[i] + size);
+          }
+          if (Status st = ValidateOffsetsPlan(p->problem, plan, alignment, false); !st.ok())
+            throw py::value_error("start: not a plan of the problem: " + st.message());
+          start_plan = std::move(plan);
+          params.initial_plan = &*start_plan;
+        }
         params.capacity = capacity;
         params.goal = (capacity || p->problem.capacity) && !minimize ? SolveGoal::kFit : SolveGoal::kMinimize;
         params.time_limit_seconds = time_limit;
@@ -625,7 +648,7 @@ PYBIND11_MODULE(_tensormem, m) {
         return out;
       },
       py::arg("problem"), py::arg("capacity"), py::arg("time_limit"), py::arg("minimize"),
-      py::arg("node_limit"), py::arg("alignment"), py::arg("iis"));
+      py::arg("node_limit"), py::arg("alignment"), py::arg("iis"), py::arg("start") = py::none());
 
   // Allocators.
   py::class_<PyAllocator>(m, "Allocator", "A tensormem memory resource")

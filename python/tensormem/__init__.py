@@ -69,18 +69,20 @@ def plan(sizes: Union[ArrayLike, Problem], first: Optional[ArrayLike] = None,
 
 def solve(problem: Union[Problem, PathLike], capacity: Optional[int] = None,
           time_limit: float = 10.0, minimize: bool = False, node_limit: int = 0,
-          alignment: int = 1, iis: bool = False) -> SolveResult:
+          alignment: int = 1, iis: bool = False, start=None) -> SolveResult:
     """The exact offset solver. Without a capacity (or with ``minimize``):
     the smallest arena, anytime, with a proven lower bound. With one: a plan
     that fits (``status == "feasible"``/``"optimal"``), ``"infeasible"`` (a
     proof; ``iis=True`` names a subset) or ``"unknown"`` at the limit.
+    ``start``: offsets to start from, one per buffer (e.g. a previous
+    result's ``offsets``); they must form a plan (``ValueError`` otherwise).
     Ctrl-C stops the search and raises ``KeyboardInterrupt``.
     """
     if not isinstance(problem, Problem):
         problem = load_problem(problem)
     if time_limit is None:
         time_limit = float("inf")
-    return _tm._solve(problem, capacity, float(time_limit), minimize, node_limit, alignment, iis)
+    return _tm._solve(problem, capacity, float(time_limit), minimize, node_limit, alignment, iis, start)
 
 
 def load_problem(path: PathLike) -> Problem:

@@ -59,3 +59,30 @@ def test_ctrl_c_stops_the_search():
         timer.cancel()
     # Stopped within the 50 ms polling interval of the signal, not at the limit.
     assert time.perf_counter() - start < 5
+
+
+def test_start_from_a_previous_plan():
+    prob = hard(120, 5)
+    first = tm.solve(prob, node_limit=50000)
+    heuristic = tm.solve(prob, time_limit=0)
+    assert first.height < heuristic.height
+    # From the previous offsets, even the heuristics-only run answers at
+    # least as low, and still reports the heuristics' own height.
+    again = tm.solve(prob, time_limit=0, start=first.offsets)
+    assert again.height == first.height
+    assert again.heuristic_height == heuristic.heuristic_height
+
+
+def test_start_must_be_a_plan():
+    prob = tm.Problem.from_arrays([4, 4, 4], [0, 0, 1], [1, 1, 2])
+    with pytest.raises(ValueError, match="2 offsets for 3 buffers"):
+        tm.solve(prob, start=[0, 4])
+    with pytest.raises(ValueError, match="not a plan"):
+        tm.solve(prob, start=[0, 0, 8])  # the first two share a byte
+    with pytest.raises(ValueError, match=r"start\[1\] is negative"):
+        tm.solve(prob, start=[0, -4, 8])
+    with pytest.raises(ValueError, match="integer"):
+        tm.solve(prob, start=[0.5, 4, 8])
+    # All three share task 1: 12 bytes at least, and the start is optimal.
+    r = tm.solve(prob, start=[8, 0, 4], time_limit=5)
+    assert r.status == "optimal" and r.height == 12

@@ -730,11 +730,17 @@ Result<SolveResult> Solve::Run() {
     if (!h.ok()) return h.status();
     global_ = std::move(*h);
   }
+  // The heuristics' own height is reported even when a lower initial plan
+  // takes over (it says what the start saved).
+  const std::optional<std::uint64_t> heuristic_total =
+      global_ ? std::optional<std::uint64_t>(global_->total) : std::nullopt;
+  bool initial_taken = false;
   if (params_.initial_plan &&
       ValidateOffsetsPlan(problem_, *params_.initial_plan, params_.alignment, false).ok() &&
       (!global_ || params_.initial_plan->total < global_->total)) {
     global_ = *params_.initial_plan;
     global_->strategy = "initial";
+    initial_taken = true;
   }
   parts_.resize(presolved_.instances.size());
   for (std::size_t k = 0; k < parts_.size(); ++k) {
@@ -749,7 +755,9 @@ Result<SolveResult> Solve::Run() {
       TM_RETURN_IF_ERROR(st);
     }
   }
-  result_.heuristic_height = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
+  result_.heuristic_height =
+      initial_taken ? heuristic_total.value_or(0)
+                    : std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
   Publish();
   if (params_.time_limit_seconds <= 0) return Finish();
 

@@ -73,6 +73,54 @@ TEST_F(CliTest, AllStrategiesAsJson) {
   }
 }
 
+// solve --start: a plan to start from (id,offset rows or what -o wrote),
+// checked; a bad one is refused with exit 2, naming the file and the buffer.
+TEST_F(CliTest, SolveStartsFromAGivenPlan) {
+  const std::string in = Write("five.csv", kFive);
+  // Valid, 16 bytes high; the optimum is 12.
+  const std::string start = Write("start.csv", "id,offset\nb1,0\nb2,0\nb3,4\nb4,8\nb5,12\n");
+  CliRun r = Cli("solve " + in + " --start " + start + " --json --time-limit 5");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["start"], 16);
+  EXPECT_EQ(j["height"], 12);
+  EXPECT_EQ(j["status"], "optimal");
+
+  // What -o writes is a start too: the search begins at its height.
+  const std::string out = (dir_ / "out.csv").string();
+  ASSERT_EQ(Cli("solve " + in + " --time-limit 5 -o " + out).code, 0);
+  r = Cli("solve " + in + " --start " + out + " --json --time-limit 0");
+  ASSERT_EQ(r.code, 0) << r.out;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["start"], 12);
+  EXPECT_EQ(j["height"], 12);
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"id,offset\nb1,0\nb2,0\nb3,4\nb4,8\nzz,12\n", "buffer 'zz' is not in the input"},
+      {"id,offset\nb1,0\nb2,0\nb3,4\nb4,8\n", "no offset for buffer 'b5'"},
+      {"id,offset\nb1,0\nb1,0\nb2,0\nb3,4\nb4,8\nb5,12\n", "buffer 'b1' has two offsets"},
+      {"id,offset\nb1,0\nb2,0\nb3,0\nb4,8\nb5,12\n", "not a plan of the input"},
+      {"id,offset\nb1,-4\nb2,0\nb3,4\nb4,8\nb5,12\n", ":2: expected id,offset"},
+      {"id,offset\nb1,x\nb2,0\nb3,4\nb4,8\nb5,12\n", ":2: expected id,offset"},
+      {"id,offset\nb1,0,1\n", ":2: expected id,offset"},
+      {"id,lower,upper,size\nb1,0,3,4\n", "buffer 'b1' has no offset"},
+  };
+  for (std::size_t k = 0; k < bad.size(); ++k) {
+    const std::string path = Write("bad" + std::to_string(k) + ".csv", bad[k].first);
+    r = Cli("solve " + in + " --start " + path + " --time-limit 1");
+    EXPECT_EQ(r.code, 2) << k << "\n" << r.out;
+    EXPECT_NE(r.out.find("--start " + path), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(bad[k].second), std::string::npos) << k << "\n" << r.out;
+  }
+  r = Cli("solve " + in + " --start " + (dir_ / "missing.csv").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("cannot open"), std::string::npos) << r.out;
+  // The output may not overwrite the start.
+  r = Cli("solve " + in + " --start " + start + " --out " + start);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("refusing to overwrite"), std::string::npos) << r.out;
+}
+
 TEST_F(CliTest, BadInputExitsWithTwoAndNamesFileLineField) {
   CliRun r = Cli("plan " + Write("bad.csv", "id,lower,upper,size\na,0,1,4\nb,0,1,x\n"));
   EXPECT_EQ(r.code, 2);

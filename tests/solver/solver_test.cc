@@ -1102,6 +1102,38 @@ TEST(Solver, InitialPlanIsReused) {
   EXPECT_LE(b->height, a->height);
 }
 
+// A lower initial plan becomes the answer's start, but the reported
+// heuristic height stays the heuristics' own; an invalid one is ignored.
+TEST(Solver, InitialPlanBelowTheHeuristicKeepsTheHeuristicsHeight) {
+  const Problem p = Hard(120, 5);
+  SolverParams heuristics_only;
+  heuristics_only.time_limit_seconds = 0;
+  Result<SolveResult> h = SolveOffsets(p, heuristics_only);
+  ASSERT_TRUE(h.ok());
+  SolverParams search;
+  search.node_limit = 50000;
+  Result<SolveResult> a = SolveOffsets(p, search);
+  ASSERT_TRUE(a.ok());
+  ASSERT_LT(a->height, h->height) << "the case needs a plan below the heuristic's";
+
+  SolverParams started = heuristics_only;
+  started.initial_plan = &a->plan;
+  Result<SolveResult> b = SolveOffsets(p, started);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->height, a->height);
+  EXPECT_EQ(b->heuristic_height, h->heuristic_height);
+  EXPECT_TRUE(ValidateOffsetsPlan(p, b->plan).ok());
+
+  OffsetsPlan overlapping;
+  overlapping.offsets.assign(p.buffers.size(), 0);
+  for (const Buffer& buf : p.buffers) overlapping.total = std::max(overlapping.total, buf.size);
+  started.initial_plan = &overlapping;
+  Result<SolveResult> c = SolveOffsets(p, started);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->height, h->height);
+  EXPECT_EQ(c->heuristic_height, h->heuristic_height);
+}
+
 TEST(Solver, ExactStrategyThroughTheDispatcher) {
   const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(200, 9);
   PlanParams params;

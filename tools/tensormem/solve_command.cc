@@ -1,19 +1,23 @@
 // tensormem solve INPUT [--capacity N] [--minimize] [--time-limit SECONDS]
 //                       [--nodes N] [--align N] [--out PLAN.csv] [--json]
-//                       [--progress] [--iis]
+//                       [--progress] [--iis] [--start PLAN]
 //
 // The exact offset solver. With a capacity (option or the input's own) it
 // answers "does it fit?" and stops at the first plan that does (--minimize:
 // the smallest height within the capacity); without one it minimises the
 // arena. Exit codes: 0 a plan (optimal or feasible), 3 proven infeasible,
 // 4 unknown (limit reached first), 2 bad input, 1 internal error.
+// --start: a plan to start from (a previous answer), checked by the
+// validator; the search begins below it.
 #include <chrono>
 #include <fstream>
 #include <iostream>
 #include <limits>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -39,10 +43,79 @@ struct SolveOptions {
   bool progress = false;
   bool iis = false;
   bool restriction_bound = false;
+  std::string start;
 };
 
+// The offsets in `path` as a plan of `problem`, matched by buffer id. The
+// file is a problem with an offset per buffer (what `solve -o` and `plan
+// -o` write, CSV or JSON) or a CSV of `id,offset` rows. Every buffer of the
+// problem needs one offset; the plan must pass the validator (its capacity
+// aside: a start may be above it, as a heuristic plan may).
+Result<OffsetsPlan> ReadStartPlan(const std::string& path, const Problem& problem,
+                                  std::uint64_t alignment) {
+  const std::string where = "--start " + path;
+  std::vector<std::pair<std::string, std::uint64_t>> rows;  // (id, offset)
+  std::string header;
+  {
+    std::ifstream f(path);
+    if (!f) return NotFound(where + ": cannot open");
+    std::getline(f, header);
+    if (!header.empty() && header.back() == '\r') header.pop_back();
+    if (header == "id,offset") {
+      std::string line;
+      for (std::size_t n = 2; std::getline(f, line); ++n) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty()) continue;
+        const std::size_t comma = line.find(',');
+        const std::string id = line.substr(0, comma);
+        std::uint64_t offset = 0;
+        std::istringstream cell(comma == std::string::npos ? std::string() : line.substr(comma + 1));
+        if (comma == std::string::npos || line.find(',', comma + 1) != std::string::npos ||
+            cell.peek() == '-' || !(cell >> offset) || !cell.eof())
+          return InvalidArgument(where + ":" + std::to_string(n) + ": expected id,offset with a non-negative integer offset");
+        rows.emplace_back(id, offset);
+      }
+    }
+  }
+  if (header != "id,offset") {
+    Result<Problem> loaded = LoadProblem(path);
+    if (!loaded.ok()) return Status(loaded.status().code(), where + ": " + loaded.status().message());
+    for (std::size_t k = 0; k < loaded->buffers.size(); ++k) {
+      const Buffer& b = loaded->buffers[k];
+      if (!b.fixed_offset)
+        return InvalidArgument(where + ": buffer '" + b.id + "' has no offset");
+      rows.emplace_back(b.id, *b.fixed_offset);
+    }
+  }
+  std::unordered_map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < problem.buffers.size(); ++i) index.emplace(problem.buffers[i].id, i);
+  OffsetsPlan plan;
+  plan.strategy = "start";
+  plan.offsets.assign(problem.buffers.size(), 0);
+  std::vector<bool> seen(problem.buffers.size(), false);
+  for (const auto& [id, offset] : rows) {
+    const auto it = index.find(id);
+    if (it == index.end()) return InvalidArgument(where + ": buffer '" + id + "' is not in the input");
+    if (seen[it->second]) return InvalidArgument(where + ": buffer '" + id + "' has two offsets");
+    seen[it->second] = true;
+    plan.offsets[it->second] = offset;
+  }
+  for (std::size_t i = 0; i < problem.buffers.size(); ++i) {
+    if (!seen[i]) return InvalidArgument(where + ": no offset for buffer '" + problem.buffers[i].id + "'");
+    const std::uint64_t size = problem.buffers[i].size;
+    if (size > 0 && plan.offsets[i] > std::numeric_limits<std::uint64_t>::max() - size)
+      return InvalidArgument(where + ": buffer '" + problem.buffers[i].id + "': offset + size overflows");
+    if (size > 0) plan.total = std::max(plan.total, plan.offsets[i] + size);
+  }
+  if (Status st = ValidateOffsetsPlan(problem, plan, alignment, /*enforce_capacity=*/false); !st.ok())
+    return InvalidArgument(where + ": not a plan of the input: " + st.message());
+  return plan;
+}
+
 int RunSolve(const SolveOptions& o) {
-  if (Status st = CheckNotAnInput(o.out, {o.input}); !st.ok()) return ReportError(st);
+  std::vector<std::string> inputs = {o.input};
+  if (!o.start.empty()) inputs.push_back(o.start);
+  if (Status st = CheckNotAnInput(o.out, inputs); !st.ok()) return ReportError(st);
   const auto start = std::chrono::steady_clock::now();
   Result<Problem> loaded = LoadProblem(o.input);
   if (!loaded.ok()) return ReportError(loaded.status());
@@ -60,13 +133,20 @@ int RunSolve(const SolveOptions& o) {
   params.progress_to_stderr = o.progress;
   params.restriction_bound = o.restriction_bound;
   params.compute_iis = o.iis;
+  std::optional<OffsetsPlan> start_plan;
+  if (!o.start.empty()) {
+    Result<OffsetsPlan> read = ReadStartPlan(o.start, problem, o.align);
+    if (!read.ok()) return ReportError(read.status());
+    start_plan = std::move(read).value();
+    params.initial_plan = &*start_plan;
+  }
   Result<SolveResult> solved = SolveOffsets(problem, params);
   if (!solved.ok()) return ReportError(solved.status());
   const SolveResult& r = *solved;
   const bool answered_plan = r.status == SolveStatus::kOptimal || r.status == SolveStatus::kFeasible;
 
   if (!o.out.empty() && answered_plan) {
-    Status st = WriteOutput(o.out, {o.input},
+    Status st = WriteOutput(o.out, inputs,
                             [&](std::ostream& f) { return WriteProblemCsv(f, problem, &r.plan); });
     if (!st.ok()) return ReportError(st);
   }
@@ -93,6 +173,7 @@ int RunSolve(const SolveOptions& o) {
                         {"relay_sample_plans", r.relay_sample_plans},
                         {"goal", params.goal == SolveGoal::kFit ? "fit" : "minimize"}};
     j["capacity"] = capacity ? nlohmann::json(*capacity) : nlohmann::json(nullptr);
+    if (start_plan) j["start"] = start_plan->total;
     if (!r.reason.empty()) j["reason"] = r.reason;
     if (o.iis && r.status == SolveStatus::kInfeasible) {
       nlohmann::json ids = nlohmann::json::array();
@@ -115,6 +196,7 @@ int RunSolve(const SolveOptions& o) {
     std::cout << "lower bound: " << WithThousands(r.lower_bound) << '\n';
     if (r.heuristic_height > 0)
       std::cout << "heuristic:   " << WithThousands(r.heuristic_height) << '\n';
+    if (start_plan) std::cout << "start:       " << WithThousands(start_plan->total) << " (" << o.start << ")\n";
     if (r.has_plan) std::cout << "gap:         " << FormatDouble(r.gap * 100, 3) << "%\n";
     std::cout << "seconds:     " << FormatDouble(r.seconds, 3) << " (reading the input: "
               << FormatDouble(read_seconds, 3) << ")\n";
@@ -171,6 +253,9 @@ void AddSolveCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--restriction-bound", o->restriction_bound,
                 "minimise: also prove bounds on the buffers of time windows around the load "
                 "peaks (SolverParams::restriction_bound; helps where the hard part is local)");
+  cmd->add_option("--start", o->start,
+                  "a plan to start from, checked by the validator: a problem file with an offset "
+                  "per buffer (as -o writes it) or a CSV of id,offset rows");
   cmd->callback([o, exit_code] { *exit_code = RunSolve(*o); });
 }
 
