@@ -1087,24 +1087,10 @@ TEST(Solver, EmptyZeroBytesAndFullSpanBuffers) {
   EXPECT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
 }
 
-TEST(Solver, InitialPlanIsReused) {
-  const Problem p = Hard(120, 5);
-  SolverParams first;
-  first.node_limit = 50000;
-  Result<SolveResult> a = SolveOffsets(p, first);
-  ASSERT_TRUE(a.ok());
-  SolverParams again;
-  again.time_limit_seconds = 0;
-  again.heuristic_incumbent = false;
-  again.initial_plan = &a->plan;
-  Result<SolveResult> b = SolveOffsets(p, again);
-  ASSERT_TRUE(b.ok());
-  EXPECT_LE(b->height, a->height);
-}
-
-// A lower initial plan becomes the answer's start, but the reported
-// heuristic height stays the heuristics' own; an invalid one is ignored.
-TEST(Solver, InitialPlanBelowTheHeuristicKeepsTheHeuristicsHeight) {
+// An initial plan is reused (with the heuristics off too); a lower one
+// becomes the answer's start, but the reported heuristic height stays the
+// heuristics' own; an invalid one is ignored.
+TEST(Solver, InitialPlanIsReusedAndTheHeuristicsHeightKept) {
   const Problem p = Hard(120, 5);
   SolverParams heuristics_only;
   heuristics_only.time_limit_seconds = 0;
@@ -1123,6 +1109,12 @@ TEST(Solver, InitialPlanBelowTheHeuristicKeepsTheHeuristicsHeight) {
   EXPECT_EQ(b->height, a->height);
   EXPECT_EQ(b->heuristic_height, h->heuristic_height);
   EXPECT_TRUE(ValidateOffsetsPlan(p, b->plan).ok());
+  started.heuristic_incumbent = false;
+  Result<SolveResult> alone = SolveOffsets(p, started);
+  ASSERT_TRUE(alone.ok());
+  EXPECT_EQ(alone->height, a->height);
+  EXPECT_EQ(alone->heuristic_height, 0u);
+  started.heuristic_incumbent = true;
 
   OffsetsPlan overlapping;
   overlapping.offsets.assign(p.buffers.size(), 0);
