@@ -131,6 +131,12 @@ struct SolverParams {
   bool full_span_reduction = true;
   // Prune when a time section cannot hold what remains above its floor.
   bool section_inference = true;
+  // With fixed buffers: per section, the unplaced buffers above each
+  // release must fit in the holes the fixed buffers leave there that are at
+  // least as large as the smallest of them (see skyline_search.h). Filling
+  // the holes around fixed buffers: MiniMalloc J with the 270 longest-lived
+  // buffers of a plan fixed, 0.04 s against unknown at 10 s (11.3 M nodes).
+  bool hole_inference = true;
   // Prune partial solutions a lower buffer could drop into (dominated).
   bool dominance = true;
   // Prune when the buffers that can still go to the current level cannot

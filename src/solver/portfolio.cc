@@ -153,6 +153,7 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
       SkylineOptions options;
       options.dominance = params_.dominance;
       options.section_inference = params_.section_inference;
+      options.hole_inference = params_.hole_inference;
       options.tiling = params_.tiling_inference;
       options.dynamic_decomposition = params_.dynamic_decomposition;
       options.branching = config.branching;

@@ -475,6 +475,82 @@ bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
   return true;
 }
 
+void SkylineSearch::BuildObstacleSections() {
+  obstacle_built_ = true;
+  if (!options_.hole_inference || inst_.obstacles.empty()) return;
+  const std::uint32_t S = inst_.num_sections;
+  std::uint64_t entries = 0;
+  for (const Obstacle& ob : inst_.obstacles) entries += ob.end - std::min(ob.begin, ob.end);
+  if (entries > (std::uint64_t{1} << 22)) return;
+  std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> per(S);
+  for (const Obstacle& ob : inst_.obstacles)
+    for (std::uint32_t s = ob.begin; s < ob.end && s < S; ++s)
+      if (ob.hi > ob.lo) per[s].push_back({ob.lo, ob.hi});
+  obs_begin_.assign(S + 1, 0);
+  for (std::uint32_t s = 0; s < S; ++s) {
+    auto& v = per[s];
+    std::sort(v.begin(), v.end());
+    for (const auto& [lo, hi] : v) {
+      if (obs_lo_.size() > obs_begin_[s] && lo <= obs_hi_.back()) {
+        obs_hi_.back() = std::max(obs_hi_.back(), hi);
+      } else {
+        obs_lo_.push_back(lo);
+        obs_hi_.push_back(hi);
+      }
+    }
+    obs_begin_[s + 1] = static_cast<std::uint32_t>(obs_lo_.size());
+  }
+  min_scratch_.assign(S, 0);
+  obstacle_sections_ = !obs_lo_.empty();
+}
+
+std::uint64_t SkylineSearch::HoleBytes(std::uint32_t s, std::uint64_t from, std::uint64_t min_size) const {
+  std::uint64_t cursor = from, usable = 0;
+  for (std::uint32_t k = obs_begin_[s]; k < obs_begin_[s + 1]; ++k) {
+    if (obs_hi_[k] <= cursor) continue;
+    if (obs_lo_[k] >= capacity_) break;
+    if (obs_lo_[k] > cursor && obs_lo_[k] - cursor >= min_size) usable += obs_lo_[k] - cursor;
+    cursor = std::max(cursor, obs_hi_[k]);
+  }
+  if (cursor < capacity_ && capacity_ - cursor >= min_size) usable += capacity_ - cursor;
+  return usable;
+}
+
+// Per section, the unplaced items stacked from the highest release down (as
+// in ReleasesFit): those released at R or above lie in [R, capacity), clear
+// of the obstacles and of each other, so their bytes must fit in the holes
+// there at least as large as the smallest of them. Placed items lie below
+// every release of a section they share (a release is at or above the
+// placed tops over the item's sections), so only obstacles take room.
+bool SkylineSearch::HolesFit(std::uint32_t comp, std::uint64_t level) {
+  if (!obstacle_sections_) return true;
+  const Comp& c = comps_[comp];
+  if (c.count == 0) return true;
+  releases_.clear();
+  for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k) {
+    const std::uint32_t y = pool_[k];
+    releases_.push_back({Release(y, level), y});
+  }
+  std::sort(releases_.begin(), releases_.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::uint64_t>& sum = section_scratch_;
+  for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) sum[s] = 0, min_scratch_[s] = UINT64_MAX;
+  for (const auto& [r, y] : releases_) {
+    if (r >= capacity_) return false;
+    const Item& it = inst_.items[y];
+    for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q) {
+      const Piece& pc = inst_.pieces[q];
+      const std::uint64_t b = pc.hi - pc.lo;
+      for (std::uint32_t s = pc.begin; s < pc.end; ++s) {
+        sum[s] += b;  // <= the section's unplaced bytes: no overflow
+        min_scratch_[s] = std::min(min_scratch_[s], b);
+        if (sum[s] > HoleBytes(s, r, min_scratch_[s])) return false;
+      }
+    }
+  }
+  return true;
+}
+
 // ---- SumTree: range add, maximum of all leaves -------------------------
 
 void SkylineSearch::SumTree::Reset(std::uint32_t leaves) {
@@ -772,6 +848,7 @@ void SkylineSearch::Start(std::uint64_t capacity) {
     floors_ = spans <= (std::uint64_t{1} << 20);
   }
   tiling_ = floors_ && options_.tiling && inst_.obstacles.empty();
+  if (!obstacle_built_) BuildObstacleSections();
   for (std::size_t i = 0; i < n && tiling_; ++i) tiling_ = inst_.items[i].plain;
   start_head_.assign(tiling_ ? S : 0, UINT32_MAX);
   start_next_.assign(tiling_ ? n : 0, UINT32_MAX);
@@ -904,7 +981,7 @@ SearchOutcome SkylineSearch::Continue(std::uint64_t node_budget, SearchControl& 
                   ? inst_.num_sections - 1 - f.point
                   : f.point,
               level);
-        if (!ReleasesFit(comp, level)) continue;
+        if (!ReleasesFit(comp, level) || !HolesFit(comp, level)) continue;
         child.mark = steps_.size();
       }
       frames_.push_back(child);
@@ -923,7 +1000,8 @@ SearchOutcome SkylineSearch::Continue(std::uint64_t node_budget, SearchControl& 
     if (!Update(comp, y)) continue;
     // The release bound costs most of a node; every other depth catches
     // nearly all it would (a dead child dies one level later).
-    if (steps_.size() % 2 == 0 && !ReleasesFit(comp, level)) continue;
+    if (steps_.size() % 2 == 0 && (!ReleasesFit(comp, level) || !HolesFit(comp, level)))
+      continue;
     Frame child;
     child.comp = comp;
     child.mark = steps_.size();

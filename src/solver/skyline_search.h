@@ -34,6 +34,13 @@
 //    section), stacked in order of those release offsets must end below the
 //    capacity (exact for one section); and max(L, floor) + unplaced bytes
 //    must fit in every section (a max-segment tree, checked per placement);
+//  - hole inference (with obstacles): the same stacks per section, but
+//    against the holes the obstacles leave in [release, capacity): the
+//    items released at R or above lie in holes there, clear of the
+//    obstacles, so their bytes fit in the holes at least as large as the
+//    smallest of them (a smaller hole holds none of them); the section
+//    inference counts the free bytes as one block, so the waste of small
+//    holes between fixed buffers goes unseen there;
 //  - tiling (zero slack): in a section whose unplaced bytes exactly fill
 //    the room above its floor, some buffer must sit at that floor; for
 //    every such floor the buffers whose skyline offset it is must tile
@@ -78,6 +85,9 @@ struct SkylineOptions {
   // the sections per floor; see TilingFits). Plain instances without
   // obstacles only.
   bool tiling = true;
+  // Hole inference (see above): instances with obstacles only, while their
+  // per-section lists stay under 2^22 entries.
+  bool hole_inference = true;
   // Section inference on long spans keeps its per-section sums in a
   // segment tree when that is cheaper than the direct loops; tests force
   // either way (same answers, same nodes).
@@ -197,6 +207,11 @@ class SkylineSearch {
   bool Update(std::uint32_t comp, std::uint32_t placed);
   std::uint64_t Release(std::uint32_t item, std::uint64_t level) const;
   bool ReleasesFit(std::uint32_t comp, std::uint64_t level);
+  bool HolesFit(std::uint32_t comp, std::uint64_t level);
+  // Free bytes of section s in [from, capacity_) in holes between obstacles
+  // of at least min_size bytes.
+  std::uint64_t HoleBytes(std::uint32_t s, std::uint64_t from, std::uint64_t min_size) const;
+  void BuildObstacleSections();
   bool TilingFits(const Frame& f);
   void UndoTo(std::size_t mark);
   bool TrySplit(std::uint32_t comp, Frame& split);
@@ -269,6 +284,14 @@ class SkylineSearch {
     std::vector<std::uint64_t> mx_, add_;
   };
   SumTree sums_;
+  // Per section, the obstacles' byte ranges merged and sorted:
+  // [obs_begin_[s], obs_begin_[s + 1]) into obs_lo_ / obs_hi_ (built at the
+  // first Start when hole inference applies), and the least item bytes per
+  // section (scratch).
+  bool obstacle_sections_ = false, obstacle_built_ = false;
+  std::vector<std::uint32_t> obs_begin_;
+  std::vector<std::uint64_t> obs_lo_, obs_hi_;
+  std::vector<std::uint64_t> min_scratch_;
   // Failed component states of this run (nogoods): a component depends only
   // on its items, their skyline offsets, the level and the level's blocks
   // and rank bound, so the same state fails again wherever it recurs.

@@ -207,6 +207,67 @@ TEST(SolverBruteForce, AlignmentFixedOffsetsAndGaps) {
   }
 }
 
+// Several fixed buffers cut the room into holes (the hole inference):
+// answers against brute force with the inference on and off, and the
+// proofs below the optimum need fewer nodes with it (it prunes).
+TEST(SolverBruteForce, HolesBetweenFixedBuffers) {
+  std::mt19937_64 rng(11);
+  std::uint64_t proof_nodes[2] = {0, 0};
+  int cases = 0;
+  for (int t = 0; t < 300; ++t) {
+    Problem p;
+    const int n = 4 + static_cast<int>(rng() % 4);
+    for (int i = 0; i < n; ++i) {
+      Buffer b;
+      b.id = std::to_string(i);
+      b.size = 1 + rng() % 6;
+      b.first_task = static_cast<TaskIndex>(rng() % 6);
+      b.last_task = b.first_task + static_cast<TaskIndex>(rng() % 4);
+      p.buffers.push_back(std::move(b));
+    }
+    // One to three fixed buffers, clear of each other.
+    const int fixed = 1 + static_cast<int>(rng() % 3);
+    for (int k = 0; k < fixed; ++k) {
+      Buffer& b = p.buffers[static_cast<std::size_t>(k)];
+      for (int tries = 0; tries < 20 && !b.fixed_offset; ++tries) {
+        const std::uint64_t o = rng() % 12;
+        bool clear = true;
+        for (int j = 0; j < k; ++j)
+          if (p.buffers[static_cast<std::size_t>(j)].fixed_offset &&
+              Collide(b, o, p.buffers[static_cast<std::size_t>(j)], *p.buffers[static_cast<std::size_t>(j)].fixed_offset))
+            clear = false;
+        if (clear) b.fixed_offset = o;
+      }
+    }
+    ASSERT_TRUE(CheckProblem(p).ok()) << "case " << t;
+    const std::uint64_t opt = BruteForceHeight(p, 1);
+    ++cases;
+    for (int holes = 0; holes < 2; ++holes) {
+      SolverParams params = Exact();
+      params.hole_inference = holes == 1;
+      Result<SolveResult> r = SolveOffsets(p, params);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ASSERT_EQ(r->status, SolveStatus::kOptimal) << "case " << t << " holes " << holes;
+      ASSERT_EQ(r->height, opt) << "case " << t << " holes " << holes;
+      ASSERT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
+      params.goal = SolveGoal::kFit;
+      params.capacity = opt;
+      r = SolveOffsets(p, params);
+      ASSERT_TRUE(r.ok());
+      ASSERT_TRUE(r->status == SolveStatus::kOptimal || r->status == SolveStatus::kFeasible)
+          << "case " << t << " holes " << holes;
+      ASSERT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
+      params.capacity = opt - 1;
+      r = SolveOffsets(p, params);
+      ASSERT_TRUE(r.ok());
+      ASSERT_EQ(r->status, SolveStatus::kInfeasible) << "case " << t << " holes " << holes;
+      proof_nodes[holes] += r->nodes;
+    }
+  }
+  EXPECT_EQ(cases, 300);
+  EXPECT_LT(proof_nodes[1], proof_nodes[0]) << "the hole inference never pruned";
+}
+
 TEST(SolverBruteForce, WindowsAboveTheOffset) {
   // Windows [lo, hi) with lo > 0 go to the general engine.
   std::mt19937_64 rng(3);
