@@ -215,16 +215,7 @@ TEST(SolverBruteForce, HolesBetweenFixedBuffers) {
   std::uint64_t proof_nodes[2] = {0, 0};
   int cases = 0;
   for (int t = 0; t < 300; ++t) {
-    Problem p;
-    const int n = 4 + static_cast<int>(rng() % 4);
-    for (int i = 0; i < n; ++i) {
-      Buffer b;
-      b.id = std::to_string(i);
-      b.size = 1 + rng() % 6;
-      b.first_task = static_cast<TaskIndex>(rng() % 6);
-      b.last_task = b.first_task + static_cast<TaskIndex>(rng() % 4);
-      p.buffers.push_back(std::move(b));
-    }
+    Problem p = RandomProblem(rng, 4 + static_cast<int>(rng() % 4), false);
     // One to three fixed buffers, clear of each other.
     const int fixed = 1 + static_cast<int>(rng() % 3);
     for (int k = 0; k < fixed; ++k) {
