@@ -59,6 +59,16 @@ Result<InputFormat> DetectInputFormat(const std::string& path);
 // trace.h), from a file ("-" = CSV on standard input).
 Result<Problem> LoadProblem(const std::string& path, const ReadLimits& limits = {});
 
+// A plan's offsets by buffer id, from a file: a CSV whose header is exactly
+// `id` and `offset` (in either order), or any problem LoadProblem reads with
+// an offset on every buffer (what `solve --out` and `plan --out` write).
+// Errors name the file, the line or buffer, and the field.
+struct IdOffset {
+  std::string id;
+  std::uint64_t offset = 0;
+};
+Result<std::vector<IdOffset>> LoadOffsets(const std::string& path, const ReadLimits& limits = {});
+
 struct SvgOptions {
   std::string title;
   std::uint64_t lower_bound = 0;  // drawn as a horizontal line when > 0

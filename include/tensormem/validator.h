@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "tensormem/problem.h"
 #include "tensormem/status.h"
@@ -26,5 +27,11 @@ Status ValidateObjectsPlan(std::span<const ExtentRecord> records, const ExtentOb
 // Zero-byte buffers occupy nothing.
 Status ValidateOffsetsPlan(const Problem& problem, const OffsetsPlan& plan,
                            std::uint64_t alignment = 1, bool enforce_capacity = true);
+
+// The plan that puts buffer i at offsets[i], its total the highest top,
+// checked by ValidateOffsetsPlan (the capacity aside: a plan to start from
+// may be above it): its error, naming the buffer, when it is not a plan.
+Result<OffsetsPlan> OffsetsPlanFrom(const Problem& problem, std::vector<std::uint64_t> offsets,
+                                    std::uint64_t alignment = 1);
 
 }  // namespace tensormem

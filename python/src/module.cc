@@ -602,21 +602,11 @@ PYBIND11_MODULE(_tensormem, m) {
         // validator's word, capacity aside), else ValueError.
         std::optional<OffsetsPlan> start_plan;
         if (!start.is_none()) {
-          OffsetsPlan plan;
-          plan.strategy = "start";
-          plan.offsets = ToIntegers<std::uint64_t>(start, "start");
-          if (plan.offsets.size() != p->problem.buffers.size())
-            throw py::value_error("start: " + std::to_string(plan.offsets.size()) + " offsets for " +
-                                  std::to_string(p->problem.buffers.size()) + " buffers");
-          for (std::size_t i = 0; i < plan.offsets.size(); ++i) {
-            const std::uint64_t size = p->problem.buffers[i].size;
-            if (size > 0 && plan.offsets[i] > UINT64_MAX - size)
-              throw py::value_error("start[" + std::to_string(i) + "]: offset + size overflows");
-            if (size > 0) plan.total = std::max(plan.total, plan.offsets[i] + size);
-          }
-          if (Status st = ValidateOffsetsPlan(p->problem, plan, alignment, false); !st.ok())
-            throw py::value_error("start: not a plan of the problem: " + st.message());
-          start_plan = std::move(plan);
+          Result<OffsetsPlan> plan =
+              OffsetsPlanFrom(p->problem, ToIntegers<std::uint64_t>(start, "start"), alignment);
+          if (!plan.ok()) throw py::value_error("start: not a plan of the problem: " + plan.status().message());
+          start_plan = std::move(plan).value();
+          start_plan->strategy = "start";
           params.initial_plan = &*start_plan;
         }
         params.capacity = capacity;

@@ -168,4 +168,16 @@ Status ValidateOffsetsPlan(const Problem& problem, const OffsetsPlan& plan,
   return Status::Ok();
 }
 
+Result<OffsetsPlan> OffsetsPlanFrom(const Problem& problem, std::vector<std::uint64_t> offsets,
+                                    std::uint64_t alignment) {
+  OffsetsPlan plan;
+  plan.offsets = std::move(offsets);
+  // Saturating: an offset + size past 2^64 is the validator's to name.
+  for (std::size_t i = 0; i < plan.offsets.size() && i < problem.buffers.size(); ++i)
+    if (problem.buffers[i].size > 0)
+      plan.total = std::max(plan.total, internal::SaturatingAdd(plan.offsets[i], problem.buffers[i].size));
+  TM_RETURN_IF_ERROR(ValidateOffsetsPlan(problem, plan, alignment, /*enforce_capacity=*/false));
+  return plan;
+}
+
 }  // namespace tensormem

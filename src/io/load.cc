@@ -3,9 +3,12 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <vector>
 
 #include "tensormem/trace.h"
 #include "io/input_file.h"
+#include "io/text_util.h"
 #include "tensormem/io.h"
 
 namespace tensormem {
@@ -51,6 +54,50 @@ Result<Problem> LoadProblem(const std::string& path, const ReadLimits& limits) {
     }
     return InvalidArgument(path + ": unknown input format");
   });
+}
+
+Result<std::vector<IdOffset>> LoadOffsets(const std::string& path, const ReadLimits& limits) {
+  // An id,offset CSV is told by its header; anything else is a problem file.
+  std::optional<std::vector<IdOffset>> rows;
+  if (path != "-") {
+    TM_ASSIGN_OR_RETURN(InputFormat format, DetectInputFormat(path));
+    if (format == InputFormat::kCsv) {
+      auto read = internal::ReadInputFile(path, [&](std::istream& in) -> Result<std::optional<std::vector<IdOffset>>> {
+        io::CsvLines lines(in, path);
+        std::vector<std::string> fields;
+        TM_ASSIGN_OR_RETURN(const bool any, lines.Next(&fields));
+        if (!any || fields.size() != 2) return std::optional<std::vector<IdOffset>>();
+        const bool id_first = fields[0] == "id" && fields[1] == "offset";
+        if (!id_first && !(fields[0] == "offset" && fields[1] == "id"))
+          return std::optional<std::vector<IdOffset>>();
+        std::vector<IdOffset> out;
+        while (true) {
+          TM_ASSIGN_OR_RETURN(const bool more, lines.Next(&fields, 2));
+          if (!more) break;
+          if (out.size() >= limits.max_buffers)
+            return lines.Error("more than " + std::to_string(limits.max_buffers) + " rows");
+          const io::IntParse off = io::ParseUnsigned(fields[id_first ? 1 : 0]);
+          if (!off.ok)
+            return lines.Error("field 'offset': " + off.error + ": " + io::Quote(fields[id_first ? 1 : 0]));
+          out.push_back({fields[id_first ? 0 : 1], off.value});
+        }
+        return std::optional<std::vector<IdOffset>>(std::move(out));
+      });
+      if (!read.ok()) return read.status();
+      rows = std::move(*read);
+    }
+  }
+  if (rows) return std::move(*rows);
+  TM_ASSIGN_OR_RETURN(Problem problem, LoadProblem(path, limits));
+  std::vector<IdOffset> out;
+  out.reserve(problem.buffers.size());
+  for (std::size_t i = 0; i < problem.buffers.size(); ++i) {
+    const Buffer& b = problem.buffers[i];
+    if (!b.fixed_offset)
+      return InvalidArgument(path + ": buffer " + std::to_string(i) + " ('" + b.id + "') has no offset");
+    out.push_back({b.id, *b.fixed_offset});
+  }
+  return out;
 }
 
 }  // namespace tensormem

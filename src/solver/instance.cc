@@ -304,6 +304,7 @@ bool BuildInstance(const Problem& problem, const Group& group,
       inst.obstacles.push_back(
           {sec(s.first_task), sec(s.last_task + 1), fixed_offset[k] + s.lo, fixed_offset[k] + s.hi});
     });
+  SectionObstacles(inst);
 
   inst.items.reserve(group.buffers.size());
   inst.pieces.reserve(group.buffers.size());  // exact without gaps
@@ -436,6 +437,35 @@ bool BuildInstance(const Problem& problem, const Group& group,
 }
 
 }  // namespace
+
+void SectionObstacles(Instance& inst) {
+  inst.section_obstacle_begin.clear();
+  inst.section_obstacle_lo.clear();
+  inst.section_obstacle_hi.clear();
+  std::uint64_t entries = 0;
+  for (const Obstacle& ob : inst.obstacles) entries += ob.end - ob.begin;
+  if (inst.obstacles.empty() || entries > (std::uint64_t{1} << 22)) return;
+  const std::uint32_t S = inst.num_sections;
+  std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> per(S);
+  for (const Obstacle& ob : inst.obstacles)
+    for (std::uint32_t s = ob.begin; s < ob.end && s < S; ++s)
+      if (ob.hi > ob.lo) per[s].push_back({ob.lo, ob.hi});
+  inst.section_obstacle_begin.assign(S + 1, 0);
+  std::vector<std::uint64_t>& lo = inst.section_obstacle_lo;
+  std::vector<std::uint64_t>& hi = inst.section_obstacle_hi;
+  for (std::uint32_t s = 0; s < S; ++s) {
+    std::sort(per[s].begin(), per[s].end());
+    for (const auto& [l, h] : per[s]) {
+      if (lo.size() > inst.section_obstacle_begin[s] && l <= hi.back()) {
+        hi.back() = std::max(hi.back(), h);  // merged: disjoint and sorted
+      } else {
+        lo.push_back(l);
+        hi.push_back(h);
+      }
+    }
+    inst.section_obstacle_begin[s + 1] = static_cast<std::uint32_t>(lo.size());
+  }
+}
 
 std::uint64_t Granule(const Instance& inst) {
   if (inst.needs_general || inst.items.empty()) return 1;

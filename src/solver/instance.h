@@ -79,6 +79,12 @@ struct Instance {
   std::vector<Obstacle> obstacles;
   std::vector<ObstacleRef> obstacle_refs;  // per item, sorted by lo
   std::vector<std::size_t> obstacle_buffers;  // the fixed buffers behind the obstacles
+  // Per section, the obstacles' byte ranges merged and sorted (the hole
+  // inference): section s owns [section_obstacle_begin[s],
+  // section_obstacle_begin[s + 1]) of section_obstacle_lo / _hi. Empty
+  // without obstacles, or when the lists would pass 2^22 entries.
+  std::vector<std::uint32_t> section_obstacle_begin;
+  std::vector<std::uint64_t> section_obstacle_lo, section_obstacle_hi;
   // Some item piece starts above its offset (a window with lo > 0): only
   // the general engine handles that.
   bool needs_general = false;
@@ -177,6 +183,10 @@ bool StableSortUntil(std::vector<T>& v, Less less, internal::Deadline* deadline)
   }
   return true;
 }
+
+// Fills the instance's per-section obstacle ranges (Instance::
+// section_obstacle_*) from its obstacles and sections.
+void SectionObstacles(Instance& inst);
 
 // The problem must have passed CheckProblem. Fails only on arithmetic
 // overflow of alignments (bad input).

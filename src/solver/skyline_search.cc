@@ -475,42 +475,15 @@ bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
   return true;
 }
 
-void SkylineSearch::BuildObstacleSections() {
-  obstacle_built_ = true;
-  if (!options_.hole_inference || inst_.obstacles.empty()) return;
-  const std::uint32_t S = inst_.num_sections;
-  std::uint64_t entries = 0;
-  for (const Obstacle& ob : inst_.obstacles) entries += ob.end - std::min(ob.begin, ob.end);
-  if (entries > (std::uint64_t{1} << 22)) return;
-  std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> per(S);
-  for (const Obstacle& ob : inst_.obstacles)
-    for (std::uint32_t s = ob.begin; s < ob.end && s < S; ++s)
-      if (ob.hi > ob.lo) per[s].push_back({ob.lo, ob.hi});
-  obs_begin_.assign(S + 1, 0);
-  for (std::uint32_t s = 0; s < S; ++s) {
-    auto& v = per[s];
-    std::sort(v.begin(), v.end());
-    for (const auto& [lo, hi] : v) {
-      if (obs_lo_.size() > obs_begin_[s] && lo <= obs_hi_.back()) {
-        obs_hi_.back() = std::max(obs_hi_.back(), hi);
-      } else {
-        obs_lo_.push_back(lo);
-        obs_hi_.push_back(hi);
-      }
-    }
-    obs_begin_[s + 1] = static_cast<std::uint32_t>(obs_lo_.size());
-  }
-  min_scratch_.assign(S, 0);
-  obstacle_sections_ = !obs_lo_.empty();
-}
-
 std::uint64_t SkylineSearch::HoleBytes(std::uint32_t s, std::uint64_t from, std::uint64_t min_size) const {
+  const std::vector<std::uint64_t>& lo = inst_.section_obstacle_lo;
+  const std::vector<std::uint64_t>& hi = inst_.section_obstacle_hi;
   std::uint64_t cursor = from, usable = 0;
-  for (std::uint32_t k = obs_begin_[s]; k < obs_begin_[s + 1]; ++k) {
-    if (obs_hi_[k] <= cursor) continue;
-    if (obs_lo_[k] >= capacity_) break;
-    if (obs_lo_[k] > cursor && obs_lo_[k] - cursor >= min_size) usable += obs_lo_[k] - cursor;
-    cursor = std::max(cursor, obs_hi_[k]);
+  for (std::uint32_t k = inst_.section_obstacle_begin[s]; k < inst_.section_obstacle_begin[s + 1]; ++k) {
+    if (hi[k] <= cursor) continue;
+    if (lo[k] >= capacity_) break;
+    if (lo[k] > cursor && lo[k] - cursor >= min_size) usable += lo[k] - cursor;
+    cursor = std::max(cursor, hi[k]);
   }
   if (cursor < capacity_ && capacity_ - cursor >= min_size) usable += capacity_ - cursor;
   return usable;
@@ -523,7 +496,7 @@ std::uint64_t SkylineSearch::HoleBytes(std::uint32_t s, std::uint64_t from, std:
 // every release of a section they share (a release is at or above the
 // placed tops over the item's sections), so only obstacles take room.
 bool SkylineSearch::HolesFit(std::uint32_t comp, std::uint64_t level) {
-  if (!obstacle_sections_) return true;
+  if (!holes_) return true;
   const Comp& c = comps_[comp];
   if (c.count == 0) return true;
   releases_.clear();
@@ -848,7 +821,8 @@ void SkylineSearch::Start(std::uint64_t capacity) {
     floors_ = spans <= (std::uint64_t{1} << 20);
   }
   tiling_ = floors_ && options_.tiling && inst_.obstacles.empty();
-  if (!obstacle_built_) BuildObstacleSections();
+  holes_ = options_.hole_inference && !inst_.section_obstacle_lo.empty();
+  min_scratch_.assign(holes_ ? S : 0, 0);
   for (std::size_t i = 0; i < n && tiling_; ++i) tiling_ = inst_.items[i].plain;
   start_head_.assign(tiling_ ? S : 0, UINT32_MAX);
   start_next_.assign(tiling_ ? n : 0, UINT32_MAX);

@@ -211,7 +211,6 @@ class SkylineSearch {
   // Free bytes of section s in [from, capacity_) in holes between obstacles
   // of at least min_size bytes.
   std::uint64_t HoleBytes(std::uint32_t s, std::uint64_t from, std::uint64_t min_size) const;
-  void BuildObstacleSections();
   bool TilingFits(const Frame& f);
   void UndoTo(std::size_t mark);
   bool TrySplit(std::uint32_t comp, Frame& split);
@@ -284,13 +283,9 @@ class SkylineSearch {
     std::vector<std::uint64_t> mx_, add_;
   };
   SumTree sums_;
-  // Per section, the obstacles' byte ranges merged and sorted:
-  // [obs_begin_[s], obs_begin_[s + 1]) into obs_lo_ / obs_hi_ (built at the
-  // first Start when hole inference applies), and the least item bytes per
-  // section (scratch).
-  bool obstacle_sections_ = false, obstacle_built_ = false;
-  std::vector<std::uint32_t> obs_begin_;
-  std::vector<std::uint64_t> obs_lo_, obs_hi_;
+  // Hole inference runs (option on, the instance's per-section obstacle
+  // ranges built); the least item bytes per section (scratch).
+  bool holes_ = false;
   std::vector<std::uint64_t> min_scratch_;
   // Failed component states of this run (nogoods): a component depends only
   // on its items, their skyline offsets, the level and the level's blocks

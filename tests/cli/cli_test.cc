@@ -78,7 +78,8 @@ TEST_F(CliTest, AllStrategiesAsJson) {
 TEST_F(CliTest, SolveStartsFromAGivenPlan) {
   const std::string in = Write("five.csv", kFive);
   // Valid, 16 bytes high; the optimum is 12.
-  const std::string start = Write("start.csv", "id,offset\nb1,0\nb2,0\nb3,4\nb4,8\nb5,12\n");
+  // Columns in either order.
+  const std::string start = Write("start.csv", "offset,id\n0,b1\n0,b2\n4,b3\n8,b4\n12,b5\n");
   CliRun r = Cli("solve " + in + " --start " + start + " --json --time-limit 5");
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
@@ -100,10 +101,11 @@ TEST_F(CliTest, SolveStartsFromAGivenPlan) {
       {"id,offset\nb1,0\nb2,0\nb3,4\nb4,8\n", "no offset for buffer 'b5'"},
       {"id,offset\nb1,0\nb1,0\nb2,0\nb3,4\nb4,8\nb5,12\n", "buffer 'b1' has two offsets"},
       {"id,offset\nb1,0\nb2,0\nb3,0\nb4,8\nb5,12\n", "not a plan of the input"},
-      {"id,offset\nb1,-4\nb2,0\nb3,4\nb4,8\nb5,12\n", ":2: expected id,offset"},
-      {"id,offset\nb1,x\nb2,0\nb3,4\nb4,8\nb5,12\n", ":2: expected id,offset"},
-      {"id,offset\nb1,0,1\n", ":2: expected id,offset"},
-      {"id,lower,upper,size\nb1,0,3,4\n", "buffer 'b1' has no offset"},
+      {"id,offset\nb1,-4\nb2,0\nb3,4\nb4,8\nb5,12\n", ":2: field 'offset': negative"},
+      {"id,offset\nb1,x\nb2,0\nb3,4\nb4,8\nb5,12\n", ":2: field 'offset': not a number"},
+      {"id,offset\nb1,0,1\n", ":2: expected 2 fields"},
+      {"id,offset\nb1,0\nb2,18446744073709551615\nb3,4\nb4,8\nb5,12\n", "offset + size overflows"},
+      {"id,lower,upper,size\nb1,0,3,4\n", "buffer 0 ('b1') has no offset"},
   };
   for (std::size_t k = 0; k < bad.size(); ++k) {
     const std::string path = Write("bad" + std::to_string(k) + ".csv", bad[k].first);

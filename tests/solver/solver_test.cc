@@ -213,26 +213,24 @@ TEST(SolverBruteForce, AlignmentFixedOffsetsAndGaps) {
 TEST(SolverBruteForce, HolesBetweenFixedBuffers) {
   std::mt19937_64 rng(11);
   std::uint64_t proof_nodes[2] = {0, 0};
-  int cases = 0;
   for (int t = 0; t < 300; ++t) {
     Problem p = RandomProblem(rng, 4 + static_cast<int>(rng() % 4), false);
     // One to three fixed buffers, clear of each other.
     const int fixed = 1 + static_cast<int>(rng() % 3);
-    for (int k = 0; k < fixed; ++k) {
-      Buffer& b = p.buffers[static_cast<std::size_t>(k)];
+    for (std::size_t k = 0; k < static_cast<std::size_t>(fixed); ++k) {
+      Buffer& b = p.buffers[k];
       for (int tries = 0; tries < 20 && !b.fixed_offset; ++tries) {
         const std::uint64_t o = rng() % 12;
         bool clear = true;
-        for (int j = 0; j < k; ++j)
-          if (p.buffers[static_cast<std::size_t>(j)].fixed_offset &&
-              Collide(b, o, p.buffers[static_cast<std::size_t>(j)], *p.buffers[static_cast<std::size_t>(j)].fixed_offset))
-            clear = false;
+        for (std::size_t j = 0; j < k; ++j) {
+          const Buffer& other = p.buffers[j];
+          if (other.fixed_offset && Collide(b, o, other, *other.fixed_offset)) clear = false;
+        }
         if (clear) b.fixed_offset = o;
       }
     }
     ASSERT_TRUE(CheckProblem(p).ok()) << "case " << t;
     const std::uint64_t opt = BruteForceHeight(p, 1);
-    ++cases;
     for (int holes = 0; holes < 2; ++holes) {
       SolverParams params = Exact();
       params.hole_inference = holes == 1;
@@ -255,7 +253,6 @@ TEST(SolverBruteForce, HolesBetweenFixedBuffers) {
       proof_nodes[holes] += r->nodes;
     }
   }
-  EXPECT_EQ(cases, 300);
   EXPECT_LT(proof_nodes[1], proof_nodes[0]) << "the hole inference never pruned";
 }
 

@@ -15,7 +15,6 @@
 #include <limits>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <unordered_map>
 
@@ -46,69 +45,31 @@ struct SolveOptions {
   std::string start;
 };
 
-// The offsets in `path` as a plan of `problem`, matched by buffer id. The
-// file is a problem with an offset per buffer (what `solve -o` and `plan
-// -o` write, CSV or JSON) or a CSV of `id,offset` rows. Every buffer of the
-// problem needs one offset; the plan must pass the validator (its capacity
-// aside: a start may be above it, as a heuristic plan may).
+// The offsets in `path` (LoadOffsets: an id,offset CSV or a problem file
+// with offsets, as --out writes) as a plan of `problem`, matched by buffer
+// id, checked by the validator. Errors name the option and the file.
 Result<OffsetsPlan> ReadStartPlan(const std::string& path, const Problem& problem,
                                   std::uint64_t alignment) {
   const std::string where = "--start " + path;
-  std::vector<std::pair<std::string, std::uint64_t>> rows;  // (id, offset)
-  std::string header;
-  {
-    std::ifstream f(path);
-    if (!f) return NotFound(where + ": cannot open");
-    std::getline(f, header);
-    if (!header.empty() && header.back() == '\r') header.pop_back();
-    if (header == "id,offset") {
-      std::string line;
-      for (std::size_t n = 2; std::getline(f, line); ++n) {
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (line.empty()) continue;
-        const std::size_t comma = line.find(',');
-        const std::string id = line.substr(0, comma);
-        std::uint64_t offset = 0;
-        std::istringstream cell(comma == std::string::npos ? std::string() : line.substr(comma + 1));
-        if (comma == std::string::npos || line.find(',', comma + 1) != std::string::npos ||
-            cell.peek() == '-' || !(cell >> offset) || !cell.eof())
-          return InvalidArgument(where + ":" + std::to_string(n) + ": expected id,offset with a non-negative integer offset");
-        rows.emplace_back(id, offset);
-      }
-    }
-  }
-  if (header != "id,offset") {
-    Result<Problem> loaded = LoadProblem(path);
-    if (!loaded.ok()) return Status(loaded.status().code(), where + ": " + loaded.status().message());
-    for (std::size_t k = 0; k < loaded->buffers.size(); ++k) {
-      const Buffer& b = loaded->buffers[k];
-      if (!b.fixed_offset)
-        return InvalidArgument(where + ": buffer '" + b.id + "' has no offset");
-      rows.emplace_back(b.id, *b.fixed_offset);
-    }
-  }
+  auto fail = [&](const Status& st) { return Status(st.code(), where + ": " + st.message()); };
+  Result<std::vector<IdOffset>> rows = LoadOffsets(path);
+  if (!rows.ok()) return fail(rows.status());
   std::unordered_map<std::string, std::size_t> index;
   for (std::size_t i = 0; i < problem.buffers.size(); ++i) index.emplace(problem.buffers[i].id, i);
-  OffsetsPlan plan;
-  plan.strategy = "start";
-  plan.offsets.assign(problem.buffers.size(), 0);
+  std::vector<std::uint64_t> offsets(problem.buffers.size(), 0);
   std::vector<bool> seen(problem.buffers.size(), false);
-  for (const auto& [id, offset] : rows) {
-    const auto it = index.find(id);
-    if (it == index.end()) return InvalidArgument(where + ": buffer '" + id + "' is not in the input");
-    if (seen[it->second]) return InvalidArgument(where + ": buffer '" + id + "' has two offsets");
+  for (const IdOffset& row : *rows) {
+    const auto it = index.find(row.id);
+    if (it == index.end()) return fail(InvalidArgument("buffer '" + row.id + "' is not in the input"));
+    if (seen[it->second]) return fail(InvalidArgument("buffer '" + row.id + "' has two offsets"));
     seen[it->second] = true;
-    plan.offsets[it->second] = offset;
+    offsets[it->second] = row.offset;
   }
-  for (std::size_t i = 0; i < problem.buffers.size(); ++i) {
-    if (!seen[i]) return InvalidArgument(where + ": no offset for buffer '" + problem.buffers[i].id + "'");
-    const std::uint64_t size = problem.buffers[i].size;
-    if (size > 0 && plan.offsets[i] > std::numeric_limits<std::uint64_t>::max() - size)
-      return InvalidArgument(where + ": buffer '" + problem.buffers[i].id + "': offset + size overflows");
-    if (size > 0) plan.total = std::max(plan.total, plan.offsets[i] + size);
-  }
-  if (Status st = ValidateOffsetsPlan(problem, plan, alignment, /*enforce_capacity=*/false); !st.ok())
-    return InvalidArgument(where + ": not a plan of the input: " + st.message());
+  for (std::size_t i = 0; i < problem.buffers.size(); ++i)
+    if (!seen[i]) return fail(InvalidArgument("no offset for buffer '" + problem.buffers[i].id + "'"));
+  Result<OffsetsPlan> plan = OffsetsPlanFrom(problem, std::move(offsets), alignment);
+  if (!plan.ok()) return fail(InvalidArgument("not a plan of the input: " + plan.status().message()));
+  plan->strategy = "start";
   return plan;
 }
 
