@@ -304,7 +304,7 @@ bool BuildInstance(const Problem& problem, const Group& group,
       inst.obstacles.push_back(
           {sec(s.first_task), sec(s.last_task + 1), fixed_offset[k] + s.lo, fixed_offset[k] + s.hi});
     });
-  SectionObstacles(inst);
+  BuildSectionObstacles(inst);
 
   inst.items.reserve(group.buffers.size());
   inst.pieces.reserve(group.buffers.size());  // exact without gaps
@@ -438,7 +438,7 @@ bool BuildInstance(const Problem& problem, const Group& group,
 
 }  // namespace
 
-void SectionObstacles(Instance& inst) {
+void BuildSectionObstacles(Instance& inst) {
   inst.section_obstacle_begin.clear();
   inst.section_obstacle_lo.clear();
   inst.section_obstacle_hi.clear();

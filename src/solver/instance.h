@@ -186,7 +186,7 @@ bool StableSortUntil(std::vector<T>& v, Less less, internal::Deadline* deadline)
 
 // Fills the instance's per-section obstacle ranges (Instance::
 // section_obstacle_*) from its obstacles and sections.
-void SectionObstacles(Instance& inst);
+void BuildSectionObstacles(Instance& inst);
 
 // The problem must have passed CheckProblem. Fails only on arithmetic
 // overflow of alignments (bad input).
