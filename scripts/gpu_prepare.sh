@@ -4,7 +4,7 @@
 # config files of GoogleTest, nlohmann-json and CLI11 and zlib's header (that
 # machine runs Ubuntu without our Debian packages and has no network), and the
 # shared traces and GPU scripts (../shared does not travel with the tree).
-# Then on the device: bench/gpu/run_all.sh build|replay|e2e (see its header).
+# Then on the device: bench/gpu/run_all.sh, in one call (see its header).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shared=${TENSORMEM_SHARED_DIR:-../shared}
@@ -21,4 +21,4 @@ cp -r /usr/lib/"$multiarch"/cmake/GTest "$p/lib/$multiarch/cmake/"
 cp -r /usr/share/cmake/nlohmann_json /usr/share/cmake/CLI11 "$p/share/cmake/"
 cp -r "$shared/traces" "$shared/gpu" .gpu/shared/
 du -sh .gpu
-echo "carry: [\".gpu\"]; on the device: bench/gpu/run_all.sh build, then replay, then e2e"
+echo "carry: [\".gpu\"]; on the device: bench/gpu/run_all.sh (one call)"

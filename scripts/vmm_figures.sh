@@ -2,27 +2,31 @@
 # The vmm figures of docs/allocators.md: every shared trace (plain and
 # .csv.gz) through vmm, bfc_compact and glibc malloc in one run each, on the
 # host (or --device cuda where a GPU is: then malloc is left out).
-# Usage: scripts/vmm_figures.sh [build-dir] [repetitions] [device]
+# Usage: scripts/vmm_figures.sh [build-dir] [repetitions] [device] [replay flags...]
+# (e.g. --vmm-growth-slack 0.05). The last column counts what a GPU pays
+# for: in the cold pass, and the pages re-stitched in the warm pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 reps=${2:-3}
 device=${3:-host}
+shift $(( $# < 3 ? $# : 3 ))
 cli="$build/tools/tensormem/tensormem"
 traces=${TENSORMEM_SHARED_DIR:-../shared}/traces
 allocators=vmm,bfc_compact,malloc
 [ "$device" = host ] || allocators=vmm,bfc_compact,bfc
-printf '%-36s %-12s %9s %10s %10s %10s %s\n' trace allocator reserved/use ns/op cpu_ns/op warm_ns/op vmm_cold_pass
+printf '%-36s %-12s %9s %10s %10s %10s %s\n' trace allocator reserved/use ns/op cpu_ns/op warm_ns/op vmm_device_calls
 for trace in "$traces"/*.csv "$traces"/*.csv.gz; do
-  "$cli" replay "$trace" -a "$allocators" -r "$reps" --device "$device" --json |
+  "$cli" replay "$trace" -a "$allocators" -r "$reps" --device "$device" "$@" --json |
     python3 -c '
 import json, sys
 j = json.load(sys.stdin)
 name = j["trace"].split("/")[-1]
 for r in j["results"]:
     v = r.get("vmm")
-    extra = "" if not v else "maps %d, pages %d, re-stitched %d, syncs %d" % (
-        v["map_calls"], v["pages_mapped"], v["pages_restitched"], v["synchronizations"])
+    w = r.get("vmm_warm")
+    extra = "" if not v else "maps %d, pages %d, re-stitched %d, syncs %d; warm re-stitched %d" % (
+        v["map_calls"], v["pages_mapped"], v["pages_restitched"], v["synchronizations"], w["pages_restitched"])
     warm = r.get("warm_ns_per_op")
     print("%-36s %-12s %9.4f %10.1f %10.1f %10s %s" % (name, r["allocator"], r["reserved_over_in_use"],
           r["ns_per_op"], r["cpu_ns_per_op"], "-" if warm is None else "%.1f" % warm, extra))

@@ -74,6 +74,7 @@ torch.cuda.init()
 {"gpt2_train_varlen": gpt2_train_varlen, "gpt2_medium_generate": gpt2_medium_generate}[W](steps)
 torch.cuda.synchronize()
 row = {"workload": W, "allocator": ALLOC, "steps": steps,
+       "settings": {k: v for k, v in os.environ.items() if k.startswith(("TENSORMEM_VMM_", "PYTORCH_CUDA_ALLOC"))},
        "step_seconds_median": sorted(s["seconds"] for s in steps)[len(steps) // 2]}
 if lib is not None:
     buf = ctypes.create_string_buffer(4096)

@@ -1,60 +1,89 @@
 #!/usr/bin/env bash
-# Every GPU measurement of the vmm allocator and the PyTorch plug-in, in three
-# phases that each fit one device call (10 minutes); logs go to $OUT (or out/).
-# Run scripts/gpu_prepare.sh here first and carry .gpu. A phase builds first
-# when build-gpu is missing (a fresh machine).
-#   build:  configure (carried prefix, no ONNX, no benchmarks), build, ctest,
-#           the CUDA tests under compute-sanitizer (memcheck, racecheck)
-#   replay: every shared trace: vmm, bfc_compact, bfc on the device (cold and
-#           warm passes) and PyTorch's caching allocator default and expandable
-#   e2e:    GPT-2 training (varying length) and generation with the plug-in,
-#           against default and expandable, one process each
+# Every GPU measurement of the vmm allocator and the PyTorch plug-in in one
+# device call (about 6 minutes on an H200; each step has its own time cap so
+# the later ones still run). Run scripts/gpu_prepare.sh here first and carry
+# .gpu; logs go to $OUT (or out/):
+#   main.log       everything below, with the elapsed seconds
+#   build.log      configure and build (carried prefix, no ONNX, no benchmarks)
+#   vmm_cuda.txt   every shared trace: vmm, bfc_compact, bfc on the device
+#                  (cold and warm passes), then vmm with growth slack 0.05
+#   e2e.jsonl      GPT-2 training (varying length) and generation with the
+#                  plug-in, against default and expandable, one process each
+#   san_*.log      the CUDA tests under compute-sanitizer memcheck
+# PyTorch's caching allocator replays the same traces (default, expandable)
+# into main.log. Usage: bench/gpu/run_all.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-phase=${1:?usage: bench/gpu/run_all.sh build|replay|e2e}
 out=${OUT:-out}
 mkdir -p "$out"
 export TENSORMEM_SHARED_DIR=$PWD/.gpu/shared PYTHONUNBUFFERED=1
 build=build-gpu
-configure_and_build() {
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTENSORMEM_WERROR=ON \
-    -DCMAKE_PREFIX_PATH="$PWD/.gpu/prefix" -DTENSORMEM_WITH_ONNX=OFF -DTENSORMEM_BUILD_BENCHMARKS=OFF \
-    -DTENSORMEM_SHARED_DIR="$TENSORMEM_SHARED_DIR" &&
-    cmake --build "$build" -j "$(nproc)"
-}
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
-if [ ! -x "$build/tools/tensormem/tensormem" ]; then
-  configure_and_build > "$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
-fi
-case "$phase" in
-  build)
-    ctest --test-dir "$build" -j 8 --output-on-failure > "$out/ctest.log" 2>&1
-    tail -5 "$out/ctest.log"; grep -E "Skipped|Failed|\*\*\*" "$out/ctest.log" | head -20
-    for t in "allocators_test --gtest_filter=Cuda*:*Vmm*" "torch_plugin_test"; do
-      for tool in memcheck racecheck; do
-        set -- $t
-        echo "== compute-sanitizer --tool $tool $*" | tee -a "$out/sanitizer.log"
-        compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tests/allocators/$1" "${@:2}" \
-          >> "$out/sanitizer.log" 2>&1
-        echo "exit $?" | tee -a "$out/sanitizer.log"
-        grep -E "ERROR SUMMARY|PASSED|FAILED" "$out/sanitizer.log" | tail -3
-      done
-    done ;;
-  replay)
-    scripts/vmm_figures.sh "$build" 3 cuda 2>&1 | tee "$out/vmm_cuda.txt"
-    mkdir -p /tmp/traces
-    for t in .gpu/shared/traces/*.csv .gpu/shared/traces/*.csv.gz; do
-      case "$t" in *.gz) zcat "$t" > "/tmp/traces/$(basename "$t" .gz)" ;; *) cp "$t" /tmp/traces/ ;; esac
-    done
-    python3 .gpu/shared/gpu/torch_replay.py /tmp/traces/*.csv 2>&1 | tee "$out/torch_default.txt"
-    PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python3 .gpu/shared/gpu/torch_replay.py /tmp/traces/*.csv \
-      2>&1 | tee "$out/torch_expandable.txt" ;;
-  e2e)
-    for w in gpt2_train_varlen gpt2_medium_generate; do
-      for a in default expandable tensormem; do
-        timeout 200 python3 bench/gpu/plugin_e2e.py "$w" "$a" "$build/plugins/torch/libtensormem_torch.so" 2>&1 |
-          tail -3 | tee -a "$out/e2e.jsonl"
-      done
-    done ;;
-  *) echo "unknown phase $phase (build|replay|e2e)"; exit 2 ;;
-esac
+t0=$(date +%s)
+stamp() { echo "[t=$(($(date +%s) - t0))s] $*"; }
+exec > >(tee -a "$out/main.log") 2>&1
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+gcc --version | head -1; nvcc --version | tail -1
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+mkdir -p /tmp/traces
+for t in .gpu/shared/traces/*.csv .gpu/shared/traces/*.csv.gz; do
+  case "$t" in *.gz) zcat "$t" >"/tmp/traces/$(basename "$t" .gz)" ;; *) cp "$t" /tmp/traces/ ;; esac
+done
+# PyTorch's replay extension compiles beside our build (no traces: compile only).
+(timeout 300 python3 .gpu/shared/gpu/torch_replay.py >/tmp/ext.log 2>&1; echo "extension rc $?" >>/tmp/ext.log) &
+ext=$!
+stamp configure and build
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTENSORMEM_WERROR=ON \
+  -DCMAKE_PREFIX_PATH="$PWD/.gpu/prefix" -DTENSORMEM_WITH_ONNX=OFF -DTENSORMEM_BUILD_BENCHMARKS=OFF \
+  -DTENSORMEM_SHARED_DIR="$TENSORMEM_SHARED_DIR" >"$out/build.log" 2>&1 &&
+  cmake --build "$build" -j "$(nproc)" --target tensormem_cli allocators_test torch_plugin_test tensormem_torch \
+    >>"$out/build.log" 2>&1
+rc=$?
+stamp "build rc $rc"
+[ $rc = 0 ] || { tail -40 "$out/build.log"; exit 1; }
+stamp CUDA tests
+timeout 90 "$build/tests/allocators/allocators_test" --gtest_filter='Cuda*:*Vmm*:VirtualMemory*:*DeviceScenario*' 2>&1 |
+  grep -vE "^\[ RUN|^$" | tail -40
+timeout 60 "$build/tests/allocators/torch_plugin_test" 2>&1 | grep -vE "^\[ RUN|^$" | tail -10
+stamp "our replays on cuda"
+timeout 150 scripts/vmm_figures.sh "$build" 3 cuda 2>&1 | tee "$out/vmm_cuda.txt"
+echo "== vmm --vmm-growth-slack 0.05" | tee -a "$out/vmm_cuda.txt"
+for t in /tmp/traces/*.csv; do
+  timeout 60 "$build/tools/tensormem/tensormem" replay "$t" -a vmm -r 3 --device cuda --vmm-growth-slack 0.05 |
+    grep -E "^vmm|warm pass" | tee -a "$out/vmm_cuda.txt"
+done
+wait $ext
+tail -2 /tmp/ext.log
+stamp "PyTorch replays"
+timeout 90 python3 .gpu/shared/gpu/torch_replay.py /tmp/traces/*.csv 2>&1 | tail -12
+PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True timeout 90 python3 .gpu/shared/gpu/torch_replay.py /tmp/traces/*.csv \
+  2>&1 | tail -12
+stamp "end to end"
+plugin=$build/plugins/torch/libtensormem_torch.so
+for w in gpt2_train_varlen gpt2_medium_generate; do
+  for a in default expandable tensormem; do
+    timeout 80 python3 bench/gpu/plugin_e2e.py "$w" "$a" "$plugin" 2>&1 | tail -1 >>"$out/e2e.jsonl"
+    stamp "$w $a"
+  done
+done
+TENSORMEM_VMM_GROWTH_SLACK=0.05 timeout 80 python3 bench/gpu/plugin_e2e.py gpt2_train_varlen tensormem "$plugin" 2>&1 |
+  tail -1 >>"$out/e2e.jsonl"
+python3 - "$out/e2e.jsonl" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    try:
+        r = json.loads(line)
+    except ValueError:
+        print("not JSON:", line[:300]); continue
+    print("%-22s %-11s %-28s median step %.4f s, peak reserved %s, nvidia-smi %s MiB" % (
+        r["workload"], r["allocator"], json.dumps(r.get("settings", {}))[:28], r["step_seconds_median"],
+        r.get("peak_reserved"), r.get("nvidia_smi_used_mib")))
+PY
+stamp compute-sanitizer
+for t in "allocators_test --gtest_filter=Cuda*" "torch_plugin_test"; do
+  set -- $t
+  timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/allocators/$1" "${@:2}" \
+    >"$out/san_$1.log" 2>&1
+  echo "memcheck $t: exit $?"
+  grep -E "ERROR SUMMARY|PASSED|FAILED" "$out/san_$1.log" | tail -3
+done
+stamp done

@@ -39,6 +39,7 @@ struct Pass {
   std::optional<double> fragmentation;
   std::optional<double> warm_seconds;  // ours: a second pass over the same allocator
   std::optional<VmmAllocator::Counters> vmm_counters;
+  std::optional<VmmAllocator::Counters> vmm_warm_counters;
 };
 
 double ThreadCpuSeconds() {
@@ -200,6 +201,20 @@ Result<Ours> MakeOurs(ReplayAllocator which, const ReplayParams& params) {
   return o;
 }
 
+// What a vmm allocator did between two readings of its counters.
+VmmAllocator::Counters CountersSince(const VmmAllocator::Counters& now, const VmmAllocator::Counters& then) {
+  VmmAllocator::Counters d;
+  d.map_calls = now.map_calls - then.map_calls;
+  d.pages_mapped = now.pages_mapped - then.pages_mapped;
+  d.pages_unmapped = now.pages_unmapped - then.pages_unmapped;
+  d.pages_restitched = now.pages_restitched - then.pages_restitched;
+  d.granules_created = now.granules_created - then.granules_created;
+  d.granules_released = now.granules_released - then.granules_released;
+  d.synchronizations = now.synchronizations - then.synchronizations;
+  d.events_recorded = now.events_recorded - then.events_recorded;
+  return d;
+}
+
 // One pass in this process: ours on a fresh instance (then a warm pass over
 // the same instance); a peer sampled or not.
 Result<Pass> LocalPass(const Trace& trace, ReplayAllocator which, const ReplayParams& params,
@@ -215,9 +230,11 @@ Result<Pass> LocalPass(const Trace& trace, ReplayAllocator which, const ReplayPa
   TM_ASSIGN_OR_RETURN(Pass pass, ResourcePass(trace, *ours.resource, params.alignment, &stats));
   pass.peak_reserved = stats.peak_bytes_reserved;
   pass.fragmentation = stats.fragmentation;
-  if (const auto* vmm = dynamic_cast<const VmmAllocator*>(ours.resource.get())) pass.vmm_counters = vmm->counters();
+  const auto* vmm = dynamic_cast<const VmmAllocator*>(ours.resource.get());
+  if (vmm != nullptr) pass.vmm_counters = vmm->counters();
   TM_ASSIGN_OR_RETURN(Pass warm, ResourcePass(trace, *ours.resource, params.alignment, nullptr));
   pass.warm_seconds = warm.seconds;
+  if (vmm != nullptr) pass.vmm_warm_counters = CountersSince(vmm->counters(), *pass.vmm_counters);
   return pass;
 }
 
@@ -233,6 +250,7 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
     int has_warm = 0;
     int has_vmm = 0;
     VmmAllocator::Counters vmm;
+    VmmAllocator::Counters vmm_warm;
     double warm_seconds = 0;
     double seconds = 0;
     double cpu_seconds = 0;
@@ -263,6 +281,7 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
       w.warm_seconds = pass->warm_seconds.value_or(0.0);
       w.has_vmm = pass->vmm_counters.has_value();
       if (pass->vmm_counters) w.vmm = *pass->vmm_counters;
+      if (pass->vmm_warm_counters) w.vmm_warm = *pass->vmm_warm_counters;
     } else {
       std::snprintf(w.error, sizeof w.error, "%s", pass.status().message().c_str());
     }
@@ -301,7 +320,10 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
   pass.peak_reserved = w.peak_reserved;
   if (w.has_fragmentation) pass.fragmentation = w.fragmentation;
   if (w.has_warm) pass.warm_seconds = w.warm_seconds;
-  if (w.has_vmm) pass.vmm_counters = w.vmm;
+  if (w.has_vmm) {
+    pass.vmm_counters = w.vmm;
+    pass.vmm_warm_counters = w.vmm_warm;
+  }
   return pass;
 }
 
@@ -413,6 +435,7 @@ Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
     cpu_ns.push_back(PerOp(pass.cpu_seconds, r.ops));
     if (pass.warm_seconds) warm_ns.push_back(PerOp(*pass.warm_seconds, r.ops));
     if (pass.vmm_counters) r.vmm_counters = pass.vmm_counters;
+    if (pass.vmm_warm_counters) r.vmm_warm_counters = pass.vmm_warm_counters;
     if (!IsMallocPeer(allocator)) {
       r.peak_reserved = pass.peak_reserved;
       r.fragmentation = pass.fragmentation;

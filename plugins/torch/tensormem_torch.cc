@@ -52,12 +52,26 @@ Status ReadSize(const char* name, std::optional<std::uint64_t>* out) {
   return Status::Ok();
 }
 
+// TENSORMEM_VMM_GROWTH_SLACK: a fraction (checked by Validate).
+Status ReadFraction(const char* name, std::optional<double>* out) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return Status::Ok();
+  char* end = nullptr;
+  const double x = std::strtod(v, &end);
+  if (*end != '\0') return tensormem::InvalidArgument(std::string(name) + "='" + v + "' is not a number");
+  *out = x;
+  return Status::Ok();
+}
+
 Result<VmmParams> ParamsFromEnvironment() {
   VmmParams p;
   std::optional<std::uint64_t> limit, small, restitch;
   if (Status s = ReadSize("TENSORMEM_VMM_LIMIT", &limit); !s.ok()) return s;
   if (Status s = ReadSize("TENSORMEM_VMM_SMALL", &small); !s.ok()) return s;
   if (Status s = ReadSize("TENSORMEM_VMM_RESTITCH", &restitch); !s.ok()) return s;
+  std::optional<double> slack;
+  if (Status s = ReadFraction("TENSORMEM_VMM_GROWTH_SLACK", &slack); !s.ok()) return s;
+  if (slack) p.growth_slack = *slack;
   if (limit) p.memory_limit = *limit;
   if (small) p.small_request_bytes = *small;
   if (restitch) p.restitch_before_growing = *restitch != 0;

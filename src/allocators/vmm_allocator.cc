@@ -17,6 +17,7 @@
 #include "tensormem/allocators/vmm_allocator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <mutex>
 #include <set>
@@ -95,6 +96,8 @@ struct VmmAllocator::State {
   std::vector<GranuleHandle> pool;  // held, unmapped
   std::uint64_t held = 0;           // granules
   std::uint64_t peak_held = 0;
+  std::uint64_t touched = 0;       // pages some live block touches
+  std::uint64_t peak_touched = 0;
   std::uint64_t cached_pages = 0;
   std::uint64_t lru_head = kNoPage, lru_tail = kNoPage;
   std::uint64_t cache_seq = 0;  // pages cached so far
@@ -301,6 +304,11 @@ struct VmmAllocator::State {
     };
     Status st = Status::Ok();
     if (params.restitch_before_growing) {
+      // Growth within the slack over the most pages ever touched at once
+      // costs one create; a re-stitch costs an unmap and a map, and in a
+      // steady state would repeat every iteration.
+      const double cap = std::floor(double(peak_touched) * (1.0 + params.growth_slack));
+      if (cap > double(held)) create(std::min<std::uint64_t>(need, std::uint64_t(cap - double(held))));
       st = restitch(false);  // pages safe without waiting for the device
       if (st.ok()) create(need);
       if (st.ok()) st = restitch(true);
@@ -350,9 +358,13 @@ struct VmmAllocator::State {
     std::size_t unmapped = 0;
     for (std::uint64_t i = first; i <= last; ++i) {
       Page& p = s.pages[i];
-      if (p.touch++ == 0 && p.mapped) LruRemove((std::uint64_t(s.index) << kPageBits) | i);
+      if (p.touch++ == 0) {
+        ++touched;
+        if (p.mapped) LruRemove((std::uint64_t(s.index) << kPageBits) | i);
+      }
       if (!p.mapped) ++unmapped;
     }
+    peak_touched = std::max(peak_touched, touched);
     if (unmapped == 0) return Status::Ok();
     std::vector<GranuleHandle> granules;
     granules.reserve(unmapped);
@@ -388,7 +400,10 @@ struct VmmAllocator::State {
     const std::uint64_t first = offset / g, last = (offset + size - 1) / g;
     for (std::uint64_t i = first; i <= last; ++i) {
       Page& p = s.pages[i];
-      if (--p.touch == 0 && p.mapped) LruPushBack((std::uint64_t(s.index) << kPageBits) | i);
+      if (--p.touch == 0) {
+        --touched;
+        if (p.mapped) LruPushBack((std::uint64_t(s.index) << kPageBits) | i);
+      }
     }
   }
 
@@ -714,6 +729,8 @@ Status Validate(const VmmParams& params) {
       params.address_space_bytes > (std::uint64_t{1} << 46))
     return InvalidArgument("vmm: address_space_bytes " + std::to_string(params.address_space_bytes) +
                            " is not between 2 MiB and 64 TiB");
+  if (!(params.growth_slack >= 0.0 && params.growth_slack <= 1.0))
+    return InvalidArgument("vmm: growth_slack " + std::to_string(params.growth_slack) + " is not between 0 and 1");
   if (params.small_request_bytes > params.address_space_bytes / 2)
     return InvalidArgument("vmm: small_request_bytes " + std::to_string(params.small_request_bytes) +
                            " is more than half the address space");

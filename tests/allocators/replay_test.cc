@@ -212,6 +212,15 @@ TEST(ReplayCli, VmmRowAndTheCudaDevice) {
   EXPECT_TRUE(row["warm_ns_per_op"].is_number());
   EXPECT_GE(row["vmm"]["granules_created"].get<int>(), 1);
   EXPECT_EQ(row["peak_reserved"], 2u << 20);  // 336,448 bytes live at most: one granule
+  // The warm pass over the one granule cached maps nothing.
+  EXPECT_EQ(row["vmm_warm"]["pages_mapped"], 0);
+  EXPECT_EQ(row["vmm_warm"]["granules_created"], 0);
+  out.clear();
+  ASSERT_EQ(RunCli("replay " + Bundled() + " -a vmm -r 1 --vmm-growth-slack 0.05", &out), 0) << out;
+  EXPECT_NE(out.find("warm pass: 0 map calls"), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(RunCli("replay " + Bundled() + " -a vmm --vmm-growth-slack 1.5", &out), 2) << out;
+  EXPECT_NE(out.find("--vmm-growth-slack"), std::string::npos) << out;
   out.clear();
   EXPECT_EQ(RunCli("replay " + Bundled() + " -a malloc --device cuda", &out), 2) << out;
   out.clear();

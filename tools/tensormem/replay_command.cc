@@ -56,6 +56,7 @@ struct ReplayOptions {
   std::optional<std::uint64_t> vmm_limit;
   std::optional<std::uint64_t> vmm_rounding;
   bool vmm_grow_first = false;
+  std::optional<double> vmm_growth_slack;
 };
 
 // The BFC parameters for one preset with the --bfc-* changes on top; every
@@ -90,6 +91,7 @@ int RunReplay(const ReplayOptions& o) {
   if (o.vmm_limit) base.vmm.memory_limit = *o.vmm_limit;
   if (o.vmm_rounding) base.vmm.block_rounding_bytes = *o.vmm_rounding;
   if (o.vmm_grow_first) base.vmm.restitch_before_growing = false;
+  if (o.vmm_growth_slack) base.vmm.growth_slack = *o.vmm_growth_slack;
   if (Status st = Validate(base.vmm); !st.ok()) return ReportError(st);
   Result<ReplayDevice> device = ParseReplayDevice(o.device);
   if (!device.ok()) return ReportError(device.status());
@@ -188,14 +190,17 @@ int RunReplay(const ReplayOptions& o) {
                             {"reserved_source", r.reserved_source}};
       row["fragmentation"] = r.fragmentation ? nlohmann::json(*r.fragmentation) : nlohmann::json();
       row["warm_ns_per_op"] = r.warm_ns_per_op ? nlohmann::json(*r.warm_ns_per_op) : nlohmann::json();
-      if (r.vmm_counters)
-        row["vmm"] = {{"map_calls", r.vmm_counters->map_calls},
-                      {"pages_mapped", r.vmm_counters->pages_mapped},
-                      {"pages_unmapped", r.vmm_counters->pages_unmapped},
-                      {"pages_restitched", r.vmm_counters->pages_restitched},
-                      {"granules_created", r.vmm_counters->granules_created},
-                      {"synchronizations", r.vmm_counters->synchronizations},
-                      {"events_recorded", r.vmm_counters->events_recorded}};
+      auto counters = [](const VmmAllocator::Counters& c) {
+        return nlohmann::json{{"map_calls", c.map_calls},
+                              {"pages_mapped", c.pages_mapped},
+                              {"pages_unmapped", c.pages_unmapped},
+                              {"pages_restitched", c.pages_restitched},
+                              {"granules_created", c.granules_created},
+                              {"synchronizations", c.synchronizations},
+                              {"events_recorded", c.events_recorded}};
+      };
+      if (r.vmm_counters) row["vmm"] = counters(*r.vmm_counters);
+      if (r.vmm_warm_counters) row["vmm_warm"] = counters(*r.vmm_warm_counters);
       rows.push_back(row);
     }
     j["results"] = rows;
@@ -226,6 +231,11 @@ int RunReplay(const ReplayOptions& o) {
                                          WithThousands(r.vmm_counters->granules_created) + " granules created, " +
                                          WithThousands(r.vmm_counters->synchronizations) + " synchronizations"
                                    : std::string())
+                << (r.vmm_warm_counters ? "; warm pass: " + WithThousands(r.vmm_warm_counters->map_calls) +
+                                              " map calls, " + WithThousands(r.vmm_warm_counters->pages_mapped) +
+                                              " pages mapped, " +
+                                              WithThousands(r.vmm_warm_counters->pages_restitched) + " re-stitched"
+                                        : std::string())
                 << '\n';
     for (const auto& [name, why] : skipped) std::cout << "  skipped " << name << ": " << why << '\n';
   }
@@ -298,6 +308,10 @@ void AddReplayCommand(CLI::App& app, int* exit_code) {
       ->check(Unsigned64(1, std::uint64_t{1} << 62));
   cmd->add_flag("--vmm-grow-first", o->vmm_grow_first,
                 "vmm: create granules before re-stitching cached ones (like expandable segments)");
+  cmd->add_option("--vmm-growth-slack", o->vmm_growth_slack,
+                  "vmm: create granules rather than re-stitch while the memory held stays within this fraction "
+                  "above the most pages ever touched at once (0 to 1)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->callback([o, exit_code] { *exit_code = RunReplay(*o); });
 }
 

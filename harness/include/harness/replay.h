@@ -111,6 +111,8 @@ struct ReplayResult {
   // vmm only, cold pass: what a device would pay for (map calls, pages
   // mapped, pages re-stitched, granules created, synchronizations).
   std::optional<VmmAllocator::Counters> vmm_counters;
+  // vmm only, the warm pass: the same counters (what a steady state pays).
+  std::optional<VmmAllocator::Counters> vmm_warm_counters;
 };
 
 // One allocator over a trace (built fresh per pass from params).
