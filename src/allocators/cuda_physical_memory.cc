@@ -145,47 +145,51 @@ class CudaPhysicalMemory final : public PhysicalMemory {
       return Internal(Why("cuMemAddressFree", r));
     return Status::Ok();
   }
-  Status CreateGranules(std::size_t count, std::vector<GranuleHandle>& out) override {
+  Status CreateGranules(std::size_t count, std::vector<GranuleHandle>& out,
+                        std::uint64_t handle_granules = 1) override {
+    if (handle_granules == 0) return InvalidArgument("cuda physical memory: handles of 0 granules");
     Scope scope(*this);
     const std::size_t before = out.size();
+    const std::uint64_t bytes = handle_granules * granularity_;
     for (std::size_t i = 0; i < count; ++i) {
       CUmemGenericAllocationHandle h = 0;
-      if (CUresult r = d_.cuMemCreate(&h, granularity_, &prop_, 0); r != CUDA_SUCCESS) {
+      if (CUresult r = d_.cuMemCreate(&h, bytes, &prop_, 0); r != CUDA_SUCCESS) {
         for (std::size_t j = before; j < out.size(); ++j) d_.cuMemRelease(out[j]);
         out.resize(before);
-        return ResourceExhausted(Why("cuMemCreate(" + std::to_string(granularity_) + ")", r));
+        return ResourceExhausted(Why("cuMemCreate(" + std::to_string(bytes) + ")", r));
       }
       out.push_back(h);
     }
     return Status::Ok();
   }
-  Status ReleaseGranule(GranuleHandle granule) override {
+  Status ReleaseGranule(GranuleHandle granule, std::uint64_t /*handle_granules*/ = 1) override {
     Scope scope(*this);
     if (CUresult r = d_.cuMemRelease(granule); r != CUDA_SUCCESS) return Internal(Why("cuMemRelease", r));
     return Status::Ok();
   }
-  Status Map(void* address, std::span<const GranuleHandle> granules) override {
+  Status Map(void* address, std::span<const GranuleHandle> granules, std::uint64_t handle_granules = 1) override {
     Scope scope(*this);
     const CUdeviceptr base = Ptr(address);
+    const std::uint64_t bytes = handle_granules * granularity_;
     for (std::size_t i = 0; i < granules.size(); ++i) {
-      if (CUresult r = d_.cuMemMap(base + i * granularity_, granularity_, 0, granules[i], 0);
-          r != CUDA_SUCCESS) {
-        for (std::size_t j = 0; j < i; ++j) d_.cuMemUnmap(base + j * granularity_, granularity_);
+      if (CUresult r = d_.cuMemMap(base + i * bytes, bytes, 0, granules[i], 0); r != CUDA_SUCCESS) {
+        for (std::size_t j = 0; j < i; ++j) d_.cuMemUnmap(base + j * bytes, bytes);
         return ResourceExhausted(Why("cuMemMap", r));
       }
     }
-    if (CUresult r = d_.cuMemSetAccess(base, granules.size() * granularity_, &access_, 1);
-        r != CUDA_SUCCESS) {
-      for (std::size_t j = 0; j < granules.size(); ++j) d_.cuMemUnmap(base + j * granularity_, granularity_);
+    // One access call for the whole run: the driver pays per call.
+    if (CUresult r = d_.cuMemSetAccess(base, granules.size() * bytes, &access_, 1); r != CUDA_SUCCESS) {
+      for (std::size_t j = 0; j < granules.size(); ++j) d_.cuMemUnmap(base + j * bytes, bytes);
       return ResourceExhausted(Why("cuMemSetAccess", r));
     }
     return Status::Ok();
   }
-  Status Unmap(void* address, std::size_t count) override {
+  Status Unmap(void* address, std::size_t count, std::uint64_t handle_granules = 1) override {
     Scope scope(*this);
     const CUdeviceptr base = Ptr(address);
+    const std::uint64_t bytes = handle_granules * granularity_;
     for (std::size_t i = 0; i < count; ++i)
-      if (CUresult r = d_.cuMemUnmap(base + i * granularity_, granularity_); r != CUDA_SUCCESS)
+      if (CUresult r = d_.cuMemUnmap(base + i * bytes, bytes); r != CUDA_SUCCESS)
         return Internal(Why("cuMemUnmap", r));
     return Status::Ok();
   }

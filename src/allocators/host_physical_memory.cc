@@ -1,9 +1,10 @@
 // HostPhysicalMemory: one memfd holds every granule; granule g is the file's
-// bytes [g * granularity, (g + 1) * granularity). The file grows by
-// ftruncate; a released granule's bytes are punched out (the memory goes
-// back to the system) and its index is reused first. Map runs of
-// consecutive indices with one mmap each; Unmap maps PROT_NONE anonymous
-// memory over the range, so the addresses stay reserved.
+// bytes [g * granularity, (g + 1) * granularity), and a handle of n
+// granules is n consecutive ones, named by the first. The file grows by
+// ftruncate; a released handle's bytes are punched out (the memory goes
+// back to the system) and its indices are reused first by a handle of the
+// same size. Map runs of consecutive indices with one mmap each; Unmap maps
+// PROT_NONE anonymous memory over the range, so the addresses stay reserved.
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <sys/mman.h>
@@ -12,6 +13,7 @@
 #include <cerrno>
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -26,8 +28,10 @@ struct HostPhysicalMemory::State {
   mutable std::mutex mutex;
   std::uint64_t file_granules = 0;       // granules handed out from the file so far
   std::uint64_t file_capacity = 0;       // the file's length in granules
-  std::vector<GranuleHandle> free_indices;  // punched out, reusable
-  std::vector<bool> live;                // per index: created and not released
+  // Punched out, reusable: first indices of released handles, by size.
+  std::map<std::uint64_t, std::vector<GranuleHandle>> free_handles;
+  // Per index: the size of the live handle starting there (0: none).
+  std::vector<std::uint64_t> handle_at;
   std::uint64_t held = 0;
   CallCounts calls;
   // manual_events: events are numbered from 1; those up to `completed` are done.
@@ -100,17 +104,30 @@ Status HostPhysicalMemory::FreeAddressRange(void* base, std::uint64_t bytes) {
   return Status::Ok();
 }
 
-Status HostPhysicalMemory::CreateGranules(std::size_t count, std::vector<GranuleHandle>& out) {
+namespace {
+Status CheckHandleGranules(std::uint64_t handle_granules) {
+  if (handle_granules == 0 || handle_granules > (std::uint64_t{1} << 20))
+    return InvalidArgument("host physical memory: handles of " + std::to_string(handle_granules) +
+                           " granules (1 to 2^20)");
+  return Status::Ok();
+}
+}  // namespace
+
+Status HostPhysicalMemory::CreateGranules(std::size_t count, std::vector<GranuleHandle>& out,
+                                          std::uint64_t handle_granules) {
+  TM_RETURN_IF_ERROR(CheckHandleGranules(handle_granules));
   State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);
-  const std::size_t reused = std::min(count, s.free_indices.size());
+  const std::uint64_t n = handle_granules;
+  std::vector<GranuleHandle>& spare = s.free_handles[n];
+  const std::size_t reused = std::min(count, spare.size());
   const std::uint64_t fresh = count - reused;
-  if (fresh > 0 && s.file_granules + fresh > s.file_capacity) {
-    const std::uint64_t g = s.params.granularity;
-    const std::uint64_t needed = s.file_granules + fresh;
-    if (needed > (std::uint64_t{1} << 46) / g)
-      return ResourceExhausted("host physical memory: " + std::to_string(count) +
-                               " more granules exceed 64 TiB");
+  const std::uint64_t g = s.params.granularity;
+  if (fresh > (std::uint64_t{1} << 46) / g / n || s.file_granules + fresh * n > (std::uint64_t{1} << 46) / g)
+    return ResourceExhausted("host physical memory: " + std::to_string(count) + " more handles of " +
+                             std::to_string(n) + " granules exceed 64 TiB");
+  if (fresh > 0 && s.file_granules + fresh * n > s.file_capacity) {
+    const std::uint64_t needed = s.file_granules + fresh * n;
     // The file is sparse (no memory until a granule is touched): grow it in
     // doublings so creating granules rarely costs a system call.
     const std::uint64_t capacity = std::max(needed, std::min(2 * s.file_capacity, (std::uint64_t{1} << 46) / g));
@@ -119,60 +136,73 @@ Status HostPhysicalMemory::CreateGranules(std::size_t count, std::vector<Granule
                                " granules: " + std::strerror(errno));
     s.file_capacity = capacity;
   }
-  // Reused indices first, lowest last-released first (a stack).
+  // Reused indices first, the last released first (a stack).
   for (std::size_t i = 0; i < reused; ++i) {
-    out.push_back(s.free_indices.back());
-    s.live[s.free_indices.back()] = true;
-    s.free_indices.pop_back();
+    out.push_back(spare.back());
+    s.handle_at[spare.back()] = n;
+    spare.pop_back();
   }
   for (std::uint64_t i = 0; i < fresh; ++i) {
-    out.push_back(s.file_granules + i);
-    s.live.push_back(true);
+    out.push_back(s.file_granules);
+    s.handle_at.resize(s.file_granules + n, 0);
+    s.handle_at[s.file_granules] = n;
+    s.file_granules += n;
   }
-  s.file_granules += fresh;
-  s.held += count;
+  s.held += count * n;
   ++s.calls.create;
   return Status::Ok();
 }
 
-Status HostPhysicalMemory::ReleaseGranule(GranuleHandle granule) {
+Status HostPhysicalMemory::ReleaseGranule(GranuleHandle granule, std::uint64_t handle_granules) {
   State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);
-  if (granule >= s.live.size() || !s.live[granule])
+  const std::uint64_t n = handle_granules;
+  if (granule >= s.handle_at.size() || s.handle_at[granule] == 0)
     return NotFound("host physical memory: granule " + std::to_string(granule) + " is not held");
+  if (s.handle_at[granule] != n)
+    return InvalidArgument("host physical memory: handle " + std::to_string(granule) + " has " +
+                           std::to_string(s.handle_at[granule]) + " granules, not " + std::to_string(n));
   const std::uint64_t g = s.params.granularity;
   if (fallocate(s.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(granule * g),
-                static_cast<off_t>(g)) != 0)
+                static_cast<off_t>(n * g)) != 0)
     return Internal("host physical memory: " + Errno("fallocate(PUNCH_HOLE)"));
-  s.live[granule] = false;
-  s.free_indices.push_back(granule);
-  --s.held;
+  s.handle_at[granule] = 0;
+  s.free_handles[n].push_back(granule);
+  s.held -= n;
   ++s.calls.release;
   return Status::Ok();
 }
 
-Status HostPhysicalMemory::Map(void* address, std::span<const GranuleHandle> granules) {
+Status HostPhysicalMemory::Map(void* address, std::span<const GranuleHandle> granules,
+                               std::uint64_t handle_granules) {
+  TM_RETURN_IF_ERROR(CheckHandleGranules(handle_granules));
   State& s = *state_;
   const std::uint64_t g = s.params.granularity;
+  const std::uint64_t n = handle_granules;
   if (reinterpret_cast<std::uintptr_t>(address) % g != 0)
     return InvalidArgument("host physical memory: map address " + PointerToString(address) +
                            " is not granule-aligned");
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    for (GranuleHandle h : granules)
-      if (h >= s.live.size() || !s.live[h])
+    for (GranuleHandle h : granules) {
+      if (h >= s.handle_at.size() || s.handle_at[h] == 0)
         return NotFound("host physical memory: granule " + std::to_string(h) + " is not held");
+      if (s.handle_at[h] != n)
+        return InvalidArgument("host physical memory: handle " + std::to_string(h) + " has " +
+                               std::to_string(s.handle_at[h]) + " granules, not " + std::to_string(n));
+    }
   }
   char* at = static_cast<char*>(address);
+  const std::uint64_t bytes = n * g;
   std::size_t i = 0;
   while (i < granules.size()) {
     std::size_t run = 1;
-    while (i + run < granules.size() && granules[i + run] == granules[i] + run) ++run;
-    void* p = mmap(at + i * g, run * g, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, s.fd,
+    while (i + run < granules.size() && granules[i + run] == granules[i] + run * n) ++run;
+    void* p = mmap(at + i * bytes, run * bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, s.fd,
                    static_cast<off_t>(granules[i] * g));
     if (p == MAP_FAILED) {
       const Status failed = ResourceExhausted("host physical memory: " + Errno("mmap"));
-      if (i > 0) (void)Unmap(address, i);  // all or nothing
+      if (i > 0) (void)Unmap(address, i, n);  // all or nothing
       return failed;
     }
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -182,11 +212,12 @@ Status HostPhysicalMemory::Map(void* address, std::span<const GranuleHandle> gra
   return Status::Ok();
 }
 
-Status HostPhysicalMemory::Unmap(void* address, std::size_t count) {
+Status HostPhysicalMemory::Unmap(void* address, std::size_t count, std::uint64_t handle_granules) {
+  TM_RETURN_IF_ERROR(CheckHandleGranules(handle_granules));
   State& s = *state_;
   const std::uint64_t g = s.params.granularity;
-  void* p = mmap(address, count * g, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
-                 -1, 0);
+  void* p = mmap(address, count * handle_granules * g, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
   if (p == MAP_FAILED) return Internal("host physical memory: " + Errno("mmap(PROT_NONE)"));
   std::lock_guard<std::mutex> lock(s.mutex);
   ++s.calls.unmap;

@@ -89,6 +89,40 @@ TEST(HostPhysicalMemory, GranulesMapAnywhereAndKeepTheirBytes) {
   ASSERT_TRUE(m->FreeAddressRange(base, 8 * g).ok());
 }
 
+TEST(HostPhysicalMemory, HandlesOfSeveralGranulesMoveAsAWhole) {
+  auto m = Host();
+  const std::uint64_t g = m->granularity();
+  Result<void*> range = m->ReserveAddressRange(16 * g);
+  ASSERT_TRUE(range.ok()) << range.status().ToString();
+  char* base = static_cast<char*>(*range);
+  std::vector<GranuleHandle> h;
+  ASSERT_TRUE(m->CreateGranules(2, h, 4).ok());
+  EXPECT_EQ(m->granules_held(), 8u);
+  ASSERT_TRUE(m->Map(base, h, 4).ok());
+  std::memset(base, 0x11, 4 * g);
+  std::memset(base + 4 * g, 0x22, 4 * g);
+  ASSERT_TRUE(m->Unmap(base, 2, 4).ok());
+  const GranuleHandle swapped[] = {h[1], h[0]};
+  ASSERT_TRUE(m->Map(base + 8 * g, swapped, 4).ok());
+  EXPECT_EQ(static_cast<unsigned char>(base[8 * g]), 0x22);
+  EXPECT_EQ(static_cast<unsigned char>(base[12 * g + 4 * g - 1]), 0x11);
+  ASSERT_TRUE(m->Unmap(base + 8 * g, 2, 4).ok());
+  // A handle is used with its own size only.
+  EXPECT_EQ(m->Map(base, std::span<const GranuleHandle>(h.data(), 1), 1).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(m->ReleaseGranule(h[0], 2).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(m->CreateGranules(1, h, 0).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(m->ReleaseGranule(h[0], 4).ok());
+  EXPECT_EQ(m->ReleaseGranule(h[0], 4).code(), StatusCode::kNotFound);
+  // Its indices serve the next handle of the same size.
+  std::vector<GranuleHandle> again;
+  ASSERT_TRUE(m->CreateGranules(1, again, 4).ok());
+  EXPECT_EQ(again[0], h[0]);
+  ASSERT_TRUE(m->ReleaseGranule(again[0], 4).ok());
+  ASSERT_TRUE(m->ReleaseGranule(h[1], 4).ok());
+  EXPECT_EQ(m->granules_held(), 0u);
+  ASSERT_TRUE(m->FreeAddressRange(base, 16 * g).ok());
+}
+
 TEST(VmmAllocator, ValidatesEveryParameter) {
   auto m = Host();
   std::vector<VmmParams> bad(9);
@@ -246,19 +280,21 @@ class RefusingMemory final : public PhysicalMemory {
   std::string_view name() const override { return "refusing"; }
   Result<void*> ReserveAddressRange(std::uint64_t bytes) override { return below_.ReserveAddressRange(bytes); }
   Status FreeAddressRange(void* base, std::uint64_t bytes) override { return below_.FreeAddressRange(base, bytes); }
-  Status CreateGranules(std::size_t count, std::vector<GranuleHandle>& out) override {
-    if (held_ + count > max_) return ResourceExhausted("device out of memory (test)");
-    TM_RETURN_IF_ERROR(below_.CreateGranules(count, out));
-    held_ += count;
+  Status CreateGranules(std::size_t count, std::vector<GranuleHandle>& out, std::uint64_t n = 1) override {
+    if (held_ + count * n > max_) return ResourceExhausted("device out of memory (test)");
+    TM_RETURN_IF_ERROR(below_.CreateGranules(count, out, n));
+    held_ += count * n;
     return Status::Ok();
   }
-  Status ReleaseGranule(GranuleHandle g) override {
-    TM_RETURN_IF_ERROR(below_.ReleaseGranule(g));
-    --held_;
+  Status ReleaseGranule(GranuleHandle g, std::uint64_t n = 1) override {
+    TM_RETURN_IF_ERROR(below_.ReleaseGranule(g, n));
+    held_ -= n;
     return Status::Ok();
   }
-  Status Map(void* a, std::span<const GranuleHandle> g) override { return below_.Map(a, g); }
-  Status Unmap(void* a, std::size_t n) override { return below_.Unmap(a, n); }
+  Status Map(void* a, std::span<const GranuleHandle> g, std::uint64_t n = 1) override {
+    return below_.Map(a, g, n);
+  }
+  Status Unmap(void* a, std::size_t count, std::uint64_t n = 1) override { return below_.Unmap(a, count, n); }
   Status Synchronize() override { return below_.Synchronize(); }
   Result<EventHandle> RecordEvent(StreamHandle s) override { return below_.RecordEvent(s); }
   bool EventCompleted(EventHandle e) override { return below_.EventCompleted(e); }
