@@ -27,6 +27,8 @@ for r in j["results"]:
     w = r.get("vmm_warm")
     extra = "" if not v else "maps %d, pages %d, re-stitched %d, syncs %d; warm re-stitched %d" % (
         v["map_calls"], v["pages_mapped"], v["pages_restitched"], v["synchronizations"], w["pages_restitched"])
+    b = r.get("backend")
+    if b: extra = "handles %d" % b["handles_created"]
     warm = r.get("warm_ns_per_op")
     print("%-36s %-12s %9.4f %10.1f %10.1f %10s %s" % (name, r["allocator"], r["reserved_over_in_use"],
           r["ns_per_op"], r["cpu_ns_per_op"], "-" if warm is None else "%.1f" % warm, extra))

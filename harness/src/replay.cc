@@ -30,7 +30,8 @@ constexpr std::array<ReplayAllocator, 8> kAll = {
     ReplayAllocator::kBfc,    ReplayAllocator::kBfcCompact, ReplayAllocator::kVmm,
     ReplayAllocator::kPool,   ReplayAllocator::kSystem,     ReplayAllocator::kMalloc,
     ReplayAllocator::kJemalloc, ReplayAllocator::kMimalloc};
-constexpr std::array<ReplayDevice, 2> kDevices = {ReplayDevice::kHost, ReplayDevice::kCuda};
+constexpr std::array<ReplayDevice, 3> kDevices = {ReplayDevice::kHost, ReplayDevice::kCuda,
+                                                  ReplayDevice::kHostGranules};
 
 struct Pass {
   double seconds = 0;      // wall clock
@@ -40,6 +41,7 @@ struct Pass {
   std::optional<double> warm_seconds;  // ours: a second pass over the same allocator
   std::optional<VmmAllocator::Counters> vmm_counters;
   std::optional<VmmAllocator::Counters> vmm_warm_counters;
+  std::optional<VirtualMemoryBackend::Counters> backend_counters;
 };
 
 double ThreadCpuSeconds() {
@@ -156,6 +158,8 @@ Result<std::unique_ptr<PhysicalMemory>> MakePhysical(const ReplayParams& params)
 Result<Ours> MakeOurs(ReplayAllocator which, const ReplayParams& params) {
   Ours o;
   const bool cuda = params.device == ReplayDevice::kCuda;
+  // bfc_compact (and bfc over virtual memory) over physical granules.
+  const bool granules = cuda || params.device == ReplayDevice::kHostGranules;
   Backend* plain = &HostBackend();  // bfc and pool: host memory, or cudaMalloc
   if (cuda && (which == ReplayAllocator::kBfc || which == ReplayAllocator::kPool)) {
     TM_ASSIGN_OR_RETURN(o.backend, MakeCudaBackend(params.cuda_device));
@@ -164,7 +168,7 @@ Result<Ours> MakeOurs(ReplayAllocator which, const ReplayParams& params) {
   switch (which) {
     case ReplayAllocator::kBfc:
       if (params.bfc_virtual_memory) {
-        if (cuda) {
+        if (granules) {
           TM_ASSIGN_OR_RETURN(o.physical, MakePhysical(params));
           o.backend = std::make_unique<VirtualMemoryBackend>(*o.physical);
         } else {
@@ -175,7 +179,7 @@ Result<Ours> MakeOurs(ReplayAllocator which, const ReplayParams& params) {
       o.resource = std::make_unique<BfcAllocator>(*plain, params.bfc);
       break;
     case ReplayAllocator::kBfcCompact:  // fixed preset; --bfc-* tune kBfc only
-      if (cuda) {
+      if (granules) {
         TM_ASSIGN_OR_RETURN(o.physical, MakePhysical(params));
         o.backend = std::make_unique<VirtualMemoryBackend>(*o.physical);
       } else {
@@ -220,7 +224,7 @@ VmmAllocator::Counters CountersSince(const VmmAllocator::Counters& now, const Vm
 Result<Pass> LocalPass(const Trace& trace, ReplayAllocator which, const ReplayParams& params,
                        bool sample) {
   if (IsMallocPeer(which)) {
-    if (params.device != ReplayDevice::kHost)
+    if (params.device == ReplayDevice::kCuda)
       return InvalidArgument(std::string(Name(which)) + " allocates host memory: it cannot replay on cuda");
     TM_ASSIGN_OR_RETURN(replay::MallocPeer peer, replay::LoadMallocPeer(which));
     return PeerPass(trace, peer, params.alignment, sample);
@@ -232,6 +236,8 @@ Result<Pass> LocalPass(const Trace& trace, ReplayAllocator which, const ReplayPa
   pass.fragmentation = stats.fragmentation;
   const auto* vmm = dynamic_cast<const VmmAllocator*>(ours.resource.get());
   if (vmm != nullptr) pass.vmm_counters = vmm->counters();
+  if (const auto* vb = dynamic_cast<const VirtualMemoryBackend*>(ours.backend.get()); vb && ours.physical)
+    pass.backend_counters = vb->counters();
   TM_ASSIGN_OR_RETURN(Pass warm, ResourcePass(trace, *ours.resource, params.alignment, nullptr));
   pass.warm_seconds = warm.seconds;
   if (vmm != nullptr) pass.vmm_warm_counters = CountersSince(vmm->counters(), *pass.vmm_counters);
@@ -251,6 +257,8 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
     int has_vmm = 0;
     VmmAllocator::Counters vmm;
     VmmAllocator::Counters vmm_warm;
+    int has_backend = 0;
+    VirtualMemoryBackend::Counters backend;
     double warm_seconds = 0;
     double seconds = 0;
     double cpu_seconds = 0;
@@ -282,6 +290,8 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
       w.has_vmm = pass->vmm_counters.has_value();
       if (pass->vmm_counters) w.vmm = *pass->vmm_counters;
       if (pass->vmm_warm_counters) w.vmm_warm = *pass->vmm_warm_counters;
+      w.has_backend = pass->backend_counters.has_value();
+      if (pass->backend_counters) w.backend = *pass->backend_counters;
     } else {
       std::snprintf(w.error, sizeof w.error, "%s", pass.status().message().c_str());
     }
@@ -324,6 +334,7 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
     pass.vmm_counters = w.vmm;
     pass.vmm_warm_counters = w.vmm_warm;
   }
+  if (w.has_backend) pass.backend_counters = w.backend;
   return pass;
 }
 
@@ -369,6 +380,7 @@ std::string_view Name(ReplayDevice device) {
   switch (device) {
     case ReplayDevice::kHost: return "host";
     case ReplayDevice::kCuda: return "cuda";
+    case ReplayDevice::kHostGranules: return "host-granules";
   }
   return "?";
 }
@@ -436,6 +448,7 @@ Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
     if (pass.warm_seconds) warm_ns.push_back(PerOp(*pass.warm_seconds, r.ops));
     if (pass.vmm_counters) r.vmm_counters = pass.vmm_counters;
     if (pass.vmm_warm_counters) r.vmm_warm_counters = pass.vmm_warm_counters;
+    if (pass.backend_counters) r.backend_counters = pass.backend_counters;
     if (!IsMallocPeer(allocator)) {
       r.peak_reserved = pass.peak_reserved;
       r.fragmentation = pass.fragmentation;

@@ -4,8 +4,9 @@
 // holding the new top; decommit (madvise DONTNEED, then PROT_NONE) happens
 // when the top comes down by more than a step, so pages shared by two
 // regions are never decommitted under a live one. Over a PhysicalMemory the
-// page is its granule: committing maps fresh granules, decommitting unmaps
-// and releases them.
+// page is its granule: each commit creates and maps one handle of all the
+// granules it adds (a GPU pays per handle, not per granule), and
+// decommitting unmaps and releases the handles wholly above what is kept.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -24,7 +25,14 @@ namespace tensormem {
 struct VirtualMemoryBackend::State {
   std::mutex mutex;
   PhysicalMemory* physical = nullptr;   // null: anonymous host pages
-  std::vector<GranuleHandle> granules;  // physical: the granule at base + i * page
+  // Physical: the handles mapped from base up, in address order.
+  struct Mapped {
+    GranuleHandle handle;
+    std::uint64_t offset;
+    std::uint64_t granules;
+  };
+  std::vector<Mapped> mapped;
+  Counters counters;
 
   char* base = nullptr;
   std::uint64_t size = 0;
@@ -97,8 +105,10 @@ VirtualMemoryBackend::~VirtualMemoryBackend() {
     return;
   }
   (void)s.physical->Synchronize();
-  if (!s.granules.empty()) (void)s.physical->Unmap(s.base, s.granules.size());
-  for (GranuleHandle h : s.granules) (void)s.physical->ReleaseGranule(h);
+  for (const State::Mapped& m : s.mapped) {
+    (void)s.physical->Unmap(s.base + m.offset, 1, m.granules);
+    (void)s.physical->ReleaseGranule(m.handle, m.granules);
+  }
   (void)s.physical->FreeAddressRange(s.base, s.size);
 }
 
@@ -115,14 +125,22 @@ Status VirtualMemoryBackend::Commit(State& s, std::uint64_t new_committed) {
     s.committed = new_committed;
     return Status::Ok();
   }
-  const std::size_t count = (new_committed - s.committed) / s.page;
+  const std::uint64_t count = (new_committed - s.committed) / s.page;
+  // One handle for the whole step; a device that cannot grant one that
+  // large (fragmented physical memory) may still grant single granules.
+  std::uint64_t per = count;
   std::vector<GranuleHandle> fresh;
-  TM_RETURN_IF_ERROR(s.physical->CreateGranules(count, fresh).WithContext("virtual backend"));
-  if (Status st = s.physical->Map(s.base + s.committed, fresh); !st.ok()) {
-    for (GranuleHandle h : fresh) (void)s.physical->ReleaseGranule(h);
+  if (!s.physical->CreateGranules(1, fresh, count).ok()) {
+    per = 1;
+    TM_RETURN_IF_ERROR(s.physical->CreateGranules(count, fresh).WithContext("virtual backend"));
+  }
+  if (Status st = s.physical->Map(s.base + s.committed, fresh, per); !st.ok()) {
+    for (GranuleHandle h : fresh) (void)s.physical->ReleaseGranule(h, per);
     return st.WithContext("virtual backend");
   }
-  s.granules.insert(s.granules.end(), fresh.begin(), fresh.end());
+  for (std::size_t i = 0; i < fresh.size(); ++i)
+    s.mapped.push_back({fresh[i], s.committed + i * per * s.page, per});
+  s.counters.handles_created += fresh.size();
   s.committed = new_committed;
   return Status::Ok();
 }
@@ -135,14 +153,21 @@ void VirtualMemoryBackend::Decommit(State& s, std::uint64_t keep) {
     s.committed = keep;
     return;
   }
+  // Only handles wholly above `keep` go (one straddling it stays mapped).
+  std::size_t first = s.mapped.size();
+  while (first > 0 && s.mapped[first - 1].offset >= keep) --first;
+  if (first == s.mapped.size()) return;
   // The regions above were released by their user, who has finished with
   // them; device work queued before that may still run: wait for it.
-  const std::size_t first = keep / s.page;
-  if (!s.physical->Synchronize().ok() || !s.physical->Unmap(s.base + keep, s.granules.size() - first).ok())
-    return;  // keep them mapped: committed stays correct
-  for (std::size_t i = first; i < s.granules.size(); ++i) (void)s.physical->ReleaseGranule(s.granules[i]);
-  s.granules.resize(first);
-  s.committed = keep;
+  if (!s.physical->Synchronize().ok()) return;  // keep them mapped: committed stays correct
+  while (s.mapped.size() > first) {
+    const State::Mapped m = s.mapped.back();
+    if (!s.physical->Unmap(s.base + m.offset, 1, m.granules).ok()) break;
+    (void)s.physical->ReleaseGranule(m.handle, m.granules);
+    ++s.counters.handles_released;
+    s.mapped.pop_back();
+    s.committed = m.offset;
+  }
 }
 
 Result<void*> VirtualMemoryBackend::Reserve(std::uint64_t bytes, std::uint64_t alignment) {
@@ -210,6 +235,11 @@ const void* VirtualMemoryBackend::next_address() const {
 std::uint64_t VirtualMemoryBackend::committed() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->committed;
+}
+
+VirtualMemoryBackend::Counters VirtualMemoryBackend::counters() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->counters;
 }
 
 std::uint64_t VirtualMemoryBackend::reserved() const {

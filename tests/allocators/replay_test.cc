@@ -222,6 +222,14 @@ TEST(ReplayCli, VmmRowAndTheCudaDevice) {
   EXPECT_EQ(RunCli("replay " + Bundled() + " -a vmm --vmm-growth-slack 1.5", &out), 2) << out;
   EXPECT_NE(out.find("--vmm-growth-slack"), std::string::npos) << out;
   out.clear();
+  // bfc_compact over host granules counts the handles a GPU would create.
+  ASSERT_EQ(RunCli("replay " + Bundled() + " -a bfc_compact,malloc -r 1 --device host-granules --json", &out), 0)
+      << out;
+  const nlohmann::json granules = nlohmann::json::parse(out);
+  ASSERT_EQ(granules["results"].size(), 2u);
+  EXPECT_GE(granules["results"][0]["backend"]["handles_created"].get<int>(), 1);
+  EXPECT_FALSE(granules["results"][1].contains("backend"));
+  out.clear();
   EXPECT_EQ(RunCli("replay " + Bundled() + " -a malloc --device cuda", &out), 2) << out;
   out.clear();
   EXPECT_EQ(RunCli("replay " + Bundled() + " --device tpu", &out), 2) << out;

@@ -282,6 +282,7 @@ class RefusingMemory final : public PhysicalMemory {
   Status FreeAddressRange(void* base, std::uint64_t bytes) override { return below_.FreeAddressRange(base, bytes); }
   Status CreateGranules(std::size_t count, std::vector<GranuleHandle>& out, std::uint64_t n = 1) override {
     if (held_ + count * n > max_) return ResourceExhausted("device out of memory (test)");
+    if (n > max_handle_) return ResourceExhausted("no physical run that large (test)");
     TM_RETURN_IF_ERROR(below_.CreateGranules(count, out, n));
     held_ += count * n;
     return Status::Ok();
@@ -300,10 +301,13 @@ class RefusingMemory final : public PhysicalMemory {
   bool EventCompleted(EventHandle e) override { return below_.EventCompleted(e); }
   void DestroyEvent(EventHandle e) override { below_.DestroyEvent(e); }
   std::uint64_t held() const { return held_; }
+  // Refuses handles of more granules (a device whose free memory is fragmented).
+  void set_max_handle_granules(std::uint64_t n) { max_handle_ = n; }
 
  private:
   PhysicalMemory& below_;
   std::uint64_t max_;
+  std::uint64_t max_handle_ = ~std::uint64_t{0};
   std::uint64_t held_ = 0;
 };
 
@@ -435,12 +439,57 @@ TEST(VirtualMemoryBackend, CompactBfcGrowsInPlaceOverPhysicalGranules) {
   EXPECT_EQ(bfc.num_regions(), 1u);  // every extension coalesced
   EXPECT_EQ(backend.committed(), m->granules_held() * m->granularity());
   EXPECT_GE(backend.committed(), backend.reserved());
+  // One handle per extension (a GPU pays per handle), not one per granule.
+  EXPECT_LE(backend.counters().handles_created, 20u);
+  EXPECT_LT(backend.counters().handles_created, m->granules_held());
+  EXPECT_EQ(m->call_counts().create, backend.counters().handles_created);
   for (int i = 0; i < 20; ++i) {
     EXPECT_TRUE(Intact(live[i], std::uint64_t(i + 1) * 300000, static_cast<std::uint8_t>(i)));
     ASSERT_TRUE(bfc.Deallocate(live[i]).ok());
   }
   bfc.ReleaseFreeRegions();
   EXPECT_EQ(m->granules_held(), 0u);
+}
+
+// Handles go back whole: a decommit that would split one keeps it mapped,
+// and the next decommit below it releases it.
+TEST(VirtualMemoryBackend, DecommitReleasesOnlyWholeHandles) {
+  auto m = Host();
+  const std::uint64_t g = m->granularity();
+  VirtualMemoryBackend backend(*m, std::uint64_t{1} << 30, 2 * g);  // commit 2 granules ahead
+  Result<void*> a = backend.Reserve(g, 64);  // [0, 1g): handle [0, 3g)
+  Result<void*> b = backend.Reserve(g, 64);  // [1g, 2g)
+  Result<void*> d = backend.Reserve(3 * g, 64);  // [2g, 5g): handle [3g, 7g)
+  ASSERT_TRUE(a.ok() && b.ok() && d.ok());
+  EXPECT_EQ(backend.committed(), 7 * g);
+  EXPECT_EQ(backend.counters().handles_created, 2u);
+  std::memset(*d, 0x5a, 3 * g);
+  ASSERT_TRUE(backend.Release(*d, 3 * g).ok());  // keep 4g: inside [3g, 7g)
+  EXPECT_EQ(backend.committed(), 7 * g);
+  EXPECT_EQ(backend.counters().handles_released, 0u);
+  std::memset(*b, 0x11, g);  // still mapped and writable
+  ASSERT_TRUE(backend.Release(*b, g).ok());  // keep 3g: [3g, 7g) goes
+  EXPECT_EQ(backend.committed(), 3 * g);
+  EXPECT_EQ(backend.counters().handles_released, 1u);
+  EXPECT_EQ(m->granules_held(), 3u);
+  ASSERT_TRUE(backend.Release(*a, g).ok());  // keep 2g: [0, 3g) stays
+  EXPECT_EQ(m->granules_held(), 3u);
+}
+
+TEST(VirtualMemoryBackend, FallsBackToSingleGranulesWhereALargeHandleIsRefused) {
+  auto host = Host();
+  RefusingMemory device(*host, 100);
+  device.set_max_handle_granules(1);
+  const std::uint64_t g = device.granularity();
+  VirtualMemoryBackend backend(device);
+  Result<void*> a = backend.Reserve(3 * g, 64);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  std::memset(*a, 0x33, 3 * g);
+  EXPECT_EQ(backend.counters().handles_created, 3u);
+  EXPECT_EQ(device.held(), 3u);
+  ASSERT_TRUE(backend.Release(*a, 3 * g).ok());
+  EXPECT_EQ(device.held(), 0u);
+  EXPECT_EQ(backend.counters().handles_released, 3u);
 }
 
 TEST(GzipInput, TracesAndProblemsAreReadCompressed) {

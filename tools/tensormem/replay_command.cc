@@ -201,6 +201,9 @@ int RunReplay(const ReplayOptions& o) {
       };
       if (r.vmm_counters) row["vmm"] = counters(*r.vmm_counters);
       if (r.vmm_warm_counters) row["vmm_warm"] = counters(*r.vmm_warm_counters);
+      if (r.backend_counters)
+        row["backend"] = {{"handles_created", r.backend_counters->handles_created},
+                          {"handles_released", r.backend_counters->handles_released}};
       rows.push_back(row);
     }
     j["results"] = rows;
@@ -236,6 +239,10 @@ int RunReplay(const ReplayOptions& o) {
                                               " pages mapped, " +
                                               WithThousands(r.vmm_warm_counters->pages_restitched) + " re-stitched"
                                         : std::string())
+                << (r.backend_counters ? "; cold pass: " + WithThousands(r.backend_counters->handles_created) +
+                                             " handles created, " +
+                                             WithThousands(r.backend_counters->handles_released) + " released"
+                                       : std::string())
                 << '\n';
     for (const auto& [name, why] : skipped) std::cout << "  skipped " << name << ": " << why << '\n';
   }
@@ -293,8 +300,9 @@ void AddReplayCommand(CLI::App& app, int* exit_code) {
                   "write an interactive memory map (x = event, y = address, reserved bytes as a "
                   "line) of the first of our allocators asked for");
   cmd->add_option("--device", o->device,
-                  "memory of our allocators: host, or cuda (bfc on cudaMalloc, bfc_compact and vmm on "
-                  "CUDA virtual memory; a clear error where no GPU is present)")
+                  "memory of our allocators: host, cuda (bfc on cudaMalloc, bfc_compact and vmm on "
+                  "CUDA virtual memory; a clear error where no GPU is present), or host-granules (host memory, "
+                  "bfc_compact growing over memfd granules as over a GPU's, with its handle counts)")
       ->capture_default_str();
   cmd->add_option("--cuda-device", o->cuda_device, "CUDA device ordinal with --device cuda")
       ->capture_default_str()

@@ -61,8 +61,10 @@ enum class ReplayAllocator { kBfc, kBfcCompact, kVmm, kPool, kSystem, kMalloc, k
 // Where our allocators get their memory. kCuda: bfc on cudaMalloc,
 // bfc_compact on a VirtualMemoryBackend over CUDA physical memory, vmm on CUDA
 // physical memory, pool on cudaMalloc; system and the malloc peers are
-// host-only (InvalidArgument).
-enum class ReplayDevice { kHost, kCuda };
+// host-only (InvalidArgument). kHostGranules: host memory, but bfc_compact
+// grows over memfd granules as it does over a GPU's (its handle counts are
+// what a GPU would pay; vmm uses host granules in either host mode).
+enum class ReplayDevice { kHost, kCuda, kHostGranules };
 std::string_view Name(ReplayDevice device);
 Result<ReplayDevice> ParseReplayDevice(std::string_view name);
 
@@ -111,6 +113,9 @@ struct ReplayResult {
   // vmm only, cold pass: what a device would pay for (map calls, pages
   // mapped, pages re-stitched, granules created, synchronizations).
   std::optional<VmmAllocator::Counters> vmm_counters;
+  // A virtual-memory backend over physical memory (bfc_compact on cuda or
+  // host-granules), cold pass: the handles it created and released.
+  std::optional<VirtualMemoryBackend::Counters> backend_counters;
   // vmm only, the warm pass: the same counters (what a steady state pays).
   std::optional<VmmAllocator::Counters> vmm_warm_counters;
 };

@@ -93,8 +93,9 @@ class VirtualMemoryBackend final : public Backend {
   explicit VirtualMemoryBackend(std::uint64_t address_space = std::uint64_t{1} << 40,
                                 std::uint64_t commit_step = std::uint64_t{64} << 20);
   // The same over granules of `memory` (which must outlive the backend):
-  // committing maps new granules at the top of the range, decommitting
-  // unmaps and releases them. Steps are rounded up to whole granules.
+  // each commit maps one new handle of the granules it adds at the top of
+  // the range; decommitting unmaps and releases the handles wholly above
+  // what stays. Steps are rounded up to whole granules.
   VirtualMemoryBackend(PhysicalMemory& memory, std::uint64_t address_space = std::uint64_t{1} << 40,
                        std::uint64_t commit_step = 0);
   ~VirtualMemoryBackend() override;
@@ -109,6 +110,12 @@ class VirtualMemoryBackend final : public Backend {
   std::uint64_t reserved() const;
   // Bytes of memory committed (pages made read-write, or granules mapped).
   std::uint64_t committed() const;
+  // Over physical memory: what a device pays for.
+  struct Counters {
+    std::uint64_t handles_created = 0;
+    std::uint64_t handles_released = 0;
+  };
+  Counters counters() const;
 
  private:
   struct State;
