@@ -207,6 +207,54 @@ TEST(VmmAllocator, GrowthSlackEndsReStitchingInASteadyState) {
   }
 }
 
+// Re-stitching takes the newest cached page that needs no wait (as a cache
+// under a loop evicts; the oldest is what the next iteration reaches
+// first), and waits for the device only when the safe pages do not suffice.
+TEST(VmmAllocator, ReStitchingTakesTheNewestPageThatNeedsNoWait) {
+  for (bool device_lags : {false, true}) {
+    SCOPED_TRACE(device_lags);
+    HostPhysicalMemoryParams hp;
+    hp.manual_events = device_lags;
+    auto m = Host(hp);
+    const std::uint64_t g = m->granularity();
+    VmmParams p;
+    p.memory_limit = 6 * g;
+    auto v = Vmm(*m, p);
+    // A X B Y C Z, one granule each; X, Y, Z stay live so nothing coalesces.
+    std::vector<void*> blocks;
+    for (int i = 0; i < 6; ++i) {
+      Result<void*> b = v->Allocate(g);
+      ASSERT_TRUE(b.ok()) << b.status().ToString();
+      blocks.push_back(*b);
+    }
+    void* a = blocks[0];
+    void* b = blocks[2];
+    void* c = blocks[4];
+    ASSERT_TRUE(v->Deallocate(a).ok());
+    if (device_lags) m->CompleteEvents();  // A's fence completes; B's and C's do not
+    ASSERT_TRUE(v->Deallocate(b).ok());
+    ASSERT_TRUE(v->Deallocate(c).ok());
+    // Two pages at the top, at the limit: two cached pages are re-stitched.
+    Result<void*> w = v->Allocate(2 * g);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    EXPECT_EQ(v->counters().pages_restitched, 2u);
+    // Which one stayed mapped: a repeat of A's request gets it without a map call.
+    const std::uint64_t maps = v->counters().map_calls;
+    Result<void*> again = v->Allocate(g);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(v->counters().map_calls, maps);
+    if (!device_lags) {
+      // All safe: C then B taken, A (the oldest) kept.
+      EXPECT_EQ(*again, a);
+      EXPECT_EQ(v->counters().synchronizations, 0u);
+    } else {
+      // Only A was safe: A taken, then one wait, then C (the newest); B kept.
+      EXPECT_EQ(*again, b);
+      EXPECT_EQ(v->counters().synchronizations, 1u);
+    }
+  }
+}
+
 TEST(VmmAllocator, FreedGranulesAnywhereServeARequestElsewhere) {
   // Four separate 2 MiB blocks, every other one freed: a 4 MiB request finds
   // no free range, and is served by the two freed granules stitched at new

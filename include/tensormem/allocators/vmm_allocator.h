@@ -11,8 +11,9 @@
 //   page that no live block touches stays mapped (the cache: a repeat of the
 //   same request costs no map call). When a block needs pages that are not
 //   mapped, granules come from (1) granules held but unmapped, (2) cached
-//   pages anywhere, unmapped and re-stitched (least recently freed first;
-//   without waiting where their last free's event has completed), (3) new
+//   pages anywhere, unmapped and re-stitched (the most recently cached of
+//   those whose last free the device has finished with first; waiting only
+//   when those do not suffice), (3) new
 //   granules, while the limit allows. With `restitch_before_growing`
 //   (default) (2) comes before (3), so the memory held never exceeds the
 //   most pages live blocks ever touched at once; `growth_slack` lets (3)
