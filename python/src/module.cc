@@ -699,13 +699,14 @@ PYBIND11_MODULE(_tensormem, m) {
     return a;
   });
 #if TENSORMEM_PY_HAVE_VMM
-  m.def("_vmm", [](std::optional<std::uint64_t> memory_limit, std::uint64_t granularity) {
+  m.def("_vmm", [](std::optional<std::uint64_t> memory_limit, std::uint64_t granularity, double growth_slack) {
     auto a = std::make_unique<PyAllocator>();
     HostPhysicalMemoryParams hp;
     hp.granularity = granularity;
     a->physical = Take(HostPhysicalMemory::Create(hp));
     VmmParams vp;
     vp.memory_limit = memory_limit;
+    vp.growth_slack = growth_slack;
     a->resource = Take(VmmAllocator::Create(*a->physical, vp));
     return a;
   });

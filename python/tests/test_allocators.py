@@ -70,3 +70,12 @@ def test_vmm_where_built():
     b = a.allocate(3 << 20)
     assert a.stats()["bytes_in_use"] >= 3 << 20
     a.free(b)
+
+
+def test_vmm_growth_slack_is_checked():
+    if not tm.HAVE_VMM:
+        pytest.skip("this build has no vmm allocator implementation")
+    a = tm.VmmAllocator(growth_slack=0.05)
+    a.free(a.allocate(1 << 20))
+    with pytest.raises(ValueError, match="growth_slack"):
+        tm.VmmAllocator(growth_slack=1.5)

@@ -742,7 +742,11 @@ Status Validate(const VmmParams& params) {
     return InvalidArgument("vmm: address_space_bytes " + std::to_string(params.address_space_bytes) +
                            " is not between 2 MiB and 64 TiB");
   if (!(params.growth_slack >= 0.0 && params.growth_slack <= 1.0))
-    return InvalidArgument("vmm: growth_slack " + std::to_string(params.growth_slack) + " is not between 0 and 1");
+  {
+    std::ostringstream value;
+    value << params.growth_slack;
+    return InvalidArgument("vmm: growth_slack " + value.str() + " is not between 0 and 1");
+  }
   if (params.small_request_bytes > params.address_space_bytes / 2)
     return InvalidArgument("vmm: small_request_bytes " + std::to_string(params.small_request_bytes) +
                            " is more than half the address space");
