@@ -15,6 +15,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "tensormem/allocators/physical_memory.h"
@@ -30,8 +31,13 @@ struct HostPhysicalMemory::State {
   std::uint64_t file_capacity = 0;       // the file's length in granules
   // Punched out, reusable: first indices of released handles, by size.
   std::map<std::uint64_t, std::vector<GranuleHandle>> free_handles;
-  // Per index: the size of the live handle starting there (0: none).
-  std::vector<std::uint64_t> handle_at;
+  // Live handles: first index -> granules.
+  std::unordered_map<GranuleHandle, std::uint64_t> handle_at;
+  // The granules of the live handle starting at `h`, 0 when none does.
+  std::uint64_t HandleGranules(GranuleHandle h) const {
+    auto it = handle_at.find(h);
+    return it == handle_at.end() ? 0 : it->second;
+  }
   std::uint64_t held = 0;
   CallCounts calls;
   // manual_events: events are numbered from 1; those up to `completed` are done.
@@ -144,7 +150,6 @@ Status HostPhysicalMemory::CreateGranules(std::size_t count, std::vector<Granule
   }
   for (std::uint64_t i = 0; i < fresh; ++i) {
     out.push_back(s.file_granules);
-    s.handle_at.resize(s.file_granules + n, 0);
     s.handle_at[s.file_granules] = n;
     s.file_granules += n;
   }
@@ -157,16 +162,17 @@ Status HostPhysicalMemory::ReleaseGranule(GranuleHandle granule, std::uint64_t h
   State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);
   const std::uint64_t n = handle_granules;
-  if (granule >= s.handle_at.size() || s.handle_at[granule] == 0)
+  const std::uint64_t held_n = s.HandleGranules(granule);
+  if (held_n == 0)
     return NotFound("host physical memory: granule " + std::to_string(granule) + " is not held");
-  if (s.handle_at[granule] != n)
+  if (held_n != n)
     return InvalidArgument("host physical memory: handle " + std::to_string(granule) + " has " +
-                           std::to_string(s.handle_at[granule]) + " granules, not " + std::to_string(n));
+                           std::to_string(held_n) + " granules, not " + std::to_string(n));
   const std::uint64_t g = s.params.granularity;
   if (fallocate(s.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(granule * g),
                 static_cast<off_t>(n * g)) != 0)
     return Internal("host physical memory: " + Errno("fallocate(PUNCH_HOLE)"));
-  s.handle_at[granule] = 0;
+  s.handle_at.erase(granule);
   s.free_handles[n].push_back(granule);
   s.held -= n;
   ++s.calls.release;
@@ -185,11 +191,12 @@ Status HostPhysicalMemory::Map(void* address, std::span<const GranuleHandle> gra
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     for (GranuleHandle h : granules) {
-      if (h >= s.handle_at.size() || s.handle_at[h] == 0)
+      const std::uint64_t held_n = s.HandleGranules(h);
+      if (held_n == 0)
         return NotFound("host physical memory: granule " + std::to_string(h) + " is not held");
-      if (s.handle_at[h] != n)
+      if (held_n != n)
         return InvalidArgument("host physical memory: handle " + std::to_string(h) + " has " +
-                               std::to_string(s.handle_at[h]) + " granules, not " + std::to_string(n));
+                               std::to_string(held_n) + " granules, not " + std::to_string(n));
     }
   }
   char* at = static_cast<char*>(address);

@@ -741,8 +741,7 @@ Status Validate(const VmmParams& params) {
       params.address_space_bytes > (std::uint64_t{1} << 46))
     return InvalidArgument("vmm: address_space_bytes " + std::to_string(params.address_space_bytes) +
                            " is not between 2 MiB and 64 TiB");
-  if (!(params.growth_slack >= 0.0 && params.growth_slack <= 1.0))
-  {
+  if (!(params.growth_slack >= 0.0 && params.growth_slack <= 1.0)) {
     std::ostringstream value;
     value << params.growth_slack;
     return InvalidArgument("vmm: growth_slack " + value.str() + " is not between 0 and 1");
