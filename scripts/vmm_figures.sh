@@ -25,8 +25,9 @@ name = j["trace"].split("/")[-1]
 for r in j["results"]:
     v = r.get("vmm")
     w = r.get("vmm_warm")
-    extra = "" if not v else "maps %d, pages %d, re-stitched %d, syncs %d; warm re-stitched %d" % (
-        v["map_calls"], v["pages_mapped"], v["pages_restitched"], v["synchronizations"], w["pages_restitched"])
+    extra = "" if not v else "handles %d, maps %d, pages %d, re-stitched %d, syncs %d; warm: maps %d" % (
+        v["handles_created"], v["map_calls"], v["pages_mapped"], v["pages_restitched"], v["synchronizations"],
+        w["map_calls"])
     b = r.get("backend")
     if b: extra = "handles %d" % b["handles_created"]
     warm = r.get("warm_ns_per_op")

@@ -213,6 +213,9 @@ VmmAllocator::Counters CountersSince(const VmmAllocator::Counters& now, const Vm
   d.pages_unmapped = now.pages_unmapped - then.pages_unmapped;
   d.pages_restitched = now.pages_restitched - then.pages_restitched;
   d.granules_created = now.granules_created - then.granules_created;
+  d.handles_created = now.handles_created - then.handles_created;
+  d.handles_mapped = now.handles_mapped - then.handles_mapped;
+  d.handles_unmapped = now.handles_unmapped - then.handles_unmapped;
   d.granules_released = now.granules_released - then.granules_released;
   d.synchronizations = now.synchronizations - then.synchronizations;
   d.events_recorded = now.events_recorded - then.events_recorded;

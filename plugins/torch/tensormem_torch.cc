@@ -40,14 +40,14 @@ std::array<std::unique_ptr<Device>, kMaxDevices> g_devices;
 std::array<std::string, kMaxDevices> g_device_errors;  // why a device could not start
 thread_local std::string t_last_error;
 
-// TENSORMEM_VMM_LIMIT etc.: a whole number of bytes, or the error says which.
+// TENSORMEM_VMM_LIMIT etc.: a whole number, or the error says which.
 Status ReadSize(const char* name, std::optional<std::uint64_t>* out) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return Status::Ok();
   char* end = nullptr;
   const unsigned long long x = std::strtoull(v, &end, 10);
   if (*end != '\0' || v[0] == '-')
-    return tensormem::InvalidArgument(std::string(name) + "='" + v + "' is not a whole number of bytes");
+    return tensormem::InvalidArgument(std::string(name) + "='" + v + "' is not a whole number");
   *out = x;
   return Status::Ok();
 }
@@ -72,6 +72,9 @@ Result<VmmParams> ParamsFromEnvironment() {
   std::optional<double> slack;
   if (Status s = ReadFraction("TENSORMEM_VMM_GROWTH_SLACK", &slack); !s.ok()) return s;
   if (slack) p.growth_slack = *slack;
+  std::optional<std::uint64_t> max_handle;
+  if (Status s = ReadSize("TENSORMEM_VMM_MAX_HANDLE", &max_handle); !s.ok()) return s;
+  if (max_handle) p.max_handle_granules = *max_handle;
   if (limit) p.memory_limit = *limit;
   if (small) p.small_request_bytes = *small;
   if (restitch) p.restitch_before_growing = *restitch != 0;
@@ -159,6 +162,9 @@ TM_EXPORT size_t tensormem_torch_stats(int device, char* buf, size_t len) {
            ",\"pages_restitched\":" + std::to_string(c.pages_restitched) +
            ",\"granules_created\":" + std::to_string(c.granules_created) +
            ",\"granules_released\":" + std::to_string(c.granules_released) +
+           ",\"handles_created\":" + std::to_string(c.handles_created) +
+           ",\"handles_mapped\":" + std::to_string(c.handles_mapped) +
+           ",\"handles_unmapped\":" + std::to_string(c.handles_unmapped) +
            ",\"synchronizations\":" + std::to_string(c.synchronizations) +
            ",\"events_recorded\":" + std::to_string(c.events_recorded) +
            ",\"granularity\":" + std::to_string(vmm->granularity()) + "}";

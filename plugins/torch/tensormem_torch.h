@@ -11,7 +11,8 @@
  * Settings come from the environment, read once at the first allocation:
  * TENSORMEM_VMM_LIMIT (bytes per device), TENSORMEM_VMM_SMALL (small-request
  * threshold), TENSORMEM_VMM_RESTITCH (0 or 1), TENSORMEM_VMM_GROWTH_SLACK
- * (0 to 1: VmmParams::growth_slack). A failed allocation returns
+ * (0 to 1: VmmParams::growth_slack), TENSORMEM_VMM_MAX_HANDLE (granules per
+ * handle, VmmParams::max_handle_granules). A failed allocation returns
  * NULL (PyTorch raises its out-of-memory error) and leaves its report in
  * tensormem_torch_last_error(). stream is a cudaStream_t. */
 #ifndef TENSORMEM_TORCH_H_

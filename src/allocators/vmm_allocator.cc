@@ -58,8 +58,13 @@ struct BySizeThenOffset {
 
 struct Page {
   bool mapped = false;
-  GranuleHandle granule = 0;
+  GranuleHandle granule = 0;  // the handle mapped here (shared by a run handle's pages)
   std::uint32_t touch = 0;  // live blocks on this page
+  // A handle of several granules (a run handle) covers pages head..head +
+  // handle_pages - 1: the first page holds handle_pages, every page its
+  // distance from the first. A single granule: 1 and 0.
+  std::uint32_t handle_pages = 1;
+  std::uint32_t head_offset = 0;
   std::uint64_t cached_seq = 0;
   std::uint64_t lru_prev = kNoPage, lru_next = kNoPage;
 };
@@ -235,40 +240,32 @@ struct VmmAllocator::State {
     const std::uint64_t n = RoundUp(end_offset, g) / g;
     if (s.pages.size() < n) s.pages.resize(std::max<std::uint64_t>(n, std::min<std::uint64_t>(s.pages.size() * 2, s.size / g)));
   }
-  std::uint64_t FirstPage(const Block* b) const { return b->offset / g; }
-  std::uint64_t LastPage(const Block* b) const { return (b->offset + b->size - 1) / g; }
 
-  // Takes `count` granules for pages outside [first, last] of space `si`
-  // (already touched, so not in the LRU): from the pool, then cached pages
-  // and new granules in the order the params say. All or nothing: on
-  // failure what was taken goes to the pool.
-  Status AcquireGranules(std::size_t count, std::vector<GranuleHandle>& out) {
+  // Backs `count` pages being mapped (already touched, so not in the list):
+  // single granules from the pool and from re-stitched cached pages go to
+  // `out`; `reserved` counts new granules the caller creates (one handle
+  // per run of pages, see TouchAndMap), already counted as held. With
+  // `allow_create` false only the pool and the cache serve. All or
+  // nothing: on failure the singles go back to the pool and nothing stays
+  // reserved.
+  Status AcquireGranules(std::size_t count, std::vector<GranuleHandle>& out, std::size_t& reserved,
+                         bool allow_create) {
+    const std::size_t out_before = out.size();
+    const std::size_t reserved_before = reserved;
     const std::size_t from_pool = std::min(count, pool.size());
     out.insert(out.end(), pool.end() - static_cast<std::ptrdiff_t>(from_pool), pool.end());
     pool.resize(pool.size() - from_pool);
     std::size_t need = count - from_pool;
-    Status created_status = Status::Ok();
     auto create = [&](std::size_t want) {
-      if (want == 0) return;
+      if (want == 0 || !allow_create) return;
       std::uint64_t allowed = want;
       if (params.memory_limit) {
         const std::uint64_t limit_granules = *params.memory_limit / g;
         allowed = limit_granules > held ? std::min<std::uint64_t>(want, limit_granules - held) : 0;
       }
-      if (allowed == 0) return;
-      const std::size_t before = out.size();
-      Status st = memory->CreateGranules(allowed, out);
-      if (!st.ok() && allowed > 1) {
-        // The device may grant fewer: one at a time.
-        st = Status::Ok();
-        for (std::uint64_t i = 0; i < allowed && st.ok(); ++i) st = memory->CreateGranules(1, out);
-      }
-      if (!st.ok()) created_status = st;
-      const std::size_t got = out.size() - before;
-      held += got;
-      peak_held = std::max(peak_held, held);
-      counters.granules_created += got;
-      need -= got;
+      held += allowed;
+      reserved += allowed;
+      need -= allowed;
     };
     // Takes the newest cached page that needs no wait for the device (any
     // cached page, after a Synchronize, when `may_wait`) and the cached pages
@@ -277,6 +274,9 @@ struct VmmAllocator::State {
     // ago is the one the next iteration of a training step reaches soonest,
     // so taking the oldest moved most pages again in every step (17,522 of
     // 19,661 per pass on transformer_ctx128_fullstep; 1,062 newest first).
+    // A run handle moves only whole, once no live block is on any of its
+    // pages: it is unmapped and released, and its granules created again
+    // where they are needed.
     auto restitch = [&](bool may_wait) -> Status {
       PollFence();
       for (int round = 0; round < 2 && need > 0; ++round) {
@@ -291,25 +291,57 @@ struct VmmAllocator::State {
         std::uint64_t unsafe = kNoPage;
         for (std::uint64_t id = lru_tail; id != kNoPage && PageAt(id).cached_seq > safe_seq; id = PageAt(id).lru_prev)
           unsafe = id;
-        while (need > 0) {
-          const std::uint64_t id = unsafe == kNoPage ? lru_tail : PageAt(unsafe).lru_prev;
-          if (id == kNoPage) break;
+        auto newest_safe = [&] { return unsafe == kNoPage ? lru_tail : PageAt(unsafe).lru_prev; };
+        std::uint64_t id = newest_safe();
+        while (need > 0 && id != kNoPage) {
           Space& s = spaces[id >> kPageBits];
-          const std::uint64_t first = id & ((std::uint64_t{1} << kPageBits) - 1);
-          std::uint64_t end = first + 1;
-          while (end - first < need && end < s.pages.size() && s.pages[end].mapped && s.pages[end].touch == 0 &&
-                 s.pages[end].cached_seq <= safe_seq)
-            ++end;
-          TM_RETURN_IF_ERROR(memory->Unmap(s.base + first * g, end - first));
-          for (std::uint64_t i = first; i < end; ++i) {
-            const std::uint64_t pid = (std::uint64_t(s.index) << kPageBits) | i;
-            LruRemove(pid);
-            s.pages[i].mapped = false;
-            out.push_back(s.pages[i].granule);
+          const std::uint64_t i = id & ((std::uint64_t{1} << kPageBits) - 1);
+          const std::uint64_t head = i - s.pages[i].head_offset;
+          const std::uint64_t n = s.pages[head].handle_pages;
+          const std::uint64_t older = s.pages[i].lru_prev;
+          if (n > 1) {
+            bool free_whole = true;
+            for (std::uint64_t k = head; k < head + n && free_whole; ++k)
+              free_whole = s.pages[k].touch == 0 && s.pages[k].cached_seq <= safe_seq;
+            if (!free_whole) {  // a live block is on another of its pages
+              id = older;
+              continue;
+            }
+            const GranuleHandle h = s.pages[head].granule;
+            TM_RETURN_IF_ERROR(memory->Unmap(s.base + head * g, 1, n));
+            ++counters.handles_unmapped;
+            for (std::uint64_t k = head; k < head + n; ++k) {
+              LruRemove((std::uint64_t(s.index) << kPageBits) | k);
+              s.pages[k] = Page{};
+            }
+            TM_RETURN_IF_ERROR(memory->ReleaseGranule(h, n));
+            held -= n;
+            counters.granules_released += n;
+            counters.pages_unmapped += n;
+            const std::uint64_t again = std::min<std::uint64_t>(n, need);
+            held += again;
+            reserved += again;
+            need -= again;
+            counters.pages_restitched += again;
+          } else {
+            std::uint64_t end = i + 1;
+            while (end - i < need && end < s.pages.size() && s.pages[end].mapped && s.pages[end].touch == 0 &&
+                   s.pages[end].cached_seq <= safe_seq && s.pages[end].handle_pages == 1 &&
+                   s.pages[end].head_offset == 0)
+              ++end;
+            TM_RETURN_IF_ERROR(memory->Unmap(s.base + i * g, end - i));
+            counters.handles_unmapped += end - i;
+            for (std::uint64_t k = i; k < end; ++k) {
+              LruRemove((std::uint64_t(s.index) << kPageBits) | k);
+              s.pages[k].mapped = false;
+              out.push_back(s.pages[k].granule);
+            }
+            counters.pages_unmapped += end - i;
+            counters.pages_restitched += end - i;
+            need -= end - i;
           }
-          counters.pages_unmapped += end - first;
-          counters.pages_restitched += end - first;
-          need -= end - first;
+          // Go on from the next older page, unless it was just taken.
+          id = older != kNoPage && PageAt(older).mapped && PageAt(older).touch == 0 ? older : newest_safe();
         }
       }
       return Status::Ok();
@@ -329,12 +361,13 @@ struct VmmAllocator::State {
       st = restitch(true);
     }
     if (st.ok() && need == 0) return Status::Ok();
-    pool.insert(pool.end(), out.end() - static_cast<std::ptrdiff_t>(count - need), out.end());
-    out.resize(out.size() - (count - need));
+    pool.insert(pool.end(), out.begin() + static_cast<std::ptrdiff_t>(out_before), out.end());
+    out.resize(out_before);
+    held -= reserved - reserved_before;
+    reserved = reserved_before;
     if (!st.ok()) return st;
     std::string why = "needs " + std::to_string(need) + " more granule(s) of " + HumanBytes(g);
     if (params.memory_limit) why += "; the limit is " + HumanBytes(*params.memory_limit);
-    if (!created_status.ok()) why += "; the device refused: " + created_status.message();
     return ResourceExhausted(why);
   }
 
@@ -363,48 +396,129 @@ struct VmmAllocator::State {
   }
 
   // Touches the pages of [offset, offset + size) of s and maps those not
-  // mapped. On failure nothing is touched.
+  // mapped: single granules (pool, re-stitched) on the first of them, new
+  // granules on the rest, one handle per run of consecutive pages with
+  // `run_handles` (one create and one map call for the run). On failure
+  // nothing is touched and nothing leaks.
   Status TouchAndMap(Space& s, std::uint64_t offset, std::uint64_t size) {
     const std::uint64_t first = offset / g, last = (offset + size - 1) / g;
     EnsurePages(s, offset + size);
-    std::size_t unmapped = 0;
+    std::vector<std::uint64_t> todo;  // the pages to map, in address order
     for (std::uint64_t i = first; i <= last; ++i) {
       Page& p = s.pages[i];
       if (p.touch++ == 0) {
         ++touched;
         if (p.mapped) LruRemove((std::uint64_t(s.index) << kPageBits) | i);
       }
-      if (!p.mapped) ++unmapped;
+      if (!p.mapped) todo.push_back(i);
     }
     peak_touched = std::max(peak_touched, touched);
-    if (unmapped == 0) return Status::Ok();
-    std::vector<GranuleHandle> granules;
-    granules.reserve(unmapped);
-    Status st = AcquireGranules(unmapped, granules);
-    std::size_t used = 0;
-    // Map each run of unmapped pages with one call.
-    for (std::uint64_t i = first; st.ok() && i <= last;) {
-      if (s.pages[i].mapped) {
-        ++i;
-        continue;
+    if (todo.empty()) return Status::Ok();
+    std::vector<GranuleHandle> singles;
+    singles.reserve(todo.size());
+    std::size_t reserved = 0;
+    if (Status st = AcquireGranules(todo.size(), singles, reserved, true); !st.ok()) {
+      Untouch(s, offset, size);
+      return st;
+    }
+    // What backs each page of todo: a handle and its pages at the first
+    // page of a handle, pages 0 on the others of a run handle.
+    struct Backing {
+      GranuleHandle handle = 0;
+      std::uint64_t pages = 0;
+      bool set = false;
+    };
+    std::vector<Backing> back(todo.size());
+    for (std::size_t k = 0; k < singles.size(); ++k) back[k] = {singles[k], 1, true};
+    Status refused = Status::Ok();
+    std::size_t uncovered = 0;
+    for (std::size_t k = singles.size(); k < todo.size();) {
+      std::size_t j = k + 1;
+      while (j - k < params.max_handle_granules && j < todo.size() && todo[j] == todo[j - 1] + 1) ++j;
+      std::vector<GranuleHandle> h;
+      if (j - k > 1 && memory->CreateGranules(1, h, j - k).ok()) {
+        back[k] = {h[0], j - k, true};
+        for (std::size_t m = k + 1; m < j; ++m) back[m] = {h[0], 0, true};
+        counters.granules_created += j - k;
+        ++counters.handles_created;
+      } else {
+        // One granule a page: the device may grant fewer, or no large one.
+        for (std::size_t m = k; m < j; ++m) {
+          h.clear();
+          if (Status st = memory->CreateGranules(1, h); st.ok()) {
+            back[m] = {h[0], 1, true};
+            ++counters.granules_created;
+            ++counters.handles_created;
+          } else {
+            refused = st;
+            ++uncovered;
+          }
+        }
       }
-      std::uint64_t j = i;
-      while (j <= last && !s.pages[j].mapped) ++j;
-      const std::span<const GranuleHandle> run(granules.data() + used, j - i);
-      st = memory->Map(s.base + i * g, run);
+      k = j;
+    }
+    Status st = Status::Ok();
+    if (uncovered > 0) {
+      // The device refused some: what it did not grant comes from the cache.
+      held -= uncovered;
+      std::vector<GranuleHandle> more;
+      std::size_t none = 0;
+      st = AcquireGranules(uncovered, more, none, false);
+      if (st.ok()) {
+        std::size_t next = 0;
+        for (Backing& b : back)
+          if (!b.set) b = {more[next++], 1, true};
+      } else if (st.code() == StatusCode::kResourceExhausted) {
+        st = ResourceExhausted(st.message() + "; the device refused: " + refused.message());
+      }
+    }
+    // Map: a run of pages on single granules with one call, a run handle with one.
+    std::size_t mapped_upto = 0;  // back[0, mapped_upto) are mapped
+    for (std::size_t k = 0; st.ok() && k < todo.size();) {
+      std::size_t j = k + 1;
+      if (back[k].pages == 1) {
+        while (j < todo.size() && back[j].pages == 1 && todo[j] == todo[j - 1] + 1) ++j;
+        std::vector<GranuleHandle> run;
+        for (std::size_t m = k; m < j; ++m) run.push_back(back[m].handle);
+        st = memory->Map(s.base + todo[k] * g, run);
+      } else {
+        j = k + back[k].pages;
+        const GranuleHandle one[] = {back[k].handle};
+        st = memory->Map(s.base + todo[k] * g, one, back[k].pages);
+      }
       if (!st.ok()) break;
       ++counters.map_calls;
-      counters.pages_mapped += j - i;
-      for (std::uint64_t k = i; k < j; ++k) {
-        s.pages[k].mapped = true;
-        s.pages[k].granule = granules[used++];
+      counters.pages_mapped += j - k;
+      counters.handles_mapped += back[k].pages == 1 ? j - k : 1;
+      for (std::size_t m = k; m < j; ++m) {
+        Page& p = s.pages[todo[m]];
+        p.mapped = true;
+        p.granule = back[m].handle;
+        p.handle_pages = back[k].pages == 1 ? 1 : (m == k ? static_cast<std::uint32_t>(back[k].pages) : 1);
+        p.head_offset = back[k].pages == 1 ? 0 : static_cast<std::uint32_t>(m - k);
       }
-      i = j;
+      mapped_upto = j;
+      k = j;
     }
-    if (st.ok()) return Status::Ok();
-    // Undo: granules not mapped go to the pool; pages mapped now stay
-    // mapped and become cached when their touch drops back to 0.
-    pool.insert(pool.end(), granules.begin() + static_cast<std::ptrdiff_t>(used), granules.end());
+    if (st.ok()) {
+      peak_held = std::max(peak_held, held);
+      return Status::Ok();
+    }
+    // Undo: single granules not mapped go to the pool, run handles not
+    // mapped back to the device; pages mapped now stay mapped and become
+    // cached when their touch drops back to 0.
+    for (std::size_t k = mapped_upto; k < todo.size(); ++k) {
+      const Backing& b = back[k];
+      if (!b.set || b.pages == 0) continue;
+      if (b.pages == 1) {
+        pool.push_back(b.handle);
+      } else {
+        (void)memory->ReleaseGranule(b.handle, b.pages);
+        held -= b.pages;
+        counters.granules_released += b.pages;
+      }
+    }
+    peak_held = std::max(peak_held, held);
     Untouch(s, offset, size);
     return st;
   }
@@ -669,17 +783,43 @@ struct VmmAllocator::State {
       ++counters.synchronizations;
       safe_seq = cache_seq;
     }
-    while (lru_head != kNoPage) {
-      const std::uint64_t id = lru_head;
-      Page& p = PageAt(id);
-      Space& s = spaces[id >> kPageBits];
-      TM_RETURN_IF_ERROR(memory->Unmap(s.base + (id & ((std::uint64_t{1} << kPageBits) - 1)) * g, 1));
-      LruRemove(id);
-      p.mapped = false;
-      ++counters.pages_unmapped;
-      pool.push_back(p.granule);
-    }
     std::uint64_t released = 0;
+    // Run handles go back whole where no live block is on any of their
+    // pages; a run handle partly under a live block stays cached.
+    std::vector<std::uint64_t> cached;
+    for (std::uint64_t id = lru_head; id != kNoPage; id = PageAt(id).lru_next) cached.push_back(id);
+    for (const std::uint64_t id : cached) {
+      Space& s = spaces[id >> kPageBits];
+      const std::uint64_t i = id & ((std::uint64_t{1} << kPageBits) - 1);
+      Page& p = s.pages[i];
+      if (!p.mapped) continue;  // released with its run handle
+      const std::uint64_t head = i - p.head_offset;
+      const std::uint64_t n = s.pages[head].handle_pages;
+      if (n == 1) {
+        TM_RETURN_IF_ERROR(memory->Unmap(s.base + i * g, 1));
+        LruRemove(id);
+        p.mapped = false;
+        ++counters.pages_unmapped;
+        ++counters.handles_unmapped;
+        pool.push_back(p.granule);
+        continue;
+      }
+      bool free_whole = true;
+      for (std::uint64_t k = head; k < head + n && free_whole; ++k) free_whole = s.pages[k].touch == 0;
+      if (!free_whole) continue;
+      const GranuleHandle h = s.pages[head].granule;
+      TM_RETURN_IF_ERROR(memory->Unmap(s.base + head * g, 1, n));
+      for (std::uint64_t k = head; k < head + n; ++k) {
+        LruRemove((std::uint64_t(s.index) << kPageBits) | k);
+        s.pages[k] = Page{};
+      }
+      counters.pages_unmapped += n;
+      ++counters.handles_unmapped;
+      TM_RETURN_IF_ERROR(memory->ReleaseGranule(h, n));
+      held -= n;
+      counters.granules_released += n;
+      released += n * g;
+    }
     while (!pool.empty()) {
       TM_RETURN_IF_ERROR(memory->ReleaseGranule(pool.back()));
       pool.pop_back();
@@ -741,6 +881,9 @@ Status Validate(const VmmParams& params) {
       params.address_space_bytes > (std::uint64_t{1} << 46))
     return InvalidArgument("vmm: address_space_bytes " + std::to_string(params.address_space_bytes) +
                            " is not between 2 MiB and 64 TiB");
+  if (params.max_handle_granules < 1 || params.max_handle_granules > (std::uint64_t{1} << 20))
+    return InvalidArgument("vmm: max_handle_granules " + std::to_string(params.max_handle_granules) +
+                           " is not between 1 and 2^20");
   if (!(params.growth_slack >= 0.0 && params.growth_slack <= 1.0)) {
     std::ostringstream value;
     value << params.growth_slack;
@@ -802,9 +945,13 @@ VmmAllocator::~VmmAllocator() {
   for (Space& sp : s.spaces) {
     if (sp.base == nullptr) continue;
     for (std::uint64_t i = 0; i < sp.pages.size(); ++i) {
-      if (!sp.pages[i].mapped) continue;
-      (void)s.memory->Unmap(sp.base + i * s.g, 1);
-      s.pool.push_back(sp.pages[i].granule);
+      const Page& p = sp.pages[i];
+      if (!p.mapped || p.head_offset != 0) continue;  // a run handle goes with its first page
+      (void)s.memory->Unmap(sp.base + i * s.g, 1, p.handle_pages);
+      if (p.handle_pages == 1)
+        s.pool.push_back(p.granule);
+      else
+        (void)s.memory->ReleaseGranule(p.granule, p.handle_pages);
     }
     (void)s.memory->FreeAddressRange(sp.base, sp.size);
   }

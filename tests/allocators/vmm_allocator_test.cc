@@ -125,7 +125,7 @@ TEST(HostPhysicalMemory, HandlesOfSeveralGranulesMoveAsAWhole) {
 
 TEST(VmmAllocator, ValidatesEveryParameter) {
   auto m = Host();
-  std::vector<VmmParams> bad(9);
+  std::vector<VmmParams> bad(11);
   bad[0].block_rounding_bytes = 0;
   bad[1].block_rounding_bytes = 384;
   bad[2].block_rounding_bytes = std::uint64_t{1} << 20;
@@ -135,6 +135,8 @@ TEST(VmmAllocator, ValidatesEveryParameter) {
   bad[6].growth_slack = -0.01;
   bad[7].growth_slack = 1.5;
   bad[8].growth_slack = std::nan("");
+  bad[9].max_handle_granules = 0;
+  bad[10].max_handle_granules = (std::uint64_t{1} << 20) + 1;
   for (std::size_t i = 0; i < bad.size(); ++i)
     EXPECT_EQ(VmmAllocator::Create(*m, bad[i]).status().code(), StatusCode::kInvalidArgument) << i;
   VmmParams huge_small;
@@ -253,6 +255,71 @@ TEST(VmmAllocator, ReStitchingTakesTheNewestPageThatNeedsNoWait) {
       EXPECT_EQ(v->counters().synchronizations, 1u);
     }
   }
+}
+
+// New granules for a run of pages come as handles of up to
+// max_handle_granules (one create and one map call each on a GPU).
+TEST(VmmAllocator, ARunOfNewPagesComesAsFewHandles) {
+  for (std::uint64_t max_handle : {std::uint64_t{1}, std::uint64_t{4}, std::uint64_t{16}}) {
+    SCOPED_TRACE(max_handle);
+    auto m = Host();
+    const std::uint64_t g = m->granularity();
+    VmmParams p;
+    p.max_handle_granules = max_handle;
+    auto v = Vmm(*m, p);
+    Result<void*> a = v->Allocate(10 * g);
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    Fill(*a, 10 * g, 9);
+    const std::uint64_t handles = (10 + max_handle - 1) / max_handle;
+    EXPECT_EQ(v->counters().handles_created, handles);
+    EXPECT_EQ(v->counters().handles_mapped, handles);
+    EXPECT_EQ(v->counters().granules_created, 10u);
+    EXPECT_EQ(m->call_counts().create, handles);
+    EXPECT_TRUE(Intact(*a, 10 * g, 9));
+    ASSERT_TRUE(v->Deallocate(*a).ok());
+    Result<std::uint64_t> released = v->ReleaseCachedMemory();
+    ASSERT_TRUE(released.ok());
+    EXPECT_EQ(*released, 10 * g);
+    EXPECT_EQ(m->granules_held(), 0u);
+  }
+}
+
+// A run handle moves only whole: while a live block is on one of its pages
+// the others stay where they are (a request that needs them fails under the
+// limit); once none is, it is released and its granules created again where
+// they are needed.
+TEST(VmmAllocator, ARunHandleMovesOnlyWhole) {
+  auto m = Host();
+  const std::uint64_t g = m->granularity();
+  VmmParams p;
+  p.memory_limit = 6 * g;
+  auto v = Vmm(*m, p);
+  Result<void*> a = v->Allocate(4 * g);  // pages 0-3: one handle
+  Result<void*> x = v->Allocate(g);      // page 4: keeps A's block off the top
+  ASSERT_TRUE(a.ok() && x.ok());
+  Fill(*x, g, 8);
+  ASSERT_TRUE(v->Deallocate(*a).ok());
+  const std::uint64_t d_bytes = g / 2 + 4096;  // over 1 MiB: the large space
+  Result<void*> d = v->Allocate(d_bytes);      // back on page 0
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(*d, *a);
+  Fill(*d, d_bytes, 4);
+  Result<void*> e = v->Allocate(4 * g);  // at the top: pages 1-3 cannot move
+  EXPECT_EQ(e.status().code(), StatusCode::kResourceExhausted) << e.status().ToString();
+  EXPECT_EQ(v->GetStats().bytes_reserved, 5 * g);
+  EXPECT_EQ(v->counters().granules_released, 0u);
+  EXPECT_TRUE(Intact(*d, d_bytes, 4));
+  ASSERT_TRUE(v->Deallocate(*d).ok());
+  e = v->Allocate(5 * g);  // now A's handle goes whole, its granules made again at the top
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  Fill(*e, 5 * g, 5);
+  EXPECT_EQ(v->counters().granules_released, 4u);
+  EXPECT_EQ(v->GetStats().bytes_reserved, 6 * g);
+  EXPECT_EQ(m->granules_held(), 6u);
+  EXPECT_TRUE(Intact(*e, 5 * g, 5));
+  EXPECT_TRUE(Intact(*x, g, 8));
+  ASSERT_TRUE(v->Deallocate(*e).ok());
+  ASSERT_TRUE(v->Deallocate(*x).ok());
 }
 
 TEST(VmmAllocator, FreedGranulesAnywhereServeARequestElsewhere) {

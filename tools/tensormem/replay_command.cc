@@ -57,6 +57,7 @@ struct ReplayOptions {
   std::optional<std::uint64_t> vmm_rounding;
   bool vmm_grow_first = false;
   std::optional<double> vmm_growth_slack;
+  std::optional<std::uint64_t> vmm_max_handle;
 };
 
 // The BFC parameters for one preset with the --bfc-* changes on top; every
@@ -92,6 +93,7 @@ int RunReplay(const ReplayOptions& o) {
   if (o.vmm_rounding) base.vmm.block_rounding_bytes = *o.vmm_rounding;
   if (o.vmm_grow_first) base.vmm.restitch_before_growing = false;
   if (o.vmm_growth_slack) base.vmm.growth_slack = *o.vmm_growth_slack;
+  if (o.vmm_max_handle) base.vmm.max_handle_granules = *o.vmm_max_handle;
   if (Status st = Validate(base.vmm); !st.ok()) return ReportError(st);
   Result<ReplayDevice> device = ParseReplayDevice(o.device);
   if (!device.ok()) return ReportError(device.status());
@@ -196,6 +198,9 @@ int RunReplay(const ReplayOptions& o) {
                               {"pages_unmapped", c.pages_unmapped},
                               {"pages_restitched", c.pages_restitched},
                               {"granules_created", c.granules_created},
+                              {"handles_created", c.handles_created},
+                              {"handles_mapped", c.handles_mapped},
+                              {"handles_unmapped", c.handles_unmapped},
                               {"synchronizations", c.synchronizations},
                               {"events_recorded", c.events_recorded}};
       };
@@ -316,6 +321,10 @@ void AddReplayCommand(CLI::App& app, int* exit_code) {
       ->check(Unsigned64(1, std::uint64_t{1} << 62));
   cmd->add_flag("--vmm-grow-first", o->vmm_grow_first,
                 "vmm: create granules before re-stitching cached ones (like expandable segments)");
+  cmd->add_option("--vmm-max-handle", o->vmm_max_handle,
+                  "vmm: new granules for a run of pages come as handles of up to this many granules (16; 1 = a "
+                  "handle per granule)")
+      ->check(Unsigned64(1, std::uint64_t{1} << 20));
   cmd->add_option("--vmm-growth-slack", o->vmm_growth_slack,
                   "vmm: create granules rather than re-stitch while the memory held stays within this fraction "
                   "above the most pages ever touched at once (0 to 1)")
