@@ -699,7 +699,8 @@ PYBIND11_MODULE(_tensormem, m) {
     return a;
   });
 #if TENSORMEM_PY_HAVE_VMM
-  m.def("_vmm", [](std::optional<std::uint64_t> memory_limit, std::uint64_t granularity, double growth_slack) {
+  m.def("_vmm", [](std::optional<std::uint64_t> memory_limit, std::uint64_t granularity, double growth_slack,
+                   std::uint64_t max_handle_granules) {
     auto a = std::make_unique<PyAllocator>();
     HostPhysicalMemoryParams hp;
     hp.granularity = granularity;
@@ -707,6 +708,7 @@ PYBIND11_MODULE(_tensormem, m) {
     VmmParams vp;
     vp.memory_limit = memory_limit;
     vp.growth_slack = growth_slack;
+    vp.max_handle_granules = max_handle_granules;
     a->resource = Take(VmmAllocator::Create(*a->physical, vp));
     return a;
   });

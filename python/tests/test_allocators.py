@@ -79,3 +79,5 @@ def test_vmm_growth_slack_is_checked():
     a.free(a.allocate(1 << 20))
     with pytest.raises(ValueError, match="growth_slack"):
         tm.VmmAllocator(growth_slack=1.5)
+    with pytest.raises(ValueError, match="max_handle_granules"):
+        tm.VmmAllocator(max_handle_granules=0)
