@@ -6,7 +6,8 @@
 #   main.log       everything below, with the elapsed seconds
 #   build.log      configure and build (carried prefix, no ONNX, no benchmarks)
 #   vmm_cuda.txt   every shared trace: vmm, bfc_compact, bfc on the device
-#                  (cold and warm passes), then vmm with growth slack 0.05
+#                  (cold and warm passes), then vmm with a handle per granule
+#                  (the H200 baseline of 2026-11-27) and with growth slack 0.05
 #   e2e.jsonl      GPT-2 training (varying length) and generation with the
 #                  plug-in, against default and expandable, one process each
 #   san_*.log      the CUDA tests under compute-sanitizer memcheck
@@ -46,10 +47,12 @@ timeout 90 "$build/tests/allocators/allocators_test" --gtest_filter='Cuda*:*Vmm*
 timeout 60 "$build/tests/allocators/torch_plugin_test" 2>&1 | grep -vE "^\[ RUN|^$" | tail -10
 stamp "our replays on cuda"
 timeout 150 scripts/vmm_figures.sh "$build" 3 cuda 2>&1 | tee "$out/vmm_cuda.txt"
-echo "== vmm --vmm-growth-slack 0.05" | tee -a "$out/vmm_cuda.txt"
-for t in /tmp/traces/*.csv; do
-  timeout 60 "$build/tools/tensormem/tensormem" replay "$t" -a vmm -r 3 --device cuda --vmm-growth-slack 0.05 |
-    grep -E "^vmm|warm pass" | tee -a "$out/vmm_cuda.txt"
+for flags in "--vmm-max-handle 1" "--vmm-growth-slack 0.05"; do
+  echo "== vmm $flags" | tee -a "$out/vmm_cuda.txt"
+  for t in /tmp/traces/*.csv; do
+    timeout 60 "$build/tools/tensormem/tensormem" replay "$t" -a vmm -r 3 --device cuda $flags |
+      grep -E "^vmm|warm pass" | tee -a "$out/vmm_cuda.txt"
+  done
 done
 wait $ext
 tail -2 /tmp/ext.log
