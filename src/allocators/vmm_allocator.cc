@@ -241,6 +241,31 @@ struct VmmAllocator::State {
     if (s.pages.size() < n) s.pages.resize(std::max<std::uint64_t>(n, std::min<std::uint64_t>(s.pages.size() * 2, s.size / g)));
   }
 
+  // A run handle (first page `head`) can go once no live block is on any of
+  // its pages (and, with `safe_only`, the device has finished with them).
+  bool RunHandleFree(const Space& s, std::uint64_t head, bool safe_only) const {
+    for (std::uint64_t k = head; k < head + s.pages[head].handle_pages; ++k)
+      if (s.pages[k].touch != 0 || (safe_only && s.pages[k].cached_seq > safe_seq)) return false;
+    return true;
+  }
+  // Unmaps a free run handle and gives it back to the device; returns its
+  // granules (no longer held).
+  Result<std::uint64_t> ReleaseRunHandle(Space& s, std::uint64_t head) {
+    const std::uint64_t n = s.pages[head].handle_pages;
+    const GranuleHandle h = s.pages[head].granule;
+    TM_RETURN_IF_ERROR(memory->Unmap(s.base + head * g, 1, n));
+    ++counters.handles_unmapped;
+    counters.pages_unmapped += n;
+    for (std::uint64_t k = head; k < head + n; ++k) {
+      LruRemove((std::uint64_t(s.index) << kPageBits) | k);
+      s.pages[k] = Page{};
+    }
+    TM_RETURN_IF_ERROR(memory->ReleaseGranule(h, n));
+    held -= n;
+    counters.granules_released += n;
+    return n;
+  }
+
   // Backs `count` pages being mapped (already touched, so not in the list):
   // single granules from the pool and from re-stitched cached pages go to
   // `out`; `reserved` counts new granules the caller creates (one handle
@@ -300,29 +325,26 @@ struct VmmAllocator::State {
           const std::uint64_t n = s.pages[head].handle_pages;
           const std::uint64_t older = s.pages[i].lru_prev;
           if (n > 1) {
-            bool free_whole = true;
-            for (std::uint64_t k = head; k < head + n && free_whole; ++k)
-              free_whole = s.pages[k].touch == 0 && s.pages[k].cached_seq <= safe_seq;
-            if (!free_whole) {  // a live block is on another of its pages
+            if (!RunHandleFree(s, head, true)) {  // a live block is on another of its pages
               id = older;
               continue;
             }
-            const GranuleHandle h = s.pages[head].granule;
-            TM_RETURN_IF_ERROR(memory->Unmap(s.base + head * g, 1, n));
-            ++counters.handles_unmapped;
-            for (std::uint64_t k = head; k < head + n; ++k) {
-              LruRemove((std::uint64_t(s.index) << kPageBits) | k);
-              s.pages[k] = Page{};
-            }
-            TM_RETURN_IF_ERROR(memory->ReleaseGranule(h, n));
-            held -= n;
-            counters.granules_released += n;
-            counters.pages_unmapped += n;
+            TM_RETURN_IF_ERROR(ReleaseRunHandle(s, head).status());
             const std::uint64_t again = std::min<std::uint64_t>(n, need);
-            held += again;
-            reserved += again;
-            need -= again;
-            counters.pages_restitched += again;
+            if (allow_create) {
+              held += again;  // created by the caller, in runs
+              reserved += again;
+              need -= again;
+              counters.pages_restitched += again;
+            } else if (memory->CreateGranules(again, out).ok()) {
+              // New granules were refused: the memory just given back is
+              // taken again at once, as single granules.
+              held += again;
+              need -= again;
+              counters.granules_created += again;
+              counters.handles_created += again;
+              counters.pages_restitched += again;
+            }
           } else {
             std::uint64_t end = i + 1;
             while (end - i < need && end < s.pages.size() && s.pages[end].mapped && s.pages[end].touch == 0 &&
@@ -397,8 +419,8 @@ struct VmmAllocator::State {
 
   // Touches the pages of [offset, offset + size) of s and maps those not
   // mapped: single granules (pool, re-stitched) on the first of them, new
-  // granules on the rest, one handle per run of consecutive pages with
-  // `run_handles` (one create and one map call for the run). On failure
+  // granules on the rest, a handle per run of up to `max_handle_granules`
+  // consecutive pages (one create and one map call each). On failure
   // nothing is touched and nothing leaks.
   Status TouchAndMap(Space& s, std::uint64_t offset, std::uint64_t size) {
     const std::uint64_t first = offset / g, last = (offset + size - 1) / g;
@@ -494,8 +516,10 @@ struct VmmAllocator::State {
         Page& p = s.pages[todo[m]];
         p.mapped = true;
         p.granule = back[m].handle;
-        p.handle_pages = back[k].pages == 1 ? 1 : (m == k ? static_cast<std::uint32_t>(back[k].pages) : 1);
-        p.head_offset = back[k].pages == 1 ? 0 : static_cast<std::uint32_t>(m - k);
+        // Singles are runs of one page each; a run handle's pages count from k.
+        const bool run_handle = back[k].pages > 1;
+        p.handle_pages = run_handle && m == k ? static_cast<std::uint32_t>(back[k].pages) : 1;
+        p.head_offset = run_handle ? static_cast<std::uint32_t>(m - k) : 0;
       }
       mapped_upto = j;
       k = j;
@@ -794,8 +818,7 @@ struct VmmAllocator::State {
       Page& p = s.pages[i];
       if (!p.mapped) continue;  // released with its run handle
       const std::uint64_t head = i - p.head_offset;
-      const std::uint64_t n = s.pages[head].handle_pages;
-      if (n == 1) {
+      if (s.pages[head].handle_pages == 1) {
         TM_RETURN_IF_ERROR(memory->Unmap(s.base + i * g, 1));
         LruRemove(id);
         p.mapped = false;
@@ -804,20 +827,8 @@ struct VmmAllocator::State {
         pool.push_back(p.granule);
         continue;
       }
-      bool free_whole = true;
-      for (std::uint64_t k = head; k < head + n && free_whole; ++k) free_whole = s.pages[k].touch == 0;
-      if (!free_whole) continue;
-      const GranuleHandle h = s.pages[head].granule;
-      TM_RETURN_IF_ERROR(memory->Unmap(s.base + head * g, 1, n));
-      for (std::uint64_t k = head; k < head + n; ++k) {
-        LruRemove((std::uint64_t(s.index) << kPageBits) | k);
-        s.pages[k] = Page{};
-      }
-      counters.pages_unmapped += n;
-      ++counters.handles_unmapped;
-      TM_RETURN_IF_ERROR(memory->ReleaseGranule(h, n));
-      held -= n;
-      counters.granules_released += n;
+      if (!RunHandleFree(s, head, false)) continue;  // after the Synchronize above, all are safe
+      TM_ASSIGN_OR_RETURN(const std::uint64_t n, ReleaseRunHandle(s, head));
       released += n * g;
     }
     while (!pool.empty()) {

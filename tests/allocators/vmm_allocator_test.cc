@@ -451,6 +451,31 @@ TEST(VmmAllocator, ADeviceThatRefusesGranulesGivesAReportAndTheAllocatorGoesOn) 
   EXPECT_EQ(device.held(), 0u);
 }
 
+// The device refuses new granules while a free run handle sits in the
+// cache: the handle goes back to the device and its memory is taken again
+// as single granules for the request.
+TEST(VmmAllocator, ARefusedCreateTakesBackAFreeRunHandle) {
+  auto host = Host();
+  RefusingMemory device(*host, 6);
+  const std::uint64_t g = device.granularity();
+  VmmParams p;
+  p.growth_slack = 1.0;  // create before re-stitching, so the refusal comes first
+  auto v = Vmm(device, p);
+  Result<void*> a = v->Allocate(4 * g);  // one run handle
+  Result<void*> x = v->Allocate(g);      // keeps A's block off the top
+  ASSERT_TRUE(a.ok() && x.ok());
+  ASSERT_TRUE(v->Deallocate(*a).ok());
+  Result<void*> e = v->Allocate(5 * g);  // at the top: only 1 new granule fits the device
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  Fill(*e, 5 * g, 6);
+  EXPECT_EQ(device.held(), 6u);
+  EXPECT_EQ(v->counters().granules_released, 4u);
+  EXPECT_EQ(v->GetStats().bytes_reserved, 6 * g);
+  EXPECT_TRUE(Intact(*e, 5 * g, 6));
+  ASSERT_TRUE(v->Deallocate(*e).ok());
+  ASSERT_TRUE(v->Deallocate(*x).ok());
+}
+
 TEST(VmmAllocator, DoubleFreesAndForeignPointersAreErrors) {
   auto m = Host();
   auto v = Vmm(*m);
