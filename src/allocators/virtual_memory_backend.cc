@@ -130,7 +130,8 @@ Status VirtualMemoryBackend::Commit(State& s, std::uint64_t new_committed) {
   // large (fragmented physical memory) may still grant single granules.
   std::uint64_t per = count;
   std::vector<GranuleHandle> fresh;
-  if (!s.physical->CreateGranules(1, fresh, count).ok()) {
+  if (Status one = s.physical->CreateGranules(1, fresh, count); !one.ok()) {
+    if (count == 1) return one.WithContext("virtual backend");
     per = 1;
     TM_RETURN_IF_ERROR(s.physical->CreateGranules(count, fresh).WithContext("virtual backend"));
   }

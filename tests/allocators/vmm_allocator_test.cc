@@ -630,6 +630,14 @@ TEST(VirtualMemoryBackend, FallsBackToSingleGranulesWhereALargeHandleIsRefused) 
   ASSERT_TRUE(backend.Release(*a, 3 * g).ok());
   EXPECT_EQ(device.held(), 0u);
   EXPECT_EQ(backend.counters().handles_released, 3u);
+  // A refused single granule is an error, and nothing is committed.
+  RefusingMemory full(*host, 1);
+  VirtualMemoryBackend small(full);
+  Result<void*> b = small.Reserve(g, 64);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(small.Reserve(g, 64).status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(small.committed(), g);
+  ASSERT_TRUE(small.Release(*b, g).ok());
 }
 
 TEST(GzipInput, TracesAndProblemsAreReadCompressed) {
