@@ -7,7 +7,8 @@
 #   build.log      configure and build (carried prefix, no ONNX, no benchmarks)
 #   vmm_cuda.txt   every shared trace: vmm, bfc_compact, bfc on the device
 #                  (cold and warm passes), then vmm with a handle per granule
-#                  (the H200 baseline of 2026-11-27) and with growth slack 0.05
+#                  (the H200 baseline of 2026-11-27), with handles of up to 32
+#                  granules and with growth slack 0.05
 #   e2e.jsonl      GPT-2 training (varying length) and generation with the
 #                  plug-in, against default and expandable, one process each
 #   san_*.log      the CUDA tests under compute-sanitizer memcheck
@@ -47,7 +48,7 @@ timeout 90 "$build/tests/allocators/allocators_test" --gtest_filter='Cuda*:*Vmm*
 timeout 60 "$build/tests/allocators/torch_plugin_test" 2>&1 | grep -vE "^\[ RUN|^$" | tail -10
 stamp "our replays on cuda"
 timeout 150 scripts/vmm_figures.sh "$build" 3 cuda 2>&1 | tee "$out/vmm_cuda.txt"
-for flags in "--vmm-max-handle 1" "--vmm-growth-slack 0.05"; do
+for flags in "--vmm-max-handle 1" "--vmm-max-handle 32" "--vmm-growth-slack 0.05"; do
   echo "== vmm $flags" | tee -a "$out/vmm_cuda.txt"
   for t in /tmp/traces/*.csv; do
     timeout 60 "$build/tools/tensormem/tensormem" replay "$t" -a vmm -r 3 --device cuda $flags |
