@@ -101,15 +101,20 @@ std::uint64_t PeakLiveBytesOf(const Trace& trace) {
 
 // One pass through our resource; `stats` receives its statistics after the
 // last event (before the never-freed blocks are freed).
+// `lagging`, when set, is the host device whose clock moves one step per event.
 Result<Pass> ResourcePass(const Trace& trace, MemoryResource& r, std::uint64_t alignment,
-                          AllocatorStats* stats) {
+                          AllocatorStats* stats, HostPhysicalMemory* lagging = nullptr) {
   auto alloc = [&](std::uint64_t size, void** out) -> Status {
+    if (lagging != nullptr) lagging->AdvanceDevice();
     Result<void*> p = r.Allocate(size, alignment);
     if (!p.ok()) return p.status();
     *out = *p;
     return Status::Ok();
   };
-  auto free_fn = [&](void* p) -> Status { return r.Deallocate(p); };
+  auto free_fn = [&](void* p) -> Status {
+    if (lagging != nullptr) lagging->AdvanceDevice();
+    return r.Deallocate(p);
+  };
   std::vector<void*> slots(trace.events.size(), nullptr);
   return Loop(
       trace, slots, alloc, free_fn, [] { return std::uint64_t{0}; },
@@ -147,11 +152,18 @@ struct Ours {
   std::unique_ptr<PhysicalMemory> physical;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<MemoryResource> resource;
+  HostPhysicalMemory* lagging = nullptr;  // physical, when it runs behind
 };
 
 Result<std::unique_ptr<PhysicalMemory>> MakePhysical(const ReplayParams& params) {
-  if (params.device == ReplayDevice::kCuda) return MakeCudaPhysicalMemory(params.cuda_device);
-  TM_ASSIGN_OR_RETURN(std::unique_ptr<HostPhysicalMemory> host, HostPhysicalMemory::Create());
+  if (params.device == ReplayDevice::kCuda) {
+    if (params.device_lag != 0)
+      return InvalidArgument("a device lag is simulated on the host only, not with --device cuda");
+    return MakeCudaPhysicalMemory(params.cuda_device);
+  }
+  HostPhysicalMemoryParams host_params;
+  host_params.event_lag = params.device_lag;
+  TM_ASSIGN_OR_RETURN(std::unique_ptr<HostPhysicalMemory> host, HostPhysicalMemory::Create(host_params));
   return std::unique_ptr<PhysicalMemory>(std::move(host));
 }
 
@@ -218,6 +230,7 @@ VmmAllocator::Counters CountersSince(const VmmAllocator::Counters& now, const Vm
   d.handles_unmapped = now.handles_unmapped - then.handles_unmapped;
   d.granules_released = now.granules_released - then.granules_released;
   d.synchronizations = now.synchronizations - then.synchronizations;
+  d.event_waits = now.event_waits - then.event_waits;
   d.events_recorded = now.events_recorded - then.events_recorded;
   return d;
 }
@@ -234,14 +247,15 @@ Result<Pass> LocalPass(const Trace& trace, ReplayAllocator which, const ReplayPa
   }
   TM_ASSIGN_OR_RETURN(Ours ours, MakeOurs(which, params));
   AllocatorStats stats;
-  TM_ASSIGN_OR_RETURN(Pass pass, ResourcePass(trace, *ours.resource, params.alignment, &stats));
+  if (params.device_lag != 0) ours.lagging = dynamic_cast<HostPhysicalMemory*>(ours.physical.get());
+  TM_ASSIGN_OR_RETURN(Pass pass, ResourcePass(trace, *ours.resource, params.alignment, &stats, ours.lagging));
   pass.peak_reserved = stats.peak_bytes_reserved;
   pass.fragmentation = stats.fragmentation;
   const auto* vmm = dynamic_cast<const VmmAllocator*>(ours.resource.get());
   if (vmm != nullptr) pass.vmm_counters = vmm->counters();
   if (const auto* vb = dynamic_cast<const VirtualMemoryBackend*>(ours.backend.get()); vb && ours.physical)
     pass.backend_counters = vb->counters();
-  TM_ASSIGN_OR_RETURN(Pass warm, ResourcePass(trace, *ours.resource, params.alignment, nullptr));
+  TM_ASSIGN_OR_RETURN(Pass warm, ResourcePass(trace, *ours.resource, params.alignment, nullptr, ours.lagging));
   pass.warm_seconds = warm.seconds;
   if (vmm != nullptr) pass.vmm_warm_counters = CountersSince(vmm->counters(), *pass.vmm_counters);
   return pass;

@@ -166,6 +166,7 @@ TM_EXPORT size_t tensormem_torch_stats(int device, char* buf, size_t len) {
            ",\"handles_mapped\":" + std::to_string(c.handles_mapped) +
            ",\"handles_unmapped\":" + std::to_string(c.handles_unmapped) +
            ",\"synchronizations\":" + std::to_string(c.synchronizations) +
+           ",\"event_waits\":" + std::to_string(c.event_waits) +
            ",\"events_recorded\":" + std::to_string(c.events_recorded) +
            ",\"granularity\":" + std::to_string(vmm->granularity()) + "}";
   }

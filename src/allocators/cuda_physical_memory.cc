@@ -53,6 +53,7 @@ struct Driver {
   TM_CU_FN(cuEventCreate)
   TM_CU_FN(cuEventRecord)
   TM_CU_FN(cuEventQuery)
+  TM_CU_FN(cuEventSynchronize)
   TM_CU_FN(cuEventDestroy)
 #undef TM_CU_FN
 };
@@ -97,6 +98,7 @@ const Driver& LoadDriver() {
     find(d.cuEventCreate, "cuEventCreate");
     find(d.cuEventRecord, "cuEventRecord");
     find(d.cuEventQuery, "cuEventQuery");
+    find(d.cuEventSynchronize, "cuEventSynchronize");
     find(d.cuEventDestroy, "cuEventDestroy_v2");
     if (!ok) {
       dlclose(d.library);
@@ -222,6 +224,13 @@ class CudaPhysicalMemory final : public PhysicalMemory {
     if (event == 0) return true;
     Scope scope(*this);
     return d_.cuEventQuery(reinterpret_cast<CUevent>(event)) == CUDA_SUCCESS;
+  }
+  Status WaitForEvent(EventHandle event) override {
+    if (event == 0) return Status::Ok();
+    Scope scope(*this);
+    if (CUresult r = d_.cuEventSynchronize(reinterpret_cast<CUevent>(event)); r != CUDA_SUCCESS)
+      return Internal(Why("cuEventSynchronize", r));
+    return Status::Ok();
   }
   void DestroyEvent(EventHandle event) override {
     if (event == 0) return;

@@ -13,9 +13,11 @@
 #include <cerrno>
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "tensormem/allocators/physical_memory.h"
@@ -43,6 +45,10 @@ struct HostPhysicalMemory::State {
   // manual_events: events are numbered from 1; those up to `completed` are done.
   EventHandle next_event = 1;
   EventHandle completed = 0;
+  // event_lag: the device's clock, and the events in flight with the tick at
+  // which each completes (both in recording order).
+  std::uint64_t clock = 0;
+  std::deque<std::pair<EventHandle, std::uint64_t>> in_flight;
 };
 
 namespace {
@@ -57,6 +63,9 @@ Status Validate(const HostPhysicalMemoryParams& params) {
     return InvalidArgument("host physical memory: granularity " + std::to_string(params.granularity) +
                            " is not a power of two between the page size (" +
                            std::to_string(page_bytes) + ") and 1 GiB");
+  if (params.manual_events && params.event_lag != 0)
+    return InvalidArgument("host physical memory: manual_events and an event_lag of " +
+                           std::to_string(params.event_lag) + " exclude each other");
   return Status::Ok();
 }
 
@@ -234,6 +243,10 @@ Status HostPhysicalMemory::Unmap(void* address, std::size_t count, std::uint64_t
 Status HostPhysicalMemory::Synchronize() {
   std::lock_guard<std::mutex> lock(state_->mutex);
   ++state_->calls.synchronize;
+  if (state_->params.event_lag != 0) {  // the host waits for the device to catch up
+    state_->completed = state_->next_event - 1;
+    state_->in_flight.clear();
+  }
   return Status::Ok();
 }
 
@@ -241,7 +254,8 @@ Result<EventHandle> HostPhysicalMemory::RecordEvent(StreamHandle /*stream*/) {
   State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);
   ++s.calls.events;
-  if (!s.params.manual_events) return EventHandle{0};
+  if (!s.params.manual_events && s.params.event_lag == 0) return EventHandle{0};
+  if (s.params.event_lag != 0) s.in_flight.emplace_back(s.next_event, s.clock + s.params.event_lag);
   return s.next_event++;
 }
 
@@ -250,7 +264,32 @@ bool HostPhysicalMemory::EventCompleted(EventHandle event) {
   return event <= state_->completed;
 }
 
+Status HostPhysicalMemory::WaitForEvent(EventHandle event) {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  ++s.calls.event_waits;
+  if (event == 0 || event <= s.completed) return Status::Ok();
+  if (event >= s.next_event)
+    return InvalidArgument("host physical memory: wait for event " + std::to_string(event) +
+                           ", which was never recorded");
+  // The device catches up to the event (manual events included: a test's
+  // device that is waited for has done the work).
+  s.completed = event;
+  while (!s.in_flight.empty() && s.in_flight.front().first <= event) s.in_flight.pop_front();
+  return Status::Ok();
+}
+
 void HostPhysicalMemory::DestroyEvent(EventHandle /*event*/) {}
+
+void HostPhysicalMemory::AdvanceDevice() {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  ++s.clock;
+  while (!s.in_flight.empty() && s.in_flight.front().second <= s.clock) {
+    s.completed = s.in_flight.front().first;
+    s.in_flight.pop_front();
+  }
+}
 
 void HostPhysicalMemory::CompleteEvents() {
   std::lock_guard<std::mutex> lock(state_->mutex);

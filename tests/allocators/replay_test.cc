@@ -230,6 +230,16 @@ TEST(ReplayCli, VmmRowAndTheCudaDevice) {
   EXPECT_GE(granules["results"][0]["backend"]["handles_created"].get<int>(), 1);
   EXPECT_FALSE(granules["results"][1].contains("backend"));
   out.clear();
+  // A device behind the replay: the rows say so, and vmm holds what it held without the lag.
+  ASSERT_EQ(RunCli("replay " + Bundled() + " -a vmm -r 1 --device-lag 50 --json", &out), 0) << out;
+  const nlohmann::json lag = nlohmann::json::parse(out);
+  EXPECT_EQ(lag["device_lag"], 50);
+  EXPECT_EQ(lag["results"][0]["peak_reserved"], 2u << 20);
+  EXPECT_TRUE(lag["results"][0]["vmm"]["event_waits"].is_number());
+  out.clear();
+  EXPECT_EQ(RunCli("replay " + Bundled() + " -a vmm --device-lag 5 --device cuda", &out), 2) << out;
+  EXPECT_NE(out.find("--device-lag"), std::string::npos) << out;
+  out.clear();
   EXPECT_EQ(RunCli("replay " + Bundled() + " -a malloc --device cuda", &out), 2) << out;
   out.clear();
   EXPECT_EQ(RunCli("replay " + Bundled() + " --device tpu", &out), 2) << out;

@@ -58,6 +58,41 @@ TEST(HostPhysicalMemory, ValidatesItsParams) {
     p.granularity = g;
     EXPECT_EQ(HostPhysicalMemory::Create(p).status().code(), StatusCode::kInvalidArgument) << g;
   }
+  HostPhysicalMemoryParams both;
+  both.manual_events = true;
+  both.event_lag = 5;
+  const Status st = HostPhysicalMemory::Create(both).status();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("exclude each other"), std::string::npos) << st.message();
+}
+
+// A device `event_lag` steps behind: an event completes that many
+// AdvanceDevice calls after it was recorded, at once when waited for.
+TEST(HostPhysicalMemory, ALaggingDeviceCompletesEventsLater) {
+  HostPhysicalMemoryParams hp;
+  hp.event_lag = 3;
+  auto m = Host(hp);
+  Result<EventHandle> e = m->RecordEvent(0);
+  ASSERT_TRUE(e.ok());
+  ASSERT_NE(*e, 0u);
+  for (int i = 0; i < 2; ++i) {
+    m->AdvanceDevice();
+    EXPECT_FALSE(m->EventCompleted(*e)) << i;
+  }
+  m->AdvanceDevice();
+  EXPECT_TRUE(m->EventCompleted(*e));
+  Result<EventHandle> later = m->RecordEvent(0);
+  Result<EventHandle> last = m->RecordEvent(0);
+  ASSERT_TRUE(later.ok() && last.ok());
+  ASSERT_TRUE(m->WaitForEvent(*later).ok());
+  EXPECT_TRUE(m->EventCompleted(*later));
+  EXPECT_FALSE(m->EventCompleted(*last));  // recorded after the one waited for
+  ASSERT_TRUE(m->Synchronize().ok());
+  EXPECT_TRUE(m->EventCompleted(*last));
+  const Status never = m->WaitForEvent(*last + 100);
+  EXPECT_EQ(never.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(never.message().find("never recorded"), std::string::npos) << never.message();
+  EXPECT_EQ(m->call_counts().event_waits, 2u);
 }
 
 TEST(HostPhysicalMemory, GranulesMapAnywhereAndKeepTheirBytes) {
@@ -250,10 +285,61 @@ TEST(VmmAllocator, ReStitchingTakesTheNewestPageThatNeedsNoWait) {
       EXPECT_EQ(*again, a);
       EXPECT_EQ(v->counters().synchronizations, 0u);
     } else {
-      // Only A was safe: A taken, then one wait, then C (the newest); B kept.
-      EXPECT_EQ(*again, b);
-      EXPECT_EQ(v->counters().synchronizations, 1u);
+      // Only A was safe: A taken, then a wait for the fence recorded at B's
+      // free (less than a synchronization), then B; C, freed after it, kept.
+      EXPECT_EQ(*again, c);
+      EXPECT_EQ(v->counters().event_waits, 1u);
+      EXPECT_EQ(v->counters().synchronizations, 0u);
     }
+  }
+}
+
+// A device behind the host (a GPU runs its queue after the host frees):
+// pages it may still use are waited for, first the pending fence (it covers
+// A), then the device (for B, freed after it), not grown past; growing
+// first holds the peak plus the waited-for pages.
+TEST(VmmAllocator, ADeviceBehindTheHostIsWaitedForNotGrownPast) {
+  for (bool restitch_first : {true, false}) {
+    SCOPED_TRACE(restitch_first);
+    HostPhysicalMemoryParams hp;
+    hp.event_lag = 1000;  // never reached here: only waits complete events
+    auto m = Host(hp);
+    const std::uint64_t g = m->granularity();
+    VmmParams p;
+    p.restitch_before_growing = restitch_first;
+    p.max_handle_granules = 1;
+    auto v = Vmm(*m, p);
+    // A Y1 B Y2: two granules, one, two, one; Y1 and Y2 stay live.
+    std::vector<void*> blocks;
+    for (std::uint64_t pages : {2, 1, 2, 1}) {
+      Result<void*> b = v->Allocate(pages * g);
+      ASSERT_TRUE(b.ok()) << b.status().ToString();
+      Fill(*b, pages * g, static_cast<std::uint8_t>(pages));
+      blocks.push_back(*b);
+    }
+    ASSERT_TRUE(v->Deallocate(blocks[0]).ok());  // a fence covers A's pages
+    ASSERT_TRUE(v->Deallocate(blocks[2]).ok());  // the fence is pending: none covers B's
+    Result<void*> c = v->Allocate(4 * g);         // fits neither hole: four pages at the top
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    Fill(*c, 4 * g, 4);
+    EXPECT_TRUE(Intact(*c, 4 * g, 4));
+    EXPECT_TRUE(Intact(blocks[1], g, 1));
+    EXPECT_TRUE(Intact(blocks[3], g, 1));
+    const VmmAllocator::Counters k = v->counters();
+    if (restitch_first) {
+      EXPECT_EQ(k.event_waits, 1u);
+      EXPECT_EQ(k.synchronizations, 1u);
+      EXPECT_EQ(k.pages_restitched, 4u);
+      EXPECT_EQ(v->GetStats().peak_bytes_reserved, 6 * g);  // the most pages touched at once
+    } else {
+      EXPECT_EQ(k.event_waits, 0u);
+      EXPECT_EQ(k.synchronizations, 0u);
+      EXPECT_EQ(k.pages_restitched, 0u);
+      EXPECT_EQ(v->GetStats().peak_bytes_reserved, 10 * g);
+    }
+    ASSERT_TRUE(v->Deallocate(*c).ok());
+    ASSERT_TRUE(v->Deallocate(blocks[1]).ok());
+    ASSERT_TRUE(v->Deallocate(blocks[3]).ok());
   }
 }
 
@@ -414,6 +500,7 @@ class RefusingMemory final : public PhysicalMemory {
   Status Synchronize() override { return below_.Synchronize(); }
   Result<EventHandle> RecordEvent(StreamHandle s) override { return below_.RecordEvent(s); }
   bool EventCompleted(EventHandle e) override { return below_.EventCompleted(e); }
+  Status WaitForEvent(EventHandle e) override { return below_.WaitForEvent(e); }
   void DestroyEvent(EventHandle e) override { below_.DestroyEvent(e); }
   std::uint64_t held() const { return held_; }
   // Refuses handles of more granules (a device whose free memory is fragmented).

@@ -52,6 +52,7 @@ struct ReplayOptions {
   std::string html;
   std::string device = "host";
   int cuda_device = 0;
+  std::uint64_t device_lag = 0;
   std::optional<std::uint64_t> vmm_small;
   std::optional<std::uint64_t> vmm_limit;
   std::optional<std::uint64_t> vmm_rounding;
@@ -99,6 +100,10 @@ int RunReplay(const ReplayOptions& o) {
   if (!device.ok()) return ReportError(device.status());
   base.device = *device;
   base.cuda_device = o.cuda_device;
+  base.device_lag = o.device_lag;
+  if (base.device_lag != 0 && base.device == ReplayDevice::kCuda)
+    return ReportError(InvalidArgument("--device-lag simulates a device on the host: not with --device cuda, "
+                                       "where the device's own lag applies"));
   // CUDA does not survive fork: passes run here, each on a fresh allocator.
   if (base.device == ReplayDevice::kCuda) base.isolate = false;
   Result<BfcPreset> preset = internal::ParseName<BfcPreset>(o.bfc_preset, kPresets, "--bfc-preset");
@@ -179,6 +184,7 @@ int RunReplay(const ReplayOptions& o) {
                         {"never_freed", trace->num_never_freed},
                         {"alignment", o.alignment},
                         {"device", o.device},
+                        {"device_lag", o.device_lag},
                         {"repetitions", o.repetitions}};
     nlohmann::json rows = nlohmann::json::array();
     for (const ReplayResult& r : results) {
@@ -202,6 +208,7 @@ int RunReplay(const ReplayOptions& o) {
                               {"handles_mapped", c.handles_mapped},
                               {"handles_unmapped", c.handles_unmapped},
                               {"synchronizations", c.synchronizations},
+                              {"event_waits", c.event_waits},
                               {"events_recorded", c.events_recorded}};
       };
       if (r.vmm_counters) row["vmm"] = counters(*r.vmm_counters);
@@ -237,12 +244,16 @@ int RunReplay(const ReplayOptions& o) {
                                          WithThousands(r.vmm_counters->pages_mapped) + " pages mapped, " +
                                          WithThousands(r.vmm_counters->pages_restitched) + " re-stitched, " +
                                          WithThousands(r.vmm_counters->granules_created) + " granules created, " +
-                                         WithThousands(r.vmm_counters->synchronizations) + " synchronizations"
+                                         WithThousands(r.vmm_counters->synchronizations) + " synchronizations, " +
+                                         WithThousands(r.vmm_counters->event_waits) + " fence waits"
                                    : std::string())
                 << (r.vmm_warm_counters ? "; warm pass: " + WithThousands(r.vmm_warm_counters->map_calls) +
                                               " map calls, " + WithThousands(r.vmm_warm_counters->pages_mapped) +
                                               " pages mapped, " +
-                                              WithThousands(r.vmm_warm_counters->pages_restitched) + " re-stitched"
+                                              WithThousands(r.vmm_warm_counters->pages_restitched) + " re-stitched, " +
+                                              WithThousands(r.vmm_warm_counters->synchronizations) +
+                                              " synchronizations, " +
+                                              WithThousands(r.vmm_warm_counters->event_waits) + " fence waits"
                                         : std::string())
                 << (r.backend_counters ? "; cold pass: " + WithThousands(r.backend_counters->handles_created) +
                                              " handles created, " +
@@ -312,6 +323,11 @@ void AddReplayCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--cuda-device", o->cuda_device, "CUDA device ordinal with --device cuda")
       ->capture_default_str()
       ->check(CLI::Range(0, 1023));
+  cmd->add_option("--device-lag", o->device_lag,
+                  "host devices: the device runs this many trace events behind the replay (an event "
+                  "recorded at a free completes that many events later), as a GPU behind the CPU "
+                  "queueing its work; vmm re-stitches only pages the device is done with (0)")
+      ->check(Unsigned64(0, std::uint64_t{1} << 40));
   cmd->add_option("--vmm-small", o->vmm_small,
                   "vmm: requests up to this many bytes share pages in the small space (1 MiB; 0 = one space)")
       ->check(Unsigned64());

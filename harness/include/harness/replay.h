@@ -95,6 +95,11 @@ struct ReplayParams {
   VmmParams vmm;
   ReplayDevice device = ReplayDevice::kHost;
   int cuda_device = 0;
+  // Host and host-granules: the device runs this many trace events behind
+  // the replay (an event recorded at a free completes that many events
+  // later), as a GPU does behind the CPU that queues its work; 0 = never
+  // behind. What a re-stitch must wait for shows on the host.
+  std::uint64_t device_lag = 0;
 };
 
 struct ReplayResult {

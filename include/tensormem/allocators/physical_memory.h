@@ -82,6 +82,9 @@ class PhysicalMemory {
   virtual Result<EventHandle> RecordEvent(StreamHandle stream) = 0;
   // True once the work queued before the event has finished.
   virtual bool EventCompleted(EventHandle event) = 0;
+  // Waits until the work queued before the event has finished: less than a
+  // Synchronize when the event was recorded a while ago.
+  virtual Status WaitForEvent(EventHandle event) = 0;
   virtual void DestroyEvent(EventHandle event) = 0;
 };
 
@@ -91,6 +94,11 @@ struct HostPhysicalMemoryParams {
   // Tests only: events complete when CompleteEvents() is called, so stream
   // ordering can be checked on the host.
   bool manual_events = false;
+  // Measurement: a device running behind the host. An event completes once
+  // AdvanceDevice() has been called this many times after it was recorded
+  // (the replay calls it once per trace event); 0 = at once. Not with
+  // manual_events.
+  std::uint64_t event_lag = 0;
 };
 Status Validate(const HostPhysicalMemoryParams& params);
 
@@ -119,17 +127,20 @@ class HostPhysicalMemory final : public PhysicalMemory {
   Status Synchronize() override;
   Result<EventHandle> RecordEvent(StreamHandle stream) override;
   bool EventCompleted(EventHandle event) override;
+  Status WaitForEvent(EventHandle event) override;
   void DestroyEvent(EventHandle event) override;
 
   // Granules created and not released (a handle of n granules counts n).
   std::uint64_t granules_held() const;
   // Calls made so far (what a device pays for): map, unmap, create, release, synchronize.
   struct CallCounts {
-    std::uint64_t map = 0, unmap = 0, create = 0, release = 0, synchronize = 0, events = 0;
+    std::uint64_t map = 0, unmap = 0, create = 0, release = 0, synchronize = 0, events = 0, event_waits = 0;
   };
   CallCounts call_counts() const;
   // manual_events: completes every event recorded so far.
   void CompleteEvents();
+  // event_lag: one step of the device's clock.
+  void AdvanceDevice();
 
  private:
   struct State;

@@ -12,8 +12,11 @@
 //   same request costs no map call). When a block needs pages that are not
 //   mapped, granules come from (1) granules held but unmapped, (2) cached
 //   pages anywhere, unmapped and re-stitched (the most recently cached of
-//   those whose last free the device has finished with first; waiting only
-//   when those do not suffice), (3) new granules while the limit allows,
+//   those whose last free the device has finished with first; when those
+//   do not suffice, a wait for the pending fence, which covers the pages
+//   cached before it, then for the device: a GPU runs behind the host, and
+//   growing instead held 1.07x the peak in use on an H200), (3) new
+//   granules while the limit allows,
 //   as handles of up to `max_handle_granules` per run of pages (a run
 //   handle moves only whole: once free, it is released and created again
 //   where needed). With `restitch_before_growing`
@@ -109,6 +112,7 @@ class VmmAllocator final : public MemoryResource {
     std::uint64_t handles_unmapped = 0;  // one unmap call each on a GPU
     std::uint64_t granules_released = 0;
     std::uint64_t synchronizations = 0;
+    std::uint64_t event_waits = 0;  // waits for one fence, less than a synchronization
     std::uint64_t events_recorded = 0;
   };
   Counters counters() const;
