@@ -805,6 +805,11 @@ TEST(GzipInput, TruncatedOrCorruptDataIsAnErrorNamingTheFile) {
 // first GPU run found a limit below what the blocks needed).
 void DeviceScenario(PhysicalMemory& memory) {
   const std::uint64_t g = memory.granularity();
+  Result<EventHandle> e = memory.RecordEvent(0);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  ASSERT_TRUE(memory.WaitForEvent(*e).ok());
+  EXPECT_TRUE(memory.EventCompleted(*e));
+  memory.DestroyEvent(*e);
   VmmParams p;
   p.memory_limit = 1024 * g;
   auto v = Vmm(memory, p);
