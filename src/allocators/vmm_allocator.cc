@@ -309,9 +309,9 @@ struct VmmAllocator::State {
       PollFence();
       for (int round = 0; round < 2 && need > 0; ++round) {
         if (round == 1) {  // the safe pages did not suffice
-          // Waiting helps only where a cached page is not safe yet (the
-          // newest cached page is the last to become safe).
-          if (!may_wait || lru_tail == kNoPage || PageAt(lru_tail).cached_seq <= safe_seq) break;
+          // Waiting helps only where a cached page that is not safe yet
+          // could then be taken.
+          if (!may_wait || !WaitWouldFree(cache_seq)) break;
           TM_RETURN_IF_ERROR(memory->Synchronize());
           ++counters.synchronizations;
           safe_seq = cache_seq;
@@ -378,7 +378,7 @@ struct VmmAllocator::State {
     // finish what was queued since).
     auto wait_for_fence = [&]() -> Status {
       PollFence();
-      if (!fence_pending || !UnsafeCachedUpTo(fence_seq)) return Status::Ok();
+      if (!fence_pending || !WaitWouldFree(fence_seq)) return Status::Ok();
       TM_RETURN_IF_ERROR(memory->WaitForEvent(fence));
       ++counters.event_waits;
       PollFence();
@@ -416,12 +416,17 @@ struct VmmAllocator::State {
   }
 
   // True when a cached page the device may still use (cached after
-  // safe_seq) was cached no later than `seq`.
-  bool UnsafeCachedUpTo(std::uint64_t seq) const {
-    std::uint64_t oldest_unsafe = 0;
-    for (std::uint64_t id = lru_tail; id != kNoPage && PageAt(id).cached_seq > safe_seq; id = PageAt(id).lru_prev)
-      oldest_unsafe = PageAt(id).cached_seq;
-    return oldest_unsafe != 0 && oldest_unsafe <= seq;
+  // safe_seq, no later than `seq`) could be taken once the device is done
+  // with it: a single granule, or a run handle no live block is on.
+  bool WaitWouldFree(std::uint64_t seq) {
+    for (std::uint64_t id = lru_tail; id != kNoPage && PageAt(id).cached_seq > safe_seq; id = PageAt(id).lru_prev) {
+      if (PageAt(id).cached_seq > seq) continue;
+      const Space& s = spaces[id >> kPageBits];
+      const std::uint64_t i = id & ((std::uint64_t{1} << kPageBits) - 1);
+      const std::uint64_t head = i - s.pages[i].head_offset;
+      if (s.pages[head].handle_pages == 1 || RunHandleFree(s, head, false)) return true;
+    }
+    return false;
   }
   void PollFence() {
     if (fence_pending && memory->EventCompleted(fence)) {

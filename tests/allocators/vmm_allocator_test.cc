@@ -5,6 +5,7 @@
 // granules. The same run on a GPU where one is present (skipped elsewhere).
 #include <zlib.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -609,47 +610,69 @@ TEST(VmmAllocator, ABlockFreedOnOneStreamWaitsForItsEventBeforeAnotherStreamReus
   for (void* p : {*other, *before, *after}) ASSERT_TRUE(v->DeallocateAsync(p, s2).ok());
 }
 
+// Four threads on two streams, fixed seeds, every block filled with a
+// pattern checked on free; with the device on time, never done unless
+// waited for (every re-stitch waits: the fence and synchronize paths), and
+// 100 steps behind with a fifth thread moving its clock.
 TEST(VmmAllocator, SeededStressFromSeveralThreadsKeepsEveryPattern) {
-  auto m = Host();
-  VmmParams p;
-  p.memory_limit = 1024 * kMiB;
-  auto v = Vmm(*m, p);
-  auto worker = [&](std::uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    struct Live { void* p; std::uint64_t bytes; std::uint8_t pattern; };
-    std::vector<Live> live;
-    for (int i = 0; i < 3000; ++i) {
-      if (live.empty() || rng() % 100 < 55) {
-        const std::uint64_t kind = rng() % 100;
-        const std::uint64_t bytes = kind < 70 ? 1 + rng() % 4096 : kind < 97 ? 1 + rng() % (256 << 10) : 1 + rng() % (4 << 20);
-        const std::uint64_t align = std::uint64_t{64} << (rng() % 6);
-        Result<void*> a = v->AllocateAsync(bytes, 0, align);
-        ASSERT_TRUE(a.ok()) << a.status().ToString();
-        ASSERT_EQ(reinterpret_cast<std::uintptr_t>(*a) % align, 0u);
-        const auto pattern = static_cast<std::uint8_t>(rng());
-        Fill(*a, bytes, pattern);
-        live.push_back({*a, bytes, pattern});
-      } else {
-        const std::size_t k = rng() % live.size();
-        ASSERT_TRUE(Intact(live[k].p, live[k].bytes, live[k].pattern)) << "block overwritten";
-        ASSERT_TRUE(v->Deallocate(live[k].p).ok());
-        live[k] = live.back();
-        live.pop_back();
+  for (std::uint64_t lag : {std::uint64_t{0}, std::uint64_t{1} << 40, std::uint64_t{100}}) {
+    SCOPED_TRACE(lag);
+    HostPhysicalMemoryParams hp;
+    hp.event_lag = lag;
+    auto m = Host(hp);
+    VmmParams p;
+    p.memory_limit = 1024 * kMiB;
+    auto v = Vmm(*m, p);
+    std::atomic<bool> done{false};
+    std::thread clock([&] {
+      while (lag == 100 && !done.load()) m->AdvanceDevice();
+    });
+    auto worker = [&](std::uint64_t seed, StreamHandle stream) {
+      std::mt19937_64 rng(seed);
+      struct Live { void* p; std::uint64_t bytes; std::uint8_t pattern; };
+      std::vector<Live> live;
+      for (int i = 0; i < 3000; ++i) {
+        if (live.empty() || rng() % 100 < 55) {
+          const std::uint64_t kind = rng() % 100;
+          const std::uint64_t bytes = kind < 70 ? 1 + rng() % 4096 : kind < 97 ? 1 + rng() % (256 << 10) : 1 + rng() % (4 << 20);
+          const std::uint64_t align = std::uint64_t{64} << (rng() % 6);
+          Result<void*> a = v->AllocateAsync(bytes, stream, align);
+          ASSERT_TRUE(a.ok()) << a.status().ToString();
+          ASSERT_EQ(reinterpret_cast<std::uintptr_t>(*a) % align, 0u);
+          const auto pattern = static_cast<std::uint8_t>(rng());
+          Fill(*a, bytes, pattern);
+          live.push_back({*a, bytes, pattern});
+        } else {
+          const std::size_t k = rng() % live.size();
+          ASSERT_TRUE(Intact(live[k].p, live[k].bytes, live[k].pattern)) << "block overwritten";
+          ASSERT_TRUE(v->DeallocateAsync(live[k].p, stream).ok());
+          live[k] = live.back();
+          live.pop_back();
+        }
       }
+      for (const Live& l : live) {
+        ASSERT_TRUE(Intact(l.p, l.bytes, l.pattern));
+        ASSERT_TRUE(v->DeallocateAsync(l.p, stream).ok());
+      }
+    };
+    std::vector<std::thread> threads;
+    for (std::uint64_t t = 0; t < 4; ++t) threads.emplace_back(worker, 1234 + t, StreamHandle(t % 2));
+    for (auto& t : threads) t.join();
+    done = true;
+    clock.join();
+    const AllocatorStats s = v->GetStats();
+    EXPECT_EQ(s.bytes_in_use, 0u);
+    EXPECT_EQ(s.num_allocs, s.num_frees);
+    EXPECT_EQ(s.bytes_reserved, m->granules_held() * m->granularity());
+    EXPECT_LE(s.peak_bytes_reserved, 1024 * kMiB);
+    const VmmAllocator::Counters c = v->counters();
+    if (lag != 0) {
+      EXPECT_GT(c.synchronizations + c.event_waits, 0u) << "the wait paths were not taken";
     }
-    for (const Live& l : live) {
-      ASSERT_TRUE(Intact(l.p, l.bytes, l.pattern));
-      ASSERT_TRUE(v->Deallocate(l.p).ok());
-    }
-  };
-  std::vector<std::thread> threads;
-  for (std::uint64_t t = 0; t < 4; ++t) threads.emplace_back(worker, 1234 + t);
-  for (auto& t : threads) t.join();
-  const AllocatorStats s = v->GetStats();
-  EXPECT_EQ(s.bytes_in_use, 0u);
-  EXPECT_EQ(s.num_allocs, s.num_frees);
-  EXPECT_EQ(s.bytes_reserved, m->granules_held() * m->granularity());
-  EXPECT_LE(s.peak_bytes_reserved, 1024 * kMiB);
+    std::printf("lag %llu: %llu re-stitched, %llu synchronizations, %llu fence waits\n",
+                static_cast<unsigned long long>(lag), static_cast<unsigned long long>(c.pages_restitched),
+                static_cast<unsigned long long>(c.synchronizations), static_cast<unsigned long long>(c.event_waits));
+  }
 }
 
 TEST(VirtualMemoryBackend, CompactBfcGrowsInPlaceOverPhysicalGranules) {
