@@ -113,6 +113,11 @@ struct VmmAllocator::State {
   EventHandle fence = 0;
   bool fence_pending = false;
   std::uint64_t fence_seq = 0;
+  // With several streams, the fences are the frees' own events: (cache_seq
+  // after a free that cached pages, the event recorded at it), in order.
+  // Frees on different streams complete out of order, so pages cached up to
+  // an entry are safe once it and every entry before it have completed.
+  std::deque<std::pair<std::uint64_t, EventHandle>> stream_fences;
 
   // Streams.
   bool seen_stream = false;
@@ -175,6 +180,22 @@ struct VmmAllocator::State {
     }
     return s.wild_settled;
   }
+  // Waits for the wilderness's pending free: its event, or the device
+  // where it has none.
+  Status SettleWilderness(Space& s) {
+    if (s.wild_event != 0) {
+      TM_RETURN_IF_ERROR(memory->WaitForEvent(s.wild_event));
+      ++counters.event_waits;
+    } else {
+      TM_RETURN_IF_ERROR(memory->Synchronize());
+      ++counters.synchronizations;
+      safe_seq = cache_seq;
+    }
+    UnrefEvent(s.wild_event);
+    s.wild_event = 0;
+    s.wild_settled = true;
+    return Status::Ok();
+  }
   Status NoteStream(StreamHandle stream) {
     if (!seen_stream) {
       seen_stream = true;
@@ -202,7 +223,14 @@ struct VmmAllocator::State {
         RefEvent(e);
       }
     }
+    // The pages cached so far (all by frees on the first stream) are safe
+    // once this event completes: the first of stream_fences.
+    if (cache_seq > safe_seq) {
+      RefEvent(e);
+      stream_fences.emplace_back(cache_seq, e);
+    }
     if (e == 0) {  // nothing to wait for: everything freed so far is settled
+      safe_seq = cache_seq;
       for (Space& s : spaces) {
         for (Block* b = s.tail; b != nullptr; b = b->prev)
           if (b->free) b->settled = true;
@@ -311,7 +339,7 @@ struct VmmAllocator::State {
         if (round == 1) {  // the safe pages did not suffice
           // Waiting helps only where a cached page that is not safe yet
           // could then be taken.
-          if (!may_wait || !WaitWouldFree(cache_seq)) break;
+          if (!may_wait || OldestTakeableUnsafe() == 0) break;
           TM_RETURN_IF_ERROR(memory->Synchronize());
           ++counters.synchronizations;
           safe_seq = cache_seq;
@@ -373,16 +401,33 @@ struct VmmAllocator::State {
       }
       return Status::Ok();
     };
-    // Pages cached up to the pending fence become safe once it completes:
+    // Pages cached up to a pending fence become safe once it completes:
     // waiting for it costs less than a Synchronize (the device need not
-    // finish what was queued since).
+    // finish what was queued since, on any stream).
     auto wait_for_fence = [&]() -> Status {
       PollFence();
-      if (!fence_pending || !WaitWouldFree(fence_seq)) return Status::Ok();
-      TM_RETURN_IF_ERROR(memory->WaitForEvent(fence));
-      ++counters.event_waits;
-      PollFence();
-      return restitch(false);
+      if (fence_pending && OldestTakeableUnsafe() != 0 && OldestTakeableUnsafe() <= fence_seq) {
+        TM_RETURN_IF_ERROR(memory->WaitForEvent(fence));
+        ++counters.event_waits;
+        PollFence();
+        TM_RETURN_IF_ERROR(restitch(false));
+      }
+      // Several streams: the frees' events in order, up to the first that
+      // covers the oldest page that could then be taken.
+      while (need > 0 && !stream_fences.empty()) {
+        const std::uint64_t oldest = OldestTakeableUnsafe();
+        if (oldest == 0 || oldest > stream_fences.back().first) break;
+        while (!stream_fences.empty() && safe_seq < oldest) {
+          TM_RETURN_IF_ERROR(memory->WaitForEvent(stream_fences.front().second));
+          ++counters.event_waits;
+          safe_seq = std::max(safe_seq, stream_fences.front().first);
+          UnrefEvent(stream_fences.front().second);
+          stream_fences.pop_front();
+          PollFence();
+        }
+        TM_RETURN_IF_ERROR(restitch(false));
+      }
+      return Status::Ok();
     };
     Status st = Status::Ok();
     if (params.restitch_before_growing) {
@@ -415,18 +460,18 @@ struct VmmAllocator::State {
     return ResourceExhausted(why);
   }
 
-  // True when a cached page the device may still use (cached after
-  // safe_seq, no later than `seq`) could be taken once the device is done
-  // with it: a single granule, or a run handle no live block is on.
-  bool WaitWouldFree(std::uint64_t seq) {
+  // The oldest cached page the device may still use (cached after
+  // safe_seq) that could be taken once it is done with it: a single
+  // granule, or a run handle no live block is on. Its cached_seq; 0: none.
+  std::uint64_t OldestTakeableUnsafe() {
+    std::uint64_t oldest = 0;
     for (std::uint64_t id = lru_tail; id != kNoPage && PageAt(id).cached_seq > safe_seq; id = PageAt(id).lru_prev) {
-      if (PageAt(id).cached_seq > seq) continue;
       const Space& s = spaces[id >> kPageBits];
       const std::uint64_t i = id & ((std::uint64_t{1} << kPageBits) - 1);
       const std::uint64_t head = i - s.pages[i].head_offset;
-      if (s.pages[head].handle_pages == 1 || RunHandleFree(s, head, false)) return true;
+      if (s.pages[head].handle_pages == 1 || RunHandleFree(s, head, false)) oldest = PageAt(id).cached_seq;
     }
-    return false;
+    return oldest;
   }
   void PollFence() {
     if (fence_pending && memory->EventCompleted(fence)) {
@@ -434,12 +479,24 @@ struct VmmAllocator::State {
       memory->DestroyEvent(fence);
       fence_pending = false;
     }
+    while (!stream_fences.empty() && memory->EventCompleted(stream_fences.front().second)) {
+      safe_seq = std::max(safe_seq, stream_fences.front().first);
+      UnrefEvent(stream_fences.front().second);
+      stream_fences.pop_front();
+    }
   }
-  // After a free that cached pages: a fence on its stream (single-stream
-  // use only; with several streams a re-stitch waits for the device).
-  Status RecordFence(StreamHandle stream) {
+  // After a free that cached pages: one stream, a fence on it (one at a
+  // time: pages cached before a completed fence are safe); several streams,
+  // the free's own event `event` joins stream_fences.
+  Status RecordFence(StreamHandle stream, EventHandle event) {
+    if (multi_stream) {
+      RefEvent(event);
+      stream_fences.emplace_back(cache_seq, event);
+      PollFence();
+      return Status::Ok();
+    }
     PollFence();
-    if (fence_pending || multi_stream || cache_seq == safe_seq) return Status::Ok();
+    if (fence_pending || cache_seq == safe_seq) return Status::Ok();
     TM_ASSIGN_OR_RETURN(EventHandle e, memory->RecordEvent(stream));
     ++counters.events_recorded;
     if (e == 0) {  // nothing in flight
@@ -642,14 +699,7 @@ struct VmmAllocator::State {
     if (fit != nullptr) {
       start = aligned(fit->offset);
     } else {
-      if (!WildSettled(s) && s.wild_stream != stream) {
-        TM_RETURN_IF_ERROR(memory->Synchronize());
-        ++counters.synchronizations;
-        safe_seq = cache_seq;
-        UnrefEvent(s.wild_event);
-        s.wild_event = 0;
-        s.wild_settled = true;
-      }
+      if (!WildSettled(s) && s.wild_stream != stream) TM_RETURN_IF_ERROR(SettleWilderness(s));
       start = aligned(s.top);
       if (start > s.size || rounded > s.size - start)
         return Exhausted(bytes, "the " + std::string(s.index == kSmall ? "small" : "large") +
@@ -788,7 +838,7 @@ struct VmmAllocator::State {
     stats.bytes_in_use -= b->size;
     const std::uint64_t cached_before = cache_seq;
     Untouch(s, b->offset, b->size);
-    if (cache_seq != cached_before) TM_RETURN_IF_ERROR(RecordFence(stream));
+    if (cache_seq != cached_before) TM_RETURN_IF_ERROR(RecordFence(stream, event));
     b->free = true;
     b->settled = multi_stream && event == 0;  // a device with nothing to wait for
     b->stream = stream;
@@ -810,14 +860,8 @@ struct VmmAllocator::State {
     }
     if (b->next == nullptr) {  // the top block: back to the wilderness
       if (!b->settled) {
-        if (!WildSettled(s) && s.wild_stream != b->stream) {
-          // Two streams' pending frees meet: keep both ordered by waiting.
-          TM_RETURN_IF_ERROR(memory->Synchronize());
-          ++counters.synchronizations;
-          safe_seq = cache_seq;
-          UnrefEvent(s.wild_event);
-          s.wild_event = 0;
-        }
+        // Two streams' pending frees meet: keep both ordered by waiting.
+        if (!WildSettled(s) && s.wild_stream != b->stream) TM_RETURN_IF_ERROR(SettleWilderness(s));
         UnrefEvent(s.wild_event);
         s.wild_settled = false;
         s.wild_stream = b->stream;

@@ -344,6 +344,41 @@ TEST(VmmAllocator, ADeviceBehindTheHostIsWaitedForNotGrownPast) {
   }
 }
 
+// With several streams the fences are the frees' own events: a re-stitch
+// waits for those of the pages it takes, in order, not for the device.
+TEST(VmmAllocator, WithSeveralStreamsAReStitchWaitsForTheFreesEvents) {
+  HostPhysicalMemoryParams hp;
+  hp.manual_events = true;  // nothing completes unless waited for
+  auto m = Host(hp);
+  const std::uint64_t g = m->granularity();
+  VmmParams p;
+  p.max_handle_granules = 1;
+  auto v = Vmm(*m, p);
+  const StreamHandle s1 = 1, s2 = 2;
+  // A Y1 on stream 1, B Y2 on stream 2: two granules, one, two, one.
+  std::vector<void*> blocks;
+  for (auto [pages, stream] : {std::pair{2, s1}, std::pair{1, s1}, std::pair{2, s2}, std::pair{1, s2}}) {
+    Result<void*> b = v->AllocateAsync(pages * g, stream);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    Fill(*b, pages * g, static_cast<std::uint8_t>(pages));
+    blocks.push_back(*b);
+  }
+  ASSERT_TRUE(v->DeallocateAsync(blocks[0], s1).ok());
+  ASSERT_TRUE(v->DeallocateAsync(blocks[2], s2).ok());
+  Result<void*> c = v->AllocateAsync(4 * g, s1);  // fits neither hole: four pages at the top
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  Fill(*c, 4 * g, 4);
+  EXPECT_TRUE(Intact(*c, 4 * g, 4));
+  EXPECT_TRUE(Intact(blocks[1], g, 1));
+  EXPECT_TRUE(Intact(blocks[3], g, 1));
+  const VmmAllocator::Counters k = v->counters();
+  EXPECT_EQ(k.event_waits, 2u);  // A's free, then B's
+  EXPECT_EQ(k.synchronizations, 0u);
+  EXPECT_EQ(k.pages_restitched, 4u);
+  EXPECT_EQ(v->GetStats().peak_bytes_reserved, 6 * g);
+  for (void* q : {*c, blocks[1], blocks[3]}) ASSERT_TRUE(v->DeallocateAsync(q, s1).ok());
+}
+
 // New granules for a run of pages come as handles of up to
 // max_handle_granules (one create and one map call each on a GPU).
 TEST(VmmAllocator, ARunOfNewPagesComesAsFewHandles) {

@@ -28,7 +28,9 @@
 // - Reserved = granules held x granularity.
 // - Streams: a block freed on stream S is reusable by S at once; by another
 //   stream only once an event recorded at the free has completed (events
-//   are recorded only after a second stream has been seen).
+//   are recorded only after a second stream has been seen). With several
+//   streams those events are also the fences of the pages: a re-stitch
+//   waits for the frees' events in order, not for the whole device.
 // - One mutex; every public call is thread-safe.
 #pragma once
 
