@@ -295,6 +295,35 @@ TEST(VmmAllocator, ReStitchingTakesTheNewestPageThatNeedsNoWait) {
   }
 }
 
+// A Y1 B Y2 (two granules, one, two, one; A and Y1 on stream `first`, B and
+// Y2 on `second`), A and B freed on their streams, then C of four granules
+// on `first`: it fits neither hole, so four pages at the top, which the
+// cached pages of A and B can back. Every pattern is checked; returns the
+// counters after C (before C, Y1 and Y2 are freed).
+VmmAllocator::Counters FreeTwoHolesThenAskForFour(VmmAllocator& v, std::uint64_t g, StreamHandle first,
+                                                  StreamHandle second) {
+  std::vector<void*> blocks;
+  for (auto [pages, stream] : {std::pair{2, first}, std::pair{1, first}, std::pair{2, second}, std::pair{1, second}}) {
+    Result<void*> b = v.AllocateAsync(pages * g, stream);
+    EXPECT_TRUE(b.ok()) << b.status().ToString();
+    if (!b.ok()) return {};
+    Fill(*b, pages * g, static_cast<std::uint8_t>(pages));
+    blocks.push_back(*b);
+  }
+  EXPECT_TRUE(v.DeallocateAsync(blocks[0], first).ok());
+  EXPECT_TRUE(v.DeallocateAsync(blocks[2], second).ok());
+  Result<void*> c = v.AllocateAsync(4 * g, first);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  if (!c.ok()) return {};
+  Fill(*c, 4 * g, 4);
+  EXPECT_TRUE(Intact(*c, 4 * g, 4));
+  EXPECT_TRUE(Intact(blocks[1], g, 1));
+  EXPECT_TRUE(Intact(blocks[3], g, 1));
+  const VmmAllocator::Counters k = v.counters();
+  for (void* q : {*c, blocks[1], blocks[3]}) EXPECT_TRUE(v.DeallocateAsync(q, first).ok());
+  return k;
+}
+
 // A device behind the host (a GPU runs its queue after the host frees):
 // pages it may still use are waited for, first the pending fence (it covers
 // A), then the device (for B, freed after it), not grown past; growing
@@ -310,25 +339,9 @@ TEST(VmmAllocator, ADeviceBehindTheHostIsWaitedForNotGrownPast) {
     p.restitch_before_growing = restitch_first;
     p.max_handle_granules = 1;
     auto v = Vmm(*m, p);
-    // A Y1 B Y2: two granules, one, two, one; Y1 and Y2 stay live.
-    std::vector<void*> blocks;
-    for (std::uint64_t pages : {2, 1, 2, 1}) {
-      Result<void*> b = v->Allocate(pages * g);
-      ASSERT_TRUE(b.ok()) << b.status().ToString();
-      Fill(*b, pages * g, static_cast<std::uint8_t>(pages));
-      blocks.push_back(*b);
-    }
-    ASSERT_TRUE(v->Deallocate(blocks[0]).ok());  // a fence covers A's pages
-    ASSERT_TRUE(v->Deallocate(blocks[2]).ok());  // the fence is pending: none covers B's
-    Result<void*> c = v->Allocate(4 * g);         // fits neither hole: four pages at the top
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    Fill(*c, 4 * g, 4);
-    EXPECT_TRUE(Intact(*c, 4 * g, 4));
-    EXPECT_TRUE(Intact(blocks[1], g, 1));
-    EXPECT_TRUE(Intact(blocks[3], g, 1));
-    const VmmAllocator::Counters k = v->counters();
+    const VmmAllocator::Counters k = FreeTwoHolesThenAskForFour(*v, g, 0, 0);
     if (restitch_first) {
-      EXPECT_EQ(k.event_waits, 1u);
+      EXPECT_EQ(k.event_waits, 1u);  // the fence recorded at A's free; B's came while it was pending
       EXPECT_EQ(k.synchronizations, 1u);
       EXPECT_EQ(k.pages_restitched, 4u);
       EXPECT_EQ(v->GetStats().peak_bytes_reserved, 6 * g);  // the most pages touched at once
@@ -338,9 +351,6 @@ TEST(VmmAllocator, ADeviceBehindTheHostIsWaitedForNotGrownPast) {
       EXPECT_EQ(k.pages_restitched, 0u);
       EXPECT_EQ(v->GetStats().peak_bytes_reserved, 10 * g);
     }
-    ASSERT_TRUE(v->Deallocate(*c).ok());
-    ASSERT_TRUE(v->Deallocate(blocks[1]).ok());
-    ASSERT_TRUE(v->Deallocate(blocks[3]).ok());
   }
 }
 
@@ -354,29 +364,11 @@ TEST(VmmAllocator, WithSeveralStreamsAReStitchWaitsForTheFreesEvents) {
   VmmParams p;
   p.max_handle_granules = 1;
   auto v = Vmm(*m, p);
-  const StreamHandle s1 = 1, s2 = 2;
-  // A Y1 on stream 1, B Y2 on stream 2: two granules, one, two, one.
-  std::vector<void*> blocks;
-  for (auto [pages, stream] : {std::pair{2, s1}, std::pair{1, s1}, std::pair{2, s2}, std::pair{1, s2}}) {
-    Result<void*> b = v->AllocateAsync(pages * g, stream);
-    ASSERT_TRUE(b.ok()) << b.status().ToString();
-    Fill(*b, pages * g, static_cast<std::uint8_t>(pages));
-    blocks.push_back(*b);
-  }
-  ASSERT_TRUE(v->DeallocateAsync(blocks[0], s1).ok());
-  ASSERT_TRUE(v->DeallocateAsync(blocks[2], s2).ok());
-  Result<void*> c = v->AllocateAsync(4 * g, s1);  // fits neither hole: four pages at the top
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  Fill(*c, 4 * g, 4);
-  EXPECT_TRUE(Intact(*c, 4 * g, 4));
-  EXPECT_TRUE(Intact(blocks[1], g, 1));
-  EXPECT_TRUE(Intact(blocks[3], g, 1));
-  const VmmAllocator::Counters k = v->counters();
+  const VmmAllocator::Counters k = FreeTwoHolesThenAskForFour(*v, g, 1, 2);
   EXPECT_EQ(k.event_waits, 2u);  // A's free, then B's
   EXPECT_EQ(k.synchronizations, 0u);
   EXPECT_EQ(k.pages_restitched, 4u);
   EXPECT_EQ(v->GetStats().peak_bytes_reserved, 6 * g);
-  for (void* q : {*c, blocks[1], blocks[3]}) ASSERT_TRUE(v->DeallocateAsync(q, s1).ok());
 }
 
 // New granules for a run of pages come as handles of up to
