@@ -3,7 +3,8 @@
 # .csv.gz) through vmm, bfc_compact and glibc malloc in one run each, on the
 # host (or --device cuda where a GPU is: then malloc is left out).
 # Usage: scripts/vmm_figures.sh [build-dir] [repetitions] [device] [replay flags...]
-# (e.g. --vmm-growth-slack 0.05). The last column counts what a GPU pays
+# (e.g. --vmm-growth-slack 0.05, or --device-lag 200 for a host device that
+# runs 200 trace events behind). The last column counts what a GPU pays
 # for: in the cold pass, and the pages re-stitched in the warm pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,9 +26,10 @@ name = j["trace"].split("/")[-1]
 for r in j["results"]:
     v = r.get("vmm")
     w = r.get("vmm_warm")
-    extra = "" if not v else "handles %d, maps %d, pages %d, re-stitched %d, syncs %d; warm: maps %d" % (
+    extra = "" if not v else ("handles %d, maps %d, pages %d, re-stitched %d, syncs %d, fence waits %d; "
+                              "warm: maps %d, syncs %d, fence waits %d") % (
         v["handles_created"], v["map_calls"], v["pages_mapped"], v["pages_restitched"], v["synchronizations"],
-        w["map_calls"])
+        v["event_waits"], w["map_calls"], w["synchronizations"], w["event_waits"])
     b = r.get("backend")
     if b: extra = "handles %d" % b["handles_created"]
     warm = r.get("warm_ns_per_op")
