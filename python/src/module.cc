@@ -656,6 +656,33 @@ PYBIND11_MODULE(_tensormem, m) {
           },
           py::arg("address"), "Frees a block; an address not handed out is an error, never a crash")
       .def("stats", [](PyAllocator& a) { return StatsDict(a.Get().GetStats()); })
+      .def(
+          "counters",
+          [](PyAllocator& a) -> py::object {
+#if TENSORMEM_PY_HAVE_VMM
+            if (const auto* v = dynamic_cast<const VmmAllocator*>(&a.Get())) {
+              const VmmAllocator::Counters c = v->counters();
+              py::dict d;
+              d["map_calls"] = c.map_calls;
+              d["pages_mapped"] = c.pages_mapped;
+              d["pages_unmapped"] = c.pages_unmapped;
+              d["pages_restitched"] = c.pages_restitched;
+              d["granules_created"] = c.granules_created;
+              d["granules_released"] = c.granules_released;
+              d["handles_created"] = c.handles_created;
+              d["handles_mapped"] = c.handles_mapped;
+              d["handles_unmapped"] = c.handles_unmapped;
+              d["synchronizations"] = c.synchronizations;
+              d["event_waits"] = c.event_waits;
+              d["events_recorded"] = c.events_recorded;
+              return py::object(std::move(d));
+            }
+#endif
+            (void)a.Get();  // a closed allocator is an error here too
+            return py::none();
+          },
+          "vmm: what a device pays for (map calls, pages mapped and re-stitched, handles, "
+          "synchronisations, event waits), as replay's JSON names them; None for the others")
       .def_property_readonly("name", [](PyAllocator& a) { return std::string(a.Get().name()); })
       .def("close", [](PyAllocator& a) {
         a.resource.reset();

@@ -69,7 +69,14 @@ def test_vmm_where_built():
     assert a.name == "vmm"
     b = a.allocate(3 << 20)
     assert a.stats()["bytes_in_use"] >= 3 << 20
+    c = a.counters()
+    assert c["granules_created"] == 2 and c["map_calls"] >= 1  # 3 MiB on 2 MiB granules
+    assert c["synchronizations"] == 0 and c["event_waits"] == 0
     a.free(b)
+    assert tm.BufferPool().counters() is None
+    a.close()
+    with pytest.raises(tm.TensormemError, match="closed"):
+        a.counters()
 
 
 def test_vmm_growth_slack_is_checked():
