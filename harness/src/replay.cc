@@ -220,18 +220,7 @@ Result<Ours> MakeOurs(ReplayAllocator which, const ReplayParams& params) {
 // What a vmm allocator did between two readings of its counters.
 VmmAllocator::Counters CountersSince(const VmmAllocator::Counters& now, const VmmAllocator::Counters& then) {
   VmmAllocator::Counters d;
-  d.map_calls = now.map_calls - then.map_calls;
-  d.pages_mapped = now.pages_mapped - then.pages_mapped;
-  d.pages_unmapped = now.pages_unmapped - then.pages_unmapped;
-  d.pages_restitched = now.pages_restitched - then.pages_restitched;
-  d.granules_created = now.granules_created - then.granules_created;
-  d.handles_created = now.handles_created - then.handles_created;
-  d.handles_mapped = now.handles_mapped - then.handles_mapped;
-  d.handles_unmapped = now.handles_unmapped - then.handles_unmapped;
-  d.granules_released = now.granules_released - then.granules_released;
-  d.synchronizations = now.synchronizations - then.synchronizations;
-  d.event_waits = now.event_waits - then.event_waits;
-  d.events_recorded = now.events_recorded - then.events_recorded;
+  for (const auto& [name, field] : VmmAllocator::kCounterFields) d.*field = now.*field - then.*field;
   return d;
 }
 

@@ -152,22 +152,16 @@ TM_EXPORT size_t tensormem_torch_stats(int device, char* buf, size_t len) {
   if (VmmAllocator* vmm = Get(device, false)) {
     const tensormem::AllocatorStats s = vmm->GetStats();
     const VmmAllocator::Counters c = vmm->counters();
+    std::string counters;
+    for (const auto& [name, field] : VmmAllocator::kCounterFields)
+      counters += ",\"" + std::string(name) + "\":" + std::to_string(c.*field);
     json = "{\"device\":" + std::to_string(device) + ",\"bytes_in_use\":" + std::to_string(s.bytes_in_use) +
            ",\"peak_bytes_in_use\":" + std::to_string(s.peak_bytes_in_use) +
            ",\"bytes_reserved\":" + std::to_string(s.bytes_reserved) +
            ",\"peak_bytes_reserved\":" + std::to_string(s.peak_bytes_reserved) +
            ",\"num_allocs\":" + std::to_string(s.num_allocs) + ",\"num_frees\":" + std::to_string(s.num_frees) +
            ",\"num_failed_allocs\":" + std::to_string(s.num_failed_allocs) +
-           ",\"map_calls\":" + std::to_string(c.map_calls) + ",\"pages_mapped\":" + std::to_string(c.pages_mapped) +
-           ",\"pages_restitched\":" + std::to_string(c.pages_restitched) +
-           ",\"granules_created\":" + std::to_string(c.granules_created) +
-           ",\"granules_released\":" + std::to_string(c.granules_released) +
-           ",\"handles_created\":" + std::to_string(c.handles_created) +
-           ",\"handles_mapped\":" + std::to_string(c.handles_mapped) +
-           ",\"handles_unmapped\":" + std::to_string(c.handles_unmapped) +
-           ",\"synchronizations\":" + std::to_string(c.synchronizations) +
-           ",\"event_waits\":" + std::to_string(c.event_waits) +
-           ",\"events_recorded\":" + std::to_string(c.events_recorded) +
+           counters +
            ",\"granularity\":" + std::to_string(vmm->granularity()) + "}";
   }
   if (buf != nullptr && len > 0) {

@@ -663,18 +663,7 @@ PYBIND11_MODULE(_tensormem, m) {
             if (const auto* v = dynamic_cast<const VmmAllocator*>(&a.Get())) {
               const VmmAllocator::Counters c = v->counters();
               py::dict d;
-              d["map_calls"] = c.map_calls;
-              d["pages_mapped"] = c.pages_mapped;
-              d["pages_unmapped"] = c.pages_unmapped;
-              d["pages_restitched"] = c.pages_restitched;
-              d["granules_created"] = c.granules_created;
-              d["granules_released"] = c.granules_released;
-              d["handles_created"] = c.handles_created;
-              d["handles_mapped"] = c.handles_mapped;
-              d["handles_unmapped"] = c.handles_unmapped;
-              d["synchronizations"] = c.synchronizations;
-              d["event_waits"] = c.event_waits;
-              d["events_recorded"] = c.events_recorded;
+              for (const auto& [name, field] : VmmAllocator::kCounterFields) d[py::str(std::string(name))] = c.*field;
               return py::object(std::move(d));
             }
 #endif

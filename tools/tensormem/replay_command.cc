@@ -199,17 +199,9 @@ int RunReplay(const ReplayOptions& o) {
       row["fragmentation"] = r.fragmentation ? nlohmann::json(*r.fragmentation) : nlohmann::json();
       row["warm_ns_per_op"] = r.warm_ns_per_op ? nlohmann::json(*r.warm_ns_per_op) : nlohmann::json();
       auto counters = [](const VmmAllocator::Counters& c) {
-        return nlohmann::json{{"map_calls", c.map_calls},
-                              {"pages_mapped", c.pages_mapped},
-                              {"pages_unmapped", c.pages_unmapped},
-                              {"pages_restitched", c.pages_restitched},
-                              {"granules_created", c.granules_created},
-                              {"handles_created", c.handles_created},
-                              {"handles_mapped", c.handles_mapped},
-                              {"handles_unmapped", c.handles_unmapped},
-                              {"synchronizations", c.synchronizations},
-                              {"event_waits", c.event_waits},
-                              {"events_recorded", c.events_recorded}};
+        nlohmann::json out = nlohmann::json::object();
+        for (const auto& [name, field] : VmmAllocator::kCounterFields) out[std::string(name)] = c.*field;
+        return out;
       };
       if (r.vmm_counters) row["vmm"] = counters(*r.vmm_counters);
       if (r.vmm_warm_counters) row["vmm_warm"] = counters(*r.vmm_warm_counters);

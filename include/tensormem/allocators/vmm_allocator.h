@@ -34,10 +34,13 @@
 // - One mutex; every public call is thread-safe.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "tensormem/allocators/physical_memory.h"
 #include "tensormem/allocators/resource.h"
@@ -117,6 +120,22 @@ class VmmAllocator final : public MemoryResource {
     std::uint64_t event_waits = 0;  // waits for one fence, less than a synchronization
     std::uint64_t events_recorded = 0;
   };
+  // Every counter's name (as replay's JSON, the plug-in's statistics and
+  // Python's counters() write it) and field, in declaration order.
+  static constexpr std::array<std::pair<std::string_view, std::uint64_t Counters::*>, 12> kCounterFields = {{
+      {"map_calls", &Counters::map_calls},
+      {"pages_mapped", &Counters::pages_mapped},
+      {"pages_unmapped", &Counters::pages_unmapped},
+      {"pages_restitched", &Counters::pages_restitched},
+      {"granules_created", &Counters::granules_created},
+      {"handles_created", &Counters::handles_created},
+      {"handles_mapped", &Counters::handles_mapped},
+      {"handles_unmapped", &Counters::handles_unmapped},
+      {"granules_released", &Counters::granules_released},
+      {"synchronizations", &Counters::synchronizations},
+      {"event_waits", &Counters::event_waits},
+      {"events_recorded", &Counters::events_recorded},
+  }};
   Counters counters() const;
   const VmmParams& params() const;
   std::uint64_t granularity() const;
