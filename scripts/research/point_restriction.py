@@ -21,8 +21,18 @@ problem: a proof) or unknown. Two fixed buffers that meet only inside a gap
 are not checked (R(S) never sees them together): they are what the local
 search repairs; the number of such pairs is printed.
 
+Two options (docs/solver.md, "Restrictions repaired by local search"):
+--local-search LS: where the exact solve of R(S) is unknown, repair the
+previous step's plan of R(S) with LS (overlap_local_search, --ls-steps steps,
+--ls-seeds seeds, offsets in --granule units); --add-violations N: once every
+gap fits, add the start points of up to N (most loaded first) of the pairs
+that overlap in the whole plan to S and go on, so the loop ends only with a
+plan of the whole problem (OUT, no pair overlapping) or an unknown step.
+
   point_restriction.py TENSORMEM PROBLEM.csv CAPACITY OUT.csv [--time-limit 60]
       [--gap-time-limit 3] [--segments 8] [--tries 2] [--seed 1] [--work DIR]
+      [--local-search LS [--ls-steps 5000000] [--ls-seeds 3] [--granule 1024]]
+      [--add-violations N]
 Exit 0: OUT written; 3: R(S) infeasible; 4: R(S) unknown; 2: bad input.
 """
 import argparse
@@ -34,6 +44,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import time
 
 
 def fail(msg):
@@ -85,6 +96,32 @@ def solve(tm, path, cap, limit):
     return j, plan
 
 
+def overlapping(B, off):
+    return [(u, v) for u in range(len(B)) for v in range(u + 1, len(B))
+            if B[u][1] < B[v][2] and B[v][1] < B[u][2]
+            and off[B[u][0]] < off[B[v][0]] + B[v][3] and off[B[v][0]] < off[B[u][0]] + B[u][3]]
+
+
+def repair(a, work, it, R, previous):
+    """R(S)'s plan by local search from the last step's plan (new buffers at 0)."""
+    problem, start, out = (os.path.join(work, f"{x}{it}.csv") for x in ("LR", "LS", "LP"))
+    with open(problem, "w") as f:
+        f.write("id,lower,upper,size\n")
+        f.writelines(f"{i},{lo},{up},{sz}\n" for (i, lo, up, sz) in R)
+    with open(start, "w") as f:
+        f.write("id,offset\n")
+        f.writelines(f"{i},{min(previous.get(i, 0), a.capacity - sz)}\n" for (i, _, _, sz) in R)
+    for seed in range(a.seed * 100000 + it * 100 + 1, a.seed * 100000 + it * 100 + a.ls_seeds + 1):
+        p = subprocess.run([a.local_search, problem, start, str(a.capacity), str(a.granule), str(a.ls_steps),
+                            str(seed), out], capture_output=True, text=True)
+        if p.returncode == 2:
+            fail(f"{problem}: {p.stderr.strip()}")
+        print(f"  local search, seed {seed}: {p.stdout.strip()}", flush=True)
+        if p.returncode == 0:
+            return {"status": "repaired"}, {r["id"]: int(r["offset"]) for r in csv.DictReader(open(out))}
+    return {"status": "unknown"}, None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("tensormem")
@@ -97,9 +134,16 @@ def main():
     ap.add_argument("--tries", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--work")
+    ap.add_argument("--local-search")
+    ap.add_argument("--ls-steps", type=int, default=5000000)
+    ap.add_argument("--ls-seeds", type=int, default=3)
+    ap.add_argument("--granule", type=int, default=1024)
+    ap.add_argument("--add-violations", type=int, default=0)
     a = ap.parse_args()
     if a.capacity <= 0 or a.segments <= 0 or a.tries <= 0 or a.time_limit <= 0 or a.gap_time_limit <= 0:
         fail("capacity, --segments, --tries and the time limits must be positive")
+    if a.ls_steps <= 0 or a.ls_seeds <= 0 or a.granule <= 0 or a.add_violations < 0:
+        fail("--ls-steps, --ls-seeds and --granule must be positive, --add-violations not negative")
     B = read_problem(a.problem)
     work = a.work or tempfile.mkdtemp(prefix="point_restriction_")
     os.makedirs(work, exist_ok=True)
@@ -114,8 +158,10 @@ def main():
         if seg:
             S.add(max(seg, key=lambda p: load[p]))
     it = 0
+    previous = None  # the last step's plan of R(S), the local search's start
     while True:
         it += 1
+        t0 = time.time()
         Sl = sorted(S)
         R = []
         for (i, lo, up, sz) in B:
@@ -128,13 +174,16 @@ def main():
             j, plan = solve(a.tensormem, path, a.capacity, a.time_limit)
             if plan is not None or j.get("status") == "infeasible":
                 break
+        if plan is None and a.local_search and previous and j.get("status") != "infeasible":
+            j, plan = repair(a, work, it, R, previous)
         print(f"step {it}: {len(S)} of {len(P)} points, {len(R)} buffers: {j.get('status')} "
-              f"({j.get('nodes')} nodes, {j.get('seconds', 0):.1f} s)", flush=True)
+              f"({j.get('nodes')} nodes, {time.time() - t0:.1f} s)", flush=True)
         if plan is None:
             if j.get("status") == "infeasible":
                 print(f"the restriction to {len(S)} points does not fit {a.capacity}: neither does the problem")
                 sys.exit(3)
             sys.exit(4)
+        previous = plan
         fixed = {i: plan[i] for (i, _, _, _) in R}
         full = dict(fixed)
         bounds = [-1] + Sl + [float("inf")]
@@ -157,10 +206,13 @@ def main():
                     full[i] = gplan[i]
         print(f"  gaps failed: {failed}", flush=True)
         if failed == 0:
-            break
-    collisions = sum(1 for u in range(len(B)) for v in range(u + 1, len(B))
-                     if B[u][1] < B[v][2] and B[v][1] < B[u][2]
-                     and full[B[u][0]] < full[B[v][0]] + B[v][3] and full[B[v][0]] < full[B[u][0]] + B[u][3])
+            pairs = overlapping(B, full)
+            if not a.add_violations or not pairs:
+                break
+            points = {max(B[u][1], B[v][1]) for (u, v) in pairs}
+            print(f"  {len(pairs)} pairs overlap, at {len(points)} points", flush=True)
+            S.update(sorted(points, key=lambda p: -load[p])[:a.add_violations])
+    collisions = len(overlapping(B, full))
     with open(a.out, "w") as f:
         f.write("id,offset\n")
         for (i, _, _, _) in B:

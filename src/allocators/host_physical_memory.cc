@@ -243,10 +243,10 @@ Status HostPhysicalMemory::Unmap(void* address, std::size_t count, std::uint64_t
 Status HostPhysicalMemory::Synchronize() {
   std::lock_guard<std::mutex> lock(state_->mutex);
   ++state_->calls.synchronize;
-  if (state_->params.event_lag != 0) {  // the host waits for the device to catch up
-    state_->completed = state_->next_event - 1;
-    state_->in_flight.clear();
-  }
+  // The host waits for the device: every event recorded so far is done, as
+  // after cuCtxSynchronize (manual events too, as WaitForEvent does).
+  state_->completed = state_->next_event - 1;
+  state_->in_flight.clear();
   return Status::Ok();
 }
 

@@ -96,6 +96,30 @@ TEST(HostPhysicalMemory, ALaggingDeviceCompletesEventsLater) {
   EXPECT_EQ(m->call_counts().event_waits, 2u);
 }
 
+// Manual events (tests' streams) complete only when told, waited for, or
+// when the host synchronises with the device, as a lagging device's do.
+TEST(HostPhysicalMemory, ManualEventsCompleteWhenWaitedForOrSynchronised) {
+  HostPhysicalMemoryParams hp;
+  hp.manual_events = true;
+  auto m = Host(hp);
+  Result<EventHandle> first = m->RecordEvent(0);
+  Result<EventHandle> second = m->RecordEvent(0);
+  Result<EventHandle> third = m->RecordEvent(0);
+  ASSERT_TRUE(first.ok() && second.ok() && third.ok());
+  EXPECT_FALSE(m->EventCompleted(*first));
+  ASSERT_TRUE(m->WaitForEvent(*first).ok());
+  EXPECT_TRUE(m->EventCompleted(*first));
+  EXPECT_FALSE(m->EventCompleted(*second));
+  ASSERT_TRUE(m->Synchronize().ok());
+  EXPECT_TRUE(m->EventCompleted(*second));
+  EXPECT_TRUE(m->EventCompleted(*third));
+  Result<EventHandle> after = m->RecordEvent(0);
+  ASSERT_TRUE(after.ok());
+  EXPECT_FALSE(m->EventCompleted(*after));  // recorded after the synchronisation
+  m->CompleteEvents();
+  EXPECT_TRUE(m->EventCompleted(*after));
+}
+
 TEST(HostPhysicalMemory, GranulesMapAnywhereAndKeepTheirBytes) {
   auto m = Host();
   const std::uint64_t g = m->granularity();

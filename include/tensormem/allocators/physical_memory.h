@@ -91,8 +91,8 @@ class PhysicalMemory {
 struct HostPhysicalMemoryParams {
   // Bytes per granule: a power of two, a multiple of the page size.
   std::uint64_t granularity = std::uint64_t{2} << 20;
-  // Tests only: events complete when CompleteEvents() is called, so stream
-  // ordering can be checked on the host.
+  // Tests only: events complete when CompleteEvents() is called (or waited
+  // for, or by a Synchronize), so stream ordering can be checked on the host.
   bool manual_events = false;
   // Measurement: a device running behind the host. An event completes once
   // AdvanceDevice() has been called this many times after it was recorded
