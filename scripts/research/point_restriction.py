@@ -23,7 +23,7 @@ search repairs; the number of such pairs is printed.
 
 Two options (docs/solver.md, "Restrictions repaired by local search"):
 --local-search LS: where the exact solve of R(S) is unknown, repair the
-previous step's plan of R(S) with LS (overlap_local_search, --ls-steps steps,
+previous step's plan of R(S) (new buffers, or all at the first step, at 0) with LS (overlap_local_search, --ls-steps steps,
 --ls-seeds seeds, offsets in --granule units); --add-violations N: once every
 gap fits, add the start points of up to N (most loaded first) of the pairs
 that overlap in the whole plan to S and go on, so the loop ends only with a
@@ -158,7 +158,7 @@ def main():
         if seg:
             S.add(max(seg, key=lambda p: load[p]))
     it = 0
-    previous = None  # the last step's plan of R(S), the local search's start
+    previous = {}  # the last step's plan of R(S), the local search's start (0 where none)
     while True:
         it += 1
         t0 = time.time()
@@ -174,7 +174,7 @@ def main():
             j, plan = solve(a.tensormem, path, a.capacity, a.time_limit)
             if plan is not None or j.get("status") == "infeasible":
                 break
-        if plan is None and a.local_search and previous and j.get("status") != "infeasible":
+        if plan is None and a.local_search and j.get("status") != "infeasible":
             j, plan = repair(a, work, it, R, previous)
         print(f"step {it}: {len(S)} of {len(P)} points, {len(R)} buffers: {j.get('status')} "
               f"({j.get('nodes')} nodes, {time.time() - t0:.1f} s)", flush=True)

@@ -168,8 +168,22 @@ def main():
         r = run([search, prob, start, str(height), str(G), "2000000", "3", out])
         assert r.returncode == 0, (r.stdout, r.stderr)
         check_plan(bufs, read_plan(out), height)
+        # Every exact solve cut short, so the local search repairs each step,
+        # and the violated points are added until the whole plan is one.
+        for seed in (1, 4):
+            bufs, plan = random_problem(random.Random(seed), 60)
+            height = max(plan[b[0]] + b[3] for b in bufs)
+            write_problem(prob, bufs)
+            r = run([sys.executable, DRIVER, tensormem, prob, str(height), start, "--time-limit", "0.000001",
+                     "--tries", "1", "--gap-time-limit", "2", "--segments", "3", "--local-search", search,
+                     "--granule", str(G), "--add-violations", "1000", "--work", os.path.join(d, f"work{seed}")])
+            assert r.returncode == 0, (r.stdout, r.stderr)
+            assert "local search, seed" in r.stdout and ": 0 pairs of buffers overlap" in r.stdout, r.stdout
+            check_plan(bufs, read_plan(start), height)
         r = run([sys.executable, DRIVER, tensormem, prob, "0", start])
         assert r.returncode == 2 and "must be positive" in r.stderr, r.stderr
+        r = run([sys.executable, DRIVER, tensormem, prob, "64", start, "--ls-steps", "0"])
+        assert r.returncode == 2 and "--ls-steps" in r.stderr, r.stderr
         with open(prob, "w") as f:
             f.write("id,lower,upper,size\na,4,2,8\n")
         r = run([sys.executable, DRIVER, tensormem, prob, "64", start])
