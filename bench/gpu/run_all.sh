@@ -14,15 +14,7 @@
 #   san_*.log      the CUDA tests under compute-sanitizer memcheck
 # PyTorch's caching allocator replays the same traces (default, expandable)
 # into main.log. Usage: bench/gpu/run_all.sh
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-out=${OUT:-out}
-mkdir -p "$out"
-export TENSORMEM_SHARED_DIR=$PWD/.gpu/shared PYTHONUNBUFFERED=1
-build=build-gpu
-t0=$(date +%s)
-stamp() { echo "[t=$(($(date +%s) - t0))s] $*"; }
-exec > >(tee -a "$out/main.log") 2>&1
+source "$(dirname "$0")/common.sh"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 gcc --version | head -1; nvcc --version | tail -1
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
@@ -34,14 +26,7 @@ done
 (timeout 300 python3 .gpu/shared/gpu/torch_replay.py >/tmp/ext.log 2>&1; echo "extension rc $?" >>/tmp/ext.log) &
 ext=$!
 stamp configure and build
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTENSORMEM_WERROR=ON \
-  -DCMAKE_PREFIX_PATH="$PWD/.gpu/prefix" -DTENSORMEM_WITH_ONNX=OFF -DTENSORMEM_BUILD_BENCHMARKS=OFF \
-  -DTENSORMEM_SHARED_DIR="$TENSORMEM_SHARED_DIR" >"$out/build.log" 2>&1 &&
-  cmake --build "$build" -j "$(nproc)" --target tensormem_cli allocators_test torch_plugin_test tensormem_torch \
-    >>"$out/build.log" 2>&1
-rc=$?
-stamp "build rc $rc"
-[ $rc = 0 ] || { tail -40 "$out/build.log"; exit 1; }
+build_for_device
 stamp CUDA tests
 timeout 90 "$build/tests/allocators/allocators_test" --gtest_filter='Cuda*:*Vmm*:VirtualMemory*:*DeviceScenario*' 2>&1 |
   grep -vE "^\[ RUN|^$" | tail -40

@@ -4,24 +4,9 @@
 # tensormem at growth slack 0.05), vmm replays of three traces on the device,
 # and compute-sanitizer on the CUDA tests. Prepare with scripts/gpu_prepare.sh
 # and carry .gpu; logs go to $OUT (or out/): main.log, e2e.jsonl, san_*.log.
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-out=${OUT:-out}
-mkdir -p "$out"
-export TENSORMEM_SHARED_DIR=$PWD/.gpu/shared PYTHONUNBUFFERED=1
-build=build-gpu
-t0=$(date +%s)
-stamp() { echo "[t=$(($(date +%s) - t0))s] $*"; }
-exec > >(tee -a "$out/main.log") 2>&1
+source "$(dirname "$0")/common.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTENSORMEM_WERROR=ON \
-  -DCMAKE_PREFIX_PATH="$PWD/.gpu/prefix" -DTENSORMEM_WITH_ONNX=OFF -DTENSORMEM_BUILD_BENCHMARKS=OFF \
-  -DTENSORMEM_SHARED_DIR="$TENSORMEM_SHARED_DIR" >"$out/build.log" 2>&1 &&
-  cmake --build "$build" -j "$(nproc)" --target tensormem_cli allocators_test torch_plugin_test tensormem_torch \
-    >>"$out/build.log" 2>&1
-rc=$?
-stamp "build rc $rc"
-[ $rc = 0 ] || { tail -40 "$out/build.log"; exit 1; }
+build_for_device
 timeout 90 "$build/tests/allocators/allocators_test" --gtest_filter='Cuda*:*Vmm*:VirtualMemory*:*DeviceScenario*' 2>&1 |
   grep -E "FAILED|PASSED|SKIPPED|Failure" | tail -12
 timeout 60 "$build/tests/allocators/torch_plugin_test" 2>&1 | grep -E "FAILED|PASSED|Failure" | tail -4
