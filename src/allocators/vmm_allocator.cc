@@ -56,6 +56,12 @@ struct BySizeThenOffset {
   }
 };
 
+// A run handle taken off its pages, to be mapped whole elsewhere.
+struct MovedHandle {
+  GranuleHandle handle = 0;
+  std::uint64_t pages = 0;
+};
+
 struct Page {
   bool mapped = false;
   GranuleHandle granule = 0;  // the handle mapped here (shared by a run handle's pages)
@@ -280,22 +286,31 @@ struct VmmAllocator::State {
       if (s.pages[k].touch != 0 || (safe_only && s.pages[k].cached_seq > safe_seq)) return false;
     return true;
   }
-  // Unmaps a free run handle and gives it back to the device; returns its
-  // granules (no longer held).
-  Result<std::uint64_t> ReleaseRunHandle(Space& s, std::uint64_t head) {
-    const std::uint64_t n = s.pages[head].handle_pages;
-    const GranuleHandle h = s.pages[head].granule;
-    TM_RETURN_IF_ERROR(memory->Unmap(s.base + head * g, 1, n));
+  // Unmaps a free run handle (still held); returns it.
+  Result<MovedHandle> UnmapRunHandle(Space& s, std::uint64_t head) {
+    const MovedHandle moved{s.pages[head].granule, s.pages[head].handle_pages};
+    TM_RETURN_IF_ERROR(memory->Unmap(s.base + head * g, 1, moved.pages));
     ++counters.handles_unmapped;
-    counters.pages_unmapped += n;
-    for (std::uint64_t k = head; k < head + n; ++k) {
+    counters.pages_unmapped += moved.pages;
+    for (std::uint64_t k = head; k < head + moved.pages; ++k) {
       LruRemove((std::uint64_t(s.index) << kPageBits) | k);
       s.pages[k] = Page{};
     }
-    TM_RETURN_IF_ERROR(memory->ReleaseGranule(h, n));
-    held -= n;
-    counters.granules_released += n;
-    return n;
+    return moved;
+  }
+  // Gives an unmapped run handle back to the device (no longer held).
+  Status ReleaseHandle(const MovedHandle& h) {
+    TM_RETURN_IF_ERROR(memory->ReleaseGranule(h.handle, h.pages));
+    held -= h.pages;
+    counters.granules_released += h.pages;
+    return Status::Ok();
+  }
+  // Unmaps a free run handle and gives it back to the device; returns its
+  // granules (no longer held).
+  Result<std::uint64_t> ReleaseRunHandle(Space& s, std::uint64_t head) {
+    TM_ASSIGN_OR_RETURN(const MovedHandle h, UnmapRunHandle(s, head));
+    TM_RETURN_IF_ERROR(ReleaseHandle(h));
+    return h.pages;
   }
 
   // Backs `count` pages being mapped (already touched, so not in the list):
@@ -304,9 +319,13 @@ struct VmmAllocator::State {
   // per run of pages, see TouchAndMap), already counted as held. With
   // `allow_create` false only the pool and the cache serve. All or
   // nothing: on failure the singles go back to the pool and nothing stays
-  // reserved.
+  // reserved. With `moved`, a free run handle re-stitched whole (all its
+  // granules needed) is unmapped but kept, for the caller to map whole in a
+  // run of pages (an unmap and a map, not also a release and a create); it
+  // counts as reserved, and the caller releases what it does not use.
   Status AcquireGranules(std::size_t count, std::vector<GranuleHandle>& out, std::size_t& reserved,
-                         bool allow_create) {
+                         bool allow_create, std::vector<MovedHandle>* moved = nullptr) {
+    const std::size_t moved_before = moved ? moved->size() : 0;
     const std::size_t out_before = out.size();
     const std::size_t reserved_before = reserved;
     const std::size_t from_pool = std::min(count, pool.size());
@@ -332,8 +351,8 @@ struct VmmAllocator::State {
     // so taking the oldest moved most pages again in every step (17,522 of
     // 19,661 per pass on transformer_ctx128_fullstep; 1,062 newest first).
     // A run handle moves only whole, once no live block is on any of its
-    // pages: it is unmapped and released, and its granules created again
-    // where they are needed.
+    // pages: it is unmapped and kept for the caller to map whole (see
+    // `moved`), or released and its granules created again where needed.
     auto restitch = [&](bool may_wait) -> Status {
       PollFence();
       for (int round = 0; round < 2 && need > 0; ++round) {
@@ -361,6 +380,15 @@ struct VmmAllocator::State {
           if (n > 1) {
             if (!RunHandleFree(s, head, true)) {  // a live block is on another of its pages
               id = older;
+              continue;
+            }
+            if (allow_create && moved != nullptr && n <= need) {
+              TM_ASSIGN_OR_RETURN(const MovedHandle h, UnmapRunHandle(s, head));
+              moved->push_back(h);  // still held: reserved for the caller
+              reserved += n;
+              need -= n;
+              counters.pages_restitched += n;
+              id = older != kNoPage && PageAt(older).mapped && PageAt(older).touch == 0 ? older : newest_safe();
               continue;
             }
             TM_RETURN_IF_ERROR(ReleaseRunHandle(s, head).status());
@@ -447,6 +475,14 @@ struct VmmAllocator::State {
     if (st.ok() && need == 0) return Status::Ok();
     pool.insert(pool.end(), out.begin() + static_cast<std::ptrdiff_t>(out_before), out.end());
     out.resize(out_before);
+    // Handles kept whole go back to the device: `held` counted them as reserved.
+    if (moved != nullptr) {
+      for (std::size_t k = moved_before; k < moved->size(); ++k) {
+        (void)memory->ReleaseGranule((*moved)[k].handle, (*moved)[k].pages);
+        counters.granules_released += (*moved)[k].pages;
+      }
+      moved->resize(moved_before);
+    }
     held -= reserved - reserved_before;
     reserved = reserved_before;
     if (!st.ok()) return st;
@@ -512,7 +548,8 @@ struct VmmAllocator::State {
     std::vector<GranuleHandle> singles;
     singles.reserve(todo.size());
     std::size_t reserved = 0;
-    if (Status st = AcquireGranules(todo.size(), singles, reserved, true); !st.ok()) {
+    std::vector<MovedHandle> moved;
+    if (Status st = AcquireGranules(todo.size(), singles, reserved, true, &moved); !st.ok()) {
       Untouch(s, offset, size);
       return st;
     }
@@ -525,11 +562,39 @@ struct VmmAllocator::State {
     };
     std::vector<Backing> back(todo.size());
     for (std::size_t k = 0; k < singles.size(); ++k) back[k] = {singles[k], 1, true};
+    // Run handles moved whole first, each where the pages are cut into a
+    // handle of its very size (as they would be for new granules, so the
+    // map calls stay the same and a create and a release are saved; a
+    // handle on part of a run would cut the rest into more map calls: on
+    // transformer_ctx128_fullstep 2,518 -> 3,047 a cold pass). Those no run
+    // takes go back to the device before anything is created.
+    for (std::size_t k = singles.size(); k < todo.size() && !moved.empty();) {
+      std::size_t j = k + 1;
+      while (j - k < params.max_handle_granules && j < todo.size() && todo[j] == todo[j - 1] + 1) ++j;
+      auto fits = std::find_if(moved.begin(), moved.end(), [&](const MovedHandle& h) { return h.pages == j - k; });
+      if (fits == moved.end()) {
+        k = j;
+        continue;
+      }
+      back[k] = {fits->handle, fits->pages, true};
+      for (std::size_t m = k + 1; m < k + fits->pages; ++m) back[m] = {fits->handle, 0, true};
+      ++counters.handles_moved;
+      k += fits->pages;
+      moved.erase(fits);
+    }
+    for (const MovedHandle& h : moved) {  // still counted in `held`: created below instead
+      (void)memory->ReleaseGranule(h.handle, h.pages);
+      counters.granules_released += h.pages;
+    }
     Status refused = Status::Ok();
     std::size_t uncovered = 0;
     for (std::size_t k = singles.size(); k < todo.size();) {
+      if (back[k].set) {
+        ++k;
+        continue;
+      }
       std::size_t j = k + 1;
-      while (j - k < params.max_handle_granules && j < todo.size() && todo[j] == todo[j - 1] + 1) ++j;
+      while (j - k < params.max_handle_granules && j < todo.size() && todo[j] == todo[j - 1] + 1 && !back[j].set) ++j;
       std::vector<GranuleHandle> h;
       if (j - k > 1 && memory->CreateGranules(1, h, j - k).ok()) {
         back[k] = {h[0], j - k, true};

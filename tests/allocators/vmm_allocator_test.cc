@@ -425,7 +425,7 @@ TEST(VmmAllocator, ARunOfNewPagesComesAsFewHandles) {
 // A run handle moves only whole: while a live block is on one of its pages
 // the others stay where they are (a request that needs them fails under the
 // limit); once none is, it is released and its granules created again where
-// they are needed.
+// they are needed (here a run of five pages: no place of its size).
 TEST(VmmAllocator, ARunHandleMovesOnlyWhole) {
   auto m = Host();
   const std::uint64_t g = m->granularity();
@@ -458,6 +458,43 @@ TEST(VmmAllocator, ARunHandleMovesOnlyWhole) {
   EXPECT_TRUE(Intact(*x, g, 8));
   ASSERT_TRUE(v->Deallocate(*e).ok());
   ASSERT_TRUE(v->Deallocate(*x).ok());
+}
+
+// Where the pages to back are cut into a handle of a free run handle's very
+// size, that handle is mapped there whole: an unmap and a map, as a new
+// handle would need, but no release and no create.
+TEST(VmmAllocator, AFreeRunHandleMovesWholeWhereARunOfItsSizeNeedsPages) {
+  auto m = Host();
+  const std::uint64_t g = m->granularity();
+  VmmParams p;
+  p.memory_limit = 9 * g;
+  p.max_handle_granules = 4;
+  auto v = Vmm(*m, p);
+  Result<void*> a = v->Allocate(4 * g);  // pages 0-3: one handle
+  Result<void*> x = v->Allocate(g);      // page 4: keeps A's block off the top
+  ASSERT_TRUE(a.ok() && x.ok());
+  Fill(*a, 4 * g, 3);
+  Fill(*x, g, 8);
+  ASSERT_TRUE(v->Deallocate(*a).ok());
+  const HostPhysicalMemory::CallCounts before = m->call_counts();
+  Result<void*> e = v->Allocate(8 * g);  // pages 5-12: two handles of four; A's is one of them
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  Fill(*e, 8 * g, 5);
+  const HostPhysicalMemory::CallCounts after = m->call_counts();
+  EXPECT_EQ(v->counters().handles_moved, 1u);
+  EXPECT_EQ(v->counters().granules_released, 0u);
+  EXPECT_EQ(after.create - before.create, 1u);   // the other four pages
+  EXPECT_EQ(after.release - before.release, 0u);
+  EXPECT_EQ(after.map - before.map, 2u);         // a map per handle, as for two new ones
+  EXPECT_EQ(m->granules_held(), 9u);
+  EXPECT_EQ(v->GetStats().bytes_reserved, 9 * g);
+  EXPECT_TRUE(Intact(*e, 8 * g, 5));
+  EXPECT_TRUE(Intact(*x, g, 8));
+  ASSERT_TRUE(v->Deallocate(*e).ok());
+  ASSERT_TRUE(v->Deallocate(*x).ok());
+  Result<std::uint64_t> released = v->ReleaseCachedMemory();
+  ASSERT_TRUE(released.ok());
+  EXPECT_EQ(m->granules_held(), 0u);
 }
 
 TEST(VmmAllocator, FreedGranulesAnywhereServeARequestElsewhere) {

@@ -236,6 +236,7 @@ int RunReplay(const ReplayOptions& o) {
                                          WithThousands(r.vmm_counters->pages_mapped) + " pages mapped, " +
                                          WithThousands(r.vmm_counters->pages_restitched) + " re-stitched, " +
                                          WithThousands(r.vmm_counters->granules_created) + " granules created, " +
+                                         WithThousands(r.vmm_counters->handles_moved) + " handles moved whole, " +
                                          WithThousands(r.vmm_counters->synchronizations) + " synchronizations, " +
                                          WithThousands(r.vmm_counters->event_waits) + " fence waits"
                                    : std::string())
@@ -243,6 +244,7 @@ int RunReplay(const ReplayOptions& o) {
                                               " map calls, " + WithThousands(r.vmm_warm_counters->pages_mapped) +
                                               " pages mapped, " +
                                               WithThousands(r.vmm_warm_counters->pages_restitched) + " re-stitched, " +
+                                              WithThousands(r.vmm_warm_counters->handles_moved) + " handles moved whole, " +
                                               WithThousands(r.vmm_warm_counters->synchronizations) +
                                               " synchronizations, " +
                                               WithThousands(r.vmm_warm_counters->event_waits) + " fence waits"

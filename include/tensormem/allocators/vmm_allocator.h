@@ -18,8 +18,9 @@
 //   growing instead held 1.07x the peak in use on an H200), (3) new
 //   granules while the limit allows,
 //   as handles of up to `max_handle_granules` per run of pages (a run
-//   handle moves only whole: once free, it is released and created again
-//   where needed). With `restitch_before_growing`
+//   handle moves only whole: once free, it is mapped whole where a run of
+//   pages of its very size needs backing, or else released and created
+//   again where needed). With `restitch_before_growing`
 //   (default) (2) comes before (3), so the memory held never exceeds the
 //   most pages live blocks ever touched at once; `growth_slack` lets (3)
 //   come first up to that many pages times (1 + slack): a loop whose blocks
@@ -71,10 +72,11 @@ struct VmmParams {
   // New granules for a run of consecutive pages come as handles of up to
   // this many granules: one create and one map call per handle instead of
   // per page (a GPU pays per call, ~50 us on an H200). Such a handle moves
-  // only whole: once no live block is on any of its pages it is released,
-  // and its granules are created again where they are needed; while a live
-  // block is on one of its pages, the others stay cached. 1 = a handle per
-  // granule. 1 to 2^20.
+  // only whole: once no live block is on any of its pages it is mapped
+  // whole where a run of its size needs pages (an unmap and a map), or
+  // released and its granules created again where they are needed; while a
+  // live block is on one of its pages, the others stay cached. 1 = a handle
+  // per granule. 1 to 2^20.
   std::uint64_t max_handle_granules = 16;
   // Chunks listed at most in the out-of-memory report.
   std::size_t report_max_blocks = 32;
@@ -119,10 +121,11 @@ class VmmAllocator final : public MemoryResource {
     std::uint64_t synchronizations = 0;
     std::uint64_t event_waits = 0;  // waits for one fence, less than a synchronization
     std::uint64_t events_recorded = 0;
+    std::uint64_t handles_moved = 0;  // run handles re-stitched whole: no release, no create
   };
   // Every counter's name (as replay's JSON, the plug-in's statistics and
   // Python's counters() write it) and field, in declaration order.
-  static constexpr std::array<std::pair<std::string_view, std::uint64_t Counters::*>, 12> kCounterFields = {{
+  static constexpr std::array<std::pair<std::string_view, std::uint64_t Counters::*>, 13> kCounterFields = {{
       {"map_calls", &Counters::map_calls},
       {"pages_mapped", &Counters::pages_mapped},
       {"pages_unmapped", &Counters::pages_unmapped},
@@ -135,6 +138,7 @@ class VmmAllocator final : public MemoryResource {
       {"synchronizations", &Counters::synchronizations},
       {"event_waits", &Counters::event_waits},
       {"events_recorded", &Counters::events_recorded},
+      {"handles_moved", &Counters::handles_moved},
   }};
   Counters counters() const;
   const VmmParams& params() const;
