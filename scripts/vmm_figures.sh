@@ -5,7 +5,8 @@
 # Usage: scripts/vmm_figures.sh [build-dir] [repetitions] [device] [replay flags...]
 # (e.g. --vmm-growth-slack 0.05, or --device-lag 200 for a host device that
 # runs 200 trace events behind). The last column counts what a GPU pays
-# for: in the cold pass, and the pages re-stitched in the warm pass.
+# for, in the cold pass and then the warm pass: handles created (and run
+# handles moved whole instead), map calls, synchronisations, fence waits.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -26,10 +27,11 @@ name = j["trace"].split("/")[-1]
 for r in j["results"]:
     v = r.get("vmm")
     w = r.get("vmm_warm")
-    extra = "" if not v else ("handles %d, maps %d, pages %d, re-stitched %d, syncs %d, fence waits %d; "
-                              "warm: maps %d, syncs %d, fence waits %d") % (
-        v["handles_created"], v["map_calls"], v["pages_mapped"], v["pages_restitched"], v["synchronizations"],
-        v["event_waits"], w["map_calls"], w["synchronizations"], w["event_waits"])
+    extra = "" if not v else ("handles %d (moved %d), maps %d, pages %d, re-stitched %d, syncs %d, fence waits %d; "
+                              "warm: handles %d (moved %d), maps %d, syncs %d, fence waits %d") % (
+        v["handles_created"], v["handles_moved"], v["map_calls"], v["pages_mapped"], v["pages_restitched"],
+        v["synchronizations"], v["event_waits"], w["handles_created"], w["handles_moved"], w["map_calls"],
+        w["synchronizations"], w["event_waits"])
     b = r.get("backend")
     if b: extra = "handles %d" % b["handles_created"]
     warm = r.get("warm_ns_per_op")
