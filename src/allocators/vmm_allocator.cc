@@ -22,6 +22,7 @@
 #include <deque>
 #include <mutex>
 #include <set>
+#include <span>
 #include <sstream>
 #include <unordered_map>
 #include <vector>
@@ -298,18 +299,24 @@ struct VmmAllocator::State {
     }
     return moved;
   }
-  // Gives an unmapped run handle back to the device (no longer held).
-  Status ReleaseHandle(const MovedHandle& h) {
-    TM_RETURN_IF_ERROR(memory->ReleaseGranule(h.handle, h.pages));
-    held -= h.pages;
-    counters.granules_released += h.pages;
-    return Status::Ok();
+  // Gives unmapped run handles back to the device (`held` is the caller's).
+  Status ReleaseHandles(std::span<const MovedHandle> handles) {
+    Status first = Status::Ok();
+    for (const MovedHandle& h : handles) {
+      if (Status st = memory->ReleaseGranule(h.handle, h.pages); !st.ok()) {
+        if (first.ok()) first = st;
+        continue;
+      }
+      counters.granules_released += h.pages;
+    }
+    return first;
   }
   // Unmaps a free run handle and gives it back to the device; returns its
   // granules (no longer held).
   Result<std::uint64_t> ReleaseRunHandle(Space& s, std::uint64_t head) {
     TM_ASSIGN_OR_RETURN(const MovedHandle h, UnmapRunHandle(s, head));
-    TM_RETURN_IF_ERROR(ReleaseHandle(h));
+    TM_RETURN_IF_ERROR(ReleaseHandles({&h, 1}));
+    held -= h.pages;
     return h.pages;
   }
 
@@ -382,22 +389,20 @@ struct VmmAllocator::State {
               id = older;
               continue;
             }
-            if (allow_create && moved != nullptr && n <= need) {
-              TM_ASSIGN_OR_RETURN(const MovedHandle h, UnmapRunHandle(s, head));
-              moved->push_back(h);  // still held: reserved for the caller
-              reserved += n;
-              need -= n;
-              counters.pages_restitched += n;
-              id = older != kNoPage && PageAt(older).mapped && PageAt(older).touch == 0 ? older : newest_safe();
-              continue;
-            }
-            TM_RETURN_IF_ERROR(ReleaseRunHandle(s, head).status());
             const std::uint64_t again = std::min<std::uint64_t>(n, need);
             if (allow_create) {
-              held += again;  // created by the caller, in runs
+              if (moved != nullptr && again == n) {  // stays held, for the caller to map whole
+                TM_ASSIGN_OR_RETURN(const MovedHandle h, UnmapRunHandle(s, head));
+                moved->push_back(h);
+              } else {
+                TM_RETURN_IF_ERROR(ReleaseRunHandle(s, head).status());
+                held += again;  // created by the caller, in runs
+              }
               reserved += again;
               need -= again;
               counters.pages_restitched += again;
+            } else if (Status st = ReleaseRunHandle(s, head).status(); !st.ok()) {
+              return st;
             } else if (memory->CreateGranules(again, out).ok()) {
               // New granules were refused: the memory just given back is
               // taken again at once, as single granules.
@@ -477,10 +482,7 @@ struct VmmAllocator::State {
     out.resize(out_before);
     // Handles kept whole go back to the device: `held` counted them as reserved.
     if (moved != nullptr) {
-      for (std::size_t k = moved_before; k < moved->size(); ++k) {
-        (void)memory->ReleaseGranule((*moved)[k].handle, (*moved)[k].pages);
-        counters.granules_released += (*moved)[k].pages;
-      }
+      (void)ReleaseHandles(std::span<const MovedHandle>(*moved).subspan(moved_before));
       moved->resize(moved_before);
     }
     held -= reserved - reserved_before;
@@ -562,6 +564,14 @@ struct VmmAllocator::State {
     };
     std::vector<Backing> back(todo.size());
     for (std::size_t k = 0; k < singles.size(); ++k) back[k] = {singles[k], 1, true};
+    // The end of the handle that starts at todo[k]: consecutive pages not
+    // yet backed, up to max_handle_granules.
+    auto handle_end = [&](std::size_t k) {
+      std::size_t j = k + 1;
+      while (j - k < params.max_handle_granules && j < todo.size() && todo[j] == todo[j - 1] + 1 && !back[j].set)
+        ++j;
+      return j;
+    };
     // Run handles moved whole first, each where the pages are cut into a
     // handle of its very size (as they would be for new granules, so the
     // map calls stay the same and a create and a release are saved; a
@@ -569,8 +579,7 @@ struct VmmAllocator::State {
     // transformer_ctx128_fullstep 2,518 -> 3,047 a cold pass). Those no run
     // takes go back to the device before anything is created.
     for (std::size_t k = singles.size(); k < todo.size() && !moved.empty();) {
-      std::size_t j = k + 1;
-      while (j - k < params.max_handle_granules && j < todo.size() && todo[j] == todo[j - 1] + 1) ++j;
+      const std::size_t j = handle_end(k);
       auto fits = std::find_if(moved.begin(), moved.end(), [&](const MovedHandle& h) { return h.pages == j - k; });
       if (fits == moved.end()) {
         k = j;
@@ -582,10 +591,7 @@ struct VmmAllocator::State {
       k += fits->pages;
       moved.erase(fits);
     }
-    for (const MovedHandle& h : moved) {  // still counted in `held`: created below instead
-      (void)memory->ReleaseGranule(h.handle, h.pages);
-      counters.granules_released += h.pages;
-    }
+    (void)ReleaseHandles(moved);  // still counted in `held`: created below instead
     Status refused = Status::Ok();
     std::size_t uncovered = 0;
     for (std::size_t k = singles.size(); k < todo.size();) {
@@ -593,8 +599,7 @@ struct VmmAllocator::State {
         ++k;
         continue;
       }
-      std::size_t j = k + 1;
-      while (j - k < params.max_handle_granules && j < todo.size() && todo[j] == todo[j - 1] + 1 && !back[j].set) ++j;
+      const std::size_t j = handle_end(k);
       std::vector<GranuleHandle> h;
       if (j - k > 1 && memory->CreateGranules(1, h, j - k).ok()) {
         back[k] = {h[0], j - k, true};
