@@ -2,7 +2,9 @@
 // over CUDA physical memory, created at the device's first allocation with
 // the settings of the environment. PyTorch calls malloc and free with the
 // stream of the allocation, so a block freed on a stream is reusable by that
-// stream at once and by others after its event (the vmm allocator's rule).
+// stream at once and by others after its event (the vmm allocator's rule);
+// a block PyTorch's record_stream marked as used on other streams is freed
+// once their work queued at the free has finished.
 #include "tensormem_torch.h"
 
 #include <algorithm>
@@ -142,6 +144,28 @@ TM_EXPORT void tensormem_torch_free(void* ptr, ssize_t /*size*/, int device, voi
                             : vmm->DeallocateAsync(ptr, reinterpret_cast<tensormem::StreamHandle>(stream));
   if (!s.ok()) {
     // free returns nothing to PyTorch: say it where someone will see it.
+    t_last_error = s.ToString();
+    std::fprintf(stderr, "tensormem: %s\n", t_last_error.c_str());
+  }
+}
+
+TM_EXPORT void tensormem_torch_record_stream(void* ptr, void* stream) {
+  // PyTorch passes no device: the allocator whose addresses hold ptr.
+  VmmAllocator* owner = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    for (const std::unique_ptr<Device>& d : g_devices)
+      if (d && d->vmm->Owns(ptr)) {
+        owner = d->vmm.get();
+        break;
+      }
+  }
+  const Status s = owner == nullptr
+                       ? tensormem::NotFound("tensormem: record_stream of " + tensormem::PointerToString(ptr) +
+                                             ", which no device's allocator gave out")
+                       : owner->RecordStream(ptr, reinterpret_cast<tensormem::StreamHandle>(stream));
+  if (!s.ok()) {
+    // record_stream returns nothing to PyTorch either.
     t_last_error = s.ToString();
     std::fprintf(stderr, "tensormem: %s\n", t_last_error.c_str());
   }

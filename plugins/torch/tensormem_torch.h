@@ -6,6 +6,9 @@
  *   import torch
  *   a = torch.cuda.memory.CUDAPluggableAllocator(
  *       "libtensormem_torch.so", "tensormem_torch_malloc", "tensormem_torch_free")
+ *   lib = ctypes.CDLL("libtensormem_torch.so")    # record_stream, where PyTorch has the hook:
+ *   a.allocator().set_record_stream_fn(
+ *       ctypes.cast(lib.tensormem_torch_record_stream, ctypes.c_void_p).value)
  *   torch.cuda.memory.change_current_allocator(a)   # before any CUDA allocation
  *
  * Settings come from the environment, read once at the first allocation:
@@ -27,6 +30,10 @@ extern "C" {
 
 void* tensormem_torch_malloc(ssize_t size, int device, void* stream);
 void tensormem_torch_free(void* ptr, ssize_t size, int device, void* stream);
+/* PyTorch's record_stream (CUDAPluggableAllocator's set_record_stream_fn):
+ * the block at ptr is also used on stream, so its free waits for the work
+ * queued there at the time of the free. tensormem.torch.enable() wires it. */
+void tensormem_torch_record_stream(void* ptr, void* stream);
 /* JSON of the device's statistics ({"device":0,"bytes_in_use":..,
  * "peak_bytes_in_use":..,"bytes_reserved":..,"peak_bytes_reserved":..,
  * "num_allocs":..,"num_frees":..,"num_failed_allocs":..,"map_calls":..,...}),

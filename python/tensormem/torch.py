@@ -7,6 +7,13 @@ tensormem's PyTorch plug-in (``libtensormem_torch.so``, the CMake target
 allocates anything on the GPU. ``stats(device)`` returns the plug-in's
 figures as a dict; ``empty_cache(device)`` gives cached memory back.
 
+``Tensor.record_stream`` reaches the plug-in where PyTorch lets a pluggable
+allocator see it (``set_record_stream_fn`` on the pluggable allocator): a tensor
+used on a second stream is then freed only once that stream's work queued at
+its ``del`` has finished, as with PyTorch's own allocator.
+``record_stream_wired()`` says whether it is; where it is not, ``enable``
+warns, and such a tensor must be freed on the stream that used it last.
+
 The plug-in is looked for in: the ``TENSORMEM_TORCH_PLUGIN`` environment
 variable (a file), next to this package, then the build folders of a
 source checkout (``build*/plugins/torch/``).
@@ -17,13 +24,16 @@ import ctypes
 import glob
 import json
 import os
+import warnings
 from typing import Any, Dict, List, Optional
 
-__all__ = ["enable", "enabled", "stats", "empty_cache", "plugin_path", "TorchPluginError"]
+__all__ = ["enable", "enabled", "record_stream_wired", "stats", "empty_cache", "plugin_path",
+           "TorchPluginError"]
 
 _LIBRARY = "libtensormem_torch.so"
 _lib: Optional[ctypes.CDLL] = None
 _enabled_path: Optional[str] = None
+_record_stream_wired = False
 
 
 class TorchPluginError(RuntimeError):
@@ -66,12 +76,18 @@ def _load(path: str) -> ctypes.CDLL:
             lib = ctypes.CDLL(path)
         except OSError as e:
             raise TorchPluginError(f"{path}: cannot be loaded: {e}") from e
-        lib.tensormem_torch_stats.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
-        lib.tensormem_torch_stats.restype = ctypes.c_size_t
-        lib.tensormem_torch_last_error.argtypes = []
-        lib.tensormem_torch_last_error.restype = ctypes.c_char_p
-        lib.tensormem_torch_release_cached.argtypes = [ctypes.c_int]
-        lib.tensormem_torch_release_cached.restype = ctypes.c_longlong
+        try:
+            lib.tensormem_torch_stats.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+            lib.tensormem_torch_stats.restype = ctypes.c_size_t
+            lib.tensormem_torch_last_error.argtypes = []
+            lib.tensormem_torch_last_error.restype = ctypes.c_char_p
+            lib.tensormem_torch_release_cached.argtypes = [ctypes.c_int]
+            lib.tensormem_torch_release_cached.restype = ctypes.c_longlong
+            lib.tensormem_torch_record_stream.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+            lib.tensormem_torch_record_stream.restype = None
+        except AttributeError as e:
+            raise TorchPluginError(f"{path}: not tensormem's plug-in, or built from another version "
+                                   f"of it: {e}") from e
         _lib = lib
     return _lib
 
@@ -89,13 +105,30 @@ def enabled() -> bool:
     return _enabled_path is not None
 
 
+def record_stream_wired() -> bool:
+    """True once :func:`enable` has given PyTorch the plug-in's record_stream."""
+    return _record_stream_wired
+
+
+def _wire_record_stream(allocator, lib: ctypes.CDLL) -> bool:
+    # PyTorch binds CUDAPluggableAllocator::set_record_stream_fn on the
+    # object allocator() returns; without it record_stream would be a silent
+    # no-op, and a block freed while another stream still reads it reused.
+    native = allocator.allocator()
+    setter = getattr(native, "set_record_stream_fn", None)
+    if setter is None:
+        return False
+    setter(ctypes.cast(lib.tensormem_torch_record_stream, ctypes.c_void_p).value)
+    return True
+
+
 def enable(device: int = 0) -> str:
     """Routes PyTorch's CUDA allocations through tensormem (call it before
     any CUDA tensor exists). Returns the plug-in's path. Raises
     TorchPluginError when PyTorch is not importable, no CUDA device is
     there, the plug-in was not built, or PyTorch's CUDA allocator is already
     in use (another allocator was initialised first)."""
-    global _enabled_path
+    global _enabled_path, _record_stream_wired
     if _enabled_path is not None:
         return _enabled_path
     torch = _import_torch()
@@ -105,10 +138,11 @@ def enable(device: int = 0) -> str:
     if device < 0 or device >= torch.cuda.device_count():
         raise TorchPluginError(f"device {device}: PyTorch sees {torch.cuda.device_count()} CUDA devices")
     path = plugin_path()
-    _load(path)
+    lib = _load(path)
     try:
         allocator = torch.cuda.memory.CUDAPluggableAllocator(path, "tensormem_torch_malloc",
                                                              "tensormem_torch_free")
+        wired = _wire_record_stream(allocator, lib)
         torch.cuda.memory.change_current_allocator(allocator)
     except RuntimeError as e:
         raise TorchPluginError(
@@ -117,6 +151,11 @@ def enable(device: int = 0) -> str:
             f"in the process: {e}") from e
     torch.cuda.set_device(device)
     _enabled_path = path
+    _record_stream_wired = wired
+    if not wired:
+        warnings.warn(f"torch {torch.__version__} gives a pluggable allocator no record_stream hook: "
+                      "a tensor used on a second stream must be freed on that stream (or after "
+                      "synchronising it)", RuntimeWarning, stacklevel=2)
     return path
 
 

@@ -38,6 +38,14 @@ def test_a_broken_plugin_is_an_error_not_a_crash(tmp_path, monkeypatch):
         tt.stats()
 
 
+def test_a_library_that_is_not_the_plugin_is_named(monkeypatch):
+    import tensormem._tensormem as native  # a real shared library, without the plug-in's functions
+    monkeypatch.setenv("TENSORMEM_TORCH_PLUGIN", native.__file__)
+    monkeypatch.setattr(tt, "_lib", None)
+    with pytest.raises(tt.TorchPluginError, match="not tensormem's plug-in"):
+        tt.stats()
+
+
 def test_without_torch_enable_says_so():
     if HAVE_TORCH:
         pytest.skip("PyTorch is installed here")
@@ -70,6 +78,80 @@ def test_enable_on_a_gpu():
             "print('OK', s['bytes_in_use'])\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.stdout.startswith("OK"), r.stdout + r.stderr
+
+
+def test_record_stream_on_a_gpu():
+    """A tensor used on a side stream and deleted: with record_stream its
+    memory is not handed out again while the side stream's work is queued,
+    and the bytes it held come back once that work is done."""
+    if not HAVE_TORCH:
+        pytest.skip("PyTorch is not installed")
+    import torch
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    try:
+        tt.plugin_path()
+    except tt.TorchPluginError as e:
+        pytest.skip(str(e))
+    code = ("import torch, tensormem.torch as tt\n"
+            "tt.enable(0)\n"
+            "if not tt.record_stream_wired():\n    print('SKIP no hook'); raise SystemExit\n"
+            "x = torch.ones(16 << 20, dtype=torch.uint8, device='cuda')\n"
+            "side = torch.cuda.Stream()\n"
+            "side.wait_stream(torch.cuda.current_stream())\n"
+            "with torch.cuda.stream(side):\n"
+            "    torch.cuda._sleep(1 << 30)\n"  # about a second of spinning on the side stream
+            "    total = x.sum()\n"
+            "x.record_stream(side)\n"
+            "ptr = x.data_ptr()\n"
+            "del x\n"
+            "y = torch.zeros(16 << 20, dtype=torch.uint8, device='cuda')\n"
+            "assert y.data_ptr() != ptr, 'reused while the side stream still reads it'\n"
+            "s = tt.stats(0)\n"
+            "assert s['frees_deferred'] == 1, s\n"
+            "side.synchronize()\n"
+            "assert total.item() == 16 << 20\n"
+            "z = torch.zeros(16 << 20, dtype=torch.uint8, device='cuda')\n"
+            "assert z.data_ptr() == ptr, 'not reused after the side stream finished'\n"
+            "print('OK')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    if r.stdout.startswith("SKIP"):
+        pytest.skip("this PyTorch has no set_record_stream_fn")
+    assert r.stdout.startswith("OK"), r.stdout + r.stderr
+
+
+def test_record_stream_is_wired_where_pytorch_has_the_hook(monkeypatch):
+    """Without a GPU or PyTorch: the real plug-in's record_stream is what
+    enable() hands to set_record_stream_fn, an allocator without the hook is
+    reported as not wired, and a pointer no device gave out is an error in
+    last_error, not a crash."""
+    import ctypes
+    monkeypatch.delenv("TENSORMEM_TORCH_PLUGIN", raising=False)
+    try:
+        path = tt.plugin_path()
+    except tt.TorchPluginError as e:
+        pytest.skip(str(e))
+    monkeypatch.setattr(tt, "_lib", None)
+    lib = tt._load(path)
+    given = []
+
+    class Native:
+        def set_record_stream_fn(self, pointer):
+            given.append(pointer)
+
+    class Pluggable:
+        def __init__(self, native):
+            self.native = native
+
+        def allocator(self):
+            return self.native
+
+    assert tt._wire_record_stream(Pluggable(Native()), lib)
+    assert given == [ctypes.cast(lib.tensormem_torch_record_stream, ctypes.c_void_p).value]
+    assert not tt._wire_record_stream(Pluggable(object()), lib)
+    local = ctypes.c_int(0)
+    lib.tensormem_torch_record_stream(ctypes.addressof(local), None)
+    assert "no device's allocator" in tt._last_error(lib)
 
 
 def test_stats_through_the_real_plugin_without_a_gpu(monkeypatch):

@@ -15,6 +15,12 @@
 // - streams: a free block is tagged with the stream it was freed on (and,
 //   once a second stream has been seen, an event recorded at the free). It
 //   is reusable by another stream once settled (its event completed).
+// - record_stream: a live block's other streams sit in a side map (empty
+//   for one-stream programs, so a free costs one branch more). A free of
+//   such a block leaves `live` at once (a second free is an error) but is
+//   queued with an event per other stream, and done for real when they have
+//   all completed: until then the block is in use as far as every other part
+//   knows, which keeps its addresses and pages out of every reuse.
 #include "tensormem/allocators/vmm_allocator.h"
 
 #include <algorithm>
@@ -126,6 +132,18 @@ struct VmmAllocator::State {
   // never needs a wait; ~60 ms at an assumed 3 us a record.)
   static constexpr std::size_t kMaxFences = 1;
   std::deque<std::pair<std::uint64_t, EventHandle>> fences;
+
+  // record_stream: the other streams of live blocks, and frees waiting for
+  // their events (in the order of the frees).
+  struct DeferredFree {
+    void* pointer;
+    Block* block;
+    StreamHandle stream;  // the free's
+    std::vector<std::pair<StreamHandle, EventHandle>> events;  // one per other stream
+  };
+  std::unordered_map<const Block*, std::vector<StreamHandle>> stream_uses;
+  std::vector<DeferredFree> deferred;
+  std::uint64_t deferred_bytes = 0;
 
   // Streams.
   bool seen_stream = false;
@@ -736,6 +754,20 @@ struct VmmAllocator::State {
   }
 
   Result<void*> Allocate(std::uint64_t bytes, std::uint64_t alignment, StreamHandle stream) {
+    if (!deferred.empty()) TM_RETURN_IF_ERROR(FinishDeferredFrees(false));
+    Result<void*> p = AllocateOnce(bytes, alignment, stream);
+    // Memory that only record_stream's pending frees hold is waited for
+    // before the caller hears "out of memory" (PyTorch synchronises its
+    // events there too).
+    if (!p.ok() && p.status().code() == StatusCode::kResourceExhausted && !deferred.empty()) {
+      TM_RETURN_IF_ERROR(FinishDeferredFrees(true));
+      p = AllocateOnce(bytes, alignment, stream);
+    }
+    if (!p.ok() && p.status().code() == StatusCode::kResourceExhausted) ++stats.num_failed_allocs;
+    return p;
+  }
+
+  Result<void*> AllocateOnce(std::uint64_t bytes, std::uint64_t alignment, StreamHandle stream) {
     TM_RETURN_IF_ERROR(NoteStream(stream));
     const std::uint64_t r = params.block_rounding_bytes;
     const std::uint64_t rounded = RoundUp(bytes, r);
@@ -832,7 +864,6 @@ struct VmmAllocator::State {
   }
 
   Status Exhausted(std::uint64_t bytes, const std::string& why) {
-    ++stats.num_failed_allocs;
     return ResourceExhausted("vmm: out of memory allocating " + std::to_string(bytes) + " bytes (" +
                              HumanBytes(bytes) + "): " + why + "\n" + Report(params.report_max_blocks));
   }
@@ -862,28 +893,127 @@ struct VmmAllocator::State {
     DeleteBlock(b);
   }
 
+  bool Owns(const void* pointer) const {
+    for (const Space& s : spaces)
+      if (s.base != nullptr && static_cast<const char*>(pointer) >= s.base &&
+          static_cast<const char*>(pointer) < s.base + s.size)
+        return true;
+    return false;
+  }
+  // Why `pointer` is not a live block (`what`: the call, for the message).
+  Status NotLive(const void* pointer, const char* what) const {
+    if (Owns(pointer))
+      return FailedPrecondition(std::string("vmm: ") + what + " of " + PointerToString(pointer) +
+                                ", which is not a live allocation (freed already, or inside a block)");
+    return NotFound(std::string("vmm: ") + what + " of " + PointerToString(pointer) +
+                    ", which was not allocated by this allocator");
+  }
+
+  Status RecordStream(void* pointer, StreamHandle stream) {
+    auto it = live.find(pointer);
+    if (it == live.end()) return NotLive(pointer, "record_stream");
+    const Block* b = it->second;
+    if (stream == b->stream) return Status::Ok();  // its own allocation stream
+    std::vector<StreamHandle>& uses = stream_uses[b];
+    if (std::find(uses.begin(), uses.end(), stream) == uses.end()) uses.push_back(stream);
+    return Status::Ok();
+  }
+
   Status Deallocate(void* pointer, StreamHandle stream) {
     auto it = live.find(pointer);
-    if (it == live.end()) {
-      for (const Space& s : spaces)
-        if (s.base != nullptr && static_cast<char*>(pointer) >= s.base &&
-            static_cast<char*>(pointer) < s.base + s.size)
-          return FailedPrecondition("vmm: " + PointerToString(pointer) +
-                                    " is not a live allocation (freed twice, or inside a block)");
-      return NotFound("vmm: " + PointerToString(pointer) + " was not allocated by this allocator");
-    }
+    if (it == live.end()) return NotLive(pointer, "free");
     TM_RETURN_IF_ERROR(NoteStream(stream));
+    if (!stream_uses.empty()) {
+      auto u = stream_uses.find(it->second);
+      if (u != stream_uses.end()) return DeferFree(it, u, stream);
+    }
     Block* b = it->second;
+    live.erase(it);
+    return Release(pointer, b, stream);
+  }
+
+  // A free of a block that other streams use: an event on each of them now;
+  // the block is released once all have completed.
+  Status DeferFree(std::unordered_map<const void*, Block*>::iterator it,
+                   std::unordered_map<const Block*, std::vector<StreamHandle>>::iterator uses,
+                   StreamHandle stream) {
+    DeferredFree d{const_cast<void*>(it->first), it->second, stream, {}};
+    for (const StreamHandle other : uses->second) {
+      if (other == stream) continue;
+      Result<EventHandle> e = memory->RecordEvent(other);
+      if (!e.ok()) {
+        for (const auto& [other_stream, recorded] : d.events) memory->DestroyEvent(recorded);
+        return e.status();
+      }
+      ++counters.events_recorded;
+      if (*e != 0) d.events.emplace_back(other, *e);  // 0: nothing in flight there
+    }
+    stream_uses.erase(uses);
+    live.erase(it);
+    if (d.events.empty()) return Release(d.pointer, d.block, stream);
+    for (const auto& [other, e] : d.events) RefEvent(e);
+    ++counters.frees_deferred;
+    deferred_bytes += d.block->size;
+    deferred.push_back(std::move(d));
+    return Status::Ok();
+  }
+
+  // Releases the deferred frees whose events have completed (`wait`: every
+  // one, waiting for their events), in the order of the frees. Events of one
+  // stream complete in order, so once one is pending the later ones on that
+  // stream are not asked: a pass queries about one event per stream.
+  Status FinishDeferredFrees(bool wait) {
+    std::size_t kept = 0;
+    Status result = Status::Ok();
+    std::vector<StreamHandle> pending;  // streams with an event not completed
+    for (std::size_t i = 0; i < deferred.size(); ++i) {
+      DeferredFree& d = deferred[i];
+      bool done = result.ok();
+      for (const auto& [other, e] : d.events) {
+        if (!done) break;
+        if (!wait && std::find(pending.begin(), pending.end(), other) != pending.end()) {
+          done = false;
+        } else if (memory->EventCompleted(e)) {
+          continue;
+        } else if (!wait) {
+          pending.push_back(other);
+          done = false;
+        } else if (Status st = memory->WaitForEvent(e); !st.ok()) {
+          result = st;
+          done = false;
+        } else {
+          ++counters.event_waits;
+        }
+      }
+      if (!done) {
+        if (kept != i) deferred[kept] = std::move(d);
+        ++kept;
+        continue;
+      }
+      for (const auto& [other, e] : d.events) UnrefEvent(e);
+      deferred_bytes -= d.block->size;
+      if (Status st = Release(d.pointer, d.block, d.stream); !st.ok() && result.ok()) result = st;
+    }
+    deferred.resize(kept);
+    return result;
+  }
+
+  // The free proper of a block already out of `live`.
+  Status Release(void* pointer, Block* b, StreamHandle stream) {
     Space& s = spaces[static_cast<char*>(pointer) >= spaces[kLarge].base &&
                               static_cast<char*>(pointer) < spaces[kLarge].base + spaces[kLarge].size
                           ? kLarge
                           : kSmall];
     EventHandle event = 0;
     if (multi_stream) {
-      TM_ASSIGN_OR_RETURN(event, memory->RecordEvent(stream));
+      Result<EventHandle> e = memory->RecordEvent(stream);
+      if (!e.ok()) {
+        live.emplace(pointer, b);  // nothing changed: still live
+        return e.status();
+      }
+      event = *e;
       ++counters.events_recorded;
     }
-    live.erase(it);
     --s.live_blocks;
     ++stats.num_frees;
     stats.bytes_in_use -= b->size;
@@ -932,6 +1062,7 @@ struct VmmAllocator::State {
 
   // ---- release, statistics, report ----
   Result<std::uint64_t> ReleaseCached() {
+    if (!deferred.empty()) TM_RETURN_IF_ERROR(FinishDeferredFrees(true));
     if (cached_pages > 0 || !pool.empty()) {
       TM_RETURN_IF_ERROR(memory->Synchronize());
       ++counters.synchronizations;
@@ -990,8 +1121,11 @@ struct VmmAllocator::State {
         << (params.memory_limit ? HumanBytes(*params.memory_limit) : std::string("none")) << ", held "
         << HumanBytes(held * g) << " (" << held << " granules: " << (held - cached_pages - pool.size())
         << " backing live blocks, " << cached_pages << " cached, " << pool.size() << " unmapped), in use "
-        << HumanBytes(st.bytes_in_use) << " in " << live.size() << " blocks, peak held "
-        << HumanBytes(peak_held * g) << "\n";
+        << HumanBytes(st.bytes_in_use) << " in " << live.size() + deferred.size() << " blocks";
+    if (!deferred.empty())
+      out << " (" << deferred.size() << " of them, " << HumanBytes(deferred_bytes)
+          << ", freed and waiting for other streams' work: record_stream)";
+    out << ", peak held " << HumanBytes(peak_held * g) << "\n";
     for (const Space& s : spaces) {
       if (s.base == nullptr) continue;
       std::uint64_t free_bytes = 0, largest = 0;
@@ -1113,6 +1247,14 @@ Status VmmAllocator::DeallocateAsync(void* pointer, StreamHandle stream) {
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->Deallocate(pointer, stream);
 }
+
+Status VmmAllocator::RecordStream(void* pointer, StreamHandle stream) {
+  if (pointer == nullptr) return InvalidArgument("vmm: record_stream of a null pointer");
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->RecordStream(pointer, stream);
+}
+
+bool VmmAllocator::Owns(const void* pointer) const { return state_->Owns(pointer); }
 
 Result<void*> VmmAllocator::DoAllocate(std::uint64_t bytes, std::uint64_t alignment) {
   std::lock_guard<std::mutex> lock(state_->mutex);

@@ -21,6 +21,7 @@ struct Plugin {
   size_t (*stats_fn)(int, char*, size_t) = nullptr;
   long long (*release_fn)(int) = nullptr;
   const char* (*error_fn)() = nullptr;
+  void (*record_stream_fn)(void*, void*) = nullptr;
 };
 
 Plugin Load() {
@@ -33,6 +34,7 @@ Plugin Load() {
   p.stats_fn = reinterpret_cast<decltype(p.stats_fn)>(dlsym(p.handle, "tensormem_torch_stats"));
   p.release_fn = reinterpret_cast<decltype(p.release_fn)>(dlsym(p.handle, "tensormem_torch_release_cached"));
   p.error_fn = reinterpret_cast<decltype(p.error_fn)>(dlsym(p.handle, "tensormem_torch_last_error"));
+  p.record_stream_fn = reinterpret_cast<decltype(p.record_stream_fn)>(dlsym(p.handle, "tensormem_torch_record_stream"));
   return p;
 }
 
@@ -51,6 +53,7 @@ TEST(TorchPlugin, ExportsTheFunctionsPyTorchLoads) {
   ASSERT_NE(p.stats_fn, nullptr);
   ASSERT_NE(p.release_fn, nullptr);
   ASSERT_NE(p.error_fn, nullptr);
+  ASSERT_NE(p.record_stream_fn, nullptr);
   // Only the C interface is exported, not the library inside.
   EXPECT_EQ(dlsym(p.handle, "_ZN9tensormem12VmmAllocator6CreateERNS_14PhysicalMemoryERKNS_9VmmParamsE"), nullptr);
   EXPECT_EQ(Stats(p, 3), "{}");  // a device never used
@@ -62,6 +65,8 @@ TEST(TorchPlugin, ExportsTheFunctionsPyTorchLoads) {
   p.free_fn(&local, 4, 5, nullptr);  // a device with no allocator: an error, not a crash
   EXPECT_NE(std::string(p.error_fn()).find("has no allocator"), std::string::npos);
   EXPECT_EQ(p.release_fn(5), 0);
+  p.record_stream_fn(&local, nullptr);  // no device gave it out: an error, not a crash
+  EXPECT_NE(std::string(p.error_fn()).find("no device's allocator"), std::string::npos) << p.error_fn();
 }
 
 TEST(TorchPlugin, AllocatesOnTheGpuOrSaysThereIsNone) {

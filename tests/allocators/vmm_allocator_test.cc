@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
@@ -698,10 +699,119 @@ TEST(VmmAllocator, ABlockFreedOnOneStreamWaitsForItsEventBeforeAnotherStreamReus
   for (void* p : {*other, *before, *after}) ASSERT_TRUE(v->DeallocateAsync(p, s2).ok());
 }
 
+// record_stream: a block also used on another stream is freed only once
+// that stream's work queued at the free is done; until then nothing reuses
+// its bytes, not even its own stream, and it counts as in use.
+TEST(VmmAllocator, RecordStreamDefersTheFreeUntilTheOtherStreamsWorkIsDone) {
+  HostPhysicalMemoryParams hp;
+  hp.manual_events = true;
+  auto m = Host(hp);
+  auto v = Vmm(*m);
+  const StreamHandle s1 = 1, s2 = 2;
+  Result<void*> a = v->AllocateAsync(4096, s1);
+  ASSERT_TRUE(a.ok());
+  Fill(*a, 4096, 7);
+  ASSERT_TRUE(v->RecordStream(*a, s2).ok());
+  ASSERT_TRUE(v->RecordStream(*a, s2).ok());  // twice: one use
+  ASSERT_TRUE(v->RecordStream(*a, s1).ok());  // its own stream: nothing
+  ASSERT_TRUE(v->DeallocateAsync(*a, s1).ok());
+  EXPECT_EQ(v->counters().frees_deferred, 1u);
+  EXPECT_EQ(v->GetStats().bytes_in_use, 4096u);
+  EXPECT_NE(v->MemoryReport(4).find("record_stream"), std::string::npos) << v->MemoryReport(4);
+  // Freed once: a second free, or a record, is an error naming the call.
+  const Status again = v->DeallocateAsync(*a, s1);
+  EXPECT_EQ(again.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(again.message().find("free of"), std::string::npos) << again.ToString();
+  EXPECT_EQ(v->RecordStream(*a, s2).code(), StatusCode::kFailedPrecondition);
+  // Its own stream does not get it back while s2's work is pending.
+  Result<void*> b = v->AllocateAsync(4096, s1);
+  ASSERT_TRUE(b.ok());
+  EXPECT_NE(*b, *a);
+  Fill(*b, 4096, 9);
+  EXPECT_TRUE(Intact(*a, 4096, 7));
+  m->CompleteEvents();
+  Result<void*> c = v->AllocateAsync(4096, s1);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(*c, *a);
+  EXPECT_EQ(v->GetStats().bytes_in_use, 8192u);
+  EXPECT_EQ(v->MemoryReport(4).find("record_stream"), std::string::npos);
+  // A block with no other stream is freed as always: nothing deferred.
+  ASSERT_TRUE(v->DeallocateAsync(*b, s1).ok());
+  ASSERT_TRUE(v->DeallocateAsync(*c, s1).ok());
+  EXPECT_EQ(v->counters().frees_deferred, 1u);
+  EXPECT_EQ(v->GetStats().bytes_in_use, 0u);
+}
+
+TEST(VmmAllocator, RecordStreamOfAPointerNotLiveIsAnError) {
+  auto m = Host();
+  auto v = Vmm(*m);
+  int local = 0;
+  EXPECT_EQ(v->RecordStream(&local, 2).code(), StatusCode::kNotFound);
+  EXPECT_EQ(v->RecordStream(nullptr, 2).code(), StatusCode::kInvalidArgument);
+  Result<void*> a = v->Allocate(4096);
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(v->Owns(*a));
+  EXPECT_FALSE(v->Owns(&local));
+  EXPECT_EQ(v->RecordStream(static_cast<char*>(*a) + 512, 2).code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(v->Deallocate(*a).ok());
+}
+
+// Memory held only by frees waiting for other streams is waited for before
+// an out-of-memory answer, and a request that does not fit even then fails
+// once (counted once).
+TEST(VmmAllocator, DeferredFreesAreWaitedForBeforeOutOfMemory) {
+  HostPhysicalMemoryParams hp;
+  hp.manual_events = true;
+  auto m = Host(hp);
+  VmmParams p;
+  p.memory_limit = 4 * kMiB;
+  auto v = Vmm(*m, p);
+  Result<void*> a = v->AllocateAsync(2 * kMiB, 1);
+  Result<void*> b = v->AllocateAsync(2 * kMiB, 1);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(v->RecordStream(*b, 2).ok());
+  ASSERT_TRUE(v->DeallocateAsync(*b, 1).ok());
+  const std::uint64_t waits = v->counters().event_waits;
+  Result<void*> c = v->AllocateAsync(2 * kMiB, 1);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_GT(v->counters().event_waits, waits);
+  EXPECT_EQ(v->GetStats().num_failed_allocs, 0u);
+  ASSERT_TRUE(v->RecordStream(*c, 2).ok());
+  ASSERT_TRUE(v->DeallocateAsync(*c, 1).ok());
+  Result<void*> too_big = v->AllocateAsync(4 * kMiB, 1);  // a stays live
+  EXPECT_EQ(too_big.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(v->GetStats().num_failed_allocs, 1u);
+  EXPECT_EQ(v->GetStats().bytes_in_use, 2 * kMiB);  // the deferred free was done on the way
+  ASSERT_TRUE(v->DeallocateAsync(*a, 1).ok());
+}
+
+TEST(VmmAllocator, ReleaseCachedMemoryFinishesDeferredFrees) {
+  HostPhysicalMemoryParams hp;
+  hp.manual_events = true;
+  auto m = Host(hp);
+  auto v = Vmm(*m);
+  Result<void*> a = v->AllocateAsync(3 * kMiB, 1);
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(v->RecordStream(*a, 2).ok());
+  ASSERT_TRUE(v->DeallocateAsync(*a, 1).ok());
+  EXPECT_EQ(v->GetStats().bytes_in_use, 3 * kMiB);
+  Result<std::uint64_t> released = v->ReleaseCachedMemory();
+  ASSERT_TRUE(released.ok());
+  EXPECT_GE(*released, 3 * kMiB);
+  EXPECT_EQ(v->GetStats().bytes_in_use, 0u);
+  EXPECT_EQ(v->GetStats().bytes_reserved, 0u);
+  EXPECT_EQ(m->granules_held(), 0u);
+}
+
 // Four threads on two streams, fixed seeds, every block filled with a
 // pattern checked on free; with the device on time, never done unless
 // waited for (every re-stitch waits: the fence and synchronize paths), and
-// 100 steps behind with a fifth thread moving its clock.
+// 100 steps behind with a fifth thread moving its clock. One free in four
+// is of a block also used on the other stream (record_stream): the test
+// records its own event there just before the free, and no allocation may
+// return bytes of that block while the event is pending (the allocator's
+// event, recorded later, completes no earlier; a freed block's pages may be
+// unmapped, so the check is on addresses, not contents).
 TEST(VmmAllocator, SeededStressFromSeveralThreadsKeepsEveryPattern) {
   for (std::uint64_t lag : {std::uint64_t{0}, std::uint64_t{1} << 40, std::uint64_t{100}}) {
     SCOPED_TRACE(lag);
@@ -715,10 +825,33 @@ TEST(VmmAllocator, SeededStressFromSeveralThreadsKeepsEveryPattern) {
     std::thread clock([&] {
       while (lag == 100 && !done.load()) m->AdvanceDevice();
     });
+    // Blocks freed while the other stream's work (the test's event) is pending.
+    struct InFlight { const char* p; std::uint64_t bytes; EventHandle event; };
+    std::mutex in_flight_mutex;
+    std::vector<InFlight> in_flight;
+    auto check_not_in_flight = [&](const void* block, std::uint64_t bytes) {
+      const char* start = static_cast<const char*>(block);
+      std::lock_guard<std::mutex> lock(in_flight_mutex);
+      for (std::size_t k = 0; k < in_flight.size();) {
+        const InFlight& f = in_flight[k];
+        // Pending now means pending when the allocation returned.
+        const bool completed = m->EventCompleted(f.event);
+        ASSERT_TRUE(completed || start + bytes <= f.p || f.p + f.bytes <= start)
+            << "bytes handed out while the other stream's work on them was pending";
+        if (completed) {
+          m->DestroyEvent(f.event);
+          in_flight[k] = in_flight.back();
+          in_flight.pop_back();
+        } else {
+          ++k;
+        }
+      }
+    };
     auto worker = [&](std::uint64_t seed, StreamHandle stream) {
       std::mt19937_64 rng(seed);
       struct Live { void* p; std::uint64_t bytes; std::uint8_t pattern; };
       std::vector<Live> live;
+      const StreamHandle other = stream == 0 ? 1 : 0;
       for (int i = 0; i < 3000; ++i) {
         if (live.empty() || rng() % 100 < 55) {
           const std::uint64_t kind = rng() % 100;
@@ -728,12 +861,24 @@ TEST(VmmAllocator, SeededStressFromSeveralThreadsKeepsEveryPattern) {
           ASSERT_TRUE(a.ok()) << a.status().ToString();
           ASSERT_EQ(reinterpret_cast<std::uintptr_t>(*a) % align, 0u);
           const auto pattern = static_cast<std::uint8_t>(rng());
+          ASSERT_NO_FATAL_FAILURE(check_not_in_flight(*a, bytes));
           Fill(*a, bytes, pattern);
           live.push_back({*a, bytes, pattern});
         } else {
           const std::size_t k = rng() % live.size();
           ASSERT_TRUE(Intact(live[k].p, live[k].bytes, live[k].pattern)) << "block overwritten";
+          EventHandle used = 0;
+          if (rng() % 4 == 0) {
+            ASSERT_TRUE(v->RecordStream(live[k].p, other).ok());
+            Result<EventHandle> e = m->RecordEvent(other);
+            ASSERT_TRUE(e.ok());
+            used = *e;
+          }
           ASSERT_TRUE(v->DeallocateAsync(live[k].p, stream).ok());
+          if (used != 0) {
+            std::lock_guard<std::mutex> lock(in_flight_mutex);
+            in_flight.push_back({static_cast<char*>(live[k].p), live[k].bytes, used});
+          }
           live[k] = live.back();
           live.pop_back();
         }
@@ -748,18 +893,24 @@ TEST(VmmAllocator, SeededStressFromSeveralThreadsKeepsEveryPattern) {
     for (auto& t : threads) t.join();
     done = true;
     clock.join();
+    for (const InFlight& f : in_flight) m->DestroyEvent(f.event);
+    const VmmAllocator::Counters c = v->counters();  // before the release below waits
+    if (lag != 0) {
+      EXPECT_GT(c.frees_deferred, 0u) << "no free waited for the other stream";
+    }
+    ASSERT_TRUE(v->ReleaseCachedMemory().ok());  // finishes the frees still waiting
     const AllocatorStats s = v->GetStats();
     EXPECT_EQ(s.bytes_in_use, 0u);
     EXPECT_EQ(s.num_allocs, s.num_frees);
     EXPECT_EQ(s.bytes_reserved, m->granules_held() * m->granularity());
     EXPECT_LE(s.peak_bytes_reserved, 1024 * kMiB);
-    const VmmAllocator::Counters c = v->counters();
     if (lag != 0) {
       EXPECT_GT(c.synchronizations + c.event_waits, 0u) << "the wait paths were not taken";
     }
-    std::printf("lag %llu: %llu re-stitched, %llu synchronizations, %llu fence waits\n",
+    std::printf("lag %llu: %llu re-stitched, %llu synchronizations, %llu fence waits, %llu frees deferred\n",
                 static_cast<unsigned long long>(lag), static_cast<unsigned long long>(c.pages_restitched),
-                static_cast<unsigned long long>(c.synchronizations), static_cast<unsigned long long>(c.event_waits));
+                static_cast<unsigned long long>(c.synchronizations), static_cast<unsigned long long>(c.event_waits),
+                static_cast<unsigned long long>(c.frees_deferred));
   }
 }
 

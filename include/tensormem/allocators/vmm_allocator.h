@@ -32,6 +32,12 @@
 //   are recorded only after a second stream has been seen). With several
 //   streams those events are also the fences of the pages: a re-stitch
 //   waits for the frees' events in order, not for the whole device.
+// - Blocks used on other streams too (`RecordStream`, PyTorch's
+//   `Tensor.record_stream`): their free is deferred until an event recorded
+//   at the free on each such stream has completed; until then the block
+//   stays in use (nothing reuses, re-stitches or releases its pages). Checked
+//   at every allocation; waited for before an out-of-memory answer and by
+//   `ReleaseCachedMemory`.
 // - One mutex; every public call is thread-safe.
 #pragma once
 
@@ -98,6 +104,14 @@ class VmmAllocator final : public MemoryResource {
   // Frees a block in the order of `stream`: reusable by that stream at once,
   // by others once the work queued on `stream` so far has finished.
   Status DeallocateAsync(void* pointer, StreamHandle stream);
+  // The live block at `pointer` is also used by work on `stream` (PyTorch's
+  // record_stream): its free is deferred until the work queued on `stream`
+  // at the time of the free has finished. The block's own allocation stream
+  // is a no-op. Errors as for a free: not a live allocation, not ours.
+  Status RecordStream(void* pointer, StreamHandle stream);
+  // True when `pointer` lies in this allocator's address spaces (live or
+  // not): which of several allocators a pointer belongs to. No lock taken.
+  bool Owns(const void* pointer) const;
 
   // PyTorch's empty_cache: unmaps every cached page and gives every granule
   // not backing a live block back to the device (after waiting for the
@@ -122,10 +136,11 @@ class VmmAllocator final : public MemoryResource {
     std::uint64_t event_waits = 0;  // waits for one fence, less than a synchronization
     std::uint64_t events_recorded = 0;
     std::uint64_t handles_moved = 0;  // run handles re-stitched whole: no release, no create
+    std::uint64_t frees_deferred = 0;  // frees held for the events of recorded streams
   };
   // Every counter's name (as replay's JSON, the plug-in's statistics and
   // Python's counters() write it) and field, in declaration order.
-  static constexpr std::array<std::pair<std::string_view, std::uint64_t Counters::*>, 13> kCounterFields = {{
+  static constexpr std::array<std::pair<std::string_view, std::uint64_t Counters::*>, 14> kCounterFields = {{
       {"map_calls", &Counters::map_calls},
       {"pages_mapped", &Counters::pages_mapped},
       {"pages_unmapped", &Counters::pages_unmapped},
@@ -139,6 +154,7 @@ class VmmAllocator final : public MemoryResource {
       {"event_waits", &Counters::event_waits},
       {"events_recorded", &Counters::events_recorded},
       {"handles_moved", &Counters::handles_moved},
+      {"frees_deferred", &Counters::frees_deferred},
   }};
   Counters counters() const;
   const VmmParams& params() const;
