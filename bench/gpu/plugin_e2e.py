@@ -22,8 +22,12 @@ import torch  # noqa: E402  (after the environment is set)
 lib = None
 if ALLOC == "tensormem":
     a = torch.cuda.memory.CUDAPluggableAllocator(PLUGIN, "tensormem_torch_malloc", "tensormem_torch_free")
-    torch.cuda.memory.change_current_allocator(a)
     lib = ctypes.CDLL(PLUGIN)
+    # record_stream wired as tensormem.torch.enable() does (these workloads use one stream).
+    setter = getattr(a.allocator(), "set_record_stream_fn", None)
+    if setter is not None:
+        setter(ctypes.cast(lib.tensormem_torch_record_stream, ctypes.c_void_p).value)
+    torch.cuda.memory.change_current_allocator(a)
     lib.tensormem_torch_stats.restype = ctypes.c_size_t
     lib.tensormem_torch_stats.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A shorter device call than run_all.sh: build, the CUDA tests, the plug-in
 # end to end (GPT-2 training and generation, default beside tensormem, and
-# tensormem at growth slack 0.05), vmm replays of three traces on the device,
+# tensormem at growth slack 0.05), record_stream through the plug-in, vmm replays of three traces on the device,
 # and compute-sanitizer on the CUDA tests. Prepare with scripts/gpu_prepare.sh
 # and carry .gpu; logs go to $OUT (or out/): main.log, e2e.jsonl, san_*.log.
 source "$(dirname "$0")/common.sh"
@@ -10,6 +10,7 @@ build_for_device
 timeout 90 "$build/tests/allocators/allocators_test" --gtest_filter='Cuda*:*Vmm*:VirtualMemory*:*DeviceScenario*' 2>&1 |
   grep -E "FAILED|PASSED|SKIPPED|Failure" | tail -12
 timeout 60 "$build/tests/allocators/torch_plugin_test" 2>&1 | grep -E "FAILED|PASSED|Failure" | tail -4
+timeout 60 python3 bench/gpu/record_stream_check.py "$build/plugins/torch/libtensormem_torch.so" 2>&1 | tail -3
 stamp "end to end"
 plugin=$build/plugins/torch/libtensormem_torch.so
 for run in "gpt2_train_varlen default" "gpt2_train_varlen tensormem" "gpt2_train_varlen tensormem 0.05" \

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""record_stream through the plug-in on a GPU, with tensormem.torch's own enable().
+
+Usage: record_stream_check.py PLUGIN.so
+A side stream spins (torch.cuda._sleep) and then reads a 16 MiB tensor, which the main stream
+deletes at once. With record_stream the plug-in must not hand those bytes out again until the
+side stream is done; a tensor deleted the same way without record_stream is handed out again at
+once (PyTorch's documented hazard), which shows the check can tell the two apart. Prints one JSON
+line; "ok" is true when both behave so. Needs PyTorch and a GPU; outside the library and CI.
+"""
+import importlib.util
+import json
+import os
+import sys
+
+os.environ["TENSORMEM_TORCH_PLUGIN"] = os.path.abspath(sys.argv[1])
+here = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location(
+    "tensormem_torch", os.path.join(here, "..", "..", "python", "tensormem", "torch.py"))
+tt = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tt)  # the module alone: the package's native part is not built on the device
+import torch  # noqa: E402
+
+tt.enable(0)
+n = 16 << 20
+side = torch.cuda.Stream()
+out = {"torch": torch.__version__, "wired": tt.record_stream_wired()}
+
+
+def side_read(t, record):
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(1 << 30)  # about half a second of spinning before the read
+        total = t.sum()
+    if record:
+        t.record_stream(side)
+    return total
+
+
+# Without record_stream: the bytes come back at once (the hazard record_stream exists for).
+w = torch.ones(n, dtype=torch.uint8, device="cuda")
+ptr_w = w.data_ptr()
+side_read(w, record=False)
+del w
+v = torch.zeros(n, dtype=torch.uint8, device="cuda")
+out["reused_without_record"] = v.data_ptr() == ptr_w
+side.synchronize()
+del v
+
+# With record_stream: held until the side stream is done.
+x = torch.ones(n, dtype=torch.uint8, device="cuda")
+ptr_x = x.data_ptr()
+total = side_read(x, record=True)
+del x
+y = torch.zeros(n, dtype=torch.uint8, device="cuda")
+out["reused_while_side_busy"] = y.data_ptr() == ptr_x
+out["frees_deferred"] = tt.stats(0).get("frees_deferred")
+side.synchronize()
+out["side_sum_correct"] = int(total.item()) == n
+z = torch.zeros(n, dtype=torch.uint8, device="cuda")
+out["reused_after_side_done"] = z.data_ptr() == ptr_x
+out["ok"] = bool(out["wired"] and out["reused_without_record"] and not out["reused_while_side_busy"]
+                 and out["frees_deferred"] == 1 and out["side_sum_correct"] and out["reused_after_side_done"])
+print(json.dumps(out))
