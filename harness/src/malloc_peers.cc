@@ -7,7 +7,11 @@
 
 #include <dlfcn.h>
 #include <malloc.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <mutex>
 
 namespace tensormem::replay {
@@ -30,9 +34,44 @@ MallctlFn g_mallctl = nullptr;
 MiStatsMergeFn g_mi_stats_merge = nullptr;
 MiProcessInfoFn g_mi_process_info = nullptr;
 
+// glibc's reserved figure, arena + hblkhd, grows only when the main arena's
+// break moves up (sbrk) or a chunk is mmapped (requests of at least the mmap
+// threshold, which starts at 128 KiB and only rises). That holds on the
+// process's main thread, which allocates from the main arena; other threads
+// get arenas in mmapped heaps that grow without moving the break, so there
+// every allocation is sampled. And should the arena grow by more than the
+// break moved (glibc maps arena memory elsewhere when sbrk fails), every
+// allocation is sampled from then on.
+constexpr std::size_t kMinMmapThreshold = 128 << 10;
+struct GlibcWatch {
+  bool every = false;
+  void* brk = nullptr;        // the break at the last sample
+  std::uint64_t arena = 0;    // mallinfo2().arena then
+};
+thread_local GlibcWatch t_glibc;
+
 std::uint64_t GlibcReserved(const MallocPeer&) {
+  void* brk = sbrk(0);
   const struct mallinfo2 mi = g_mallinfo2();
+  GlibcWatch& w = t_glibc;
+  if (!w.every && w.brk != nullptr && mi.arena > w.arena &&
+      mi.arena - w.arena > static_cast<std::uint64_t>(std::max<std::ptrdiff_t>(
+                               0, static_cast<char*>(brk) - static_cast<char*>(w.brk))))
+    w.every = true;
+  w.brk = brk;
+  w.arena = mi.arena;
   return mi.arena + mi.hblkhd;
+}
+
+bool GlibcReservedMayHaveGrown(std::size_t bytes, std::size_t alignment) {
+  GlibcWatch& w = t_glibc;
+  // (posix_memalign asks _int_malloc for bytes + alignment + MINSIZE.)
+  if (w.every || w.brk == nullptr || bytes + alignment + 64 >= kMinMmapThreshold) return true;
+  if (static_cast<pid_t>(syscall(SYS_gettid)) != getpid()) {
+    w.every = true;
+    return true;
+  }
+  return sbrk(0) != w.brk;
 }
 
 std::uint64_t JemallocReserved(const MallocPeer&) {
@@ -81,6 +120,7 @@ Result<MallocPeer> Load(ReplayAllocator which) {
     case ReplayAllocator::kMalloc:
       if (!Sym(p.handle, "mallinfo2", &g_mallinfo2)) return missing("mallinfo2");
       p.reserved_fn = GlibcReserved;
+      p.reserved_may_have_grown_fn = GlibcReservedMayHaveGrown;
       p.reserved_source = "glibc mallinfo2 arena+hblkhd";
       break;
     case ReplayAllocator::kJemalloc:

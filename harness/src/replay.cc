@@ -127,7 +127,9 @@ Result<Pass> PeerPass(const Trace& trace, const replay::MallocPeer& peer, std::u
                       bool sample) {
   std::vector<void*> slots(trace.events.size(), nullptr);
   const std::uint64_t base = sample ? peer.Reserved() : 0;
+  std::uint64_t last_request = 0;
   auto alloc = [&](std::uint64_t size, void** out) -> Status {
+    last_request = size;
     *out = peer.Allocate(size, alignment);
     if (*out == nullptr) return ResourceExhausted("allocation of " + std::to_string(size) + " bytes failed");
     return Status::Ok();
@@ -138,11 +140,17 @@ Result<Pass> PeerPass(const Trace& trace, const replay::MallocPeer& peer, std::u
   };
   auto nothing = [] {};
   if (!sample) return Loop(trace, slots, alloc, free_fn, [] { return std::uint64_t{0}; }, nothing);
+  // Between samples the figure only falls (frees), so the last sample
+  // stands in where the peer says it cannot have grown.
+  std::uint64_t last = 0;
   return Loop(
       trace, slots, alloc, free_fn,
       [&] {
-        const std::uint64_t r = peer.Reserved();
-        return r > base ? r - base : 0;
+        if (peer.ReservedMayHaveGrown(last_request, alignment)) {
+          const std::uint64_t r = peer.Reserved();
+          last = r > base ? r - base : 0;
+        }
+        return last;
       },
       nothing);
 }

@@ -2,12 +2,17 @@
 // the shared traces; the logging adaptor's output replays; the CLI.
 #include <gtest/gtest.h>
 
+#include <malloc.h>
+
 #include <cmath>
 #include <cstdio>
+#include <random>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "test_util.h"
+#include "harness/malloc_peers.h"
 #include "harness/replay.h"
 #include "tensormem/allocators.h"  // the umbrella header compiles on its own
 #include "tensormem/lower_bounds.h"
@@ -289,6 +294,61 @@ TEST(ReplayHardening, PeerReservedExcludesTheReplaysOwnBookkeeping) {
   // A ratio of 0.0 (reserved below in use) is not reported as a figure.
   if (r->peak_reserved < r->peak_in_use) EXPECT_TRUE(std::isnan(r->reserved_over_in_use));
   else EXPECT_DOUBLE_EQ(r->reserved_over_in_use, double(r->peak_reserved) / 64.0);
+}
+
+// glibc's reserved figure is asked only where it may have grown (the break
+// moved, or a request that may be mmapped): the peak found so must equal the
+// peak of mallinfo2 read after every allocation. Two seeded phases, each
+// with its own peak: small requests only (the heap grows and shrinks by its
+// break), then requests above glibc's largest mmap threshold (32 MiB), which
+// never move the break. Off the main thread it is asked every time.
+TEST(ReplayHardening, GlibcReservedIsAskedOnlyWhereItMayHaveGrownAndHasTheSamePeak) {
+  Result<replay::MallocPeer> peer = replay::LoadMallocPeer(ReplayAllocator::kMalloc);
+  if (!peer.ok()) GTEST_SKIP() << peer.status().ToString();
+  auto truth = [] {
+    const struct mallinfo2 mi = ::mallinfo2();
+    return static_cast<std::uint64_t>(mi.arena + mi.hblkhd);
+  };
+  std::mt19937_64 rng(7);
+  struct Phase { const char* name; int steps; std::size_t min_bytes, spread; };
+  for (const Phase phase : {Phase{"small", 60'000, 16, 4000}, Phase{"mmapped", 400, 33u << 20, 8u << 20}}) {
+    SCOPED_TRACE(phase.name);
+    std::vector<void*> live;
+    std::uint64_t true_peak = 0, watched_peak = 0, last = peer->Reserved(), asked = 0, allocations = 0;
+    for (int i = 0; i < phase.steps; ++i) {
+      // Grow for the first two thirds, then shrink: the peak lies inside the phase.
+      const bool grow = i < phase.steps * 2 / 3 ? rng() % 100 < 65 : rng() % 100 < 30;
+      if (live.empty() || (grow && live.size() < 12'000)) {
+        const std::size_t bytes = phase.min_bytes + rng() % phase.spread;
+        const std::size_t alignment = rng() % 4 == 0 ? 256 : 16;
+        void* p = peer->Allocate(bytes, alignment);
+        ASSERT_NE(p, nullptr);
+        live.push_back(p);
+        ++allocations;
+        true_peak = std::max(true_peak, truth());
+        if (peer->ReservedMayHaveGrown(bytes, alignment)) {
+          last = peer->Reserved();
+          ++asked;
+        }
+        watched_peak = std::max(watched_peak, last);
+      } else {
+        const std::size_t k = rng() % live.size();
+        peer->free_fn(live[k]);
+        live[k] = live.back();
+        live.pop_back();
+      }
+    }
+    for (void* p : live) peer->free_fn(p);
+    EXPECT_EQ(watched_peak, true_peak);
+    if (phase.min_bytes < (64u << 10)) {
+      EXPECT_LT(asked, allocations / 4) << "asked after " << asked << " of " << allocations << " allocations";
+    }
+  }
+  std::thread([&] {
+    EXPECT_TRUE(peer->ReservedMayHaveGrown(64, 16));  // another thread: another arena, every time
+    (void)peer->Reserved();
+    EXPECT_TRUE(peer->ReservedMayHaveGrown(64, 16));
+  }).join();
 }
 
 }  // namespace

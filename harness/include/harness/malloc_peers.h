@@ -17,6 +17,13 @@ struct MallocPeer {
   void (*free_fn)(void*) = nullptr;
   // The bytes the peer holds from the OS by its own statistics.
   std::uint64_t (*reserved_fn)(const MallocPeer&) = nullptr;
+  // When set: false only where the reserved figure cannot have grown since
+  // the last time this returned true (then `reserved_fn` need not be asked
+  // after an allocation of `bytes`). glibc's mallinfo2 walks every free
+  // chunk, so sampling it after every allocation in a fragmented heap takes
+  // minutes; this asks it only when the heap's break moved or the request
+  // could be mmapped.
+  bool (*reserved_may_have_grown_fn)(std::size_t bytes, std::size_t alignment) = nullptr;
   void* handle = nullptr;
   const char* reserved_source = "";
 
@@ -27,6 +34,9 @@ struct MallocPeer {
     return posix_memalign_fn(&p, alignment, bytes) == 0 ? p : nullptr;
   }
   std::uint64_t Reserved() const { return reserved_fn(*this); }
+  bool ReservedMayHaveGrown(std::size_t bytes, std::size_t alignment) const {
+    return reserved_may_have_grown_fn == nullptr || reserved_may_have_grown_fn(bytes, alignment);
+  }
 };
 
 // Loads (once per process) and returns the peer; NotFound with the reason
