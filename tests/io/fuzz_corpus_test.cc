@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "../../fuzz/reader_fuzz_common.h"
+#include "../../fuzz/trace_fuzz_common.h"
 
 namespace tensormem {
 namespace {
@@ -58,6 +60,26 @@ TEST(FuzzCorpus, JsonSeedsAndTheirPrefixesPassTheFuzzChecks) {
       "json",
       [](std::istream& in, const ReadLimits& limits) { return ReadProblemJson(in, "fuzz.json", limits); },
       [](std::ostream& out, const Problem& p) { return WriteProblemJson(out, p); });
+}
+
+TEST(FuzzCorpus, TraceSeedsAndTheirPrefixesPassTheFuzzChecks) {
+  fuzz::on_check_failure = [](const char* what) { throw std::runtime_error(what); };
+  const std::vector<std::string> seeds = Seeds("trace");
+  ASSERT_FALSE(seeds.empty()) << "no seeds in fuzz/corpus/trace";
+  std::size_t inputs = 0, accepted = 0;
+  for (const std::string& seed : seeds)
+    for (std::size_t len = 0; len <= seed.size(); ++len, ++inputs) {
+      const std::string prefix = seed.substr(0, len);
+      std::istringstream in(prefix);
+      accepted += ReadTrace(in, "t.csv").ok();
+      try {
+        fuzz::FuzzTraceOne(reinterpret_cast<const std::uint8_t*>(prefix.data()), prefix.size());
+      } catch (const std::runtime_error& e) {
+        ADD_FAILURE() << "fuzz check failed: " << e.what() << " on " << testing::PrintToString(prefix);
+      }
+    }
+  EXPECT_GT(inputs, seeds.size());
+  EXPECT_GT(accepted, seeds.size()) << "the seeds' prefixes should reach the replay, not only the errors";
 }
 
 }  // namespace
