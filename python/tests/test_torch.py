@@ -58,7 +58,7 @@ def test_without_torch_enable_says_so():
     assert not tt.enabled()
 
 
-def test_enable_on_a_gpu():
+def _skip_without_a_gpu_and_the_plugin():
     if not HAVE_TORCH:
         pytest.skip("PyTorch is not installed")
     import torch
@@ -68,6 +68,10 @@ def test_enable_on_a_gpu():
         tt.plugin_path()
     except tt.TorchPluginError as e:
         pytest.skip(str(e))
+
+
+def test_enable_on_a_gpu():
+    _skip_without_a_gpu_and_the_plugin()
     code = ("import torch, tensormem.torch as tt\n"
             "tt.enable(0)\n"
             "x = torch.empty(1 << 20, device='cuda')\n"
@@ -84,15 +88,7 @@ def test_record_stream_on_a_gpu():
     """A tensor used on a side stream and deleted: with record_stream its
     memory is not handed out again while the side stream's work is queued,
     and the bytes it held come back once that work is done."""
-    if not HAVE_TORCH:
-        pytest.skip("PyTorch is not installed")
-    import torch
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
-    try:
-        tt.plugin_path()
-    except tt.TorchPluginError as e:
-        pytest.skip(str(e))
+    _skip_without_a_gpu_and_the_plugin()
     code = ("import torch, tensormem.torch as tt\n"
             "tt.enable(0)\n"
             "if not tt.record_stream_wired():\n    print('SKIP no hook'); raise SystemExit\n"
@@ -120,18 +116,24 @@ def test_record_stream_on_a_gpu():
     assert r.stdout.startswith("OK"), r.stdout + r.stderr
 
 
-def test_record_stream_is_wired_where_pytorch_has_the_hook(monkeypatch):
-    """Without a GPU or PyTorch: the real plug-in's record_stream is what
-    enable() hands to set_record_stream_fn, an allocator without the hook is
-    reported as not wired, and a pointer no device gave out is an error in
-    last_error, not a crash."""
-    import ctypes
+def _built_plugin_or_skip(monkeypatch):
+    """The plug-in of this build (not TENSORMEM_TORCH_PLUGIN's), loaded afresh."""
     monkeypatch.delenv("TENSORMEM_TORCH_PLUGIN", raising=False)
     try:
         path = tt.plugin_path()
     except tt.TorchPluginError as e:
         pytest.skip(str(e))
     monkeypatch.setattr(tt, "_lib", None)
+    return path
+
+
+def test_record_stream_is_wired_where_pytorch_has_the_hook(monkeypatch):
+    """Without a GPU or PyTorch: the real plug-in's record_stream is what
+    enable() hands to set_record_stream_fn, an allocator without the hook is
+    reported as not wired, and a pointer no device gave out is an error in
+    last_error, not a crash."""
+    import ctypes
+    path = _built_plugin_or_skip(monkeypatch)
     lib = tt._load(path)
     given = []
 
@@ -157,12 +159,7 @@ def test_record_stream_is_wired_where_pytorch_has_the_hook(monkeypatch):
 def test_stats_through_the_real_plugin_without_a_gpu(monkeypatch):
     """The built plug-in answers stats and empty_cache through ctypes even
     where no GPU (and no PyTorch) is: a device never used reports {}."""
-    monkeypatch.delenv("TENSORMEM_TORCH_PLUGIN", raising=False)
-    try:
-        path = tt.plugin_path()
-    except tt.TorchPluginError as e:
-        pytest.skip(str(e))
-    monkeypatch.setattr(tt, "_lib", None)
+    path = _built_plugin_or_skip(monkeypatch)
     assert path.endswith("libtensormem_torch.so")
     assert tt.stats(7) == {}
     assert tt.empty_cache(7) == 0

@@ -35,6 +35,14 @@ std::unique_ptr<HostPhysicalMemory> Host(HostPhysicalMemoryParams params = {}) {
   return std::move(*m);
 }
 
+// A host device whose events complete only when waited for, synchronised
+// or completed by the test (CompleteEvents): stream order made visible.
+std::unique_ptr<HostPhysicalMemory> ManualEventsHost() {
+  HostPhysicalMemoryParams hp;
+  hp.manual_events = true;
+  return Host(hp);
+}
+
 std::unique_ptr<VmmAllocator> Vmm(PhysicalMemory& memory, VmmParams params = {}) {
   auto v = VmmAllocator::Create(memory, params);
   EXPECT_TRUE(v.ok()) << v.status().ToString();
@@ -100,9 +108,7 @@ TEST(HostPhysicalMemory, ALaggingDeviceCompletesEventsLater) {
 // Manual events (tests' streams) complete only when told, waited for, or
 // when the host synchronises with the device, as a lagging device's do.
 TEST(HostPhysicalMemory, ManualEventsCompleteWhenWaitedForOrSynchronised) {
-  HostPhysicalMemoryParams hp;
-  hp.manual_events = true;
-  auto m = Host(hp);
+  auto m = ManualEventsHost();
   Result<EventHandle> first = m->RecordEvent(0);
   Result<EventHandle> second = m->RecordEvent(0);
   Result<EventHandle> third = m->RecordEvent(0);
@@ -671,9 +677,7 @@ TEST(VmmAllocator, DoubleFreesAndForeignPointersAreErrors) {
 }
 
 TEST(VmmAllocator, ABlockFreedOnOneStreamWaitsForItsEventBeforeAnotherStreamReusesIt) {
-  HostPhysicalMemoryParams hp;
-  hp.manual_events = true;
-  auto m = Host(hp);
+  auto m = ManualEventsHost();
   auto v = Vmm(*m);
   const StreamHandle s1 = 1, s2 = 2;
   Result<void*> a = v->AllocateAsync(4096, s1);
@@ -703,9 +707,7 @@ TEST(VmmAllocator, ABlockFreedOnOneStreamWaitsForItsEventBeforeAnotherStreamReus
 // that stream's work queued at the free is done; until then nothing reuses
 // its bytes, not even its own stream, and it counts as in use.
 TEST(VmmAllocator, RecordStreamDefersTheFreeUntilTheOtherStreamsWorkIsDone) {
-  HostPhysicalMemoryParams hp;
-  hp.manual_events = true;
-  auto m = Host(hp);
+  auto m = ManualEventsHost();
   auto v = Vmm(*m);
   const StreamHandle s1 = 1, s2 = 2;
   Result<void*> a = v->AllocateAsync(4096, s1);
@@ -760,9 +762,7 @@ TEST(VmmAllocator, RecordStreamOfAPointerNotLiveIsAnError) {
 // an out-of-memory answer, and a request that does not fit even then fails
 // once (counted once).
 TEST(VmmAllocator, DeferredFreesAreWaitedForBeforeOutOfMemory) {
-  HostPhysicalMemoryParams hp;
-  hp.manual_events = true;
-  auto m = Host(hp);
+  auto m = ManualEventsHost();
   VmmParams p;
   p.memory_limit = 4 * kMiB;
   auto v = Vmm(*m, p);
@@ -786,9 +786,7 @@ TEST(VmmAllocator, DeferredFreesAreWaitedForBeforeOutOfMemory) {
 }
 
 TEST(VmmAllocator, ReleaseCachedMemoryFinishesDeferredFrees) {
-  HostPhysicalMemoryParams hp;
-  hp.manual_events = true;
-  auto m = Host(hp);
+  auto m = ManualEventsHost();
   auto v = Vmm(*m);
   Result<void*> a = v->AllocateAsync(3 * kMiB, 1);
   ASSERT_TRUE(a.ok());
