@@ -406,6 +406,7 @@ struct BfcAllocator::State {
     std::uint64_t bytes = 0;
     std::uint64_t needed = rounded;  // the least region that serves the request
     bool increased = false;
+    const std::uint64_t region_bytes_before = curr_region_bytes;
     if (params.growth == BfcGrowth::kOnDemand) {
       needed = rounded - std::min(rounded, FreeTailBeforeNextRegion(alignment));
       if (needed > available) return false;
@@ -423,14 +424,23 @@ struct BfcAllocator::State {
       // TensorFlow's backpedal: 90% of the size each time until the request
       // no longer fits. (TensorFlow does this only the first time a backend
       // refuses; here every time.)
+      // Rounded down, and at least one kMinSize less each time: rounding
+      // up (TensorFlow's RoundedBytes) stalls below 2,560 bytes, where 90%
+      // rounds back to the same size, and a small request the backend
+      // refused looped forever (found by the trace fuzzer).
       while (!mem.ok()) {
-        bytes = RoundedBytes(static_cast<std::uint64_t>(static_cast<double>(bytes) * 0.9));
-        if (bytes < needed || bytes == 0) break;
+        std::uint64_t next = RoundDown(bytes - bytes / 10);
+        if (next >= bytes) next = bytes - kMinSize;
+        if (next < needed || next == 0) break;
+        bytes = next;
         mem = backend.Reserve(bytes, region_alignment);
       }
     }
     if (!mem.ok()) {
       backend_refusal = mem.status().message();
+      // A refused request does not leave the next regions sized for it (a
+      // huge one would otherwise make every later growth start at 2^63).
+      curr_region_bytes = region_bytes_before;
       return false;
     }
     char* const base = static_cast<char*>(*mem);

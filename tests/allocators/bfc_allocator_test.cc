@@ -128,15 +128,13 @@ TEST(Bfc, ReserveAllTakesTheLimitUpFrontAndRetriesAtNinetyPercent) {
   p.memory_limit = 4 * MiB;
   BfcAllocator a(device, p);
   void* x = Alloc(a, 1 * KiB);
-  // 4 MiB refused, then 90%: 3.6 MiB refused, 3.24 MiB refused, 2.916 MiB fits.
+  // 4 MiB refused, then 90% each time, rounded down to 256 bytes: 3.6 MiB
+  // and 3.24 MiB refused, 2.916 MiB fits.
   std::uint64_t expect = 4 * MiB;
-  int refusals = 0;
-  while (expect > 3 * MiB) {
-    expect = BfcAllocator::RoundedBytes(static_cast<std::uint64_t>(static_cast<double>(expect) * 0.9));
-    ++refusals;
-  }
+  for (int i = 0; i < 3; ++i) expect = (expect - expect / 10) / 256 * 256;
   EXPECT_EQ(a.GetStats().bytes_reserved, expect);
-  EXPECT_EQ(device.num_refusals(), static_cast<std::uint64_t>(refusals));
+  EXPECT_EQ(expect, 3057408u);
+  EXPECT_EQ(device.num_refusals(), 3u);
   EXPECT_EQ(a.GetStats().bytes_limit, 4 * MiB);
   ASSERT_TRUE(a.Deallocate(x).ok());
 
@@ -144,6 +142,28 @@ TEST(Bfc, ReserveAllTakesTheLimitUpFrontAndRetriesAtNinetyPercent) {
   unlimited.growth = BfcGrowth::kReserveAll;
   BfcAllocator b(HostBackend(), unlimited);
   EXPECT_EQ(b.Allocate(1).status().code(), StatusCode::kInvalidArgument);
+}
+
+// A small request the backend refuses gets an answer: the 90% retry used
+// to round back up to the same size below 2,560 bytes and loop forever.
+// And a refused huge request does not size the next regions after it.
+TEST(Bfc, ASmallRequestTheBackendRefusesFailsAndAHugeOneLeavesNoTrace) {
+  for (const BfcGrowth growth : {BfcGrowth::kDoubling, BfcGrowth::kOnDemand}) {
+    SCOPED_TRACE(static_cast<int>(growth));
+    CappedBackend device(HostBackend(), 1 * MiB);
+    BfcParams p;
+    p.growth = growth;
+    p.initial_region_bytes = 1 * MiB;
+    BfcAllocator a(device, p);
+    const Result<void*> huge = a.Allocate(std::uint64_t{1} << 60);
+    EXPECT_EQ(huge.status().code(), StatusCode::kResourceExhausted);
+    const std::uint64_t refusals = device.num_refusals();
+    void* x = Alloc(a, 1 * MiB);  // the device's whole capacity, asked for at once
+    EXPECT_EQ(device.num_refusals(), refusals);
+    const Result<void*> small = a.Allocate(64);  // nothing left below
+    EXPECT_EQ(small.status().code(), StatusCode::kResourceExhausted) << small.status().ToString();
+    ASSERT_TRUE(a.Deallocate(x).ok());
+  }
 }
 
 TEST(Bfc, GarbageCollectsWhollyFreeRegionsBeforeFailing) {
