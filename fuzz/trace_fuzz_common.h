@@ -33,10 +33,9 @@ inline void CheckReplay(const Trace& trace, MemoryResource& r) {
         continue;
       }
       slots[i] = *p;
-      if (e.size > 0) {
+      if (e.size > 0) {  // the first and the last byte (one byte for a block of one)
         auto* bytes = static_cast<unsigned char*>(*p);
-        bytes[0] = static_cast<unsigned char>(i);
-        bytes[e.size - 1] = static_cast<unsigned char>(i + 1);
+        bytes[0] = bytes[e.size - 1] = static_cast<unsigned char>(i);
       }
     } else {
       void* p = slots[e.partner];
@@ -44,7 +43,7 @@ inline void CheckReplay(const Trace& trace, MemoryResource& r) {
       if (trace.events[e.partner].size > 0) {
         const auto* bytes = static_cast<const unsigned char*>(p);
         Check(bytes[0] == static_cast<unsigned char>(e.partner) &&
-                  bytes[trace.events[e.partner].size - 1] == static_cast<unsigned char>(e.partner + 1),
+                  bytes[trace.events[e.partner].size - 1] == static_cast<unsigned char>(e.partner),
               "a block keeps its bytes until it is freed");
       }
       Check(r.Deallocate(p).ok(), "a live block frees");

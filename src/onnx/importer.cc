@@ -11,6 +11,8 @@
 #include <climits>
 #include <fstream>
 #include <optional>
+#include <set>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -320,6 +322,24 @@ class Importer {
   // attribute types. ONNX's own inference dereferences what the schema promises
   // (Scan without its body, STFT with one input crashed it), so nothing
   // that breaks a schema reaches it.
+  // Integer attributes that ONNX's shape inference divides by, or that
+  // make no sense below 1: it divided by a Conv's zero stride (SIGFPE, found
+  // by the ONNX importer fuzzer), so such values are refused before it runs.
+  // Test: OnnxOperatorSweep.EveryIntegerAttributeAtZeroAndBelowNeverCrashes.
+  Status CheckPositive(const std::string& where, const onnx::AttributeProto& a) const {
+    static const std::set<std::string> kPositive = {"strides", "dilations", "kernel_shape", "blocksize",
+                                                    "group", "num_outputs"};
+    if (!kPositive.count(a.name())) return Status::Ok();
+    auto bad = [&](std::int64_t v, int index) {
+      return Error(where + ": attribute '" + a.name() + "' is " + std::to_string(v) +
+                   (index < 0 ? std::string() : " at index " + std::to_string(index)) + ": it must be at least 1");
+    };
+    if (a.type() == onnx::AttributeProto::INT && a.i() < 1) return bad(a.i(), -1);
+    for (int i = 0; i < a.ints_size(); ++i)
+      if (a.ints(i) < 1) return bad(a.ints(i), i);
+    return Status::Ok();
+  }
+
   Status CheckSchemas(const onnx::GraphProto& g, int depth) const {
     if (depth > 32) return Error("sub-graphs nested deeper than 32 levels");
     for (int k = 0; k < g.node_size(); ++k) {
@@ -358,6 +378,7 @@ class Importer {
             return Error(where + ": attribute '" + a.name() + "' has the wrong type");
           if (it->second.type == onnx::AttributeProto::GRAPH && !a.has_g())
             return Error(where + ": attribute '" + a.name() + "' holds no graph");
+          TM_RETURN_IF_ERROR(CheckPositive(where, a));
         }
       }
       for (const auto& a : n.attribute()) {

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -29,7 +30,8 @@ std::string Numbered(char prefix, int i) {
 }
 
 std::string Model(const onnx::OpSchema& s, int inputs, int outputs,
-                  const std::function<void(onnx::NodeProto&)>& attrs) {
+                  const std::function<void(onnx::NodeProto&)>& attrs,
+                  const std::vector<std::int64_t>& input_shape = {2, 3}) {
   onnx::ModelProto m;
   m.set_ir_version(8);
   auto* imp = m.add_opset_import();
@@ -47,8 +49,7 @@ std::string Model(const onnx::OpSchema& s, int inputs, int outputs,
     vi->set_name(name);
     auto* t = vi->mutable_type()->mutable_tensor_type();
     t->set_elem_type(onnx::TensorProto::FLOAT);
-    t->mutable_shape()->add_dim()->set_dim_value(2);
-    t->mutable_shape()->add_dim()->set_dim_value(3);
+    for (const std::int64_t d : input_shape) t->mutable_shape()->add_dim()->set_dim_value(d);
   }
   for (int i = 0; i < outputs; ++i) {
     n->add_output(Numbered('y', i));
@@ -142,6 +143,56 @@ TEST(OnnxOperatorSweep, EveryOperatorWithMalformedArityAttributesAndSubgraphs) {
   EXPECT_GT(operators, 100);
   std::cout << "operator sweep: " << operators << " operators, " << models << " models, "
             << refused << " refused, " << accepted << " accepted\n";
+}
+
+// Every integer attribute of every operator at 0 and at -1, on inputs of
+// rank 4 (where convolution and pooling inference divide by strides and
+// space-depth inference by the block size): ONNX's inference divided by
+// zero on such models (a Conv with strides 0, found by the ONNX importer
+// fuzzer), so they must be refused or imported, never crash.
+TEST(OnnxOperatorSweep, EveryIntegerAttributeAtZeroAndBelowNeverCrashes) {
+  std::set<std::string> names;
+  for (const onnx::OpSchema& s : onnx::OpSchemaRegistry::get_all_schemas())
+    if (s.domain().empty() || s.domain() == "ai.onnx") names.insert(s.Name());
+  int models = 0, refused = 0;
+  for (const std::string& name : names) {
+    const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema(name, kOpset, "");
+    if (!s || s->Deprecated()) continue;
+    const int outs = std::max(1, s->min_output());
+    for (const auto& entry : s->attributes()) {
+      const std::string attr = entry.first;
+      const auto type = entry.second.type;
+      if (type != onnx::AttributeProto::INT && type != onnx::AttributeProto::INTS) continue;
+      for (const std::int64_t value : {std::int64_t{0}, std::int64_t{-1}}) {
+        const std::string what = name + " with " + attr + " = " + std::to_string(value);
+        const std::string bytes = Model(
+            *s, s->min_input(), outs,
+            [&](onnx::NodeProto& n) {
+              AddRequired(*s, n, attr);
+              onnx::AttributeProto* p = n.add_attribute();
+              p->set_name(attr);
+              p->set_type(type);
+              if (type == onnx::AttributeProto::INT) {
+                p->set_i(value);
+              } else {
+                p->add_ints(value);
+                p->add_ints(value);
+              }
+            },
+            {1, 2, 4, 4});
+        ++models;
+        Result<OnnxModel> r = ImportOnnxBytes(bytes, what);
+        if (!r.ok()) {
+          ++refused;
+          EXPECT_TRUE(r.status().code() == StatusCode::kInvalidArgument ||
+                      r.status().code() == StatusCode::kUnimplemented)
+              << what << ": " << r.status().message();
+        }
+      }
+    }
+  }
+  EXPECT_GT(models, 100);
+  std::cout << "integer attributes at 0 and -1: " << models << " models, " << refused << " refused\n";
 }
 
 }  // namespace
