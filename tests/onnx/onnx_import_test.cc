@@ -259,6 +259,17 @@ TEST(OnnxImport, NonOnnxBytesAreRefused) {
   EXPECT_FALSE(ImportOnnxBytes(ShapeSubgraph({2, 3, 4}).Bytes(), "big.onnx", small).ok());
 }
 
+// The fuzzer's find: the bundled ResNet-18 with a Conv's stride made 0,
+// which ONNX's shape inference divides by (SIGFPE). Refused, naming it.
+TEST(OnnxImport, AZeroStrideIsRefusedBeforeOnnxInferenceDividesByIt) {
+  const std::string path = std::string(TENSORMEM_SOURCE_DIR) + "/fuzz/corpus/onnx/conv_stride_zero.onnx";
+  Result<OnnxModel> m = ImportOnnxFile(path);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(m.status().message().find("attribute 'strides' is 0"), std::string::npos) << m.status().ToString();
+  EXPECT_NE(m.status().message().find("(Conv)"), std::string::npos) << m.status().ToString();
+}
+
 // Every prefix and thousands of mutations of a real model: errors or
 // imports, never a crash or hang.
 TEST(OnnxImport, TruncatedAndCorruptedFilesNeverCrash) {
