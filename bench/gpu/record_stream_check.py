@@ -5,8 +5,10 @@ Usage: record_stream_check.py PLUGIN.so
 A side stream spins (torch.cuda._sleep) and then reads a 16 MiB tensor, which the main stream
 deletes at once. With record_stream the plug-in must not hand those bytes out again until the
 side stream is done; a tensor deleted the same way without record_stream is handed out again at
-once (PyTorch's documented hazard), which shows the check can tell the two apart. Prints one JSON
-line; "ok" is true when both behave so. Needs PyTorch and a GPU; outside the library and CI.
+once (PyTorch's documented hazard), which shows the check can tell the two apart. Then a CUDA
+graph capture, which the plug-in refuses with its reason (it has no graph memory pools), and an
+allocation after it. Prints one JSON line; "ok" is true when all behave so. Needs PyTorch and a
+GPU; outside the library and CI.
 """
 import importlib.util
 import json
@@ -59,6 +61,29 @@ side.synchronize()
 out["side_sum_correct"] = int(total.item()) == n
 z = torch.zeros(n, dtype=torch.uint8, device="cuda")
 out["reused_after_side_done"] = z.data_ptr() == ptr_x
+
+# CUDA graph capture: the plug-in has no graph pools, so an allocation on the
+# capturing stream is refused with its reason (not events on the capture, not
+# memory a replay would share with later tensors).
+g = torch.cuda.CUDAGraph()
+static_in = torch.ones(1 << 20, device="cuda")
+try:
+    with torch.cuda.graph(g):
+        static_out = static_in * 2
+    out["graph_capture"] = "captured (not expected)"
+except Exception as e:  # noqa: BLE001  (PyTorch raises its out-of-memory error)
+    out["graph_capture"] = "refused: " + str(e).splitlines()[0][:120]
+lib = tt._load(os.environ["TENSORMEM_TORCH_PLUGIN"])
+out["graph_capture_reason"] = tt._last_error(lib)[:160]
+try:
+    torch.cuda.synchronize()
+    out["after_capture_alloc_ok"] = torch.ones(4, device="cuda").sum().item() == 4
+except Exception as e:  # noqa: BLE001
+    out["after_capture_alloc_ok"] = False
+    out["after_capture_error"] = str(e).splitlines()[0][:160]
+
 out["ok"] = bool(out["wired"] and out["reused_without_record"] and not out["reused_while_side_busy"]
-                 and out["frees_deferred"] == 1 and out["side_sum_correct"] and out["reused_after_side_done"])
+                 and out["frees_deferred"] == 1 and out["side_sum_correct"] and out["reused_after_side_done"]
+                 and out["graph_capture"].startswith("refused")
+                 and "CUDA graph" in out["graph_capture_reason"] and out["after_capture_alloc_ok"])
 print(json.dumps(out))

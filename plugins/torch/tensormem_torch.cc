@@ -125,6 +125,19 @@ TM_EXPORT void* tensormem_torch_malloc(ssize_t size, int device, void* stream) {
   }
   VmmAllocator* vmm = Get(device, true);
   if (vmm == nullptr) return nullptr;
+  // CUDA graphs need a private pool whose blocks outlive the capture (PyTorch
+  // keeps one; the plug-in has none), and a capturing stream takes no event
+  // queries or synchronisation: refuse plainly rather than corrupt a replay.
+  if (Result<bool> capturing = g_devices[device]->memory->StreamCapturing(
+          reinterpret_cast<tensormem::StreamHandle>(stream));
+      !capturing.ok() || *capturing) {
+    t_last_error = capturing.ok() ? "tensormem: allocation on a stream being captured into a CUDA graph "
+                                    "(torch.cuda.graph, torch.compile mode='reduce-overhead'): the plug-in "
+                                    "has no graph memory pools; capture graphs with PyTorch's own allocator"
+                                  : capturing.status().ToString();
+    std::fprintf(stderr, "%s\n", t_last_error.c_str());
+    return nullptr;
+  }
   // 512-byte alignment, as PyTorch's caching allocator gives.
   Result<void*> p = vmm->AllocateAsync(static_cast<std::uint64_t>(size),
                                        reinterpret_cast<tensormem::StreamHandle>(stream), 512);

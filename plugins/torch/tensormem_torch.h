@@ -17,7 +17,9 @@
  * (0 to 1: VmmParams::growth_slack), TENSORMEM_VMM_MAX_HANDLE (granules per
  * handle, VmmParams::max_handle_granules). A failed allocation returns
  * NULL (PyTorch raises its out-of-memory error) and leaves its report in
- * tensormem_torch_last_error(). stream is a cudaStream_t. */
+ * tensormem_torch_last_error(); so does an allocation on a stream being
+ * captured into a CUDA graph (no graph memory pools here: capture graphs
+ * with PyTorch's own allocator). stream is a cudaStream_t. */
 #ifndef TENSORMEM_TORCH_H_
 #define TENSORMEM_TORCH_H_
 

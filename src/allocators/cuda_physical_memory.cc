@@ -55,6 +55,7 @@ struct Driver {
   TM_CU_FN(cuEventQuery)
   TM_CU_FN(cuEventSynchronize)
   TM_CU_FN(cuEventDestroy)
+  TM_CU_FN(cuStreamIsCapturing)
 #undef TM_CU_FN
 };
 
@@ -100,6 +101,7 @@ const Driver& LoadDriver() {
     find(d.cuEventQuery, "cuEventQuery");
     find(d.cuEventSynchronize, "cuEventSynchronize");
     find(d.cuEventDestroy, "cuEventDestroy_v2");
+    find(d.cuStreamIsCapturing, "cuStreamIsCapturing");
     if (!ok) {
       dlclose(d.library);
       d.library = nullptr;
@@ -219,6 +221,13 @@ class CudaPhysicalMemory final : public PhysicalMemory {
       return Internal(Why("cuEventRecord", r));
     }
     return reinterpret_cast<EventHandle>(e);
+  }
+  Result<bool> StreamCapturing(StreamHandle stream) override {
+    Scope scope(*this);
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (CUresult r = d_.cuStreamIsCapturing(reinterpret_cast<CUstream>(stream), &status); r != CUDA_SUCCESS)
+      return Internal(Why("cuStreamIsCapturing", r));
+    return status != CU_STREAM_CAPTURE_STATUS_NONE;  // active, or invalidated by an error
   }
   bool EventCompleted(EventHandle event) override {
     if (event == 0) return true;

@@ -1117,6 +1117,9 @@ TEST(CudaPhysicalMemory, VmmOnTheDevice) {
     GTEST_SKIP() << gpu.status().message();
   }
   EXPECT_FALSE((*gpu)->host_accessible());
+  Result<bool> capturing = (*gpu)->StreamCapturing(0);  // the legacy default stream never captures
+  ASSERT_TRUE(capturing.ok()) << capturing.status().ToString();
+  EXPECT_FALSE(*capturing);
   DeviceScenario(**gpu);
 }
 

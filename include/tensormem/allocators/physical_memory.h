@@ -86,6 +86,10 @@ class PhysicalMemory {
   // Synchronize when the event was recorded a while ago.
   virtual Status WaitForEvent(EventHandle event) = 0;
   virtual void DestroyEvent(EventHandle event) = 0;
+  // True while `stream` is being captured into a CUDA graph: then neither
+  // events nor synchronisation may touch it, and memory handed out would be
+  // baked into the graph. Devices without graphs: never.
+  virtual Result<bool> StreamCapturing(StreamHandle /*stream*/) { return false; }
 };
 
 struct HostPhysicalMemoryParams {
