@@ -223,6 +223,7 @@ class CudaPhysicalMemory final : public PhysicalMemory {
     return reinterpret_cast<EventHandle>(e);
   }
   Result<bool> StreamCapturing(StreamHandle stream) override {
+    if (stream == 0) return false;  // the legacy default stream cannot be captured: no driver call
     Scope scope(*this);
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     if (CUresult r = d_.cuStreamIsCapturing(reinterpret_cast<CUstream>(stream), &status); r != CUDA_SUCCESS)
