@@ -5,7 +5,8 @@ Usage: record_stream_check.py PLUGIN.so
 A side stream spins (torch.cuda._sleep) and then reads a 16 MiB tensor, which the main stream
 deletes at once. With record_stream the plug-in must not hand those bytes out again until the
 side stream is done; a tensor deleted the same way without record_stream is handed out again at
-once (PyTorch's documented hazard), which shows the check can tell the two apart. Then a CUDA
+once (PyTorch's documented hazard), which shows the check can tell the two apart. Then
+torch.cuda.empty_cache() (which must give the blocks back through the plug-in), a CUDA
 graph capture, which the plug-in refuses with its reason (it has no graph memory pools), and an
 allocation after it. Prints one JSON line; "ok" is true when all behave so. Needs PyTorch and a
 GPU; outside the library and CI.
@@ -62,6 +63,12 @@ out["side_sum_correct"] = int(total.item()) == n
 z = torch.zeros(n, dtype=torch.uint8, device="cuda")
 out["reused_after_side_done"] = z.data_ptr() == ptr_x
 
+# torch.cuda.empty_cache() reaches the plug-in (set_reset_fn): the 16 MiB blocks go back.
+reserved_before = tt.stats(0)["bytes_reserved"]
+del y, z
+torch.cuda.empty_cache()
+out["empty_cache_gave_back"] = tt.stats(0)["bytes_reserved"] < reserved_before
+
 # CUDA graph capture: the plug-in has no graph pools, so an allocation on the
 # capturing stream is refused with its reason (not events on the capture, not
 # memory a replay would share with later tensors).
@@ -84,6 +91,7 @@ except Exception as e:  # noqa: BLE001
 
 out["ok"] = bool(out["wired"] and out["reused_without_record"] and not out["reused_while_side_busy"]
                  and out["frees_deferred"] == 1 and out["side_sum_correct"] and out["reused_after_side_done"]
+                 and out["empty_cache_gave_back"]
                  and out["graph_capture"].startswith("refused")
                  and "CUDA graph" in out["graph_capture_reason"] and out["after_capture_alloc_ok"])
 print(json.dumps(out))

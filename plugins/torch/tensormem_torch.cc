@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tensormem/allocators/physical_memory.h"
 #include "tensormem/allocators/vmm_allocator.h"
@@ -218,6 +219,20 @@ TM_EXPORT long long tensormem_torch_release_cached(int device) {
     return -1;
   }
   return static_cast<long long>(*r);
+}
+
+TM_EXPORT void tensormem_torch_empty_cache(void) {
+  std::vector<VmmAllocator*> all;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    for (const std::unique_ptr<Device>& d : g_devices)
+      if (d) all.push_back(d->vmm.get());
+  }
+  for (VmmAllocator* vmm : all)
+    if (Result<std::uint64_t> r = vmm->ReleaseCachedMemory(); !r.ok()) {
+      t_last_error = r.status().ToString();  // empty_cache returns nothing to PyTorch
+      std::fprintf(stderr, "tensormem: %s\n", t_last_error.c_str());
+    }
 }
 
 TM_EXPORT const char* tensormem_torch_last_error(void) { return t_last_error.c_str(); }

@@ -6,9 +6,10 @@
  *   import torch
  *   a = torch.cuda.memory.CUDAPluggableAllocator(
  *       "libtensormem_torch.so", "tensormem_torch_malloc", "tensormem_torch_free")
- *   lib = ctypes.CDLL("libtensormem_torch.so")    # record_stream, where PyTorch has the hook:
+ *   lib = ctypes.CDLL("libtensormem_torch.so")    # record_stream and empty_cache hooks:
  *   a.allocator().set_record_stream_fn(
  *       ctypes.cast(lib.tensormem_torch_record_stream, ctypes.c_void_p).value)
+ *   a.allocator().set_reset_fn(ctypes.cast(lib.tensormem_torch_empty_cache, ctypes.c_void_p).value)
  *   torch.cuda.memory.change_current_allocator(a)   # before any CUDA allocation
  *
  * Settings come from the environment, read once at the first allocation:
@@ -45,6 +46,9 @@ size_t tensormem_torch_stats(int device, char* buf, size_t len);
 /* empty_cache: gives cached memory back to the device; returns the bytes given
  * back, or -1 (see tensormem_torch_last_error). */
 long long tensormem_torch_release_cached(int device);
+/* torch.cuda.empty_cache() (CUDAPluggableAllocator's set_reset_fn, wired by
+ * tensormem.torch.enable()): gives cached memory back on every device. */
+void tensormem_torch_empty_cache(void);
 /* The message of the last failure on this thread ("" when none). */
 const char* tensormem_torch_last_error(void);
 

@@ -5,7 +5,8 @@ tensormem's PyTorch plug-in (``libtensormem_torch.so``, the CMake target
 ``tensormem_torch``, built where a CUDA toolkit is found) with
 ``torch.cuda.memory.CUDAPluggableAllocator``. It must run before PyTorch
 allocates anything on the GPU. ``stats(device)`` returns the plug-in's
-figures as a dict; ``empty_cache(device)`` gives cached memory back.
+figures as a dict; ``empty_cache(device)`` gives cached memory back, and so
+does ``torch.cuda.empty_cache()`` (every device) once enabled.
 
 ``Tensor.record_stream`` reaches the plug-in where PyTorch lets a pluggable
 allocator see it (``set_record_stream_fn`` on the pluggable allocator): a tensor
@@ -85,6 +86,8 @@ def _load(path: str) -> ctypes.CDLL:
             lib.tensormem_torch_release_cached.restype = ctypes.c_longlong
             lib.tensormem_torch_record_stream.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
             lib.tensormem_torch_record_stream.restype = None
+            lib.tensormem_torch_empty_cache.argtypes = []
+            lib.tensormem_torch_empty_cache.restype = None
         except AttributeError as e:
             raise TorchPluginError(f"{path}: not tensormem's plug-in, or built from another version "
                                    f"of it: {e}") from e
@@ -114,7 +117,11 @@ def _wire_record_stream(allocator, lib: ctypes.CDLL) -> bool:
     # PyTorch binds CUDAPluggableAllocator::set_record_stream_fn on the
     # object allocator() returns; without it record_stream would be a silent
     # no-op, and a block freed while another stream still reads it reused.
+    # set_reset_fn is what torch.cuda.empty_cache() calls (a no-op unless set).
     native = allocator.allocator()
+    reset = getattr(native, "set_reset_fn", None)
+    if reset is not None:
+        reset(ctypes.cast(lib.tensormem_torch_empty_cache, ctypes.c_void_p).value)
     setter = getattr(native, "set_record_stream_fn", None)
     if setter is None:
         return False

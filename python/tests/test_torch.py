@@ -128,8 +128,9 @@ def _built_plugin_or_skip(monkeypatch):
 
 
 def test_record_stream_is_wired_where_pytorch_has_the_hook(monkeypatch):
-    """Without a GPU or PyTorch: the real plug-in's record_stream is what
-    enable() hands to set_record_stream_fn, an allocator without the hook is
+    """Without a GPU or PyTorch: the real plug-in's record_stream and
+    empty_cache are what enable() hands to set_record_stream_fn and
+    set_reset_fn, an allocator without the hooks is
     reported as not wired, and a pointer no device gave out is an error in
     last_error, not a crash."""
     import ctypes
@@ -141,6 +142,9 @@ def test_record_stream_is_wired_where_pytorch_has_the_hook(monkeypatch):
         def set_record_stream_fn(self, pointer):
             given.append(pointer)
 
+        def set_reset_fn(self, pointer):
+            given.append(("reset", pointer))
+
     class Pluggable:
         def __init__(self, native):
             self.native = native
@@ -149,7 +153,9 @@ def test_record_stream_is_wired_where_pytorch_has_the_hook(monkeypatch):
             return self.native
 
     assert tt._wire_record_stream(Pluggable(Native()), lib)
-    assert given == [ctypes.cast(lib.tensormem_torch_record_stream, ctypes.c_void_p).value]
+    assert given == [("reset", ctypes.cast(lib.tensormem_torch_empty_cache, ctypes.c_void_p).value),
+                     ctypes.cast(lib.tensormem_torch_record_stream, ctypes.c_void_p).value]
+    lib.tensormem_torch_empty_cache()  # no device used yet: nothing to give back, no error
     assert not tt._wire_record_stream(Pluggable(object()), lib)
     local = ctypes.c_int(0)
     lib.tensormem_torch_record_stream(ctypes.addressof(local), None)

@@ -22,6 +22,7 @@ struct Plugin {
   long long (*release_fn)(int) = nullptr;
   const char* (*error_fn)() = nullptr;
   void (*record_stream_fn)(void*, void*) = nullptr;
+  void (*empty_cache_fn)() = nullptr;
 };
 
 Plugin Load() {
@@ -35,6 +36,7 @@ Plugin Load() {
   p.release_fn = reinterpret_cast<decltype(p.release_fn)>(dlsym(p.handle, "tensormem_torch_release_cached"));
   p.error_fn = reinterpret_cast<decltype(p.error_fn)>(dlsym(p.handle, "tensormem_torch_last_error"));
   p.record_stream_fn = reinterpret_cast<decltype(p.record_stream_fn)>(dlsym(p.handle, "tensormem_torch_record_stream"));
+  p.empty_cache_fn = reinterpret_cast<decltype(p.empty_cache_fn)>(dlsym(p.handle, "tensormem_torch_empty_cache"));
   return p;
 }
 
@@ -54,6 +56,7 @@ TEST(TorchPlugin, ExportsTheFunctionsPyTorchLoads) {
   ASSERT_NE(p.release_fn, nullptr);
   ASSERT_NE(p.error_fn, nullptr);
   ASSERT_NE(p.record_stream_fn, nullptr);
+  ASSERT_NE(p.empty_cache_fn, nullptr);
   // Only the C interface is exported, not the library inside.
   EXPECT_EQ(dlsym(p.handle, "_ZN9tensormem12VmmAllocator6CreateERNS_14PhysicalMemoryERKNS_9VmmParamsE"), nullptr);
   EXPECT_EQ(Stats(p, 3), "{}");  // a device never used
@@ -67,6 +70,7 @@ TEST(TorchPlugin, ExportsTheFunctionsPyTorchLoads) {
   EXPECT_EQ(p.release_fn(5), 0);
   p.record_stream_fn(&local, nullptr);  // no device gave it out: an error, not a crash
   EXPECT_NE(std::string(p.error_fn()).find("no device's allocator"), std::string::npos) << p.error_fn();
+  p.empty_cache_fn();  // no device used: nothing to give back
 }
 
 TEST(TorchPlugin, AllocatesOnTheGpuOrSaysThereIsNone) {
