@@ -45,13 +45,22 @@ struct VirtualMemoryBackend::State {
   std::map<std::uint64_t, std::uint64_t> live;  // offset -> bytes
 };
 
+namespace {
+// Rounded up to whole pages without wrapping: a size near 2^64 (a caller's
+// "as much as possible") stays the largest page multiple instead of 0.
+std::uint64_t RoundUpToPage(std::uint64_t bytes, std::uint64_t page) {
+  const std::uint64_t down = bytes / page * page;
+  return down == bytes || down > ~std::uint64_t{0} - page ? down : down + page;
+}
+}  // namespace
+
 VirtualMemoryBackend::VirtualMemoryBackend(std::uint64_t address_space, std::uint64_t commit_step)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
   const long page = sysconf(_SC_PAGESIZE);
   if (page > 0) s.page = static_cast<std::uint64_t>(page);
-  s.commit_step = (commit_step + s.page - 1) / s.page * s.page;
-  s.size = (address_space + s.page - 1) / s.page * s.page;
+  s.commit_step = RoundUpToPage(commit_step, s.page);
+  s.size = RoundUpToPage(address_space, s.page);
   // Address space can be scarce (ulimit -v, sanitizer runtimes that own
   // most of it): halve the reservation until it succeeds, down to 1/1024 of
   // what was asked, rather than fail every later request.
@@ -79,8 +88,8 @@ VirtualMemoryBackend::VirtualMemoryBackend(PhysicalMemory& memory, std::uint64_t
   State& s = *state_;
   s.physical = &memory;
   s.page = memory.granularity();
-  s.commit_step = (commit_step + s.page - 1) / s.page * s.page;
-  const std::uint64_t asked = (std::max<std::uint64_t>(address_space, s.page) + s.page - 1) / s.page * s.page;
+  s.commit_step = RoundUpToPage(commit_step, s.page);
+  const std::uint64_t asked = RoundUpToPage(std::max<std::uint64_t>(address_space, s.page), s.page);
   s.size = asked;
   Status last = Status::Ok();
   while (s.size >= s.page && s.size >= asked / 1024) {
@@ -186,8 +195,9 @@ Result<void*> VirtualMemoryBackend::Reserve(std::uint64_t bytes, std::uint64_t a
                              std::to_string(s.size) + " bytes");
   const std::uint64_t end = start + bytes;
   if (end > s.committed) {
-    const std::uint64_t new_committed =
-        std::min(s.size, (end + s.page - 1) / s.page * s.page + s.commit_step);
+    // (A step up to the whole space: added without wrapping.)
+    const std::uint64_t end_page = RoundUpToPage(end, s.page);
+    const std::uint64_t new_committed = end_page + std::min(s.commit_step, s.size - end_page);
     TM_RETURN_IF_ERROR(Commit(s, new_committed));
   }
   s.top = end;
@@ -220,7 +230,8 @@ Status VirtualMemoryBackend::Release(void* region, std::uint64_t bytes) {
   const std::uint64_t new_top = s.live.empty() ? 0 : s.live.rbegin()->first + s.live.rbegin()->second;
   if (new_top < s.top) {
     s.top = new_top;
-    const std::uint64_t keep = (new_top + s.page - 1) / s.page * s.page + s.commit_step;
+    const std::uint64_t top_page = RoundUpToPage(new_top, s.page);
+    const std::uint64_t keep = top_page + std::min(s.commit_step, s.size - top_page);
     if (keep < s.committed) Decommit(s, keep);
   }
   return Status::Ok();

@@ -912,6 +912,30 @@ TEST(VmmAllocator, SeededStressFromSeveralThreadsKeepsEveryPattern) {
   }
 }
 
+// Sizes near 2^64 (a caller's "as much as possible") are rounded to pages
+// without wrapping: a step that large commits the whole reservation (it
+// wrapped to a step of 0 and, added to the top, could have committed less
+// than a region), and an address space that large is refused naming it.
+TEST(VirtualMemoryBackend, HugeStepsAndSpacesDoNotWrap) {
+  const std::uint64_t huge = ~std::uint64_t{0};
+  VirtualMemoryBackend whole_steps(std::uint64_t{1} << 30, huge);
+  Result<void*> a = whole_steps.Reserve(4096, 64);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  Result<void*> b = whole_steps.Reserve(3 * kMiB, 64);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  std::memset(*a, 1, 4096);
+  std::memset(*b, 2, 3 * kMiB);
+  ASSERT_TRUE(whole_steps.Release(*b, 3 * kMiB).ok());
+  EXPECT_EQ(static_cast<unsigned char*>(*a)[4095], 1);  // still committed
+  ASSERT_TRUE(whole_steps.Release(*a, 4096).ok());
+
+  VirtualMemoryBackend too_big(huge, 0);
+  Result<void*> c = too_big.Reserve(4096, 64);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message().find("reserve 0 bytes"), std::string::npos) << c.status().ToString();
+  EXPECT_NE(c.status().message().find("1844674407370"), std::string::npos) << c.status().ToString();
+}
+
 TEST(VirtualMemoryBackend, CompactBfcGrowsInPlaceOverPhysicalGranules) {
   auto m = Host();
   VirtualMemoryBackend backend(*m);
