@@ -35,7 +35,10 @@ std::vector<std::uint8_t> ValidParameters(int kind) {
       PutSize(p, 2 * MiB);              // initial_region_bytes
       PutSize(p, 128 * MiB);            // max_internal_fragmentation_bytes
       p.push_back(kind == 0 ? 7 : 15);  // flags (kind 1: virtual memory)
-      if (kind == 1) PutSize(p, 2 * MiB);  // commit step
+      if (kind == 1) {
+        p.push_back(12);  // 2^32 bytes of addresses
+        PutSize(p, 2 * MiB);  // commit step
+      }
       break;
     case 2:
       PutSize(p, 64);  // split_granularity
