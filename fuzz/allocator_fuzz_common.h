@@ -76,7 +76,7 @@ inline bool Build(FuzzBytes& in, AllocatorUnderTest& s) {
       p.garbage_collection = flags & 2;
       p.retry_smaller_regions = flags & 4;
       if (flags & 8) {
-        s.backend = std::make_unique<VirtualMemoryBackend>(std::uint64_t{1} << (20 + in.U8() % 24), in.Size());
+        s.backend = std::make_unique<VirtualMemoryBackend>(std::uint64_t{1} << (20 + in.U8() % 17), in.Size());
         s.capped = std::make_unique<CappedBackend>(*s.backend, kCap);
       } else {
         s.capped = std::make_unique<CappedBackend>(HostBackend(), kCap);
