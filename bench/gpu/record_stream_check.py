@@ -6,7 +6,8 @@ A side stream spins (torch.cuda._sleep) and then reads a 16 MiB tensor, which th
 deletes at once. With record_stream the plug-in must not hand those bytes out again until the
 side stream is done; a tensor deleted the same way without record_stream is handed out again at
 once (PyTorch's documented hazard), which shows the check can tell the two apart. Then
-torch.cuda.empty_cache() (which must give the blocks back through the plug-in), a CUDA
+torch.cuda.empty_cache() (which must give the blocks back through the plug-in),
+set_per_process_memory_fraction (a request above the fraction is refused), a CUDA
 graph capture, which the plug-in refuses with its reason (it has no graph memory pools), and an
 allocation after it. Prints one JSON line; "ok" is true when all behave so. Needs PyTorch and a
 GPU; outside the library and CI.
@@ -69,6 +70,20 @@ del y, z
 torch.cuda.empty_cache()
 out["empty_cache_gave_back"] = tt.stats(0)["bytes_reserved"] < reserved_before
 
+# torch.cuda.set_per_process_memory_fraction reaches the plug-in (set_memory_fraction_fn).
+torch.cuda.set_per_process_memory_fraction(0.01, 0)
+out["fraction_limit"] = tt.stats(0).get("bytes_limit")
+try:
+    too_big = torch.empty(int(0.02 * torch.cuda.get_device_properties(0).total_memory), dtype=torch.uint8,
+                          device="cuda")
+    out["fraction_refused"] = False
+    del too_big
+except torch.cuda.OutOfMemoryError:
+    out["fraction_refused"] = True
+except RuntimeError:  # older PyTorch: a plain RuntimeError for a NULL from a pluggable allocator
+    out["fraction_refused"] = True
+torch.cuda.set_per_process_memory_fraction(1.0, 0)
+
 # CUDA graph capture: the plug-in has no graph pools, so an allocation on the
 # capturing stream is refused with its reason (not events on the capture, not
 # memory a replay would share with later tensors).
@@ -91,7 +106,7 @@ except Exception as e:  # noqa: BLE001
 
 out["ok"] = bool(out["wired"] and out["reused_without_record"] and not out["reused_while_side_busy"]
                  and out["frees_deferred"] == 1 and out["side_sum_correct"] and out["reused_after_side_done"]
-                 and out["empty_cache_gave_back"]
+                 and out["empty_cache_gave_back"] and out["fraction_refused"] and bool(out["fraction_limit"])
                  and out["graph_capture"].startswith("refused")
                  and "CUDA graph" in out["graph_capture_reason"] and out["after_capture_alloc_ok"])
 print(json.dumps(out))

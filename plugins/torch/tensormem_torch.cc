@@ -199,6 +199,7 @@ TM_EXPORT size_t tensormem_torch_stats(int device, char* buf, size_t len) {
            ",\"peak_bytes_reserved\":" + std::to_string(s.peak_bytes_reserved) +
            ",\"num_allocs\":" + std::to_string(s.num_allocs) + ",\"num_frees\":" + std::to_string(s.num_frees) +
            ",\"num_failed_allocs\":" + std::to_string(s.num_failed_allocs) +
+           ",\"bytes_limit\":" + (s.bytes_limit ? std::to_string(*s.bytes_limit) : std::string("null")) +
            counters +
            ",\"granularity\":" + std::to_string(vmm->granularity()) + "}";
   }
@@ -219,6 +220,21 @@ TM_EXPORT long long tensormem_torch_release_cached(int device) {
     return -1;
   }
   return static_cast<long long>(*r);
+}
+
+TM_EXPORT void tensormem_torch_set_memory_fraction(double fraction, int device) {
+  auto fail = [](const std::string& why) {
+    t_last_error = "tensormem: set_memory_fraction: " + why;  // returns nothing to PyTorch
+    std::fprintf(stderr, "%s\n", t_last_error.c_str());
+  };
+  if (!(fraction >= 0.0 && fraction <= 1.0)) return fail("fraction " + std::to_string(fraction) + " is not in [0, 1]");
+  VmmAllocator* vmm = Get(device, true);
+  if (vmm == nullptr) return fail(t_last_error);
+  const std::optional<std::uint64_t> total = g_devices[device]->memory->total_bytes();
+  if (!total) return fail("the device's total memory is unknown");
+  const auto limit = static_cast<std::uint64_t>(fraction * static_cast<double>(*total));
+  if (Status s = vmm->SetMemoryLimit(limit); !s.ok())
+    return fail("fraction " + std::to_string(fraction) + " of " + std::to_string(*total) + " bytes: " + s.ToString());
 }
 
 TM_EXPORT void tensormem_torch_empty_cache(void) {

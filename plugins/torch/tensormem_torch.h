@@ -46,6 +46,11 @@ size_t tensormem_torch_stats(int device, char* buf, size_t len);
 /* empty_cache: gives cached memory back to the device; returns the bytes given
  * back, or -1 (see tensormem_torch_last_error). */
 long long tensormem_torch_release_cached(int device);
+/* torch.cuda.set_per_process_memory_fraction(fraction, device)
+ * (set_memory_fraction_fn, wired by tensormem.torch.enable()): the device's
+ * limit becomes fraction x its total memory (at least one granule); memory
+ * held above it stays held, only new granules are refused. */
+void tensormem_torch_set_memory_fraction(double fraction, int device);
 /* torch.cuda.empty_cache() (CUDAPluggableAllocator's set_reset_fn, wired by
  * tensormem.torch.enable()): gives cached memory back on every device. */
 void tensormem_torch_empty_cache(void);

@@ -6,7 +6,8 @@ tensormem's PyTorch plug-in (``libtensormem_torch.so``, the CMake target
 ``torch.cuda.memory.CUDAPluggableAllocator``. It must run before PyTorch
 allocates anything on the GPU. ``stats(device)`` returns the plug-in's
 figures as a dict; ``empty_cache(device)`` gives cached memory back, and so
-does ``torch.cuda.empty_cache()`` (every device) once enabled.
+does ``torch.cuda.empty_cache()`` (every device) once enabled, and
+``torch.cuda.set_per_process_memory_fraction`` sets the plug-in's limit.
 
 ``Tensor.record_stream`` reaches the plug-in where PyTorch lets a pluggable
 allocator see it (``set_record_stream_fn`` on the pluggable allocator): a tensor
@@ -88,6 +89,8 @@ def _load(path: str) -> ctypes.CDLL:
             lib.tensormem_torch_record_stream.restype = None
             lib.tensormem_torch_empty_cache.argtypes = []
             lib.tensormem_torch_empty_cache.restype = None
+            lib.tensormem_torch_set_memory_fraction.argtypes = [ctypes.c_double, ctypes.c_int]
+            lib.tensormem_torch_set_memory_fraction.restype = None
         except AttributeError as e:
             raise TorchPluginError(f"{path}: not tensormem's plug-in, or built from another version "
                                    f"of it: {e}") from e
@@ -122,6 +125,9 @@ def _wire_record_stream(allocator, lib: ctypes.CDLL) -> bool:
     reset = getattr(native, "set_reset_fn", None)
     if reset is not None:
         reset(ctypes.cast(lib.tensormem_torch_empty_cache, ctypes.c_void_p).value)
+    fraction = getattr(native, "set_memory_fraction_fn", None)  # set_per_process_memory_fraction
+    if fraction is not None:
+        fraction(ctypes.cast(lib.tensormem_torch_set_memory_fraction, ctypes.c_void_p).value)
     setter = getattr(native, "set_record_stream_fn", None)
     if setter is None:
         return False

@@ -56,6 +56,7 @@ struct Driver {
   TM_CU_FN(cuEventSynchronize)
   TM_CU_FN(cuEventDestroy)
   TM_CU_FN(cuStreamIsCapturing)
+  TM_CU_FN(cuDeviceTotalMem)
 #undef TM_CU_FN
 };
 
@@ -102,6 +103,7 @@ const Driver& LoadDriver() {
     find(d.cuEventSynchronize, "cuEventSynchronize");
     find(d.cuEventDestroy, "cuEventDestroy_v2");
     find(d.cuStreamIsCapturing, "cuStreamIsCapturing");
+    find(d.cuDeviceTotalMem, "cuDeviceTotalMem_v2");
     if (!ok) {
       dlclose(d.library);
       d.library = nullptr;
@@ -221,6 +223,11 @@ class CudaPhysicalMemory final : public PhysicalMemory {
       return Internal(Why("cuEventRecord", r));
     }
     return reinterpret_cast<EventHandle>(e);
+  }
+  std::optional<std::uint64_t> total_bytes() const override {
+    std::size_t bytes = 0;
+    if (d_.cuDeviceTotalMem(&bytes, device_) != CUDA_SUCCESS) return std::nullopt;
+    return static_cast<std::uint64_t>(bytes);
   }
   Result<bool> StreamCapturing(StreamHandle stream) override {
     if (stream == 0) return false;  // the legacy default stream cannot be captured: no driver call

@@ -1286,7 +1286,19 @@ VmmAllocator::Counters VmmAllocator::counters() const {
   return state_->counters;
 }
 
-const VmmParams& VmmAllocator::params() const { return state_->params; }
+VmmParams VmmAllocator::params() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->params;
+}
+
+Status VmmAllocator::SetMemoryLimit(std::optional<std::uint64_t> limit) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (limit && *limit < state_->g)
+    return InvalidArgument("vmm: memory limit " + std::to_string(*limit) + " is less than one granule (" +
+                           std::to_string(state_->g) + " bytes)");
+  state_->params.memory_limit = limit;
+  return Status::Ok();
+}
 std::uint64_t VmmAllocator::granularity() const { return state_->g; }
 
 }  // namespace tensormem

@@ -23,6 +23,7 @@ struct Plugin {
   const char* (*error_fn)() = nullptr;
   void (*record_stream_fn)(void*, void*) = nullptr;
   void (*empty_cache_fn)() = nullptr;
+  void (*fraction_fn)(double, int) = nullptr;
 };
 
 Plugin Load() {
@@ -37,6 +38,7 @@ Plugin Load() {
   p.error_fn = reinterpret_cast<decltype(p.error_fn)>(dlsym(p.handle, "tensormem_torch_last_error"));
   p.record_stream_fn = reinterpret_cast<decltype(p.record_stream_fn)>(dlsym(p.handle, "tensormem_torch_record_stream"));
   p.empty_cache_fn = reinterpret_cast<decltype(p.empty_cache_fn)>(dlsym(p.handle, "tensormem_torch_empty_cache"));
+  p.fraction_fn = reinterpret_cast<decltype(p.fraction_fn)>(dlsym(p.handle, "tensormem_torch_set_memory_fraction"));
   return p;
 }
 
@@ -57,6 +59,7 @@ TEST(TorchPlugin, ExportsTheFunctionsPyTorchLoads) {
   ASSERT_NE(p.error_fn, nullptr);
   ASSERT_NE(p.record_stream_fn, nullptr);
   ASSERT_NE(p.empty_cache_fn, nullptr);
+  ASSERT_NE(p.fraction_fn, nullptr);
   // Only the C interface is exported, not the library inside.
   EXPECT_EQ(dlsym(p.handle, "_ZN9tensormem12VmmAllocator6CreateERNS_14PhysicalMemoryERKNS_9VmmParamsE"), nullptr);
   EXPECT_EQ(Stats(p, 3), "{}");  // a device never used
@@ -71,6 +74,10 @@ TEST(TorchPlugin, ExportsTheFunctionsPyTorchLoads) {
   p.record_stream_fn(&local, nullptr);  // no device gave it out: an error, not a crash
   EXPECT_NE(std::string(p.error_fn()).find("no device's allocator"), std::string::npos) << p.error_fn();
   p.empty_cache_fn();  // no device used: nothing to give back
+  p.fraction_fn(1.5, 0);
+  EXPECT_NE(std::string(p.error_fn()).find("not in [0, 1]"), std::string::npos) << p.error_fn();
+  p.fraction_fn(0.5, 999);
+  EXPECT_NE(std::string(p.error_fn()).find("out of range"), std::string::npos) << p.error_fn();
 }
 
 TEST(TorchPlugin, AllocatesOnTheGpuOrSaysThereIsNone) {

@@ -659,6 +659,30 @@ TEST(VmmAllocator, ARefusedCreateTakesBackAFreeRunHandle) {
   ASSERT_TRUE(v->Deallocate(*x).ok());
 }
 
+// PyTorch's set_per_process_memory_fraction: a limit set after creation
+// refuses new granules; what is held stays held and serves later requests.
+TEST(VmmAllocator, SetMemoryLimitRefusesNewGranulesAndKeepsWhatIsHeld) {
+  auto m = Host();
+  auto v = Vmm(*m);
+  Result<void*> a = v->Allocate(4 * kMiB);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(v->SetMemoryLimit(kMiB).code(), StatusCode::kInvalidArgument);  // below one granule
+  ASSERT_TRUE(v->SetMemoryLimit(2 * kMiB).ok());  // below what is held
+  EXPECT_EQ(v->params().memory_limit, 2 * kMiB);
+  EXPECT_EQ(v->GetStats().bytes_limit, 2 * kMiB);
+  Result<void*> b = v->Allocate(2 * kMiB);
+  EXPECT_EQ(b.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(b.status().message().find("limit"), std::string::npos) << b.status().ToString();
+  ASSERT_TRUE(v->Deallocate(*a).ok());
+  Result<void*> c = v->Allocate(4 * kMiB);  // the held granules serve it
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(v->GetStats().bytes_reserved, 4 * kMiB);
+  ASSERT_TRUE(v->SetMemoryLimit(std::nullopt).ok());
+  Result<void*> d = v->Allocate(2 * kMiB);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  for (void* p : {*c, *d}) ASSERT_TRUE(v->Deallocate(p).ok());
+}
+
 TEST(VmmAllocator, DoubleFreesAndForeignPointersAreErrors) {
   auto m = Host();
   auto v = Vmm(*m);

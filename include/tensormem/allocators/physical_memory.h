@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 #include <string>
@@ -90,6 +91,9 @@ class PhysicalMemory {
   // events nor synchronisation may touch it, and memory handed out would be
   // baked into the graph. Devices without graphs: never.
   virtual Result<bool> StreamCapturing(StreamHandle /*stream*/) { return false; }
+  // The device's total memory in bytes, where it has a fixed amount (a
+  // GPU); nullopt for the host.
+  virtual std::optional<std::uint64_t> total_bytes() const { return std::nullopt; }
 };
 
 struct HostPhysicalMemoryParams {

@@ -113,6 +113,12 @@ class VmmAllocator final : public MemoryResource {
   // not): which of several allocators a pointer belongs to. No lock taken.
   bool Owns(const void* pointer) const;
 
+  // Changes the memory limit (PyTorch's set_per_process_memory_fraction):
+  // at least one granule, or none. Memory held above a lowered limit stays
+  // held and serves later requests (as PyTorch keeps what it reserved); only
+  // new granules are refused. InvalidArgument below one granule.
+  Status SetMemoryLimit(std::optional<std::uint64_t> limit);
+
   // PyTorch's empty_cache: unmaps every cached page and gives every granule
   // not backing a live block back to the device (after waiting for the
   // device). Returns the bytes given back.
@@ -157,7 +163,7 @@ class VmmAllocator final : public MemoryResource {
       {"frees_deferred", &Counters::frees_deferred},
   }};
   Counters counters() const;
-  const VmmParams& params() const;
+  VmmParams params() const;  // a copy: SetMemoryLimit may change it
   std::uint64_t granularity() const;
 
  private:
