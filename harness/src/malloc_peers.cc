@@ -45,6 +45,7 @@ MiProcessInfoFn g_mi_process_info = nullptr;
 constexpr std::size_t kMinMmapThreshold = 128 << 10;
 struct GlibcWatch {
   bool every = false;
+  bool thread_checked = false;  // whether this is the main thread, asked once
   void* brk = nullptr;        // the break at the last sample
   std::uint64_t arena = 0;    // mallinfo2().arena then
 };
@@ -67,9 +68,10 @@ bool GlibcReservedMayHaveGrown(std::size_t bytes, std::size_t alignment) {
   GlibcWatch& w = t_glibc;
   // (posix_memalign asks _int_malloc for bytes + alignment + MINSIZE.)
   if (w.every || w.brk == nullptr || bytes + alignment + 64 >= kMinMmapThreshold) return true;
-  if (static_cast<pid_t>(syscall(SYS_gettid)) != getpid()) {
-    w.every = true;
-    return true;
+  if (!w.thread_checked) {
+    w.thread_checked = true;
+    w.every = static_cast<pid_t>(syscall(SYS_gettid)) != getpid();
+    if (w.every) return true;
   }
   return sbrk(0) != w.brk;
 }

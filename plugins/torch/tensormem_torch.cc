@@ -43,6 +43,23 @@ std::array<std::unique_ptr<Device>, kMaxDevices> g_devices;
 std::array<std::string, kMaxDevices> g_device_errors;  // why a device could not start
 thread_local std::string t_last_error;
 
+// A failure of a call that returns nothing to PyTorch (free, the hooks) or
+// NULL: kept for tensormem_torch_last_error() and said on stderr, where
+// someone will see it.
+void SayFailure(std::string message) {
+  t_last_error = std::move(message);
+  std::fprintf(stderr, "%s\n", t_last_error.c_str());
+}
+
+// Every device's allocator created so far.
+std::vector<VmmAllocator*> AllAllocators() {
+  std::vector<VmmAllocator*> all;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (const std::unique_ptr<Device>& d : g_devices)
+    if (d) all.push_back(d->vmm.get());
+  return all;
+}
+
 // TENSORMEM_VMM_LIMIT etc.: a whole number, or the error says which.
 Status ReadSize(const char* name, std::optional<std::uint64_t>* out) {
   const char* v = std::getenv(name);
@@ -100,8 +117,7 @@ VmmAllocator* Get(int device, bool create) {
   }
   auto fail = [&](const Status& s) -> VmmAllocator* {
     g_device_errors[device] = "tensormem: device " + std::to_string(device) + ": " + s.ToString();
-    t_last_error = g_device_errors[device];
-    std::fprintf(stderr, "%s\n", t_last_error.c_str());
+    SayFailure(g_device_errors[device]);
     return nullptr;
   };
   Result<VmmParams> params = ParamsFromEnvironment();
@@ -132,11 +148,10 @@ TM_EXPORT void* tensormem_torch_malloc(ssize_t size, int device, void* stream) {
   if (Result<bool> capturing = g_devices[device]->memory->StreamCapturing(
           reinterpret_cast<tensormem::StreamHandle>(stream));
       !capturing.ok() || *capturing) {
-    t_last_error = capturing.ok() ? "tensormem: allocation on a stream being captured into a CUDA graph "
-                                    "(torch.cuda.graph, torch.compile mode='reduce-overhead'): the plug-in "
-                                    "has no graph memory pools; capture graphs with PyTorch's own allocator"
-                                  : capturing.status().ToString();
-    std::fprintf(stderr, "%s\n", t_last_error.c_str());
+    SayFailure(capturing.ok() ? "tensormem: allocation on a stream being captured into a CUDA graph "
+                                "(torch.cuda.graph, torch.compile mode='reduce-overhead'): the plug-in "
+                                "has no graph memory pools; capture graphs with PyTorch's own allocator"
+                              : "tensormem: " + capturing.status().ToString());
     return nullptr;
   }
   // 512-byte alignment, as PyTorch's caching allocator gives.
@@ -156,33 +171,19 @@ TM_EXPORT void tensormem_torch_free(void* ptr, ssize_t /*size*/, int device, voi
                                                   " on device " + std::to_string(device) +
                                                   ", which has no allocator")
                             : vmm->DeallocateAsync(ptr, reinterpret_cast<tensormem::StreamHandle>(stream));
-  if (!s.ok()) {
-    // free returns nothing to PyTorch: say it where someone will see it.
-    t_last_error = s.ToString();
-    std::fprintf(stderr, "tensormem: %s\n", t_last_error.c_str());
-  }
+  if (!s.ok()) SayFailure("tensormem: " + s.ToString());
 }
 
 TM_EXPORT void tensormem_torch_record_stream(void* ptr, void* stream) {
   // PyTorch passes no device: the allocator whose addresses hold ptr.
   VmmAllocator* owner = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    for (const std::unique_ptr<Device>& d : g_devices)
-      if (d && d->vmm->Owns(ptr)) {
-        owner = d->vmm.get();
-        break;
-      }
-  }
+  for (VmmAllocator* vmm : AllAllocators())
+    if (vmm->Owns(ptr)) owner = vmm;
   const Status s = owner == nullptr
                        ? tensormem::NotFound("tensormem: record_stream of " + tensormem::PointerToString(ptr) +
                                              ", which no device's allocator gave out")
                        : owner->RecordStream(ptr, reinterpret_cast<tensormem::StreamHandle>(stream));
-  if (!s.ok()) {
-    // record_stream returns nothing to PyTorch either.
-    t_last_error = s.ToString();
-    std::fprintf(stderr, "tensormem: %s\n", t_last_error.c_str());
-  }
+  if (!s.ok()) SayFailure("tensormem: " + s.ToString());
 }
 
 TM_EXPORT size_t tensormem_torch_stats(int device, char* buf, size_t len) {
@@ -223,10 +224,7 @@ TM_EXPORT long long tensormem_torch_release_cached(int device) {
 }
 
 TM_EXPORT void tensormem_torch_set_memory_fraction(double fraction, int device) {
-  auto fail = [](const std::string& why) {
-    t_last_error = "tensormem: set_memory_fraction: " + why;  // returns nothing to PyTorch
-    std::fprintf(stderr, "%s\n", t_last_error.c_str());
-  };
+  auto fail = [](const std::string& why) { SayFailure("tensormem: set_memory_fraction: " + why); };
   if (!(fraction >= 0.0 && fraction <= 1.0)) return fail("fraction " + std::to_string(fraction) + " is not in [0, 1]");
   VmmAllocator* vmm = Get(device, true);
   if (vmm == nullptr) return fail(t_last_error);
@@ -238,17 +236,8 @@ TM_EXPORT void tensormem_torch_set_memory_fraction(double fraction, int device) 
 }
 
 TM_EXPORT void tensormem_torch_empty_cache(void) {
-  std::vector<VmmAllocator*> all;
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    for (const std::unique_ptr<Device>& d : g_devices)
-      if (d) all.push_back(d->vmm.get());
-  }
-  for (VmmAllocator* vmm : all)
-    if (Result<std::uint64_t> r = vmm->ReleaseCachedMemory(); !r.ok()) {
-      t_last_error = r.status().ToString();  // empty_cache returns nothing to PyTorch
-      std::fprintf(stderr, "tensormem: %s\n", t_last_error.c_str());
-    }
+  for (VmmAllocator* vmm : AllAllocators())
+    if (Result<std::uint64_t> r = vmm->ReleaseCachedMemory(); !r.ok()) SayFailure("tensormem: " + r.status().ToString());
 }
 
 TM_EXPORT const char* tensormem_torch_last_error(void) { return t_last_error.c_str(); }

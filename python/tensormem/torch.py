@@ -116,7 +116,8 @@ def record_stream_wired() -> bool:
     return _record_stream_wired
 
 
-def _wire_record_stream(allocator, lib: ctypes.CDLL) -> bool:
+def _wire_hooks(allocator, lib: ctypes.CDLL) -> bool:
+    """Hands PyTorch the plug-in's hooks it binds; True when record_stream is among them."""
     # PyTorch binds CUDAPluggableAllocator::set_record_stream_fn on the
     # object allocator() returns; without it record_stream would be a silent
     # no-op, and a block freed while another stream still reads it reused.
@@ -155,7 +156,7 @@ def enable(device: int = 0) -> str:
     try:
         allocator = torch.cuda.memory.CUDAPluggableAllocator(path, "tensormem_torch_malloc",
                                                              "tensormem_torch_free")
-        wired = _wire_record_stream(allocator, lib)
+        wired = _wire_hooks(allocator, lib)
         torch.cuda.memory.change_current_allocator(allocator)
     except RuntimeError as e:
         raise TorchPluginError(

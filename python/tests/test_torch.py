@@ -155,14 +155,14 @@ def test_record_stream_is_wired_where_pytorch_has_the_hook(monkeypatch):
         def allocator(self):
             return self.native
 
-    assert tt._wire_record_stream(Pluggable(Native()), lib)
+    assert tt._wire_hooks(Pluggable(Native()), lib)
     assert given == [("reset", ctypes.cast(lib.tensormem_torch_empty_cache, ctypes.c_void_p).value),
                      ("fraction", ctypes.cast(lib.tensormem_torch_set_memory_fraction, ctypes.c_void_p).value),
                      ctypes.cast(lib.tensormem_torch_record_stream, ctypes.c_void_p).value]
     lib.tensormem_torch_set_memory_fraction(1.5, 0)
     assert "not in [0, 1]" in tt._last_error(lib)
     lib.tensormem_torch_empty_cache()  # no device used yet: nothing to give back, no error
-    assert not tt._wire_record_stream(Pluggable(object()), lib)
+    assert not tt._wire_hooks(Pluggable(object()), lib)
     local = ctypes.c_int(0)
     lib.tensormem_torch_record_stream(ctypes.addressof(local), None)
     assert "no device's allocator" in tt._last_error(lib)

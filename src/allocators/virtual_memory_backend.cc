@@ -17,6 +17,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/checked_math.h"
 #include "tensormem/allocators/backend.h"
 #include "tensormem/allocators/resource.h"
 
@@ -49,8 +50,8 @@ namespace {
 // Rounded up to whole pages without wrapping: a size near 2^64 (a caller's
 // "as much as possible") stays the largest page multiple instead of 0.
 std::uint64_t RoundUpToPage(std::uint64_t bytes, std::uint64_t page) {
-  const std::uint64_t down = bytes / page * page;
-  return down == bytes || down > ~std::uint64_t{0} - page ? down : down + page;
+  std::uint64_t up = 0;
+  return internal::CheckedAlignUp(bytes, page, &up) ? up : bytes / page * page;
 }
 }  // namespace
 
