@@ -985,6 +985,18 @@ struct VmmAllocator::State {
           ++counters.event_waits;
         }
       }
+      if (done) {
+        Status st = Release(d.pointer, d.block, d.stream);
+        if (!st.ok() && result.ok()) result = st;
+        // A Release that changed nothing (its own event could not be
+        // recorded) put the block back as live; its owner freed it, so it
+        // stays deferred and is tried again, rather than leaking.
+        if (!st.ok()) {
+          auto back = live.find(d.pointer);
+          done = back == live.end();
+          if (!done) live.erase(back);
+        }
+      }
       if (!done) {
         if (kept != i) deferred[kept] = std::move(d);
         ++kept;
@@ -992,7 +1004,6 @@ struct VmmAllocator::State {
       }
       for (const auto& [other, e] : d.events) UnrefEvent(e);
       deferred_bytes -= d.block->size;
-      if (Status st = Release(d.pointer, d.block, d.stream); !st.ok() && result.ok()) result = st;
     }
     deferred.resize(kept);
     return result;

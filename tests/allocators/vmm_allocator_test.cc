@@ -594,15 +594,21 @@ class RefusingMemory final : public PhysicalMemory {
   }
   Status Unmap(void* a, std::size_t count, std::uint64_t n = 1) override { return below_.Unmap(a, count, n); }
   Status Synchronize() override { return below_.Synchronize(); }
-  Result<EventHandle> RecordEvent(StreamHandle s) override { return below_.RecordEvent(s); }
+  Result<EventHandle> RecordEvent(StreamHandle s) override {
+    if (refuse_events_) return Internal("cannot record an event (test)");
+    return below_.RecordEvent(s);
+  }
   bool EventCompleted(EventHandle e) override { return below_.EventCompleted(e); }
   Status WaitForEvent(EventHandle e) override { return below_.WaitForEvent(e); }
   void DestroyEvent(EventHandle e) override { below_.DestroyEvent(e); }
   std::uint64_t held() const { return held_; }
   // Refuses handles of more granules (a device whose free memory is fragmented).
   void set_max_handle_granules(std::uint64_t n) { max_handle_ = n; }
+  // Refuses to record events (a device in an error state).
+  void set_refuse_events(bool refuse) { refuse_events_ = refuse; }
 
  private:
+  bool refuse_events_ = false;
   PhysicalMemory& below_;
   std::uint64_t max_;
   std::uint64_t max_handle_ = ~std::uint64_t{0};
@@ -807,6 +813,37 @@ TEST(VmmAllocator, DeferredFreesAreWaitedForBeforeOutOfMemory) {
   EXPECT_EQ(v->GetStats().num_failed_allocs, 1u);
   EXPECT_EQ(v->GetStats().bytes_in_use, 2 * kMiB);  // the deferred free was done on the way
   ASSERT_TRUE(v->DeallocateAsync(*a, 1).ok());
+}
+
+// A deferred free whose own event cannot be recorded when it is finished
+// stays deferred (its owner freed it: it must not come back as live, where
+// nothing would ever free it) and is finished once events work again.
+TEST(VmmAllocator, ADeferredFreeThatCannotBeFinishedIsTriedAgainNotLeaked) {
+  auto host = ManualEventsHost();
+  RefusingMemory device(*host, 1000);
+  auto v = Vmm(device);
+  Result<void*> a = v->AllocateAsync(4096, 1);
+  Result<void*> other = v->AllocateAsync(4096, 2);  // a second stream: frees record events
+  ASSERT_TRUE(a.ok() && other.ok());
+  ASSERT_TRUE(v->RecordStream(*a, 2).ok());
+  ASSERT_TRUE(v->DeallocateAsync(*a, 1).ok());
+  host->CompleteEvents();
+  device.set_refuse_events(true);
+  Result<void*> refused = v->AllocateAsync(4096, 1);  // finishing the free fails here
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("cannot record an event"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_EQ(v->DeallocateAsync(*a, 1).code(), StatusCode::kFailedPrecondition);  // still freed
+  EXPECT_EQ(v->GetStats().bytes_in_use, 8192u);
+  device.set_refuse_events(false);
+  Result<void*> b = v->AllocateAsync(4096, 1);  // finishes it: a's bytes come back
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(*b, *a);
+  EXPECT_EQ(v->GetStats().bytes_in_use, 8192u);
+  for (void* p : {*b, *other}) ASSERT_TRUE(v->DeallocateAsync(p, 1).ok());
+  EXPECT_EQ(v->GetStats().bytes_in_use, 0u);
+  ASSERT_TRUE(v->ReleaseCachedMemory().ok());
+  EXPECT_EQ(device.held(), 0u);
 }
 
 TEST(VmmAllocator, ReleaseCachedMemoryFinishesDeferredFrees) {
