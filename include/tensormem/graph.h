@@ -206,6 +206,8 @@ Result<GraphPlan> PlanGraph(const Graph& graph, const GraphPlanParams& params = 
 // tensors allocated before `first_node` keep their offsets in `previous`
 // (their size and allocation node must be unchanged); the others are placed
 // around them with the strategy. The persistent arena is laid out again.
+// The kept tensors are fixed offsets to the strategy, so from_objects (which
+// cannot honour them) is refused, InvalidArgument, once any tensor is kept.
 Result<GraphPlan> ReplanGraphFrom(const Graph& graph, const GraphPlan& previous,
                                   TaskIndex first_node, const GraphPlanParams& params = {});
 
