@@ -211,6 +211,11 @@ Result<void*> BufferPool::AllocateSeparate(std::uint64_t bytes, std::uint64_t al
 
 Status BufferPool::DoDeallocate(void* pointer) {
   std::lock_guard<std::mutex> lock(state_->mutex);
+  // The defer mode's arena is a block of the pool's own, not the caller's
+  // (its address may be one the caller once had).
+  if (pointer != nullptr && pointer == state_->deferred_arena)
+    return FailedPrecondition("pool: " + PointerToString(pointer) +
+                              " is the defer mode's arena (DeferReset frees it), not an allocation");
   return state_->Free(pointer);
 }
 

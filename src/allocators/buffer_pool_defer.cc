@@ -61,7 +61,10 @@ Status BufferPool::DeferCompute() {
   PlanParams params;
   params.alignment = s.params.split_granularity;
   TM_ASSIGN_OR_RETURN(OffsetsPlan plan, PlanOffsets(problem, s.params.defer_strategy, params));
-  if (s.deferred_arena == nullptr || s.deferred_arena_bytes < plan.total) {
+  // A new arena when the plan needs more bytes, or a larger alignment than
+  // the one it has (chunks recorded since may ask for more).
+  if (s.deferred_arena == nullptr || s.deferred_arena_bytes < plan.total ||
+      reinterpret_cast<std::uintptr_t>(s.deferred_arena) % max_alignment != 0) {
     if (s.deferred_arena != nullptr) TM_RETURN_IF_ERROR(s.Free(s.deferred_arena));
     s.deferred_arena = nullptr;
     s.deferred_arena_bytes = 0;

@@ -185,6 +185,43 @@ TEST(BufferPool, DeferModePlansWithTheStaticPlanner) {
   EXPECT_EQ(pool.GetStats().bytes_in_use, 0u);
 }
 
+// Found by the buffer pool fuzzer: the arena is the pool's; a free of its
+// address (one the caller may once have had) is refused, not done.
+TEST(BufferPool, TheDeferArenaIsNotTheCallersToFree) {
+  BufferPool pool(HostBackend());
+  DeferredChunk a = *pool.DeferAllocate(1000);
+  ASSERT_TRUE(pool.DeferCompute().ok());
+  void* at = *pool.Address(a);  // offset 0: the arena's address
+  const Status st = pool.Deallocate(at);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("the defer mode's arena"), std::string::npos) << st.ToString();
+  std::memset(at, 3, 1000);
+  Result<void*> other = pool.Allocate(1000);  // not the arena's bytes
+  ASSERT_TRUE(other.ok());
+  EXPECT_TRUE(static_cast<char*>(*other) + 1000 <= at || static_cast<char*>(at) + 1000 <= *other);
+  ASSERT_TRUE(pool.Deallocate(*other).ok());
+  ASSERT_TRUE(pool.DeferReset().ok());
+  EXPECT_EQ(pool.GetStats().bytes_in_use, 0u);
+}
+
+// Found by the buffer pool fuzzer: a re-plan whose chunks ask for a larger
+// alignment than the arena's base has gets a new arena, though the old one
+// is large enough.
+TEST(BufferPool, AReplanThatNeedsALargerAlignmentTakesANewArena) {
+  BufferPool pool(HostBackend());
+  DeferredChunk big = *pool.DeferAllocate(8192);
+  ASSERT_TRUE(pool.DeferFree(big).ok());
+  ASSERT_TRUE(pool.DeferCompute().ok());
+  const std::uint64_t aligned = std::uint64_t{1} << 20;
+  DeferredChunk a = *pool.DeferAllocate(64, aligned);  // fits in the 8,192 bytes
+  ASSERT_TRUE(pool.DeferCompute().ok());
+  EXPECT_LE(pool.deferred_arena_bytes(), 8192u);
+  Result<void*> at = pool.Address(a);
+  ASSERT_TRUE(at.ok());
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(*at) % aligned, 0u);
+  ASSERT_TRUE(pool.DeferReset().ok());
+}
+
 TEST(BufferPool, BackendRefusalIsAClearError) {
   CappedBackend small(HostBackend(), 1000);
   BufferPool pool(small);
