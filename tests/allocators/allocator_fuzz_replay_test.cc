@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "../../fuzz/allocator_fuzz_common.h"
+#include "../../fuzz/buffer_pool_fuzz_common.h"
 
 namespace tensormem {
 namespace {
@@ -84,6 +85,24 @@ TEST(AllocatorFuzzReplay, SeededInputsPassTheFuzzChecks) {
     EXPECT_GT(allocations, 1000) << "allocator " << kind << ": the inputs should reach the operations";
   }
   EXPECT_EQ(inputs, 900);
+}
+
+// The buffer pool fuzzer's body: the pool's own calls (groups, barriers,
+// releases, the defer mode) in the order random bytes give.
+TEST(BufferPoolFuzzReplay, SeededInputsPassTheFuzzChecks) {
+  fuzz::on_check_failure = [](const char* what) { throw std::runtime_error(what); };
+  std::mt19937_64 rng(20261127);
+  int steps = 0;
+  for (int input = 0; input < 600; ++input) {
+    std::vector<std::uint8_t> bytes(16 + rng() % 900);
+    for (std::uint8_t& b : bytes) b = static_cast<std::uint8_t>(rng());
+    try {
+      steps += fuzz::FuzzBufferPoolOne(bytes.data(), bytes.size());
+    } catch (const std::runtime_error& e) {
+      ADD_FAILURE() << "fuzz check failed: " << e.what() << " on input " << input;
+    }
+  }
+  EXPECT_GT(steps, 600 * 50) << "the inputs should reach the pool's calls";
 }
 
 }  // namespace
