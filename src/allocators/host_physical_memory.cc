@@ -42,13 +42,37 @@ struct HostPhysicalMemory::State {
   }
   std::uint64_t held = 0;
   CallCounts calls;
-  // manual_events: events are numbered from 1; those up to `completed` are done.
+  // Events are numbered from 1, each on its stream. Streams are
+  // independent, as on a device: an event is done once its own stream got
+  // that far (`completed`, per stream: a wait for an event, or the lag), or
+  // everything did (`all_completed`: a Synchronize, CompleteEvents()). A
+  // wait for one stream's event says nothing of another stream's.
   EventHandle next_event = 1;
-  EventHandle completed = 0;
+  std::vector<StreamHandle> event_stream;  // event e's stream at e - 1
+  std::unordered_map<StreamHandle, EventHandle> completed;
+  EventHandle all_completed = 0;
   // event_lag: the device's clock, and the events in flight with the tick at
   // which each completes (both in recording order).
   std::uint64_t clock = 0;
   std::deque<std::pair<EventHandle, std::uint64_t>> in_flight;
+
+  StreamHandle StreamOf(EventHandle e) const { return event_stream[e - 1]; }
+  bool Done(EventHandle e) const {
+    if (e == 0 || e <= all_completed) return true;
+    if (e >= next_event) return false;
+    auto it = completed.find(StreamOf(e));
+    return it != completed.end() && e <= it->second;
+  }
+  // Stream `stream` has done its work up to event `e`.
+  void CompleteUpTo(StreamHandle stream, EventHandle e) {
+    EventHandle& c = completed[stream];
+    c = std::max(c, e);
+    std::erase_if(in_flight, [&](const auto& f) { return f.first <= e && StreamOf(f.first) == stream; });
+  }
+  void CompleteAll() {
+    all_completed = next_event - 1;
+    in_flight.clear();
+  }
 };
 
 namespace {
@@ -245,37 +269,36 @@ Status HostPhysicalMemory::Synchronize() {
   ++state_->calls.synchronize;
   // The host waits for the device: every event recorded so far is done, as
   // after cuCtxSynchronize (manual events too, as WaitForEvent does).
-  state_->completed = state_->next_event - 1;
-  state_->in_flight.clear();
+  state_->CompleteAll();
   return Status::Ok();
 }
 
-Result<EventHandle> HostPhysicalMemory::RecordEvent(StreamHandle /*stream*/) {
+Result<EventHandle> HostPhysicalMemory::RecordEvent(StreamHandle stream) {
   State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);
   ++s.calls.events;
   if (!s.params.manual_events && s.params.event_lag == 0) return EventHandle{0};
   if (s.params.event_lag != 0) s.in_flight.emplace_back(s.next_event, s.clock + s.params.event_lag);
+  s.event_stream.push_back(stream);
   return s.next_event++;
 }
 
 bool HostPhysicalMemory::EventCompleted(EventHandle event) {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  return event <= state_->completed;
+  return state_->Done(event);
 }
 
 Status HostPhysicalMemory::WaitForEvent(EventHandle event) {
   State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);
   ++s.calls.event_waits;
-  if (event == 0 || event <= s.completed) return Status::Ok();
+  if (s.Done(event)) return Status::Ok();
   if (event >= s.next_event)
     return InvalidArgument("host physical memory: wait for event " + std::to_string(event) +
                            ", which was never recorded");
-  // The device catches up to the event (manual events included: a test's
-  // device that is waited for has done the work).
-  s.completed = event;
-  while (!s.in_flight.empty() && s.in_flight.front().first <= event) s.in_flight.pop_front();
+  // The event's stream catches up to it (manual events included: a test's
+  // device that is waited for has done the work); other streams do not.
+  s.CompleteUpTo(s.StreamOf(event), event);
   return Status::Ok();
 }
 
@@ -286,14 +309,20 @@ void HostPhysicalMemory::AdvanceDevice() {
   std::lock_guard<std::mutex> lock(s.mutex);
   ++s.clock;
   while (!s.in_flight.empty() && s.in_flight.front().second <= s.clock) {
-    s.completed = s.in_flight.front().first;
+    EventHandle& c = s.completed[s.StreamOf(s.in_flight.front().first)];
+    c = std::max(c, s.in_flight.front().first);
     s.in_flight.pop_front();
   }
 }
 
 void HostPhysicalMemory::CompleteEvents() {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  state_->completed = state_->next_event - 1;
+  state_->CompleteAll();
+}
+
+void HostPhysicalMemory::CompleteEvents(StreamHandle stream) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->CompleteUpTo(stream, state_->next_event - 1);
 }
 
 std::uint64_t HostPhysicalMemory::granules_held() const {

@@ -127,6 +127,43 @@ TEST(HostPhysicalMemory, ManualEventsCompleteWhenWaitedForOrSynchronised) {
   EXPECT_TRUE(m->EventCompleted(*after));
 }
 
+// Streams are independent, as on a device: a wait for one stream's event
+// completes that stream's work up to it, not another stream's recorded
+// earlier (the host used to complete every event up to it, which could
+// hide a wait on the wrong stream).
+TEST(HostPhysicalMemory, AWaitCompletesOnlyItsOwnStream) {
+  for (bool lagging : {false, true}) {
+    SCOPED_TRACE(lagging);
+    HostPhysicalMemoryParams hp;
+    hp.manual_events = !lagging;
+    hp.event_lag = lagging ? std::uint64_t{1} << 40 : 0;
+    auto m = Host(hp);
+    Result<EventHandle> a1 = m->RecordEvent(1);
+    Result<EventHandle> b1 = m->RecordEvent(2);
+    Result<EventHandle> a2 = m->RecordEvent(1);
+    Result<EventHandle> b2 = m->RecordEvent(2);
+    ASSERT_TRUE(a1.ok() && b1.ok() && a2.ok() && b2.ok());
+    ASSERT_TRUE(m->WaitForEvent(*a2).ok());
+    EXPECT_TRUE(m->EventCompleted(*a1));
+    EXPECT_TRUE(m->EventCompleted(*a2));
+    EXPECT_FALSE(m->EventCompleted(*b1));  // recorded before a2, on another stream
+    EXPECT_FALSE(m->EventCompleted(*b2));
+    ASSERT_TRUE(m->WaitForEvent(*b1).ok());
+    EXPECT_TRUE(m->EventCompleted(*b1));
+    EXPECT_FALSE(m->EventCompleted(*b2));
+    if (!lagging) {
+      m->CompleteEvents(2);
+      EXPECT_TRUE(m->EventCompleted(*b2));
+      Result<EventHandle> a3 = m->RecordEvent(1);
+      ASSERT_TRUE(a3.ok());
+      m->CompleteEvents(2);
+      EXPECT_FALSE(m->EventCompleted(*a3));
+    }
+    ASSERT_TRUE(m->Synchronize().ok());
+    EXPECT_TRUE(m->EventCompleted(*b2));
+  }
+}
+
 TEST(HostPhysicalMemory, GranulesMapAnywhereAndKeepTheirBytes) {
   auto m = Host();
   const std::uint64_t g = m->granularity();

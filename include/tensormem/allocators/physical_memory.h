@@ -145,8 +145,11 @@ class HostPhysicalMemory final : public PhysicalMemory {
     std::uint64_t map = 0, unmap = 0, create = 0, release = 0, synchronize = 0, events = 0, event_waits = 0;
   };
   CallCounts call_counts() const;
-  // manual_events: completes every event recorded so far.
+  // manual_events: completes every event recorded so far; or those of one
+  // stream (streams are independent: a wait for an event completes only its
+  // stream's work up to it).
   void CompleteEvents();
+  void CompleteEvents(StreamHandle stream);
   // event_lag: one step of the device's clock.
   void AdvanceDevice();
 
