@@ -15,6 +15,7 @@
 
 #include "../../fuzz/allocator_fuzz_common.h"
 #include "../../fuzz/buffer_pool_fuzz_common.h"
+#include "../../fuzz/vmm_fuzz_common.h"
 
 namespace tensormem {
 namespace {
@@ -103,6 +104,24 @@ TEST(BufferPoolFuzzReplay, SeededInputsPassTheFuzzChecks) {
     }
   }
   EXPECT_GT(steps, 600 * 50) << "the inputs should reach the pool's calls";
+}
+
+// The vmm fuzzer's body: three streams, record_stream, a device that
+// finishes a stream's work only when told, empty_cache and limits.
+TEST(VmmFuzzReplay, SeededInputsPassTheFuzzChecks) {
+  fuzz::on_check_failure = [](const char* what) { throw std::runtime_error(what); };
+  std::mt19937_64 rng(20261127);
+  int allocations = 0;
+  for (int input = 0; input < 400; ++input) {
+    std::vector<std::uint8_t> bytes(16 + rng() % 1200);
+    for (std::uint8_t& b : bytes) b = static_cast<std::uint8_t>(rng());
+    try {
+      allocations += fuzz::FuzzVmmOne(bytes.data(), bytes.size());
+    } catch (const std::runtime_error& e) {
+      ADD_FAILURE() << "fuzz check failed: " << e.what() << " on input " << input;
+    }
+  }
+  EXPECT_GT(allocations, 400 * 20) << "the inputs should reach the allocations";
 }
 
 }  // namespace
