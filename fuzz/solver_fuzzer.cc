@@ -4,6 +4,8 @@
 // claims (height, bound, capacity); "infeasible" is never the answer where
 // the greedy planner fits the capacity, and "optimal" never above the greedy
 // plan. Both goals: minimise, and fit in a capacity taken from the bytes.
+// An infeasible subset (half the fits ask for one) does not fit alone and,
+// when called irreducible, fits without any one of its buffers.
 // Seeds: fuzz/corpus/csv.
 #include <cstdint>
 #include <sstream>
@@ -30,6 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     params.node_limit = 20'000;
     params.time_limit_seconds = 2.0;
     params.iis_time_limit_seconds = 0.5;
+    params.compute_iis = goal == SolveGoal::kFit && (size & 1) != 0;
     if (goal == SolveGoal::kFit && !problem->capacity) {
       // A capacity from the bytes: around the greedy plan's height.
       if (!greedy.ok()) continue;
@@ -56,6 +59,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       fuzz::Check(r->height <= greedy->total, "optimal is never above the greedy plan");
     if (r->status == SolveStatus::kInfeasible && greedy.ok() && capacity)
       fuzz::Check(greedy->total > *capacity, "infeasible only where the greedy plan does not fit either");
+    if (r->status == SolveStatus::kInfeasible && params.compute_iis && !r->infeasible_subset.empty()) {
+      // The subset alone does not fit; irreducible: without any one buffer it does.
+      auto subset_answer = [&](std::size_t skip) {
+        Problem sub;
+        sub.capacity = problem->capacity;
+        for (std::size_t i : r->infeasible_subset)
+          if (i != skip) sub.buffers.push_back(problem->buffers[i]);
+        SolverParams p = params;
+        p.compute_iis = false;
+        Result<SolveResult> a = SolveOffsets(sub, p);
+        fuzz::Check(a.ok(), "a subset of a valid problem solves");
+        return a->status;
+      };
+      const SolveStatus whole = subset_answer(problem->buffers.size());
+      fuzz::Check(whole != SolveStatus::kOptimal && whole != SolveStatus::kFeasible,
+                  "the infeasible subset alone does not fit");
+      if (r->subset_irreducible)
+        for (std::size_t i : r->infeasible_subset)
+          fuzz::Check(subset_answer(i) != SolveStatus::kInfeasible,
+                      "an irreducible subset fits without any one of its buffers");
+    }
   }
   return 0;
 }
