@@ -13,6 +13,7 @@
 // refused before a plan and after DeferReset.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -121,11 +122,12 @@ inline int FuzzBufferPoolOne(const std::uint8_t* data, std::size_t size) {
     // Bytes freed in a group: only that group takes them again before the
     // barrier ends. A group's list does not split, so what the group takes
     // is a whole freed block, no longer the group's (its next free may be
-    // outside the group); it starts less than the largest alignment asked
-    // (kMaxAlignment) below the pointer, so records from there on are dropped.
+    // outside the group). Both that block's pointer then and this one lie
+    // less than the largest alignment asked (kMaxAlignment) above its start,
+    // so the group's records that close, or inside this block, are dropped.
     std::vector<Freed> kept;
     for (const Freed& f : group_freed) {
-      if (f.group == group && f.p + kMaxAlignment > p && f.p < p + used) continue;
+      if (f.group == group && f.p + kMaxAlignment > p && f.p < p + std::max(used, kMaxAlignment)) continue;
       Check(f.group == group || p + used <= f.p || f.p + f.bytes <= p,
             "a block freed in a group is not handed out outside it before BarrierEnd");
       kept.push_back(f);
