@@ -7,7 +7,8 @@
 // aligned, overlaps no live block and keeps its first and last byte until
 // freed; every refused allocation is out of memory or a bad argument, with
 // a message; a free of what is not live is an error that changes nothing;
-// at the end nothing is in use. Memory stays bounded: each allocator sits
+// giving cached memory back (bfc's free regions, vmm's cache, the pool's
+// free blocks) keeps the live blocks; at the end nothing is in use. Memory stays bounded: each allocator sits
 // under a 256 MiB cap (a capped backend, a limit, or a limiting adaptor).
 #pragma once
 
@@ -181,6 +182,19 @@ inline int FuzzAllocatorOne(const std::uint8_t* data, std::size_t size) {
       b[0] = b[used - 1] = ++tag;
       live[p] = LiveBlock{used, tag};
       ++allocations;
+    } else if (op % 8 == 7) {
+      // Housekeeping: each allocator's way of giving memory back, and its
+      // report; the live blocks keep their bytes.
+      if (auto* bfc = dynamic_cast<BfcAllocator*>(&r)) {
+        bfc->ReleaseFreeRegions();
+        Check(!bfc->MemoryReport(in.U8() % 8).empty(), "bfc reports");
+      } else if (auto* vmm = dynamic_cast<VmmAllocator*>(&r)) {
+        Check(vmm->ReleaseCachedMemory().ok(), "vmm gives its cache back");
+        Check(!vmm->MemoryReport(in.U8() % 8).empty(), "vmm reports");
+      } else if (auto* pool = dynamic_cast<BufferPool*>(&r)) {
+        Check(pool->Release(PoolRelease::kOnlyFree).ok(), "the pool gives its free blocks back");
+      }
+      for (const auto& [p, l] : live) Check(intact(p, l), "giving memory back keeps the live blocks");
     } else if (op % 4 == 2) {
       auto it = live.begin();
       std::advance(it, in.U8() % live.size());
