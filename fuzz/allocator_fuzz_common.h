@@ -16,6 +16,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "reader_fuzz_common.h"
@@ -142,6 +143,61 @@ struct LiveBlock {
   std::uint8_t tag;
 };
 
+// Checks an allocation's answer against the live blocks (any type with
+// `bytes`): refused only for want of memory or a bad argument, with a
+// message; else aligned as asked and clear of every live block. Returns the
+// block's address, or nullopt when refused.
+template <typename Live>
+std::optional<std::uintptr_t> CheckedBlock(const Result<void*>& a, std::uint64_t used, std::uint64_t alignment,
+                                           const std::map<std::uintptr_t, Live>& live) {
+  if (!a.ok()) {
+    Check(!a.status().message().empty(), "a refused allocation says why");
+    Check(a.status().code() == StatusCode::kResourceExhausted ||
+              a.status().code() == StatusCode::kInvalidArgument,
+          "an allocation is refused only for want of memory or a bad argument");
+    return std::nullopt;
+  }
+  const auto p = reinterpret_cast<std::uintptr_t>(*a);
+  Check(p % alignment == 0, "blocks are aligned as asked");
+  auto next = live.lower_bound(p);
+  Check(next == live.end() || p + used <= next->first, "blocks do not overlap the next live one");
+  Check(next == live.begin() || std::prev(next)->first + std::prev(next)->second.bytes <= p,
+        "blocks do not overlap the previous live one");
+  return p;
+}
+
+// A pointer that is not live, picked by `which`: 0 one freed before (when
+// it was not handed out again), 1 one inside a live block, else `foreign`.
+template <typename Live>
+void* NotLivePointer(std::uint8_t which, FuzzBytes& in, const std::map<std::uintptr_t, Live>& live,
+                     const std::vector<std::uintptr_t>& freed, void* foreign) {
+  if (which == 0 && !freed.empty()) {
+    const std::uintptr_t f = freed[in.U8() % freed.size()];
+    if (live.count(f) == 0) return reinterpret_cast<void*>(f);
+  } else if (which == 1 && !live.empty() && live.begin()->second.bytes > 1) {
+    return reinterpret_cast<void*>(live.begin()->first + 1);
+  }
+  return foreign;
+}
+
+// A call on what is not live (`what`) is an error with a message and changes nothing.
+inline void CheckRefused(const Status& st, std::uint64_t in_use_before, std::uint64_t in_use_after,
+                         const char* what) {
+  Check(!st.ok() && !st.message().empty(), what);
+  Check(in_use_after == in_use_before, "and it changes nothing");
+}
+
+// A block's first and last byte carry its tag until it is freed.
+inline void TagBlock(std::uintptr_t p, std::uint64_t used, std::uint8_t tag) {
+  auto* b = reinterpret_cast<std::uint8_t*>(p);
+  b[0] = b[used - 1] = tag;
+}
+template <typename Live>
+bool Intact(std::uintptr_t p, const Live& l) {
+  const auto* b = reinterpret_cast<const std::uint8_t*>(p);
+  return b[0] == l.tag && b[l.bytes - 1] == l.tag;
+}
+
 // Returns the allocations that succeeded (0 also when the parameters were refused).
 inline int FuzzAllocatorOne(const std::uint8_t* data, std::size_t size) {
   FuzzBytes in{data, size};
@@ -153,34 +209,17 @@ inline int FuzzAllocatorOne(const std::uint8_t* data, std::size_t size) {
   std::vector<std::uintptr_t> freed;
   int local = 0;
   std::uint8_t tag = 0;
-  auto intact = [](std::uintptr_t p, const LiveBlock& l) {
-    const auto* b = reinterpret_cast<const std::uint8_t*>(p);
-    return b[0] == l.tag && b[l.bytes - 1] == l.tag;
-  };
   for (int step = 0; step < 200 && in.n > 0; ++step) {
     const std::uint8_t op = in.U8();
     if (op % 4 < 2 || live.empty()) {
       std::uint64_t bytes = in.Size();
       if (op & 0x80) bytes %= 1 << 20;  // mostly sizes that fit
       const std::uint64_t alignment = std::uint64_t{1} << (in.U8() % 24);
-      Result<void*> a = r.Allocate(bytes, alignment);
-      if (!a.ok()) {
-        Check(!a.status().message().empty(), "a refused allocation says why");
-        Check(a.status().code() == StatusCode::kResourceExhausted ||
-                        a.status().code() == StatusCode::kInvalidArgument,
-                    "an allocation is refused only for want of memory or a bad argument");
-        continue;
-      }
-      const auto p = reinterpret_cast<std::uintptr_t>(*a);
       const std::uint64_t used = bytes == 0 ? 1 : bytes;
-      Check(p % alignment == 0, "blocks are aligned as asked");
-      auto next = live.lower_bound(p);
-      Check(next == live.end() || p + used <= next->first, "blocks do not overlap the next live one");
-      Check(next == live.begin() || std::prev(next)->first + std::prev(next)->second.bytes <= p,
-                  "blocks do not overlap the previous live one");
-      auto* b = reinterpret_cast<std::uint8_t*>(p);
-      b[0] = b[used - 1] = ++tag;
-      live[p] = LiveBlock{used, tag};
+      const std::optional<std::uintptr_t> p = CheckedBlock(r.Allocate(bytes, alignment), used, alignment, live);
+      if (!p) continue;
+      TagBlock(*p, used, ++tag);
+      live[*p] = LiveBlock{used, tag};
       ++allocations;
     } else if (op % 8 == 7) {
       // Housekeeping: each allocator's way of giving memory back, and its
@@ -194,31 +233,23 @@ inline int FuzzAllocatorOne(const std::uint8_t* data, std::size_t size) {
       } else if (auto* pool = dynamic_cast<BufferPool*>(&r)) {
         Check(pool->Release(PoolRelease::kOnlyFree).ok(), "the pool gives its free blocks back");
       }
-      for (const auto& [p, l] : live) Check(intact(p, l), "giving memory back keeps the live blocks");
+      for (const auto& [p, l] : live) Check(Intact(p, l), "giving memory back keeps the live blocks");
     } else if (op % 4 == 2) {
       auto it = live.begin();
       std::advance(it, in.U8() % live.size());
-      Check(intact(it->first, it->second), "a block keeps its bytes until it is freed");
+      Check(Intact(it->first, it->second), "a block keeps its bytes until it is freed");
       Check(r.Deallocate(reinterpret_cast<void*>(it->first)).ok(), "a live block frees");
       freed.push_back(it->first);
       live.erase(it);
     } else if (s.detects_bad_frees) {
-      void* bad = &local;
-      const std::uint8_t which = in.U8() % 3;
-      if (which == 0 && !freed.empty()) {
-        const std::uintptr_t f = freed[in.U8() % freed.size()];
-        if (live.count(f) == 0) bad = reinterpret_cast<void*>(f);  // freed, not handed out again
-      } else if (which == 1 && !live.empty() && live.begin()->second.bytes > 1) {
-        bad = reinterpret_cast<void*>(live.begin()->first + 1);  // inside a block
-      }
+      void* bad = NotLivePointer(in.U8() % 3, in, live, freed, &local);
       const std::uint64_t in_use = r.GetStats().bytes_in_use;
       const Status st = r.Deallocate(bad);
-      Check(!st.ok() && !st.message().empty(), "a free of what is not live is an error");
-      Check(r.GetStats().bytes_in_use == in_use, "and it changes nothing");
+      CheckRefused(st, in_use, r.GetStats().bytes_in_use, "a free of what is not live is an error");
     }
   }
   for (const auto& [p, l] : live) {
-    Check(intact(p, l), "a block keeps its bytes until it is freed");
+    Check(Intact(p, l), "a block keeps its bytes until it is freed");
     Check(r.Deallocate(reinterpret_cast<void*>(p)).ok(), "a live block frees at the end");
   }
   Check(r.GetStats().bytes_in_use == 0, "nothing is left in use");

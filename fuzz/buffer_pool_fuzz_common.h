@@ -50,7 +50,7 @@ inline void CheckDeferredPlan(BufferPool& pool, const std::vector<PoolChunk>& ch
     if (chunks[i].freed_at) freed[*chunks[i].freed_at].push_back(i);
   }
   auto pattern = [](std::size_t i, std::uint64_t k) { return static_cast<std::uint8_t>(i * 131 + k * 7 + 1); };
-  auto intact = [&](std::size_t i) {
+  auto chunk_intact = [&](std::size_t i) {
     for (std::uint64_t k = 0; k < chunks[i].bytes; ++k)
       if (at[i][k] != pattern(i, k)) return false;
     return true;
@@ -58,10 +58,10 @@ inline void CheckDeferredPlan(BufferPool& pool, const std::vector<PoolChunk>& ch
   for (std::size_t e = 0; e < events; ++e) {
     for (std::size_t i : allocated[e])
       for (std::uint64_t k = 0; k < chunks[i].bytes; ++k) at[i][k] = pattern(i, k);
-    for (std::size_t i : freed[e]) Check(intact(i), "a deferred chunk keeps its bytes until its free");
+    for (std::size_t i : freed[e]) Check(chunk_intact(i), "a deferred chunk keeps its bytes until its free");
   }
   for (std::size_t i = 0; i < chunks.size(); ++i)
-    if (!chunks[i].freed_at) Check(intact(i), "a chunk never freed keeps its bytes to the end");
+    if (!chunks[i].freed_at) Check(chunk_intact(i), "a chunk never freed keeps its bytes to the end");
   Check(pool.deferred_arena_bytes() >= pool.deferred_lower_bound(), "the arena is at least its bound");
 }
 
@@ -101,24 +101,11 @@ inline int FuzzBufferPoolOne(const std::uint8_t* data, std::size_t size) {
     Check(!st.ok() && st.code() == StatusCode::kFailedPrecondition && !st.message().empty(),
           "a call out of order is FailedPrecondition, with a message");
   };
-  auto intact = [](std::uintptr_t p, const LiveBlock& l) {
-    const auto* b = reinterpret_cast<const std::uint8_t*>(p);
-    return b[0] == l.tag && b[l.bytes - 1] == l.tag;
-  };
   auto take = [&](Result<void*> a, std::uint64_t bytes, std::uint64_t alignment) {
-    if (!a.ok()) {
-      Check(a.status().code() == StatusCode::kResourceExhausted ||
-                a.status().code() == StatusCode::kInvalidArgument,
-            "an allocation is refused only for want of memory or a bad argument");
-      return;
-    }
-    const auto p = reinterpret_cast<std::uintptr_t>(*a);
     const std::uint64_t used = bytes == 0 ? 1 : bytes;
-    Check(p % alignment == 0, "blocks are aligned as asked");
-    auto next = live.lower_bound(p);
-    Check(next == live.end() || p + used <= next->first, "blocks do not overlap the next live one");
-    Check(next == live.begin() || std::prev(next)->first + std::prev(next)->second.bytes <= p,
-          "blocks do not overlap the previous live one");
+    const std::optional<std::uintptr_t> block = CheckedBlock(a, used, alignment, live);
+    if (!block) return;
+    const std::uintptr_t p = *block;
     // Bytes freed in a group: only that group takes them again before the
     // barrier ends. A group's list does not split, so what the group takes
     // is a whole freed block, no longer the group's (its next free may be
@@ -133,8 +120,7 @@ inline int FuzzBufferPoolOne(const std::uint8_t* data, std::size_t size) {
       kept.push_back(f);
     }
     group_freed = std::move(kept);
-    auto* b = reinterpret_cast<std::uint8_t*>(p);
-    b[0] = b[used - 1] = ++tag;
+    TagBlock(p, used, ++tag);
     live[p] = LiveBlock{used, tag};
     ++done;
   };
@@ -160,7 +146,7 @@ inline int FuzzBufferPoolOne(const std::uint8_t* data, std::size_t size) {
         if (live.empty()) break;
         auto it = live.begin();
         std::advance(it, in.U8() % live.size());
-        Check(intact(it->first, it->second), "a block keeps its bytes until it is freed");
+        Check(Intact(it->first, it->second), "a block keeps its bytes until it is freed");
         Check(pool.Deallocate(reinterpret_cast<void*>(it->first)).ok(), "a live block frees");
         if (group != 0) group_freed.push_back({it->first, it->second.bytes, group});
         old.push_back(it->first);
@@ -170,17 +156,10 @@ inline int FuzzBufferPoolOne(const std::uint8_t* data, std::size_t size) {
       }
       case 6: {  // a free of what is not live
         int local = 0;
-        void* bad = &local;
-        if (!old.empty() && (op & 16)) {
-          const std::uintptr_t f = old[in.U8() % old.size()];
-          if (live.count(f) == 0) bad = reinterpret_cast<void*>(f);
-        } else if (!live.empty() && live.begin()->second.bytes > 1) {
-          bad = reinterpret_cast<void*>(live.begin()->first + 1);
-        }
+        void* bad = NotLivePointer((op & 16) ? 0 : 1, in, live, old, &local);
         const std::uint64_t in_use = pool.GetStats().bytes_in_use;
         const Status st = pool.Deallocate(bad);
-        Check(!st.ok() && !st.message().empty(), "a free of what is not live is an error");
-        Check(pool.GetStats().bytes_in_use == in_use, "and it changes nothing");
+        CheckRefused(st, in_use, pool.GetStats().bytes_in_use, "a free of what is not live is an error");
         break;
       }
       case 7: {  // barriers and groups, in any order
@@ -233,7 +212,7 @@ inline int FuzzBufferPoolOne(const std::uint8_t* data, std::size_t size) {
           Check(pool.GetStats().bytes_in_use == 0, "Release(kAll) leaves nothing in use");
         } else {
           Check(pool.GetStats().bytes_in_use == in_use, "Release(kOnlyFree) keeps every live block");
-          for (const auto& [p, l] : live) Check(intact(p, l), "Release(kOnlyFree) keeps their bytes");
+          for (const auto& [p, l] : live) Check(Intact(p, l), "Release(kOnlyFree) keeps their bytes");
         }
         ++done;
         break;
@@ -299,7 +278,7 @@ inline int FuzzBufferPoolOne(const std::uint8_t* data, std::size_t size) {
   if (group != 0) Check(pool.EndGroup().ok(), "the open group ends");
   if (barrier) Check(pool.BarrierEnd().ok(), "the open barrier ends");
   for (const auto& [p, l] : live) {
-    Check(intact(p, l), "a block keeps its bytes until it is freed");
+    Check(Intact(p, l), "a block keeps its bytes until it is freed");
     Check(pool.Deallocate(reinterpret_cast<void*>(p)).ok(), "a live block frees at the end");
   }
   Check(pool.GetStats().bytes_in_use == 0, "nothing is left in use");

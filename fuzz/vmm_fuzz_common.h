@@ -73,10 +73,6 @@ inline int FuzzVmmOne(const std::uint8_t* data, std::size_t size) {
   std::vector<VmmPending> pending;
   std::uint8_t tag = 0;
   int allocations = 0;
-  auto intact = [](std::uintptr_t p, const VmmLive& l) {
-    const auto* b = reinterpret_cast<const std::uint8_t*>(p);
-    return b[0] == l.tag && b[l.bytes - 1] == l.tag;
-  };
   auto prune = [&] {
     std::erase_if(pending, [&](const VmmPending& f) { return m.EventCompleted(f.event); });
   };
@@ -92,27 +88,16 @@ inline int FuzzVmmOne(const std::uint8_t* data, std::size_t size) {
         const std::uint8_t k = in.U8();
         std::uint64_t bytes = k < 160 ? in.U64(2) : k < 240 ? in.U64(3) % (std::uint64_t{4} << 20) : in.Size();
         const std::uint64_t alignment = std::uint64_t{1} << in.U8() % 13;
-        Result<void*> a = v.AllocateAsync(bytes, stream, alignment);
-        if (!a.ok()) {
-          Check(!a.status().message().empty(), "a refused allocation says why");
-          Check(a.status().code() == StatusCode::kResourceExhausted ||
-                    a.status().code() == StatusCode::kInvalidArgument,
-                "an allocation is refused only for want of memory or a bad argument");
-          break;
-        }
-        const auto p = reinterpret_cast<std::uintptr_t>(*a);
         const std::uint64_t used = bytes == 0 ? 1 : bytes;
-        Check(p % alignment == 0, "blocks are aligned as asked");
-        auto next = live.lower_bound(p);
-        Check(next == live.end() || p + used <= next->first, "blocks do not overlap the next live one");
-        Check(next == live.begin() || std::prev(next)->first + std::prev(next)->second.bytes <= p,
-              "blocks do not overlap the previous live one");
+        const std::optional<std::uintptr_t> block =
+            CheckedBlock(v.AllocateAsync(bytes, stream, alignment), used, alignment, live);
+        if (!block) break;
+        const std::uintptr_t p = *block;
         prune();  // done now means done when the allocation returned
         for (const VmmPending& f : pending)
           Check(p + used <= f.p || f.p + f.bytes <= p || (!f.any_stream && f.stream == stream),
                 "bytes are not handed out while work queued before their free may still use them");
-        auto* b = reinterpret_cast<std::uint8_t*>(p);
-        b[0] = b[used - 1] = ++tag;
+        TagBlock(p, used, ++tag);
         live[p] = VmmLive{used, tag, stream, {}};
         ++allocations;
         break;
@@ -122,7 +107,7 @@ inline int FuzzVmmOne(const std::uint8_t* data, std::size_t size) {
         if (live.empty()) break;
         auto it = live.begin();
         std::advance(it, in.U8() % live.size());
-        Check(intact(it->first, it->second), "a block keeps its bytes until it is freed");
+        Check(Intact(it->first, it->second), "a block keeps its bytes until it is freed");
         const StreamHandle on = (op & 0x80) ? stream : it->second.stream;
         auto queue = [&](StreamHandle s, bool any) {
           Result<EventHandle> e = m.RecordEvent(s);
@@ -164,7 +149,7 @@ inline int FuzzVmmOne(const std::uint8_t* data, std::size_t size) {
       case 8: {  // empty_cache
         Result<std::uint64_t> released = v.ReleaseCachedMemory();
         Check(released.ok(), "empty_cache succeeds");
-        for (const auto& [p, l] : live) Check(intact(p, l), "empty_cache keeps the live blocks");
+        for (const auto& [p, l] : live) Check(Intact(p, l), "empty_cache keeps the live blocks");
         break;
       }
       case 9: {  // memory limit: none, or from one granule up
@@ -177,17 +162,10 @@ inline int FuzzVmmOne(const std::uint8_t* data, std::size_t size) {
       }
       case 10: {  // frees and records of what is not live
         int local = 0;
-        void* bad = &local;
-        if (!freed.empty() && (op & 0x80)) {
-          const std::uintptr_t f = freed[in.U8() % freed.size()];
-          if (live.count(f) == 0) bad = reinterpret_cast<void*>(f);
-        } else if (!live.empty() && live.begin()->second.bytes > 1) {
-          bad = reinterpret_cast<void*>(live.begin()->first + 1);
-        }
+        void* bad = NotLivePointer((op & 0x80) ? 0 : 1, in, live, freed, &local);
         const std::uint64_t in_use = v.GetStats().bytes_in_use;
         const Status st = (op & 0x40) ? v.RecordStream(bad, stream) : v.DeallocateAsync(bad, stream);
-        Check(!st.ok() && !st.message().empty(), "a free or record of what is not live is an error");
-        Check(v.GetStats().bytes_in_use == in_use, "and it changes nothing");
+        CheckRefused(st, in_use, v.GetStats().bytes_in_use, "a free or record of what is not live is an error");
         break;
       }
       default:
@@ -196,7 +174,7 @@ inline int FuzzVmmOne(const std::uint8_t* data, std::size_t size) {
     }
   }
   for (const auto& [p, l] : live) {
-    Check(intact(p, l), "a block keeps its bytes until it is freed");
+    Check(Intact(p, l), "a block keeps its bytes until it is freed");
     Check(v.DeallocateAsync(reinterpret_cast<void*>(p), l.stream).ok(), "a live block frees at the end");
   }
   Result<std::uint64_t> released = v.ReleaseCachedMemory();

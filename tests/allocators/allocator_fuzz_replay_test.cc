@@ -16,6 +16,7 @@
 #include "../../fuzz/allocator_fuzz_common.h"
 #include "../../fuzz/buffer_pool_fuzz_common.h"
 #include "../../fuzz/vmm_fuzz_common.h"
+#include "fuzz_replay.h"
 
 namespace tensormem {
 namespace {
@@ -91,36 +92,14 @@ TEST(AllocatorFuzzReplay, SeededInputsPassTheFuzzChecks) {
 // The buffer pool fuzzer's body: the pool's own calls (groups, barriers,
 // releases, the defer mode) in the order random bytes give.
 TEST(BufferPoolFuzzReplay, SeededInputsPassTheFuzzChecks) {
-  fuzz::on_check_failure = [](const char* what) { throw std::runtime_error(what); };
-  std::mt19937_64 rng(20261127);
-  int steps = 0;
-  for (int input = 0; input < 600; ++input) {
-    std::vector<std::uint8_t> bytes(16 + rng() % 900);
-    for (std::uint8_t& b : bytes) b = static_cast<std::uint8_t>(rng());
-    try {
-      steps += fuzz::FuzzBufferPoolOne(bytes.data(), bytes.size());
-    } catch (const std::runtime_error& e) {
-      ADD_FAILURE() << "fuzz check failed: " << e.what() << " on input " << input;
-    }
-  }
+  const long steps = testing::ReplaySeededInputs(600, 16, 916, fuzz::FuzzBufferPoolOne);
   EXPECT_GT(steps, 600 * 50) << "the inputs should reach the pool's calls";
 }
 
 // The vmm fuzzer's body: three streams, record_stream, a device that
 // finishes a stream's work only when told, empty_cache and limits.
 TEST(VmmFuzzReplay, SeededInputsPassTheFuzzChecks) {
-  fuzz::on_check_failure = [](const char* what) { throw std::runtime_error(what); };
-  std::mt19937_64 rng(20261127);
-  int allocations = 0;
-  for (int input = 0; input < 400; ++input) {
-    std::vector<std::uint8_t> bytes(16 + rng() % 1200);
-    for (std::uint8_t& b : bytes) b = static_cast<std::uint8_t>(rng());
-    try {
-      allocations += fuzz::FuzzVmmOne(bytes.data(), bytes.size());
-    } catch (const std::runtime_error& e) {
-      ADD_FAILURE() << "fuzz check failed: " << e.what() << " on input " << input;
-    }
-  }
+  const long allocations = testing::ReplaySeededInputs(400, 16, 1216, fuzz::FuzzVmmOne);
   EXPECT_GT(allocations, 400 * 20) << "the inputs should reach the allocations";
 }
 
