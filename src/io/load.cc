@@ -88,7 +88,11 @@ Result<std::vector<IdOffset>> LoadOffsets(const std::string& path, const ReadLim
     }
   }
   if (rows) return std::move(*rows);
-  TM_ASSIGN_OR_RETURN(Problem problem, LoadProblem(path, limits));
+  Result<Problem> loaded = LoadProblem(path, limits);
+  if (!loaded.ok())  // say both forms a plan may take
+    return Status(loaded.status().code(),
+                  loaded.status().message() + " (a plan is id,offset rows, or a problem file with an offset per buffer)");
+  Problem problem = std::move(*loaded);
   std::vector<IdOffset> out;
   out.reserve(problem.buffers.size());
   for (std::size_t i = 0; i < problem.buffers.size(); ++i) {

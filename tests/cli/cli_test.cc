@@ -106,6 +106,8 @@ TEST_F(CliTest, SolveStartsFromAGivenPlan) {
       {"id,offset\nb1,0,1\n", ":2: expected 2 fields"},
       {"id,offset\nb1,0\nb2,18446744073709551615\nb3,4\nb4,8\nb5,12\n", "offset + size overflows"},
       {"id,lower,upper,size\nb1,0,3,4\n", "buffer 0 ('b1') has no offset"},
+      // Neither form: the message says both.
+      {"id\nb1\n", "(a plan is id,offset rows, or a problem file with an offset per buffer)"},
   };
   for (std::size_t k = 0; k < bad.size(); ++k) {
     const std::string path = Write("bad" + std::to_string(k) + ".csv", bad[k].first);
