@@ -137,7 +137,7 @@ inline int FuzzBufferPoolOne(const std::uint8_t* data, std::size_t size) {
         break;
       }
       case 3: {
-        const std::uint64_t bytes = in.U64(2);
+        const std::uint64_t bytes = (op & 0x80) ? in.Size() : in.U64(2);
         take(pool.AllocateSeparate(bytes, 64), bytes, 64);
         break;
       }

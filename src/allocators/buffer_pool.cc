@@ -204,6 +204,8 @@ Result<void*> BufferPool::DoAllocate(std::uint64_t bytes, std::uint64_t alignmen
 
 Result<void*> BufferPool::AllocateSeparate(std::uint64_t bytes, std::uint64_t alignment) {
   TM_RETURN_IF_ERROR(ValidateAlignment(alignment, "pool", kMaxAllocationAlignment));
+  if (bytes > (std::uint64_t{1} << 62))  // as MemoryResource::Allocate refuses
+    return ResourceExhausted("pool: cannot allocate " + std::to_string(bytes) + " bytes (more than 2^62)");
   if (!state_->valid.ok()) return state_->valid;
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->Allocate(bytes == 0 ? 1 : bytes, alignment, true);

@@ -222,6 +222,19 @@ TEST(BufferPool, AReplanThatNeedsALargerAlignmentTakesANewArena) {
   ASSERT_TRUE(pool.DeferReset().ok());
 }
 
+// AllocateSeparate bypasses MemoryResource::Allocate, so it checks sizes
+// itself: a size no memory can serve is refused before the backend is asked.
+TEST(BufferPool, ASeparateBlockOfAnImpossibleSizeIsRefused) {
+  CappedBackend backend(HostBackend(), std::uint64_t{1} << 20);
+  BufferPool pool(backend);
+  Result<void*> huge = pool.AllocateSeparate(~std::uint64_t{0});
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(huge.status().message().find("more than 2^62"), std::string::npos) << huge.status().ToString();
+  EXPECT_EQ(backend.num_refusals(), 0u);
+  EXPECT_EQ(pool.AllocateSeparate(64, 3).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(BufferPool, BackendRefusalIsAClearError) {
   CappedBackend small(HostBackend(), 1000);
   BufferPool pool(small);
