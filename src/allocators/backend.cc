@@ -2,6 +2,8 @@
 // backend (a capacity in front of another backend).
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
 
 #include "tensormem/allocators/backend.h"
 #include "tensormem/allocators/resource.h"
@@ -23,21 +25,42 @@ class HostMemory final : public Backend {
     if (rc != 0 || p == nullptr)
       return ResourceExhausted("host backend: cannot reserve " + std::to_string(bytes) +
                                " bytes: " + std::strerror(rc));
+    std::lock_guard<std::mutex> lock(mutex_);
+    regions_.emplace(p, bytes);
     return p;
   }
-  Status Release(void* region, std::uint64_t /*bytes*/) override {
+  // A region it did not hand out, or one given back already, is an error
+  // (free() would abort or corrupt the heap), and so is a wrong size.
+  Status Release(void* region, std::uint64_t bytes) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = regions_.find(region);
+      if (it == regions_.end())
+        return NotFound("host backend: " + PointerToString(region) +
+                        " is not a region it reserved (or it was released already)");
+      if (it->second != bytes)
+        return InvalidArgument("host backend: region " + PointerToString(region) + " was reserved with " +
+                               std::to_string(it->second) + " bytes, released with " + std::to_string(bytes));
+      regions_.erase(it);
+    }
     std::free(region);
     return Status::Ok();
   }
   bool host_accessible() const override { return true; }
   std::string_view name() const override { return "host"; }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<void*, std::uint64_t> regions_;  // live regions and their sizes
 };
 
 }  // namespace
 
 Backend& HostBackend() {
-  static HostMemory host;
-  return host;
+  // Never destroyed: pools and allocators with static storage may release
+  // their regions after this function's statics would be gone.
+  static HostMemory* host = new HostMemory;
+  return *host;
 }
 
 Result<void*> CappedBackend::Reserve(std::uint64_t bytes, std::uint64_t alignment) {

@@ -235,6 +235,25 @@ TEST(BufferPool, ASeparateBlockOfAnImpossibleSizeIsRefused) {
   EXPECT_EQ(pool.AllocateSeparate(64, 3).status().code(), StatusCode::kInvalidArgument);
 }
 
+// The host backend knows its regions: giving back one it did not hand out,
+// one twice, or with another size is an error naming the region, not a
+// free() that aborts or corrupts the heap.
+TEST(HostBackend, ReleasingWhatItDidNotHandOutIsAnError) {
+  Backend& host = HostBackend();
+  int local = 0;
+  const Status foreign = host.Release(&local, sizeof local);
+  EXPECT_EQ(foreign.code(), StatusCode::kNotFound);
+  EXPECT_NE(foreign.message().find("is not a region it reserved"), std::string::npos) << foreign.ToString();
+  Result<void*> r = host.Reserve(4096, 64);
+  ASSERT_TRUE(r.ok());
+  const Status wrong_size = host.Release(*r, 100);
+  EXPECT_EQ(wrong_size.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(wrong_size.message().find("reserved with 4096 bytes, released with 100"), std::string::npos)
+      << wrong_size.ToString();
+  ASSERT_TRUE(host.Release(*r, 4096).ok());
+  EXPECT_EQ(host.Release(*r, 4096).code(), StatusCode::kNotFound);  // twice
+}
+
 TEST(BufferPool, BackendRefusalIsAClearError) {
   CappedBackend small(HostBackend(), 1000);
   BufferPool pool(small);

@@ -50,7 +50,8 @@ class Backend {
   virtual const void* next_address() const { return nullptr; }
 };
 
-// Host memory. Stateless and thread-safe; one shared instance.
+// Host memory. Thread-safe; one shared instance. It knows its live regions:
+// a Release of anything else, or with another size, is an error.
 Backend& HostBackend();
 
 // A backend with a capacity: Reserve fails with ResourceExhausted once the
