@@ -61,7 +61,8 @@ VirtualMemoryBackend::VirtualMemoryBackend(std::uint64_t address_space, std::uin
   const long page = sysconf(_SC_PAGESIZE);
   if (page > 0) s.page = static_cast<std::uint64_t>(page);
   s.commit_step = RoundUpToPage(commit_step, s.page);
-  s.size = RoundUpToPage(address_space, s.page);
+  // At least one page, as over granules (no size was refused with "Success").
+  s.size = RoundUpToPage(std::max<std::uint64_t>(address_space, s.page), s.page);
   // Address space can be scarce (ulimit -v, sanitizer runtimes that own
   // most of it): halve the reservation until it succeeds, down to 1/1024 of
   // what was asked, rather than fail every later request.

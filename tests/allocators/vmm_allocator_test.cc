@@ -1014,6 +1014,20 @@ TEST(VmmAllocator, SeededStressFromSeveralThreadsKeepsEveryPattern) {
 // without wrapping: a step that large commits the whole reservation (it
 // wrapped to a step of 0 and, added to the top, could have committed less
 // than a region), and an address space that large is refused naming it.
+// An address space of 0 is one page, as over granules (it was refused as
+// "cannot reserve 0 bytes ...: Success").
+TEST(VirtualMemoryBackend, AnEmptyAddressSpaceIsOnePage) {
+  VirtualMemoryBackend none(0, 0);
+  Result<void*> a = none.Reserve(100, 64);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  static_cast<char*>(*a)[99] = 1;
+  const Result<void*> b = none.Reserve(std::uint64_t{1} << 20, 64);
+  EXPECT_EQ(b.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(b.status().message().find("do not fit in the reserved address space"), std::string::npos)
+      << b.status().ToString();
+  ASSERT_TRUE(none.Release(*a, 100).ok());
+}
+
 TEST(VirtualMemoryBackend, HugeStepsAndSpacesDoNotWrap) {
   const std::uint64_t huge = ~std::uint64_t{0};
   VirtualMemoryBackend whole_steps(std::uint64_t{1} << 30, huge);

@@ -88,9 +88,10 @@ class CappedBackend final : public Backend {
 // above it is released. Thread-safe.
 class VirtualMemoryBackend final : public Backend {
  public:
-  // `address_space` bytes of addresses are reserved (not memory); where the
-  // system refuses that much (ulimit -v, sanitizers), the largest halving of
-  // it down to 1/1024 that it grants.
+  // `address_space` bytes of addresses are reserved (not memory), rounded up
+  // to whole pages (at least one); where the system refuses that much
+  // (ulimit -v, sanitizers), the largest halving of it down to 1/1024 that it
+  // grants.
   explicit VirtualMemoryBackend(std::uint64_t address_space = std::uint64_t{1} << 40,
                                 std::uint64_t commit_step = std::uint64_t{64} << 20);
   // The same over granules of `memory` (which must outlive the backend):
