@@ -278,6 +278,7 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
     double cpu_seconds = 0;
     double fragmentation = 0;
     std::uint64_t peak_reserved = 0;
+    int error_code = 0;  // the child's StatusCode: a bad parameter stays a bad parameter
     char error[1024] = {};
   };
   int fds[2];
@@ -307,6 +308,7 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
       w.has_backend = pass->backend_counters.has_value();
       if (pass->backend_counters) w.backend = *pass->backend_counters;
     } else {
+      w.error_code = static_cast<int>(pass.status().code());
       std::snprintf(w.error, sizeof w.error, "%s", pass.status().message().c_str());
     }
     const char* p = reinterpret_cast<const char*>(&w);
@@ -337,7 +339,12 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
   if (got != sizeof w)
     return Internal("replay: the child process replaying through " + std::string(Name(which)) +
                     " ended (wait status " + std::to_string(status) + ") before reporting");
-  if (!w.ok) return ResourceExhausted(std::string(Name(which)) + ": " + w.error);
+  if (!w.ok) {
+    // Named once: our allocators' messages start with their name already.
+    const std::string name(Name(which));
+    const std::string message = std::string_view(w.error).starts_with(name + ":") ? w.error : name + ": " + w.error;
+    return Status(static_cast<StatusCode>(w.error_code), message);
+  }
   Pass pass;
   pass.seconds = w.seconds;
   pass.cpu_seconds = w.cpu_seconds;

@@ -95,6 +95,15 @@ TEST_F(Hostile, ReplayBfcParametersAreValidatedBeforeAnyPass) {
   const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
   EXPECT_EQ(ja["results"][0]["allocator"], "bfc_compact");
   EXPECT_EQ(ja["results"][0]["peak_reserved"], jb["results"][0]["peak_reserved"]);
+  // A vmm limit below a granule is known only once the device is: refused
+  // then, as a bad parameter (exit 2) in a forked pass too (it came back as
+  // out of memory, exit 1, with the allocator named twice).
+  for (const char* isolate : {"", " --no-isolate"}) {
+    r = Cli("replay " + trace + " -a vmm --vmm-limit 1" + isolate);
+    EXPECT_EQ(r.code, 2) << isolate << "\n" << r.out;
+    EXPECT_NE(r.out.find("memory_limit 1 is less than one granule"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("vmm: vmm: vmm:"), std::string::npos) << r.out;  // "through vmm: vmm: memory_limit"
+  }
 }
 
 // Item 6: an output that is the input is refused before any work; a
