@@ -95,6 +95,13 @@ TEST_F(Hostile, ReplayBfcParametersAreValidatedBeforeAnyPass) {
   const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
   EXPECT_EQ(ja["results"][0]["allocator"], "bfc_compact");
   EXPECT_EQ(ja["results"][0]["peak_reserved"], jb["results"][0]["peak_reserved"]);
+  r = Cli("replay " + trace + " -a bfc --bfc-coalesce-regions");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--bfc-coalesce-regions needs virtual memory"), std::string::npos) << r.out;
+  r = Cli("replay " + trace + " -a bfc --bfc-coalesce-regions --bfc-backend virtual --no-isolate -r 1");
+  EXPECT_EQ(r.code, 0) << r.out;
+  r = Cli("replay " + trace + " -a bfc_compact --bfc-coalesce-regions --no-isolate -r 1");
+  EXPECT_EQ(r.code, 0) << r.out;
   // A vmm limit below a granule is known only once the device is: refused
   // then, as a bad parameter (exit 2) in a forked pass too (it came back as
   // out of memory, exit 1, with the allocator named twice).

@@ -131,6 +131,12 @@ int RunReplay(const ReplayOptions& o) {
     }
   }
 
+  // Host regions are never adjacent: on them the flag would do nothing, silently.
+  if (o.bfc_coalesce_regions && !params.bfc_virtual_memory &&
+      std::find(allocators.begin(), allocators.end(), ReplayAllocator::kBfc) != allocators.end())
+    return ReportError(InvalidArgument("--bfc-coalesce-regions needs virtual memory (--bfc-backend virtual, "
+                                       "or --bfc-preset compact): host regions are never adjacent"));
+
   if (params.device == ReplayDevice::kCuda) {
     for (ReplayAllocator a : allocators)
       if (o.allocator != "all" && (IsMallocPeer(a) || a == ReplayAllocator::kSystem))
