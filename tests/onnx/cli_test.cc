@@ -129,6 +129,10 @@ TEST(OnnxCliHardening, LostOutputAndOverwritingTheModelAreErrors) {
     EXPECT_EQ(std::filesystem::file_size(copy), size) << args;
   }
   std::filesystem::remove_all(dir);
+  // solve on a model says how to get there (records, or plan -s exact).
+  Ran r = RunCli("solve " + kModel);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("tensormem records"), std::string::npos) << r.out;
 }
 
 }  // namespace
