@@ -60,7 +60,7 @@ TEST_F(Hostile, NumericOptionsNeverWrapOrSaturate) {
         "plan " + in + " --time-limit nan", "solve " + in + " --time-limit -1",
         "solve " + in + " --time-limit 0x10", "solve " + in + " --time-limit ' 7'",
         "replay " + in + " --bfc-initial-region -1", "replay " + in + " --bfc-limit 1e3",
-        "replay " + in + " --align 0"}) {
+        "replay " + in + " --align 0", "plan " + in + " --objects --align 64"}) {
     Outcome r = Cli(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
     EXPECT_LT(r.out.size(), 300u) << args << "\n" << r.out;
