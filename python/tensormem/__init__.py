@@ -20,6 +20,7 @@ replaying.
 """
 from __future__ import annotations
 
+import numbers
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -39,6 +40,19 @@ HAVE_VMM: bool = bool(_tm.HAVE_VMM)
 
 ArrayLike = Any  # a sequence of ints or a 1-D NumPy integer array
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _count(name: str, value: Any, optional: bool = False) -> Any:
+    """A non-negative integer argument, checked here: the binding takes an
+    unsigned integer, and a negative one would fail there as a TypeError
+    listing the whole signature."""
+    if optional and value is None:
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{name} must be non-negative, got {value}")
+    return int(value)
 
 
 def strategies(objects: bool = False) -> List[str]:
@@ -61,10 +75,10 @@ def plan(sizes: Union[ArrayLike, Problem], first: Optional[ArrayLike] = None,
     if isinstance(sizes, Problem):
         if first is not None or last is not None:
             raise ValueError("plan(problem, ...): first and last come from the problem")
-        return _tm._plan_problem(sizes, strategy, alignment, objects, time_limit)
+        return _tm._plan_problem(sizes, strategy, _count("alignment", alignment), objects, time_limit)
     if first is None or last is None:
         raise ValueError("plan(sizes, first, last): first and last are required with sizes")
-    return _tm._plan_arrays(sizes, first, last, strategy, alignment, objects, time_limit)
+    return _tm._plan_arrays(sizes, first, last, strategy, _count("alignment", alignment), objects, time_limit)
 
 
 def solve(problem: Union[Problem, PathLike], capacity: Optional[int] = None,
@@ -82,7 +96,8 @@ def solve(problem: Union[Problem, PathLike], capacity: Optional[int] = None,
         problem = load_problem(problem)
     if time_limit is None:
         time_limit = float("inf")
-    return _tm._solve(problem, capacity, float(time_limit), minimize, node_limit, alignment, iis, start)
+    return _tm._solve(problem, _count("capacity", capacity, optional=True), float(time_limit), minimize,
+                      _count("node_limit", node_limit), _count("alignment", alignment), iis, start)
 
 
 def load_problem(path: PathLike) -> Problem:
@@ -106,7 +121,7 @@ def records_from_onnx(path: PathLike, input_shapes: Optional[Mapping[str, Sequen
         raise TensormemError("this tensormem was built without the ONNX importer "
                              "(libonnx and protobuf were not found)")
     return _tm.records_from_onnx(os.fspath(path), {k: list(v) for k, v in (input_shapes or {}).items()},
-                                 dict(dims or {}), alignment)
+                                 dict(dims or {}), _count("alignment", alignment))
 
 
 def load_trace(path: PathLike) -> Trace:
@@ -132,7 +147,7 @@ def replay(trace: Union[Trace, PathLike], allocator: Union[str, Allocator] = "bf
         trace = load_trace(trace)
     if not isinstance(allocator, Allocator):
         allocator = str(allocator)
-    return _tm._replay(trace, allocator, repetitions, alignment, isolate,
+    return _tm._replay(trace, allocator, _count("repetitions", repetitions), _count("alignment", alignment), isolate,
                        "" if html is None else os.fspath(html))
 
 
@@ -142,14 +157,15 @@ def BfcAllocator(memory_limit: Optional[int] = None, growth: str = "doubling",
     """TensorFlow's best-fit-with-coalescing allocator (growth: doubling,
     on_demand, reserve_all); ``compact=True`` is the compact preset over
     virtual memory."""
-    return _tm._bfc(memory_limit, growth, initial_region_bytes, virtual_memory, compact)
+    return _tm._bfc(_count("memory_limit", memory_limit, optional=True), growth,
+                    _count("initial_region_bytes", initial_region_bytes), virtual_memory, compact)
 
 
 def BufferPool(split_granularity: int = 64) -> Allocator:
     """MNN-style splitting/merging buffer pool on host memory. A split keeps
     the front part rounded up to ``split_granularity`` bytes (a power of two);
     the alignment of each allocation is ``allocate``'s argument."""
-    return _tm._pool(split_granularity)
+    return _tm._pool(_count("split_granularity", split_granularity))
 
 
 def SystemAllocator() -> Allocator:
@@ -168,4 +184,5 @@ def VmmAllocator(memory_limit: Optional[int] = None, granularity: int = 2 << 20,
     of up to this many granules (``VmmParams::max_handle_granules``)."""
     if not HAVE_VMM:
         raise TensormemError("this tensormem was built without the vmm allocator")
-    return _tm._vmm(memory_limit, granularity, growth_slack, max_handle_granules)
+    return _tm._vmm(_count("memory_limit", memory_limit, optional=True), _count("granularity", granularity),
+                    growth_slack, _count("max_handle_granules", max_handle_granules))

@@ -32,7 +32,7 @@ def test_unknown_strategy_lists_the_known_ones():
 def test_alignment():
     with pytest.raises(ValueError, match="alignment"):
         tm.plan([1], [0], [0], alignment=0)
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="alignment must be non-negative"):
         tm.plan([1], [0], [0], alignment=-1)
 
 
@@ -62,3 +62,24 @@ def test_error_type_is_exported():
     assert issubclass(tm.TensormemError, Exception)
     with pytest.raises(tm.TensormemError):
         tm.VmmAllocator() if not tm.HAVE_VMM else (_ for _ in ()).throw(tm.TensormemError("x"))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: tm.plan([1], [0], [0], alignment=-64), "alignment must be non-negative, got -64"),
+    (lambda: tm.BfcAllocator(memory_limit=-1), "memory_limit must be non-negative"),
+    (lambda: tm.BfcAllocator(initial_region_bytes=-5), "initial_region_bytes must be non-negative"),
+    (lambda: tm.BufferPool(-64), "split_granularity must be non-negative"),
+    (lambda: tm.solve(tm.Problem.from_arrays([1], [0], [0]), node_limit=-1), "node_limit must be non-negative"),
+    (lambda: tm.solve(tm.Problem.from_arrays([1], [0], [0]), capacity=-1), "capacity must be non-negative"),
+])
+def test_negative_counts_are_value_errors_naming_the_argument(call, match):
+    # The binding takes unsigned integers: a negative one was a TypeError
+    # listing the whole signature.
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_counts_must_be_integers():
+    with pytest.raises(TypeError, match="alignment must be an integer, not float"):
+        tm.plan([1], [0], [0], alignment=64.0)
+    assert tm.plan([1, 5], [0, 1], [1, 2], alignment=np.int64(64)).total >= 6
