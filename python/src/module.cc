@@ -183,6 +183,19 @@ struct PyPlan {
 };
 
 
+// A non-negative integer argument: ValueError naming it when negative
+// (an unsigned parameter would fail as a TypeError listing the signature),
+// OverflowError above 2^64 - 1.
+std::uint64_t NonNegative(const py::int_& value, const char* name) {
+  const int negative = PyObject_RichCompareBool(value.ptr(), py::int_(0).ptr(), Py_LT);
+  if (negative < 0) throw py::error_already_set();
+  if (negative == 1)
+    throw py::value_error(std::string(name) + " must be non-negative, got " + py::str(py::handle(value)).cast<std::string>());
+  const unsigned long long v = PyLong_AsUnsignedLongLong(value.ptr());
+  if (PyErr_Occurred()) throw py::error_already_set();
+  return static_cast<std::uint64_t>(v);
+}
+
 OffsetsStrategy OffsetsByName(const std::string& name) { return Take(ParseOffsetsStrategy(name)); }
 ObjectsStrategy ObjectsByName(const std::string& name) { return Take(ParseObjectsStrategy(name)); }
 
@@ -644,10 +657,11 @@ PYBIND11_MODULE(_tensormem, m) {
   py::class_<PyAllocator>(m, "Allocator", "A tensormem memory resource")
       .def(
           "allocate",
-          [](PyAllocator& a, std::uint64_t bytes, std::uint64_t alignment) {
-            return reinterpret_cast<std::uintptr_t>(Take(a.Get().Allocate(bytes, alignment), false));
+          [](PyAllocator& a, const py::int_& bytes, const py::int_& alignment) {
+            return reinterpret_cast<std::uintptr_t>(
+                Take(a.Get().Allocate(NonNegative(bytes, "bytes"), NonNegative(alignment, "alignment")), false));
           },
-          py::arg("bytes"), py::arg("alignment") = kDefaultAllocationAlignment,
+          py::arg("bytes"), py::arg("alignment") = py::int_(kDefaultAllocationAlignment),
           "Allocates a block; returns its address (an int). MemoryError when it cannot be served")
       .def(
           "free",

@@ -83,3 +83,16 @@ def test_counts_must_be_integers():
     with pytest.raises(TypeError, match="alignment must be an integer, not float"):
         tm.plan([1], [0], [0], alignment=64.0)
     assert tm.plan([1, 5], [0, 1], [1, 2], alignment=np.int64(64)).total >= 6
+
+
+def test_allocate_checks_its_counts():
+    a = tm.SystemAllocator()
+    with pytest.raises(ValueError, match="bytes must be non-negative, got -5"):
+        a.allocate(-5)
+    with pytest.raises(ValueError, match="alignment must be non-negative"):
+        a.allocate(10, -64)
+    with pytest.raises(OverflowError):
+        a.allocate(2**64)
+    p = a.allocate(10, 128)
+    assert p % 128 == 0
+    a.free(p)
