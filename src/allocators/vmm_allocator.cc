@@ -928,8 +928,9 @@ struct VmmAllocator::State {
       if (u != stream_uses.end()) return DeferFree(it, u, stream);
     }
     Block* b = it->second;
+    TM_ASSIGN_OR_RETURN(const EventHandle event, FreeEvent(stream));  // fails changing nothing
     live.erase(it);
-    return Release(pointer, b, stream);
+    return Release(pointer, b, stream, event);
   }
 
   // A free of a block that other streams use: an event on each of them now;
@@ -948,9 +949,14 @@ struct VmmAllocator::State {
       ++counters.events_recorded;
       if (*e != 0) d.events.emplace_back(other, *e);  // 0: nothing in flight there
     }
+    if (d.events.empty()) {  // nothing in flight on the other streams: freed now
+      TM_ASSIGN_OR_RETURN(const EventHandle event, FreeEvent(stream));
+      stream_uses.erase(uses);
+      live.erase(it);
+      return Release(d.pointer, d.block, stream, event);
+    }
     stream_uses.erase(uses);
     live.erase(it);
-    if (d.events.empty()) return Release(d.pointer, d.block, stream);
     for (const auto& [other, e] : d.events) RefEvent(e);
     ++counters.frees_deferred;
     deferred_bytes += d.block->size;
@@ -986,15 +992,14 @@ struct VmmAllocator::State {
         }
       }
       if (done) {
-        Status st = Release(d.pointer, d.block, d.stream);
-        if (!st.ok() && result.ok()) result = st;
-        // A Release that changed nothing (its own event could not be
-        // recorded) put the block back as live; its owner freed it, so it
-        // stays deferred and is tried again, rather than leaking.
-        if (!st.ok()) {
-          auto back = live.find(d.pointer);
-          done = back == live.end();
-          if (!done) live.erase(back);
+        // Its owner freed it: where its own event cannot be recorded it
+        // stays deferred and is tried again (nothing changed), not leaked.
+        Result<EventHandle> event = FreeEvent(d.stream);
+        if (!event.ok()) {
+          if (result.ok()) result = event.status();
+          done = false;
+        } else if (Status st = Release(d.pointer, d.block, d.stream, *event); !st.ok() && result.ok()) {
+          result = st;
         }
       }
       if (!done) {
@@ -1009,22 +1014,23 @@ struct VmmAllocator::State {
     return result;
   }
 
-  // The free proper of a block already out of `live`.
-  Status Release(void* pointer, Block* b, StreamHandle stream) {
+  // A free's event on its stream (0 with one stream: nothing to order).
+  // Taken before the free changes anything, so that a failure leaves the
+  // block as it was (live, or deferred).
+  Result<EventHandle> FreeEvent(StreamHandle stream) {
+    if (!multi_stream) return EventHandle{0};
+    TM_ASSIGN_OR_RETURN(const EventHandle e, memory->RecordEvent(stream));
+    ++counters.events_recorded;
+    return e;
+  }
+
+  // The free proper of a block already out of `live`, ordered after `event`
+  // (FreeEvent) on `stream`.
+  Status Release(void* pointer, Block* b, StreamHandle stream, EventHandle event) {
     Space& s = spaces[static_cast<char*>(pointer) >= spaces[kLarge].base &&
                               static_cast<char*>(pointer) < spaces[kLarge].base + spaces[kLarge].size
                           ? kLarge
                           : kSmall];
-    EventHandle event = 0;
-    if (multi_stream) {
-      Result<EventHandle> e = memory->RecordEvent(stream);
-      if (!e.ok()) {
-        live.emplace(pointer, b);  // nothing changed: still live
-        return e.status();
-      }
-      event = *e;
-      ++counters.events_recorded;
-    }
     --s.live_blocks;
     ++stats.num_frees;
     stats.bytes_in_use -= b->size;
