@@ -183,15 +183,21 @@ struct PyPlan {
 };
 
 
-// A non-negative integer argument: ValueError naming it when negative
-// (an unsigned parameter would fail as a TypeError listing the signature),
-// OverflowError above 2^64 - 1.
-std::uint64_t NonNegative(const py::int_& value, const char* name) {
-  const int negative = PyObject_RichCompareBool(value.ptr(), py::int_(0).ptr(), Py_LT);
+// A non-negative integer argument (an int, or anything with __index__ such
+// as a NumPy integer; not a bool): TypeError naming it otherwise, ValueError
+// when negative, OverflowError above 2^64 - 1. (An unsigned parameter would
+// fail as a TypeError listing the whole signature.) The one check of counts:
+// the Python wrappers call it as _non_negative.
+std::uint64_t NonNegative(const py::object& value, const std::string& name) {
+  if (PyBool_Check(value.ptr()) || !PyIndex_Check(value.ptr()))
+    throw py::type_error(name + " must be an integer, not " +
+                         std::string(Py_TYPE(value.ptr())->tp_name));
+  const py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));
+  if (!index) throw py::error_already_set();
+  const int negative = PyObject_RichCompareBool(index.ptr(), py::int_(0).ptr(), Py_LT);
   if (negative < 0) throw py::error_already_set();
-  if (negative == 1)
-    throw py::value_error(std::string(name) + " must be non-negative, got " + py::str(py::handle(value)).cast<std::string>());
-  const unsigned long long v = PyLong_AsUnsignedLongLong(value.ptr());
+  if (negative == 1) throw py::value_error(name + " must be non-negative, got " + py::str(index).cast<std::string>());
+  const unsigned long long v = PyLong_AsUnsignedLongLong(index.ptr());
   if (PyErr_Occurred()) throw py::error_already_set();
   return static_cast<std::uint64_t>(v);
 }
@@ -654,10 +660,12 @@ PYBIND11_MODULE(_tensormem, m) {
       py::arg("node_limit"), py::arg("alignment"), py::arg("iis"), py::arg("start") = py::none());
 
   // Allocators.
+  m.def("_non_negative", &NonNegative, py::arg("value"), py::arg("name"),
+        "value as a non-negative integer; TypeError, ValueError or OverflowError naming `name`");
   py::class_<PyAllocator>(m, "Allocator", "A tensormem memory resource")
       .def(
           "allocate",
-          [](PyAllocator& a, const py::int_& bytes, const py::int_& alignment) {
+          [](PyAllocator& a, const py::object& bytes, const py::object& alignment) {
             return reinterpret_cast<std::uintptr_t>(
                 Take(a.Get().Allocate(NonNegative(bytes, "bytes"), NonNegative(alignment, "alignment")), false));
           },

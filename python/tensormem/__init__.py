@@ -20,7 +20,6 @@ replaying.
 """
 from __future__ import annotations
 
-import numbers
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -43,16 +42,12 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 def _count(name: str, value: Any, optional: bool = False) -> Any:
-    """A non-negative integer argument, checked here: the binding takes an
-    unsigned integer, and a negative one would fail there as a TypeError
-    listing the whole signature."""
+    """A non-negative integer argument, checked before the binding's
+    unsigned parameter would fail as a TypeError listing the whole signature
+    (the binding's one check: TypeError, ValueError or OverflowError naming it)."""
     if optional and value is None:
         return value
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
-    if value < 0:
-        raise ValueError(f"{name} must be non-negative, got {value}")
-    return int(value)
+    return _tm._non_negative(value, name)
 
 
 def strategies(objects: bool = False) -> List[str]:
