@@ -78,14 +78,17 @@ int RunSolve(const SolveOptions& o) {
   if (!o.start.empty()) inputs.push_back(o.start);
   if (Status st = CheckNotAnInput(o.out, inputs); !st.ok()) return ReportError(st);
   const auto start = std::chrono::steady_clock::now();
-  // A model is planned by `plan`; `solve` takes its records (say how).
-  if (Result<InputFormat> f = DetectInputFormat(o.input); f.ok() && *f == InputFormat::kOnnx)
-    return ReportError(InvalidArgument(o.input + ": an ONNX model; solve takes a problem file: write the model's "
-                                       "records with `tensormem records " + o.input +
-                                       " --out records.csv`, then solve that (or `tensormem plan " + o.input +
-                                       " -s exact`)"));
   Result<Problem> loaded = LoadProblem(o.input);
-  if (!loaded.ok()) return ReportError(loaded.status());
+  if (!loaded.ok()) {
+    // A model is planned by `plan`; `solve` takes its records (say how).
+    // The format is looked at again only here, on the way out.
+    if (Result<InputFormat> f = DetectInputFormat(o.input); f.ok() && *f == InputFormat::kOnnx)
+      return ReportError(InvalidArgument(o.input + ": an ONNX model; solve takes a problem file: write the model's "
+                                         "records with `tensormem records " + o.input +
+                                         " --out records.csv`, then solve that (or `tensormem plan " + o.input +
+                                         " -s exact`)"));
+    return ReportError(loaded.status());
+  }
   // Reading is not solving: the time limit covers the solve only.
   const double read_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
