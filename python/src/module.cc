@@ -601,6 +601,7 @@ PYBIND11_MODULE(_tensormem, m) {
       .def_property_readonly("relay_height", [](const PySolveResult& s) { return s.r.relay_height; })
       .def_property_readonly("relay_samples", [](const PySolveResult& s) { return s.r.relay_samples; })
       .def_property_readonly("relay_sample_plans", [](const PySolveResult& s) { return s.r.relay_sample_plans; })
+      .def_property_readonly("threads", [](const PySolveResult& s) { return s.r.threads; })
       .def_property_readonly("offsets", [](py::object self) -> py::object {
         PySolveResult& s = self.cast<PySolveResult&>();
         if (!s.r.has_plan) return py::none();
@@ -615,8 +616,12 @@ PYBIND11_MODULE(_tensormem, m) {
       "_solve",
       [](const std::shared_ptr<PyProblem>& p, std::optional<std::uint64_t> capacity, double time_limit,
          bool minimize, std::uint64_t node_limit, std::uint64_t alignment, bool iis,
-         const py::object& start) {
+         const py::object& start, std::uint64_t threads) {
         SolverParams params;
+        if (threads > kMaxSolverThreads)
+          throw py::value_error("threads must be at most " + std::to_string(kMaxSolverThreads) +
+                                " (0: one per hardware thread), got " + std::to_string(threads));
+        params.threads = static_cast<unsigned>(threads);
         // A start: one offset per buffer, a plan of the problem (the
         // validator's word, capacity aside), else ValueError.
         std::optional<OffsetsPlan> start_plan;
@@ -657,7 +662,8 @@ PYBIND11_MODULE(_tensormem, m) {
         return out;
       },
       py::arg("problem"), py::arg("capacity"), py::arg("time_limit"), py::arg("minimize"),
-      py::arg("node_limit"), py::arg("alignment"), py::arg("iis"), py::arg("start") = py::none());
+      py::arg("node_limit"), py::arg("alignment"), py::arg("iis"), py::arg("start") = py::none(),
+      py::arg("threads") = 1);
 
   // Allocators.
   m.def("_non_negative", &NonNegative, py::arg("value"), py::arg("name"),

@@ -78,13 +78,16 @@ def plan(sizes: Union[ArrayLike, Problem], first: Optional[ArrayLike] = None,
 
 def solve(problem: Union[Problem, PathLike], capacity: Optional[int] = None,
           time_limit: float = 10.0, minimize: bool = False, node_limit: int = 0,
-          alignment: int = 1, iis: bool = False, start=None) -> SolveResult:
+          alignment: int = 1, iis: bool = False, start=None, threads: int = 1) -> SolveResult:
     """The exact offset solver. Without a capacity (or with ``minimize``):
     the smallest arena, anytime, with a proven lower bound. With one: a plan
     that fits (``status == "feasible"``/``"optimal"``), ``"infeasible"`` (a
     proof; ``iis=True`` names a subset) or ``"unknown"`` at the limit.
     ``start``: offsets to start from, one per buffer (e.g. a previous
     result's ``offsets``); they must form a plan (``ValueError`` otherwise).
+    ``threads``: searches racing on threads, each in its own buffer order,
+    sharing plans and bounds (0: one per hardware thread); beyond 1 the
+    answer may differ between runs.
     Ctrl-C stops the search and raises ``KeyboardInterrupt``.
     """
     if not isinstance(problem, Problem):
@@ -92,7 +95,8 @@ def solve(problem: Union[Problem, PathLike], capacity: Optional[int] = None,
     if time_limit is None:
         time_limit = float("inf")
     return _tm._solve(problem, _count("capacity", capacity, optional=True), float(time_limit), minimize,
-                      _count("node_limit", node_limit), _count("alignment", alignment), iis, start)
+                      _count("node_limit", node_limit), _count("alignment", alignment), iis, start,
+                      _count("threads", threads))
 
 
 def load_problem(path: PathLike) -> Problem:

@@ -61,6 +61,34 @@ def test_ctrl_c_stops_the_search():
     assert time.perf_counter() - start < 5
 
 
+def test_ctrl_c_stops_a_race_of_searches():
+    # The searches on other threads stop with the one on the calling thread,
+    # which is where Python sees the signal.
+    prob = hard(400, 3)
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.perf_counter()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            tm.solve(prob, time_limit=60, minimize=True, threads=3)
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - start < 5
+
+
+def test_threads():
+    prob = tm.Problem.from_arrays([4, 4, 4, 8, 3], [0, 0, 1, 2, 0], [1, 2, 3, 3, 3])
+    one = tm.solve(prob, time_limit=5)
+    raced = tm.solve(prob, time_limit=5, threads=3)
+    assert raced.threads == 3 and one.threads == 1
+    assert raced.status == one.status == "optimal" and raced.height == one.height
+    assert len(raced.offsets) == 5
+    with pytest.raises(ValueError, match="threads must be at most 256"):
+        tm.solve(prob, threads=257)
+    with pytest.raises(ValueError, match="threads must be non-negative"):
+        tm.solve(prob, threads=-1)
+
+
 def test_start_from_a_previous_plan():
     prob = hard(120, 5)
     first = tm.solve(prob, node_limit=50000)

@@ -64,6 +64,7 @@ Result<IisResult> IrreducibleInfeasibleSubset(const Problem& problem, std::uint6
   test.progress_to_stderr = false;
   test.on_progress = nullptr;
   test.initial_plan = nullptr;
+  test.threads = 1;  // each test is small; a race would only add threads
   test.time_limit_seconds = params.iis_time_limit_seconds / static_cast<double>(std::max<std::size_t>(set.size(), 1));
   out.irreducible = true;
   const std::vector<std::size_t> candidates = set;

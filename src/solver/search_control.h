@@ -5,6 +5,7 @@
 // depends on the clock except stopping.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -111,22 +112,24 @@ class SearchControl {
     p.lower_bound = lower_bound_;
     p.nodes = nodes_;
     p.seconds = seconds;
-    if (progress_to_stderr_) {
-      if (has_plan_) {
-        const double gap = best_ ? static_cast<double>(best_ - std::min(best_, lower_bound_)) /
-                                       static_cast<double>(best_)
-                                 : 0.0;
-        std::fprintf(stderr, "[solve] %8.1f s  best %llu  bound %llu  gap %.4f%%  nodes %llu\n",
-                     seconds, static_cast<unsigned long long>(best_),
-                     static_cast<unsigned long long>(lower_bound_), gap * 100,
-                     static_cast<unsigned long long>(nodes_));
-      } else {
-        std::fprintf(stderr, "[solve] %8.1f s  best none  bound %llu  nodes %llu\n", seconds,
-                     static_cast<unsigned long long>(lower_bound_),
-                     static_cast<unsigned long long>(nodes_));
-      }
-    }
+    if (progress_to_stderr_) PrintProgress(p);
     if (on_progress_) on_progress_(p);
+  }
+
+  // The progress line on stderr (also the race's, solver/race.h).
+  static void PrintProgress(const SolveProgress& p) {
+    if (p.has_plan) {
+      const std::uint64_t best = p.best_height;
+      const double gap = best ? static_cast<double>(best - std::min(best, p.lower_bound)) /
+                                    static_cast<double>(best)
+                              : 0.0;
+      std::fprintf(stderr, "[solve] %8.1f s  best %llu  bound %llu  gap %.4f%%  nodes %llu\n", p.seconds,
+                   static_cast<unsigned long long>(best), static_cast<unsigned long long>(p.lower_bound),
+                   gap * 100, static_cast<unsigned long long>(p.nodes));
+    } else {
+      std::fprintf(stderr, "[solve] %8.1f s  best none  bound %llu  nodes %llu\n", p.seconds,
+                   static_cast<unsigned long long>(p.lower_bound), static_cast<unsigned long long>(p.nodes));
+    }
   }
 
  private:

@@ -31,6 +31,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "core/checked_math.h"
@@ -38,6 +39,7 @@
 #include "solver/iis.h"
 #include "solver/instance.h"
 #include "solver/portfolio.h"
+#include "solver/race.h"
 #include "solver/relay.h"
 #include "solver/search_control.h"
 #include "tensormem/lower_bounds.h"
@@ -140,13 +142,26 @@ Status PartHeuristic(const Problem& problem, std::uint64_t alignment, const Heur
 
 class Solve {
  public:
-  Solve(const Problem& problem, const SolverParams& params, std::optional<std::uint64_t> capacity)
+  Solve(const Problem& problem, const SolverParams& params, std::optional<std::uint64_t> capacity,
+        solver::RaceShared* race = nullptr)
       : problem_(problem),
         params_(params),
         capacity_(capacity),
         control_(params.time_limit_seconds, params.node_limit, params.progress_to_stderr,
-                 params.on_progress, params.progress_interval_seconds) {
-    control_.SetShouldStop(params.should_stop);
+                 params.on_progress, params.progress_interval_seconds),
+        race_(race) {
+    if (race_ == nullptr) {
+      control_.SetShouldStop(params.should_stop);
+    } else {
+      control_.SetShouldStop([race, stop = params.should_stop] {
+        if (race->done.load(std::memory_order_relaxed)) return true;
+        if (stop && stop()) {
+          race->done.store(true);
+          return true;
+        }
+        return false;
+      });
+    }
     deep_params_ = params;
     deep_params_.portfolio.clear();
     for (const SearchConfig& config : params.portfolio)
@@ -166,6 +181,11 @@ class Solve {
   Result<SolveResult> OutOfTime(const Status& why);
   std::uint64_t AssembledHeight() const;
   std::vector<std::uint64_t> AssembledOffsets() const;
+  // The height the descent works below: `own` (this search's best plan),
+  // or a racing search's lower plan (SolverParams::threads).
+  std::uint64_t Frontier(std::uint64_t own) const {
+    return race_ ? std::min(own, race_->best.load(std::memory_order_relaxed)) : own;
+  }
   void Publish();
   // Every partition fits under `target`: kFound, or why not; on
   // kExhausted, *proven is the least height the failing partition can have.
@@ -216,6 +236,7 @@ class Solve {
   SolverParams deep_params_;
   std::optional<std::uint64_t> capacity_;
   SearchControl control_;
+  solver::RaceShared* race_;  // null unless racing (SolverParams::threads)
   solver::Presolved presolved_;
   std::vector<Part> parts_;
   std::optional<OffsetsPlan> global_;  // heuristic / initial plan of the whole problem
@@ -271,6 +292,7 @@ Result<SolveResult> Solve::OutOfTime(const Status& why) {
 
 void Solve::Infeasible(std::string reason, std::vector<std::size_t> culprits) {
   infeasible_ = true;
+  if (race_) race_->done.store(true);  // the other searches cannot find a plan
   result_.reason = std::move(reason);
   culprits_ = std::move(culprits);
 }
@@ -294,6 +316,16 @@ std::vector<std::uint64_t> Solve::AssembledOffsets() const {
 void Solve::Publish() {
   std::uint64_t best = AssembledHeight();
   if (global_) best = std::min(best, global_->total);
+  if (race_) {
+    // Plans and bounds go both ways; the searches stop once the lowest plan
+    // is proven optimal, or (kFit) fits.
+    race_->OfferBest(best);
+    race_->OfferBound(lower_bound_);
+    lower_bound_ = std::max(lower_bound_, race_->bound.load(std::memory_order_relaxed));
+    const std::uint64_t lowest = race_->best.load(std::memory_order_relaxed);
+    if (lowest <= lower_bound_ || (params_.goal == SolveGoal::kFit && capacity_ && lowest <= *capacity_))
+      race_->done.store(true);
+  }
   control_.SetBest(true, best);
   control_.SetLowerBound(lower_bound_);
 }
@@ -319,7 +351,9 @@ void Solve::Minimize() {
   std::uint64_t ub = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
   std::uint64_t soft = lower_bound_;
   std::uint64_t budget = std::max<std::uint64_t>(params_.probe_node_budget, 1);
-  while (ub > lower_bound_ && !control_.stopped()) {
+  while (!control_.stopped()) {
+    ub = Frontier(ub);
+    if (ub <= lower_bound_) break;
     if (soft >= ub) {
       soft = lower_bound_;
       budget = budget > UINT64_MAX / 4 ? UINT64_MAX : budget * 4;
@@ -354,7 +388,8 @@ void Solve::Minimize() {
 // step is down to one byte (one granule, after rounding) the searches there
 // go on until the limits: the fit question just below the best plan.
 void Solve::Descend() {
-  std::uint64_t ub = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
+  // ub: the frontier (this search's best plan, or a racing search's).
+  std::uint64_t ub = Frontier(std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX));
   if (ub <= lower_bound_) return;
   std::uint64_t step = std::max<std::uint64_t>((ub - lower_bound_) / 64, 1);
   const std::uint64_t budget = std::max<std::uint64_t>(params_.probe_node_budget, 1);
@@ -377,6 +412,7 @@ void Solve::Descend() {
       lower_bound_ = std::max(lower_bound_, proven);
     }
     Publish();
+    ub = Frontier(ub);
     if (ub <= lower_bound_ || control_.stopped()) return;
     step = std::max<std::uint64_t>((ub - lower_bound_) / 64, 1);
   }
@@ -386,7 +422,9 @@ void Solve::Descend() {
   for (const Part& p : parts_) deep = deep && !p.inst->needs_general;
   std::uint64_t spent_here = 0;  // nodes spent at the current target
   std::uint64_t last_target = UINT64_MAX;
-  while (ub > lower_bound_ && !control_.stopped()) {
+  while (!control_.stopped()) {
+    ub = Frontier(ub);
+    if (ub <= lower_bound_) break;
     step = std::clamp<std::uint64_t>(step, 1, ub - lower_bound_);
     const std::uint64_t target = ub - step;
     if (target != last_target) spent_here = 0;
@@ -419,7 +457,7 @@ void Solve::Descend() {
       } else {
         RelaySample();
       }
-      ub = std::min({ub, AssembledHeight(), global_ ? global_->total : UINT64_MAX});
+      ub = Frontier(std::min({ub, AssembledHeight(), global_ ? global_->total : UINT64_MAX}));
     }
     if (deep && stalled && ub > lower_bound_ && !control_.stopped()) {
       // The descent is stalled: the deep probe's turn (see SolverParams).
@@ -547,6 +585,7 @@ bool Solve::NestedParams(std::uint64_t node_budget, double share, SolverParams* 
   sp->progress_to_stderr = false;
   sp->on_progress = nullptr;
   sp->initial_plan = nullptr;
+  sp->threads = 1;  // nested in one search of a race, or in a solve of one
   sp->node_limit = node_budget;
   if (params_.node_limit > 0) {
     const std::uint64_t left =
@@ -567,7 +606,7 @@ bool Solve::NestedParams(std::uint64_t node_budget, double share, SolverParams* 
 void Solve::RelayProbe() {
   if (!relay_pending_) return;
   relay_pending_ = false;
-  const std::uint64_t best = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
+  const std::uint64_t best = Frontier(std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX));
   if (best <= lower_bound_ || (capacity_ && params_.goal == SolveGoal::kFit && best <= *capacity_) ||
       problem_.buffers.size() > params_.relay_max_buffers)
     return;
@@ -620,7 +659,7 @@ bool Solve::AdoptRelayPlan(const OffsetsPlan& merged_plan, std::uint64_t best) {
 void Solve::RelaySample() {
   if (!params_.relay_samples || !relay_chains_ || control_.stopped()) return;
   if (relay_nodes_ > control_.nodes() - relay_nodes_) return;
-  const std::uint64_t best = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
+  const std::uint64_t best = Frontier(std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX));
   if (best <= lower_bound_) return;
   // Heights of one granule are one question (a plan's height rounds up to
   // it); partitions of different granules: bytes.
@@ -762,7 +801,7 @@ Result<SolveResult> Solve::Run() {
   if (params_.time_limit_seconds <= 0) return Finish();
 
   const std::uint64_t best = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
-  if (capacity_ && best > *capacity_) {
+  if (capacity_ && Frontier(best) > *capacity_) {
     // Fit first (both goals need a plan within the capacity). With the
     // relay probe, the search gets relay_after_nodes first, then the merged
     // problem its turn, then the search goes on where it stopped.
@@ -775,8 +814,12 @@ Result<SolveResult> Solve::Run() {
           out = SearchOutcome::kFound;
       }
     }
-    if (out == SearchOutcome::kLimit && !control_.stopped())
-      out = TryTarget(*capacity_, UINT64_MAX, nullptr);
+    // Racing to minimise, a search stops fitting once another has fitted
+    // (slices of 2^16 nodes continue one search; it descends from there).
+    const std::uint64_t slice = race_ && params_.goal == SolveGoal::kMinimize ? std::uint64_t{1} << 16
+                                                                              : UINT64_MAX;
+    while (out == SearchOutcome::kLimit && !control_.stopped() && Frontier(best) > *capacity_)
+      out = TryTarget(*capacity_, slice, nullptr);
     if (out == SearchOutcome::kExhausted) {
       Infeasible("the search proved that no placement fits in " + std::to_string(*capacity_) +
                      " bytes",
@@ -784,7 +827,7 @@ Result<SolveResult> Solve::Run() {
       return Finish();
     }
     Publish();
-    if (out == SearchOutcome::kLimit) return Finish();
+    if (out == SearchOutcome::kLimit && Frontier(best) > *capacity_) return Finish();
   }
   if (params_.goal == SolveGoal::kMinimize) {
     if (params_.restriction_bound) PlanWindows();
@@ -800,7 +843,7 @@ Result<SolveResult> Solve::Finish() {
   if (infeasible_) {
     r.status = SolveStatus::kInfeasible;
     r.lower_bound = std::max(lower_bound_, capacity_ ? *capacity_ + 1 : 0);
-    if (params_.compute_iis) {
+    if (params_.compute_iis && !(race_ && race_->iis_claimed.exchange(true))) {
       TM_ASSIGN_OR_RETURN(solver::IisResult iis,
                           solver::IrreducibleInfeasibleSubset(problem_, *capacity_, params_,
                                                               culprits_));
@@ -878,8 +921,23 @@ Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& par
   const std::optional<std::uint64_t> capacity = params.capacity ? params.capacity : problem.capacity;
   if (params.goal == SolveGoal::kFit && !capacity)
     return InvalidArgument("the fit goal needs a capacity (SolverParams::capacity or Problem::capacity)");
+  if (params.threads > kMaxSolverThreads)
+    return InvalidArgument("SolverParams::threads must be at most " + std::to_string(kMaxSolverThreads) +
+                           " (0: one per hardware thread), got " + std::to_string(params.threads));
+  const unsigned threads =
+      params.threads == 0 ? std::clamp(std::thread::hardware_concurrency(), 1u, kMaxSolverThreads)
+                          : params.threads;
+  // A race needs a search: time_limit 0 runs the heuristics alone.
+  if (threads > 1 && params.time_limit_seconds > 0) return solver::SolveRace(problem, params, threads);
   // On the heap: the state is large, and SolveOffsets nests (IIS tests).
   auto solve = std::make_unique<Solve>(problem, params, capacity);
+  return solve->Run();
+}
+
+Result<SolveResult> solver::SolveRaceMember(const Problem& problem, const SolverParams& params,
+                                            RaceShared* race) {
+  const std::optional<std::uint64_t> capacity = params.capacity ? params.capacity : problem.capacity;
+  auto solve = std::make_unique<Solve>(problem, params, capacity, race);
   return solve->Run();
 }
 

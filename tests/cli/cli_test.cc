@@ -125,6 +125,27 @@ TEST_F(CliTest, SolveStartsFromAGivenPlan) {
   EXPECT_NE(r.out.find("refusing to overwrite"), std::string::npos) << r.out;
 }
 
+// solve --threads: a race of searches answers as one search does (a plan in
+// the input's ids, checked by --start's validator on the way back in).
+TEST_F(CliTest, SolveWithThreads) {
+  const std::string in = Write("five.csv", kFive);
+  const std::string out = (dir_ / "raced.csv").string();
+  CliRun r = Cli("solve " + in + " --threads 3 --json --time-limit 5 -o " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["threads"], 3);
+  EXPECT_EQ(j["height"], 12);
+  EXPECT_EQ(j["status"], "optimal");
+  r = Cli("solve " + in + " --start " + out + " --json --time-limit 0");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["start"], 12);
+  r = Cli("solve " + in + " --threads 3 --capacity 11 --iis --json --time-limit 5");
+  EXPECT_EQ(r.code, 3) << r.out;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["status"], "infeasible");
+  EXPECT_FALSE(j["infeasible_subset_ids"].empty());
+}
+
 TEST_F(CliTest, BadInputExitsWithTwoAndNamesFileLineField) {
   CliRun r = Cli("plan " + Write("bad.csv", "id,lower,upper,size\na,0,1,4\nb,0,1,x\n"));
   EXPECT_EQ(r.code, 2);

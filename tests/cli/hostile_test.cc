@@ -55,6 +55,7 @@ TEST_F(Hostile, NumericOptionsNeverWrapOrSaturate) {
   for (const std::string& args :
        {"solve " + in + " --capacity -5", "solve " + in + " --capacity 99999999999999999999999",
         "solve " + in + " --nodes -1", "solve " + in + " --align 99999999999999999999999",
+        "solve " + in + " --threads -1", "solve " + in + " --threads 257",
         "plan " + in + " --align 99999999999999999999999", "plan " + in + " --align 3",
         "plan " + in + " --align -64", "plan " + in + " --time-limit 1e300",
         "plan " + in + " --time-limit nan", "solve " + in + " --time-limit -1",

@@ -3,6 +3,7 @@
 // minimise mode, anytime behaviour, determinism and bad input. Every plan
 // it returns is checked by the one validator.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 #include <gtest/gtest.h>
@@ -1535,6 +1537,139 @@ TEST(Solver, MiniMallocJFitsWithinHalfAPercentOfItsBound) {
   EXPECT_TRUE(valid.ok()) << valid.ToString();
   EXPECT_EQ(PeakLiveBytes(*p), 989'184u);
   EXPECT_LE(static_cast<double>(plan.total), 1.005 * 989'184);
+}
+
+// ---- Racing searches (SolverParams::threads) -----------------------------
+
+// The race against brute force: plain, aligned, fixed offsets and gaps,
+// minimise and fit, with 2-4 searches (each in its own buffer order; the
+// answer mapped back to the problem's).
+TEST(SolverRace, MinimumAndFitMatchBruteForce) {
+  std::mt19937_64 rng(23);
+  int checked = 0;
+  for (int t = 0; t < 120; ++t) {
+    const Problem p = RandomProblem(rng, 2 + static_cast<int>(rng() % 6), t % 2 == 1);
+    if (!CheckProblem(p).ok() || !CheckFixedOffsets(p).ok()) continue;
+    ++checked;
+    const std::uint64_t opt = BruteForceHeight(p, 1);
+    SolverParams params = Exact();
+    params.threads = 2 + static_cast<unsigned>(t % 3);
+    Result<SolveResult> r = SolveOffsets(p, params);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->threads, params.threads);
+    ASSERT_EQ(r->status, SolveStatus::kOptimal) << "case " << t;
+    ASSERT_EQ(r->height, opt) << "case " << t;
+    ASSERT_EQ(r->lower_bound, opt);
+    ASSERT_TRUE(ValidateOffsetsPlan(p, r->plan).ok()) << "case " << t;
+
+    params.goal = SolveGoal::kFit;
+    params.capacity = opt;
+    r = SolveOffsets(p, params);
+    ASSERT_TRUE(r.ok());
+    ASSERT_TRUE(r->status == SolveStatus::kOptimal || r->status == SolveStatus::kFeasible) << "case " << t;
+    Problem bounded = p;
+    bounded.capacity = opt;
+    ASSERT_TRUE(ValidateOffsetsPlan(bounded, r->plan).ok()) << "case " << t;
+    if (opt == 0) continue;
+    params.capacity = opt - 1;
+    params.compute_iis = true;
+    r = SolveOffsets(p, params);
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(r->status, SolveStatus::kInfeasible) << "case " << t;
+    ASSERT_GE(r->lower_bound, opt);
+    // The subset is named in the problem's own indices: alone it does not fit.
+    ASSERT_FALSE(r->infeasible_subset.empty());
+    ASSERT_TRUE(std::is_sorted(r->infeasible_subset.begin(), r->infeasible_subset.end()));
+    Problem subset;
+    for (std::size_t i : r->infeasible_subset) {
+      ASSERT_LT(i, p.buffers.size());
+      subset.buffers.push_back(p.buffers[i]);
+    }
+    ASSERT_GT(BruteForceHeight(subset, 1), opt - 1) << "case " << t;
+  }
+  EXPECT_GE(checked, 100);
+}
+
+// Fixed offsets and a starting plan stay with their buffers in every order.
+TEST(SolverRace, FixedOffsetsAndTheStartPlanFollowTheirBuffers) {
+  Problem p = Hard(120, 9);
+  p.buffers[3].fixed_offset = 0;
+  p.buffers[50].fixed_offset = 4096;
+  ASSERT_TRUE(CheckFixedOffsets(p).ok());
+  SolverParams params;
+  params.time_limit_seconds = 0;
+  Result<SolveResult> start = SolveOffsets(p, params);
+  ASSERT_TRUE(start.ok());
+  params.time_limit_seconds = std::numeric_limits<double>::infinity();
+  params.node_limit = 4000;
+  params.threads = 4;
+  params.heuristic_incumbent = false;  // the start plan is the only incumbent
+  params.initial_plan = &start->plan;
+  Result<SolveResult> r = SolveOffsets(p, params);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->has_plan);
+  EXPECT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
+  EXPECT_EQ(r->plan.offsets[3], 0u);
+  EXPECT_EQ(r->plan.offsets[50], 4096u);
+  EXPECT_LE(r->height, start->height);
+  EXPECT_LE(r->nodes, 4000u);  // the node limit is shared, not per search
+  EXPECT_EQ(r->threads, 4u);
+}
+
+// The caller's stop request and progress callback run on the calling thread
+// only (a binding's Ctrl-C check must); the last report counts every
+// search's nodes.
+TEST(SolverRace, StopAndProgressStayOnTheCallingThread) {
+  const Problem p = Hard(2000, 4);  // not solved within seconds
+  const std::thread::id caller = std::this_thread::get_id();
+  SolverParams params;
+  params.threads = 3;
+  params.time_limit_seconds = 60;  // the stop request, not the clock, ends it
+  params.bound_probe = false;
+  params.progress_interval_seconds = 0.01;
+  std::atomic<int> polls{0}, foreign{0}, reports{0};
+  SolveProgress last;
+  params.should_stop = [&] {
+    if (std::this_thread::get_id() != caller) ++foreign;
+    return ++polls > 50;
+  };
+  params.on_progress = [&](const SolveProgress& pr) {
+    if (std::this_thread::get_id() != caller) ++foreign;
+    ++reports;
+    last = pr;
+  };
+  Result<SolveResult> r = SolveOffsets(p, params);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(foreign.load(), 0);
+  EXPECT_GT(polls.load(), 50);
+  EXPECT_NE(r->status, SolveStatus::kOptimal);
+  EXPECT_LT(r->seconds, 30.0);
+  ASSERT_TRUE(r->has_plan);
+  EXPECT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
+  EXPECT_GE(reports.load(), 1);
+  EXPECT_EQ(last.nodes, r->nodes);
+  EXPECT_EQ(last.best_height, r->height);
+}
+
+TEST(SolverRace, ThreadCounts) {
+  const Problem p = Hard(60, 5);
+  SolverParams params;
+  params.threads = kMaxSolverThreads + 1;
+  Result<SolveResult> r = SolveOffsets(p, params);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("threads"), std::string::npos) << r.status().ToString();
+  params.threads = 0;  // one per hardware thread
+  params.node_limit = 2000;
+  r = SolveOffsets(p, params);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->threads, std::clamp(std::thread::hardware_concurrency(), 1u, kMaxSolverThreads));
+  EXPECT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
+  params.threads = 4;
+  params.time_limit_seconds = 0;  // heuristics only: nothing to race
+  r = SolveOffsets(p, params);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->threads, 1u);
 }
 
 // The presolve's split sort is std::stable_sort when its deadline does not

@@ -1,6 +1,6 @@
 // tensormem solve INPUT [--capacity N] [--minimize] [--time-limit SECONDS]
 //                       [--nodes N] [--align N] [--out PLAN.csv] [--json]
-//                       [--progress] [--iis] [--start PLAN]
+//                       [--progress] [--iis] [--start PLAN] [--threads N]
 //
 // The exact offset solver. With a capacity (option or the input's own) it
 // answers "does it fit?" and stops at the first plan that does (--minimize:
@@ -43,6 +43,7 @@ struct SolveOptions {
   bool iis = false;
   bool restriction_bound = false;
   std::string start;
+  unsigned threads = 1;
 };
 
 // The offsets in `path` (LoadOffsets: an id,offset CSV or a problem file
@@ -103,6 +104,7 @@ int RunSolve(const SolveOptions& o) {
   params.progress_to_stderr = o.progress;
   params.restriction_bound = o.restriction_bound;
   params.compute_iis = o.iis;
+  params.threads = o.threads;
   std::optional<OffsetsPlan> start_plan;
   if (!o.start.empty()) {
     Result<OffsetsPlan> read = ReadStartPlan(o.start, problem, o.align);
@@ -130,6 +132,7 @@ int RunSolve(const SolveOptions& o) {
                         {"seconds", r.seconds},
                         {"read_seconds", read_seconds},
                         {"nodes", r.nodes},
+                        {"threads", r.threads},
                         {"buffers", problem.buffers.size()},
                         {"partitions", r.partitions},
                         {"heuristic", r.heuristic_height},
@@ -170,7 +173,7 @@ int RunSolve(const SolveOptions& o) {
     if (r.has_plan) std::cout << "gap:         " << FormatDouble(r.gap * 100, 3) << "%\n";
     std::cout << "seconds:     " << FormatDouble(r.seconds, 3) << " (reading the input: "
               << FormatDouble(read_seconds, 3) << ")\n";
-    std::cout << "nodes:       " << r.nodes << '\n';
+    std::cout << "nodes:       " << r.nodes << (r.threads > 1 ? " (" + std::to_string(r.threads) + " searches)" : std::string()) << '\n';
     if (!r.reason.empty()) std::cout << "reason:      " << r.reason << '\n';
     if (o.iis && r.status == SolveStatus::kInfeasible) {
       std::cout << (r.subset_irreducible ? "irreducible infeasible subset:" : "infeasible subset (not proven irreducible):");
@@ -226,6 +229,11 @@ void AddSolveCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--start", o->start,
                   "a plan to start from, checked by the validator: a problem file with an offset "
                   "per buffer (as -o writes it) or a CSV of id,offset rows");
+  cmd->add_option("--threads", o->threads,
+                  "searches racing on threads, each in its own buffer order, sharing plans and "
+                  "bounds (0: one per hardware thread); beyond 1 the answer may differ between runs")
+      ->capture_default_str()
+      ->check(CLI::Range(0u, kMaxSolverThreads));
   cmd->callback([o, exit_code] { *exit_code = RunSolve(*o); });
 }
 
