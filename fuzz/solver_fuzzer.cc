@@ -5,7 +5,8 @@
 // the greedy planner fits the capacity, and "optimal" never above the greedy
 // plan. Both goals: minimise, and fit in a capacity taken from the bytes.
 // An infeasible subset (half the fits ask for one) does not fit alone and,
-// when called irreducible, fits without any one of its buffers.
+// when called irreducible, fits without any one of its buffers. One to
+// three searches race (SolverParams::threads), by the input's length.
 // Seeds: fuzz/corpus/csv.
 #include <cstdint>
 #include <sstream>
@@ -32,6 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     params.node_limit = 20'000;
     params.time_limit_seconds = 2.0;
     params.iis_time_limit_seconds = 0.5;
+    params.threads = 1 + static_cast<unsigned>(size / 7 % 3);
     params.compute_iis = goal == SolveGoal::kFit && (size & 1) != 0;
     if (goal == SolveGoal::kFit && !problem->capacity) {
       // A capacity from the bytes: around the greedy plan's height.

@@ -276,9 +276,11 @@ struct SolverParams {
   // an order shuffled from seed k: the order breaks the searches' ties, and
   // on hard instances results spread widely between orders (MiniMalloc J at
   // 60 s: 1.43-2.91 % above its bound over six orders). They share the
-  // lowest plan height and the highest proven bound: each descends below the
-  // lowest plan of any, and all stop once one proves the optimum, proves
-  // that nothing fits, or (kFit) finds a plan. node_limit is split evenly
+  // lowest plan height and the highest proven bound: searches 1.. descend
+  // below the lowest plan of any, search 0 keeps its own descent (so a race
+  // searches at least as well as one thread, on a busier machine), and all
+  // stop once one proves the optimum, proves that nothing fits, or (kFit)
+  // finds a plan. node_limit is split evenly
   // between them, and each holds its own copy of the problem and its own
   // search memory. The answer is the lowest plan, validated like every
   // other; beyond one thread it may differ from run to run.

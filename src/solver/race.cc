@@ -143,7 +143,7 @@ Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params
     // search's is the answer's.
     Result<SolveResult> r = Internal("search " + std::to_string(k) + " did not run");
     try {
-      r = SolveRaceMember(k == 0 ? problem : m.problem, m.params, &race);
+      r = SolveRaceMember(k == 0 ? problem : m.problem, m.params, &race, /*follow_frontier=*/k > 0);
     } catch (const std::bad_alloc&) {
       r = ResourceExhausted("out of memory in search " + std::to_string(k) + " of " + std::to_string(threads) +
                             " (SolverParams::threads: each search holds its own copy of the problem)");

@@ -2,11 +2,13 @@
 // several threads, each in its own buffer order (search 0 in the problem's,
 // search k in one shuffled from seed k). The order breaks the engines' ties,
 // so the searches explore different plans; what they share is two numbers
-// and a flag: the lowest plan height any has found (each descends below
-// it), the highest bound any has proven (valid for all: the same buffers),
-// and "done" (the optimum proven, nothing fits, or a fit found). Their plans
-// stay their own; the answer is the lowest, mapped back to the problem's
-// order and validated.
+// and a flag: the lowest plan height any has found (searches 1.. descend
+// below it; search 0 keeps its own descent, so a race is never a worse
+// search than one thread alone, only a busier machine), the highest bound
+// any has proven (valid for all: the same buffers), and "done" (the
+// optimum proven, nothing fits, or a fit found). Their plans stay their
+// own; the answer is the lowest, mapped back to the problem's order and
+// validated.
 #pragma once
 
 #include <atomic>
@@ -39,9 +41,11 @@ struct RaceShared {
 };
 
 // One search of a race: SolveOffsets on validated input, sharing `race`
-// (solver.cc).
+// (solver.cc). It always shares its plans' heights and takes the race's
+// bound and stop flag; `follow_frontier`: it also descends below the race's
+// lowest plan rather than its own.
 Result<SolveResult> SolveRaceMember(const Problem& problem, const SolverParams& params,
-                                    RaceShared* race);
+                                    RaceShared* race, bool follow_frontier);
 
 // The race of `threads` (>= 2) searches (race.cc); params validated.
 Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params,

@@ -143,13 +143,14 @@ Status PartHeuristic(const Problem& problem, std::uint64_t alignment, const Heur
 class Solve {
  public:
   Solve(const Problem& problem, const SolverParams& params, std::optional<std::uint64_t> capacity,
-        solver::RaceShared* race = nullptr)
+        solver::RaceShared* race = nullptr, bool follow_frontier = false)
       : problem_(problem),
         params_(params),
         capacity_(capacity),
         control_(params.time_limit_seconds, params.node_limit, params.progress_to_stderr,
                  params.on_progress, params.progress_interval_seconds),
-        race_(race) {
+        race_(race),
+        follow_frontier_(race != nullptr && follow_frontier) {
     if (race_ == nullptr) {
       control_.SetShouldStop(params.should_stop);
     } else {
@@ -182,9 +183,10 @@ class Solve {
   std::uint64_t AssembledHeight() const;
   std::vector<std::uint64_t> AssembledOffsets() const;
   // The height the descent works below: `own` (this search's best plan),
-  // or a racing search's lower plan (SolverParams::threads).
+  // or, following the race's frontier (SolverParams::threads), a racing
+  // search's lower plan.
   std::uint64_t Frontier(std::uint64_t own) const {
-    return race_ ? std::min(own, race_->best.load(std::memory_order_relaxed)) : own;
+    return follow_frontier_ ? std::min(own, race_->best.load(std::memory_order_relaxed)) : own;
   }
   void Publish();
   // Every partition fits under `target`: kFound, or why not; on
@@ -237,6 +239,7 @@ class Solve {
   std::optional<std::uint64_t> capacity_;
   SearchControl control_;
   solver::RaceShared* race_;  // null unless racing (SolverParams::threads)
+  bool follow_frontier_;      // descend below the race's lowest plan
   solver::Presolved presolved_;
   std::vector<Part> parts_;
   std::optional<OffsetsPlan> global_;  // heuristic / initial plan of the whole problem
@@ -816,7 +819,7 @@ Result<SolveResult> Solve::Run() {
     }
     // Racing to minimise, a search stops fitting once another has fitted
     // (slices of 2^16 nodes continue one search; it descends from there).
-    const std::uint64_t slice = race_ && params_.goal == SolveGoal::kMinimize ? std::uint64_t{1} << 16
+    const std::uint64_t slice = follow_frontier_ && params_.goal == SolveGoal::kMinimize ? std::uint64_t{1} << 16
                                                                               : UINT64_MAX;
     while (out == SearchOutcome::kLimit && !control_.stopped() && Frontier(best) > *capacity_)
       out = TryTarget(*capacity_, slice, nullptr);
@@ -935,9 +938,9 @@ Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& par
 }
 
 Result<SolveResult> solver::SolveRaceMember(const Problem& problem, const SolverParams& params,
-                                            RaceShared* race) {
+                                            RaceShared* race, bool follow_frontier) {
   const std::optional<std::uint64_t> capacity = params.capacity ? params.capacity : problem.capacity;
-  auto solve = std::make_unique<Solve>(problem, params, capacity, race);
+  auto solve = std::make_unique<Solve>(problem, params, capacity, race, follow_frontier);
   return solve->Run();
 }
 
