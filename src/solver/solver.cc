@@ -819,10 +819,17 @@ Result<SolveResult> Solve::Run() {
     }
     // Racing to minimise, a search stops fitting once another has fitted
     // (slices of 2^16 nodes continue one search; it descends from there).
-    const std::uint64_t slice = follow_frontier_ && params_.goal == SolveGoal::kMinimize ? std::uint64_t{1} << 16
-                                                                              : UINT64_MAX;
-    while (out == SearchOutcome::kLimit && !control_.stopped() && Frontier(best) > *capacity_)
+    // Not with the general engine, which starts over at every probe.
+    bool sliced = follow_frontier_ && params_.goal == SolveGoal::kMinimize;
+    for (const Part& p : parts_) sliced = sliced && !p.inst->needs_general;
+    const std::uint64_t slice = sliced ? std::uint64_t{1} << 16 : UINT64_MAX;
+    while (out == SearchOutcome::kLimit && !control_.stopped() && Frontier(best) > *capacity_) {
+      const std::uint64_t before = control_.nodes();
       out = TryTarget(*capacity_, slice, nullptr);
+      // One probe unless sliced; a probe that spent no node (a search that
+      // cannot go on, e.g. the general engine's dead end) will not change.
+      if (!sliced || control_.nodes() == before) break;
+    }
     if (out == SearchOutcome::kExhausted) {
       Infeasible("the search proved that no placement fits in " + std::to_string(*capacity_) +
                      " bytes",

@@ -10,6 +10,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -1649,6 +1650,36 @@ TEST(SolverRace, StopAndProgressStayOnTheCallingThread) {
   EXPECT_GE(reports.load(), 1);
   EXPECT_EQ(last.nodes, r->nodes);
   EXPECT_EQ(last.best_height, r->height);
+}
+
+// The general engine (gaps with windows) with an alignment above one can
+// stop at a dead end without a node and without a proof. The fit phase
+// once probed again and again at no cost, the clock never read: a hang
+// (found by the solver fuzzer). It answers at once now, alone and racing.
+TEST(SolverRace, AProbeThatSpendsNoNodeEndsTheFitPhase) {
+  std::istringstream in(
+      "id,begin,end,size,alignment,offset,gaps\n"
+      "a,0,9,30,2,,2-4@10:+30 5-7\n"
+      "b,1,3,8,1,16,\n");
+  Result<Problem> p = ReadProblemCsv(in, "dead_end.csv");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  for (const unsigned threads : {1u, 3u})
+    for (const SolveGoal goal : {SolveGoal::kFit, SolveGoal::kMinimize}) {
+      SolverParams params;
+      params.goal = goal;
+      params.capacity = 41;
+      params.alignment = 2;
+      params.threads = threads;
+      params.time_limit_seconds = 30;
+      Result<SolveResult> r = SolveOffsets(*p, params);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_LT(r->seconds, 5.0) << threads;
+      // b holds [16, 24) at task 1, where a is whole: a sits at 24 or above.
+      EXPECT_NE(r->status, SolveStatus::kFeasible);
+      EXPECT_NE(r->status, SolveStatus::kOptimal);
+      ASSERT_TRUE(r->has_plan);
+      EXPECT_GE(r->height, 54u);
+    }
 }
 
 TEST(SolverRace, ThreadCounts) {
