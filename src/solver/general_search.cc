@@ -103,11 +103,16 @@ SearchOutcome GeneralSearch::Run(std::uint64_t capacity, std::uint64_t node_budg
   start_nodes_ = nodes_;
   control_ = &control;
   limit_hit_ = false;
+  exhausted_unproven_ = false;
   offset_.assign(inst_.items.size(), 0);
   placed_.assign(inst_.items.size(), 0);
   order_.clear();
   if (Dfs(-1)) return SearchOutcome::kFound;
-  if (limit_hit_ || !inst_.unit_alignment) return SearchOutcome::kLimit;
+  if (limit_hit_) return SearchOutcome::kLimit;
+  if (!inst_.unit_alignment) {
+    exhausted_unproven_ = true;
+    return SearchOutcome::kLimit;
+  }
   return SearchOutcome::kExhausted;
 }
 

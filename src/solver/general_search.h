@@ -35,6 +35,12 @@ class GeneralSearch {
 
   SearchOutcome Run(std::uint64_t capacity, std::uint64_t node_budget, SearchControl& control);
 
+  // After kLimit: the search went through every candidate without the
+  // budget running out, but with coarser alignment that proves nothing (see
+  // above). A search at the same or a lower capacity would find nothing
+  // either: its candidates are a subset.
+  bool exhausted_unproven() const { return exhausted_unproven_; }
+
   const std::vector<std::uint64_t>& offsets() const { return offset_; }
   std::uint64_t height() const;
   std::uint64_t nodes() const { return nodes_; }
@@ -55,6 +61,7 @@ class GeneralSearch {
   std::uint64_t budget_ = 0, start_nodes_ = 0, nodes_ = 0;
   SearchControl* control_ = nullptr;
   bool limit_hit_ = false;
+  bool exhausted_unproven_ = false;
   std::vector<std::uint64_t> offset_;
   std::vector<std::uint8_t> placed_;
   std::vector<std::uint32_t> order_;  // placed items, in placement order

@@ -65,14 +65,26 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
   // capacities with the same multiple below them are the same probe (and
   // keep the same searches).
   gave_up_ = false;
+  general_unproven_ = false;
   capacity = RoundDownTo(capacity, inst_.granule);
   if (inst_.lower_bound > capacity) return SearchOutcome::kExhausted;
   if (inst_.needs_general) {
+    // Searched through at this capacity or above already: the same answer
+    // (a 3-buffer problem with 8-byte alignment probed its tiny tree 70
+    // million times in 10 s before).
+    if (general_unproven_at_ && capacity <= *general_unproven_at_) {
+      general_unproven_ = true;
+      return SearchOutcome::kLimit;
+    }
     GeneralSearch search(inst_);
     const SearchOutcome out = search.Run(capacity, budget, control);
     if (out == SearchOutcome::kFound) {
       offsets_ = search.offsets();
       height_ = search.height();
+    }
+    if (search.exhausted_unproven()) {
+      general_unproven_ = true;
+      general_unproven_at_ = std::max(general_unproven_at_.value_or(0), capacity);
     }
     return out;
   }

@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "solver/instance.h"
@@ -58,6 +59,11 @@ class PartitionSolver {
   // path outgrew SolverParams::search_memory_bytes (probing it again does
   // nothing).
   bool gave_up() const { return gave_up_; }
+  // After kLimit: the general engine went through all its candidates at
+  // that capacity without a plan and, with an alignment above one, without
+  // a proof (GeneralSearch::exhausted_unproven). Probes at that capacity or
+  // lower answer kLimit at once from then on, spending no node.
+  bool general_unproven() const { return general_unproven_; }
   // The least height a plan can have once none fits in `capacity`: the next
   // multiple of the granule (Instance::granule).
   std::uint64_t ProvenAbove(std::uint64_t capacity) const {
@@ -84,6 +90,9 @@ class PartitionSolver {
   std::vector<std::uint64_t> offsets_;
   std::uint64_t height_ = 0;
   bool gave_up_ = false;
+  bool general_unproven_ = false;
+  // The highest capacity at which the general engine ended so.
+  std::optional<std::uint64_t> general_unproven_at_;
   // The sweeps' subset-sum tables, reused (declared first: it outlives them).
   SubsetSumStorage table_storage_;
   // The time sweeps (forwards, backwards) of a zero-slack partition, kept

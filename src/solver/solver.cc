@@ -265,6 +265,7 @@ class Solve {
   bool out_of_time_ = false;
   std::vector<std::size_t> culprits_;
   std::string memory_note_;
+  std::string general_note_;  // GeneralSearch::exhausted_unproven, said in the answer
 };
 
 HeuristicLimit Solve::Remaining() const {
@@ -341,6 +342,10 @@ SearchOutcome Solve::TryTarget(std::uint64_t target, std::uint64_t budget, std::
     PartitionSolver& solver = deep ? *p.deep : *p.solver;
     const SearchOutcome out = solver.Probe(target, budget, control_);
     if (out == SearchOutcome::kLimit && solver.gave_up()) NoteMemory(target);
+    if (out == SearchOutcome::kLimit && solver.general_unproven() && general_note_.empty())
+      general_note_ = "the bound is the presolve's: a partition has windows above a buffer's offset "
+                      "and an alignment above one, where the general engine's search through all "
+                      "its candidates proves nothing (general_search.h)";
     if (out == SearchOutcome::kExhausted && proven) *proven = solver.ProvenAbove(target);
     if (out != SearchOutcome::kFound) return out;
     p.offsets = solver.offsets();
@@ -443,8 +448,9 @@ void Solve::Descend() {
       lower_bound_ = std::max(lower_bound_, proven);
       step = std::max<std::uint64_t>(step / 2, 1);
     } else if (!control_.stopped() && control_.nodes() == before) {
-      // Every search stopped for memory at this height: a higher one (they
-      // start over there), down to one granule below the best plan.
+      // Every search stopped for memory at this height, or the general
+      // engine searched through it without a proof: a higher one (they start
+      // over there), down to one granule below the best plan.
       if (step == 1) break;
       step = std::max<std::uint64_t>(step / 2, 1);
     } else if (!control_.stopped() && spent_here >= params_.descent_probe_nodes) {
@@ -883,11 +889,12 @@ Result<SolveResult> Solve::Finish() {
     if (!fits) {
       r.status = SolveStatus::kUnknown;
       r.reason = "limit reached: no plan within the capacity found, none proven impossible";
+      if (!general_note_.empty()) r.reason += "; " + general_note_;
     } else if (plan.total == r.lower_bound) {
       r.status = SolveStatus::kOptimal;
     } else {
       r.status = SolveStatus::kFeasible;
-      if (r.reason.empty()) r.reason = memory_note_;
+      if (r.reason.empty()) r.reason = !memory_note_.empty() ? memory_note_ : general_note_;
     }
     r.gap = plan.total == 0 ? 0.0
                             : static_cast<double>(plan.total - r.lower_bound) /

@@ -1682,6 +1682,33 @@ TEST(SolverRace, AProbeThatSpendsNoNodeEndsTheFitPhase) {
     }
 }
 
+// The general engine (windows above the offset) proves nothing with an
+// alignment above one; once it has searched through a capacity it says so
+// at once instead of searching the same tree again until the time limit.
+TEST(Solver, TheGeneralEngineWithAlignmentStopsOnceSearchedThrough) {
+  std::istringstream in(
+      "id,begin,end,size,alignment,offset,gaps\n"
+      "f,0,9,3,1,,\n"
+      "a,0,9,30,4,,2-4@10:+20\n"
+      "b,0,5,7,1,,\n");
+  Result<Problem> p = ReadProblemCsv(in, "windows.csv");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  SolverParams params;
+  params.alignment = 8;
+  params.time_limit_seconds = 30;
+  Result<SolveResult> r = SolveOffsets(*p, params);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_LT(r->nodes, 1000u);  // 70 million in 10 s before
+  EXPECT_LT(r->seconds, 5.0);
+  ASSERT_TRUE(r->has_plan);
+  EXPECT_TRUE(ValidateOffsetsPlan(*p, r->plan, 8).ok());
+  // a is whole at tasks 0-1 and 5, so b (live 0-5) is never under its
+  // window, and offsets are multiples of 8: a at 0, b at 32, f at 40.
+  EXPECT_EQ(r->height, 43u);
+  EXPECT_EQ(r->status, SolveStatus::kFeasible);  // 40 (the peak) is all it can prove
+  EXPECT_NE(r->reason.find("general engine"), std::string::npos) << r->reason;
+}
+
 TEST(SolverRace, ThreadCounts) {
   const Problem p = Hard(60, 5);
   SolverParams params;
