@@ -110,10 +110,52 @@ SearchOutcome GeneralSearch::Run(std::uint64_t capacity, std::uint64_t node_budg
   if (Dfs(-1)) return SearchOutcome::kFound;
   if (limit_hit_) return SearchOutcome::kLimit;
   if (!inst_.unit_alignment) {
-    exhausted_unproven_ = true;
-    return SearchOutcome::kLimit;
+    const SearchOutcome every = EveryAlignedOffset();
+    exhausted_unproven_ = every == SearchOutcome::kLimit && !limit_hit_;
+    return every;
   }
   return SearchOutcome::kExhausted;
+}
+
+SearchOutcome GeneralSearch::EveryAlignedOffset() {
+  double leaves = 1;
+  for (const Item& it : inst_.items) {
+    const std::uint64_t lo = AlignUpSat(inst_.base, it.alignment);
+    if (lo > capacity_ || it.height > capacity_ - lo) return SearchOutcome::kExhausted;  // fits nowhere
+    leaves *= static_cast<double>((capacity_ - it.height - lo) / it.alignment + 1);
+    if (leaves > kMaxAlignedLeaves) return SearchOutcome::kLimit;
+  }
+  offset_.assign(inst_.items.size(), 0);
+  placed_.assign(inst_.items.size(), 0);
+  order_.clear();
+  if (PlaceAt(0)) return SearchOutcome::kFound;
+  return limit_hit_ ? SearchOutcome::kLimit : SearchOutcome::kExhausted;
+}
+
+bool GeneralSearch::PlaceAt(std::uint32_t item) {
+  if (item == inst_.items.size()) return true;
+  const Item& it = inst_.items[item];
+  std::uint64_t o = AlignUpSat(inst_.base, it.alignment);
+  // An identical item before this one: any plan with the two the other way
+  // round is this one with them swapped.
+  if (it.twin >= 0)
+    o = std::max(o, AlignUpSat(offset_[static_cast<std::uint32_t>(it.twin)] + 1, it.alignment));
+  for (; o <= capacity_ && it.height <= capacity_ - o; o += it.alignment) {
+    ++nodes_;
+    if (!control_->Tick(inst_.items.size() * (order_.size() + 1)) || nodes_ - start_nodes_ > budget_) {
+      limit_hit_ = true;
+      return false;
+    }
+    if (!Fits(item, o)) continue;
+    placed_[item] = 1;
+    offset_[item] = o;
+    order_.push_back(item);
+    if (PlaceAt(item + 1)) return true;
+    order_.pop_back();
+    placed_[item] = 0;
+    if (limit_hit_) return false;
+  }
+  return false;
 }
 
 }  // namespace tensormem::solver

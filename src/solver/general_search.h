@@ -12,8 +12,11 @@
 // lowest offset first. With unit alignment every such plan is reached in an
 // order where each buffer's support is placed before it, so the search is
 // complete; with coarser alignment a cycle of mutual supports could in
-// principle hide a plan, so exhausting the search then proves nothing
-// (Run reports kLimit instead of kExhausted).
+// principle hide a plan, so exhausting the search then proves nothing.
+// Small partitions then get a second, plainly complete search: every item,
+// in index order, at every aligned offset below the capacity (at most
+// kMaxAlignedLeaves combinations; identical items in offset order). Above
+// that Run reports kLimit instead of kExhausted.
 //
 // Symmetry (partial-order reduction): after placing x, a pair (y, p) with y
 // before x in index order is skipped when it was already available before x
@@ -52,7 +55,12 @@ class GeneralSearch {
     std::uint32_t item;
     bool without_last;  // derivable without the last placed item
   };
+  static constexpr double kMaxAlignedLeaves = 1 << 22;
   bool Fits(std::uint32_t item, std::uint64_t offset) const;
+  // The complete search over every aligned offset (see above): kFound,
+  // kExhausted, or kLimit when too large or out of budget.
+  SearchOutcome EveryAlignedOffset();
+  bool PlaceAt(std::uint32_t item);
   void Candidates(std::int32_t last, std::vector<Candidate>* out) const;
   bool Dfs(std::int32_t last);
 

@@ -91,18 +91,18 @@ std::uint64_t BruteForceHeight(const Problem& p, std::uint64_t global_align,
   return best;
 }
 
-// Feasibility at `capacity` by trying every offset of every buffer (tiny
-// problems with any windows).
+// Feasibility at `capacity` by trying every offset (every multiple of
+// `align`) of every buffer (tiny problems with any windows).
 bool BruteForceFits(const Problem& p, std::uint64_t capacity, std::size_t k,
-                    std::vector<std::uint64_t>& off) {
+                    std::vector<std::uint64_t>& off, std::uint64_t align = 1) {
   if (k == p.buffers.size()) return true;
   const Buffer& b = p.buffers[k];
-  for (std::uint64_t o = 0; o + b.size <= capacity; ++o) {
+  for (std::uint64_t o = 0; o + b.size <= capacity; o += align) {
     bool ok = true;
     for (std::size_t j = 0; j < k && ok; ++j) ok = !Collide(b, o, p.buffers[j], off[j]);
     if (!ok) continue;
     off[k] = o;
-    if (BruteForceFits(p, capacity, k + 1, off)) return true;
+    if (BruteForceFits(p, capacity, k + 1, off, align)) return true;
   }
   return false;
 }
@@ -259,8 +259,15 @@ TEST(SolverBruteForce, HolesBetweenFixedBuffers) {
   EXPECT_LT(proof_nodes[1], proof_nodes[0]) << "the hole inference never pruned";
 }
 
-TEST(SolverBruteForce, WindowsAboveTheOffset) {
-  // Windows [lo, hi) with lo > 0 go to the general engine.
+// Windows [lo, hi) with lo > 0 go to the general engine. With alignment 2
+// its candidates prove nothing, and the search over every aligned offset
+// answers (these are small).
+class WindowsAboveTheOffset : public ::testing::TestWithParam<std::uint64_t> {};
+INSTANTIATE_TEST_SUITE_P(SolverBruteForce, WindowsAboveTheOffset, ::testing::Values(1, 2),
+                         [](const ::testing::TestParamInfo<std::uint64_t>& p) { return "align" + std::to_string(p.param); });
+
+TEST_P(WindowsAboveTheOffset, FitAnswersMatchBruteForce) {
+  const std::uint64_t align = GetParam();
   std::mt19937_64 rng(3);
   int checked = 0;
   for (int t = 0; t < 300 && checked < 80; ++t) {
@@ -285,12 +292,13 @@ TEST(SolverBruteForce, WindowsAboveTheOffset) {
     }
     ++checked;
     const std::uint64_t peak = PeakLiveBytes(p);
-    for (std::uint64_t cap = peak; cap <= peak + 2; ++cap) {
+    for (std::uint64_t cap = peak; cap <= peak + 2 * align; ++cap) {
       std::vector<std::uint64_t> off(p.buffers.size());
-      const bool fits = BruteForceFits(p, cap, 0, off);
+      const bool fits = BruteForceFits(p, cap, 0, off, align);
       SolverParams params = Exact();
       params.goal = SolveGoal::kFit;
       params.capacity = cap;
+      params.alignment = align;
       Result<SolveResult> r = SolveOffsets(p, params);
       ASSERT_TRUE(r.ok());
       if (fits) {
@@ -298,7 +306,7 @@ TEST(SolverBruteForce, WindowsAboveTheOffset) {
             << "case " << t << " cap " << cap;
         Problem bounded = p;
         bounded.capacity = cap;
-        ASSERT_TRUE(ValidateOffsetsPlan(bounded, r->plan).ok());
+        ASSERT_TRUE(ValidateOffsetsPlan(bounded, r->plan, align).ok());
       } else {
         ASSERT_EQ(r->status, SolveStatus::kInfeasible) << "case " << t << " cap " << cap;
       }
@@ -1652,61 +1660,109 @@ TEST(SolverRace, StopAndProgressStayOnTheCallingThread) {
   EXPECT_EQ(last.best_height, r->height);
 }
 
-// The general engine (gaps with windows) with an alignment above one can
-// stop at a dead end without a node and without a proof. The fit phase
-// once probed again and again at no cost, the clock never read: a hang
-// (found by the solver fuzzer). It answers at once now, alone and racing.
+// A probe that spends no node (the general engine, windows above the offset
+// with an alignment above one, once it has searched a capacity through
+// without a proof) ends the fit phase. The phase once probed again and
+// again at no cost, the clock never read: a hang (found by the solver
+// fuzzer on the first input below, which is now proven infeasible by the
+// search over every aligned offset; the second is too large for that).
 TEST(SolverRace, AProbeThatSpendsNoNodeEndsTheFitPhase) {
-  std::istringstream in(
-      "id,begin,end,size,alignment,offset,gaps\n"
-      "a,0,9,30,2,,2-4@10:+30 5-7\n"
-      "b,1,3,8,1,16,\n");
-  Result<Problem> p = ReadProblemCsv(in, "dead_end.csv");
-  ASSERT_TRUE(p.ok()) << p.status().ToString();
-  for (const unsigned threads : {1u, 3u})
-    for (const SolveGoal goal : {SolveGoal::kFit, SolveGoal::kMinimize}) {
-      SolverParams params;
-      params.goal = goal;
-      params.capacity = 41;
-      params.alignment = 2;
-      params.threads = threads;
-      params.time_limit_seconds = 30;
-      Result<SolveResult> r = SolveOffsets(*p, params);
-      ASSERT_TRUE(r.ok()) << r.status().ToString();
-      EXPECT_LT(r->seconds, 5.0) << threads;
-      // b holds [16, 24) at task 1, where a is whole: a sits at 24 or above.
-      EXPECT_NE(r->status, SolveStatus::kFeasible);
-      EXPECT_NE(r->status, SolveStatus::kOptimal);
-      ASSERT_TRUE(r->has_plan);
-      EXPECT_GE(r->height, 54u);
-    }
+  const std::uint64_t s = std::uint64_t{1} << 20;
+  struct Case {
+    std::string csv;
+    std::uint64_t capacity;
+    bool proven;  // infeasible, or only unknown
+  };
+  const std::vector<Case> cases = {
+      {"id,begin,end,size,alignment,offset,gaps\n"
+       "a,0,9,30,2,,2-4@10:+30 5-7\n"
+       "b,1,3,8,1,16,\n",
+       41, true},
+      {"id,begin,end,size,alignment,offset,gaps\n"
+       "A,0,1," + std::to_string(s) + ",1,,\n"
+       "B,1,2," + std::to_string(s) + ",1,,\n"
+       "C,0,2," + std::to_string(s) + ",1,,1-2@" + std::to_string(s / 2) + ":" + std::to_string(s / 2 + 8) + "\n",
+       5 * s / 2, false},
+  };
+  for (const Case& c : cases) {
+    std::istringstream in(c.csv);
+    Result<Problem> p = ReadProblemCsv(in, "dead_end.csv");
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    for (const unsigned threads : {1u, 3u})
+      for (const SolveGoal goal : {SolveGoal::kFit, SolveGoal::kMinimize}) {
+        SolverParams params;
+        params.goal = goal;
+        params.capacity = c.capacity;
+        params.alignment = 8;
+        params.threads = threads;
+        params.time_limit_seconds = 30;
+        Result<SolveResult> r = SolveOffsets(*p, params);
+        ASSERT_TRUE(r.ok()) << r.status().ToString();
+        EXPECT_LT(r->seconds, 5.0) << threads;
+        EXPECT_EQ(r->status, c.proven ? SolveStatus::kInfeasible : SolveStatus::kUnknown) << c.capacity;
+      }
+  }
 }
 
-// The general engine (windows above the offset) proves nothing with an
-// alignment above one; once it has searched through a capacity it says so
-// at once instead of searching the same tree again until the time limit.
-TEST(Solver, TheGeneralEngineWithAlignmentStopsOnceSearchedThrough) {
-  std::istringstream in(
-      "id,begin,end,size,alignment,offset,gaps\n"
-      "f,0,9,3,1,,\n"
-      "a,0,9,30,4,,2-4@10:+20\n"
-      "b,0,5,7,1,,\n");
-  Result<Problem> p = ReadProblemCsv(in, "windows.csv");
+// The general engine (windows above the offset) with an alignment above
+// one: its candidates prove nothing, so small partitions are searched at
+// every aligned offset (an optimum proven), and larger ones, once searched
+// through at a height, answer there at once instead of searching the same
+// tree again until the time limit (70 million nodes in 10 s before).
+TEST(Solver, TheGeneralEngineWithAlignmentProvesOrStops) {
+  {
+    std::istringstream in(
+        "id,begin,end,size,alignment,offset,gaps\n"
+        "f,0,9,3,1,,\n"
+        "a,0,9,30,4,,2-4@10:+20\n"
+        "b,0,5,7,1,,\n");
+    Result<Problem> p = ReadProblemCsv(in, "windows.csv");
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    SolverParams params;
+    params.alignment = 8;
+    params.time_limit_seconds = 30;
+    Result<SolveResult> r = SolveOffsets(*p, params);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_LT(r->nodes, 10'000u);
+    ASSERT_TRUE(r->has_plan);
+    EXPECT_TRUE(ValidateOffsetsPlan(*p, r->plan, 8).ok());
+    // a is whole at tasks 0-1 and 5, so b (live 0-5) is never under its
+    // window, and offsets are multiples of 8: a at 0, b at 32, f at 40.
+    EXPECT_EQ(r->height, 43u);
+    EXPECT_EQ(r->status, SolveStatus::kOptimal);  // every aligned offset tried
+  }
+  // Three MiB buffers that meet pairwise, never all three (C's window at
+  // task 1 is 8 bytes in its middle): the minimum is all three stacked,
+  // above the peak (two). Unit alignment proves it; with 8 there are
+  // 131,072 aligned offsets per buffer, too many to try, and only the peak
+  // is proven, at once.
+  const std::uint64_t s = std::uint64_t{1} << 20;
+  std::istringstream in("id,begin,end,size,alignment,offset,gaps\n"
+                        "A,0,1," + std::to_string(s) + ",1,,\n"
+                        "B,1,2," + std::to_string(s) + ",1,,\n"
+                        "C,0,2," + std::to_string(s) + ",1,,1-2@" + std::to_string(s / 2) + ":" +
+                        std::to_string(s / 2 + 8) + "\n");
+  Result<Problem> p = ReadProblemCsv(in, "triangle.csv");
   ASSERT_TRUE(p.ok()) << p.status().ToString();
-  SolverParams params;
-  params.alignment = 8;
-  params.time_limit_seconds = 30;
-  Result<SolveResult> r = SolveOffsets(*p, params);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_LT(r->nodes, 1000u);  // 70 million in 10 s before
-  EXPECT_LT(r->seconds, 5.0);
-  ASSERT_TRUE(r->has_plan);
-  EXPECT_TRUE(ValidateOffsetsPlan(*p, r->plan, 8).ok());
-  // a is whole at tasks 0-1 and 5, so b (live 0-5) is never under its
-  // window, and offsets are multiples of 8: a at 0, b at 32, f at 40.
-  EXPECT_EQ(r->height, 43u);
-  EXPECT_EQ(r->status, SolveStatus::kFeasible);  // 40 (the peak) is all it can prove
-  EXPECT_NE(r->reason.find("general engine"), std::string::npos) << r->reason;
+  for (const std::uint64_t align : {1, 8}) {
+    SolverParams params;
+    params.alignment = align;
+    params.time_limit_seconds = 30;
+    Result<SolveResult> r = SolveOffsets(*p, params);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_LT(r->nodes, 10'000u) << align;
+    EXPECT_LT(r->seconds, 5.0) << align;
+    ASSERT_TRUE(r->has_plan);
+    EXPECT_TRUE(ValidateOffsetsPlan(*p, r->plan, align).ok());
+    EXPECT_EQ(r->height, 3 * s) << align;
+    if (align == 1) {
+      EXPECT_EQ(r->status, SolveStatus::kOptimal);
+    } else {
+      EXPECT_EQ(r->status, SolveStatus::kFeasible);
+      EXPECT_GE(r->lower_bound, 2 * s);
+      EXPECT_NE(r->reason.find("general engine"), std::string::npos) << r->reason;
+    }
+  }
 }
 
 TEST(SolverRace, ThreadCounts) {
