@@ -97,7 +97,9 @@ Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params
   Progress progress(threads);
 
   std::vector<Member> members(threads);
-  for (unsigned k = 0; k < threads; ++k) {
+  // Search k's order, problem and start plan, made on its own thread (on
+  // 10^6 buffers a copy takes a while); its time limit is what is left.
+  const auto prepare = [&](unsigned k) {
     Member& m = members[k];
     m.order.resize(n);
     std::iota(m.order.begin(), m.order.end(), std::size_t{0});
@@ -107,7 +109,18 @@ Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params
       m.problem.capacity = problem.capacity;
       m.problem.buffers.reserve(n);
       for (std::size_t i : m.order) m.problem.buffers.push_back(problem.buffers[i]);
+      if (params.initial_plan) {
+        m.initial = *params.initial_plan;
+        if (m.initial.offsets.size() == n)
+          for (std::size_t i = 0; i < n; ++i) m.initial.offsets[i] = params.initial_plan->offsets[m.order[i]];
+        m.params.initial_plan = &m.initial;
+      }
     }
+    if (const double limit = params.time_limit_seconds; limit < 1e9)
+      m.params.time_limit_seconds = std::max(limit - seconds(), 1e-9);
+  };
+  for (unsigned k = 0; k < threads; ++k) {
+    Member& m = members[k];
     SolverParams& p = m.params;
     p = params;
     p.threads = 1;
@@ -126,12 +139,6 @@ Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params
         if (k == 0) Emit(params, progress.Merged(seconds()));
       };
     }
-    if (params.initial_plan && k > 0) {
-      m.initial = *params.initial_plan;
-      if (m.initial.offsets.size() == n)
-        for (std::size_t i = 0; i < n; ++i) m.initial.offsets[i] = params.initial_plan->offsets[m.order[i]];
-      p.initial_plan = &m.initial;
-    }
   }
 
   std::mutex mutex;
@@ -143,6 +150,7 @@ Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params
     // search's is the answer's.
     Result<SolveResult> r = Internal("search " + std::to_string(k) + " did not run");
     try {
+      prepare(k);
       r = SolveRaceMember(k == 0 ? problem : m.problem, m.params, &race, /*follow_frontier=*/k > 0);
     } catch (const std::bad_alloc&) {
       r = ResourceExhausted("out of memory in search " + std::to_string(k) + " of " + std::to_string(threads) +
