@@ -96,6 +96,26 @@ Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params
   RaceShared race;
   Progress progress(threads);
 
+  // The merged report is due every interval (member 0's callback and the
+  // wait below, both on the calling thread); the last one is the answer's.
+  const double interval = params.progress_interval_seconds > 0 ? params.progress_interval_seconds : 1.0;
+  double due = interval;
+  std::optional<SolveProgress> last;  // the last report emitted
+  const auto emit = [&](double now) {
+    const SolveProgress p = progress.Merged(now);
+    if (last && last->nodes == p.nodes && last->has_plan == p.has_plan && last->best_height == p.best_height &&
+        last->lower_bound == p.lower_bound)
+      return;  // the same state again (the final report right after a due one)
+    Emit(params, p);
+    last = p;
+  };
+  const auto emit_if_due = [&] {
+    const double now = seconds();
+    if (now < due) return;
+    emit(now);
+    while (due <= now) due += interval;
+  };
+
   std::vector<Member> members(threads);
   // Search k's order, problem and start plan, made on its own thread (on
   // 10^6 buffers a copy takes a while); its time limit is what is left.
@@ -134,9 +154,9 @@ Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params
     p.on_progress = nullptr;
     if (report) {
       // Member 0 reports for all, on the calling thread.
-      p.on_progress = [&progress, &params, &seconds, k](const SolveProgress& sp) {
+      p.on_progress = [&progress, &emit_if_due, k](const SolveProgress& sp) {
         progress.Set(k, sp);
-        if (k == 0) Emit(params, progress.Merged(seconds()));
+        if (k == 0) emit_if_due();
       };
     }
   }
@@ -181,8 +201,6 @@ Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params
   // progress report stay with this thread.
   {
     std::unique_lock<std::mutex> lock(mutex);
-    double next_report = params.progress_interval_seconds > 0 ? params.progress_interval_seconds : 1.0;
-    double due = seconds() + next_report;
     while (finished < workers.size() + (start_error ? 0 : 1)) {
       finished_cv.wait_for(lock, std::chrono::milliseconds(20));
       if (params.should_stop) {
@@ -190,10 +208,9 @@ Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params
         if (params.should_stop()) race.done.store(true);
         lock.lock();
       }
-      if (report && seconds() >= due) {
+      if (report) {
         lock.unlock();
-        Emit(params, progress.Merged(seconds()));
-        due += next_report;
+        emit_if_due();
         lock.lock();
       }
     }
@@ -227,7 +244,7 @@ Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params
     }
     out.seconds = seconds();
     out.threads = threads;
-    if (report) Emit(params, progress.Merged(out.seconds));
+    if (report) emit(out.seconds);
     return out;
   }
 
@@ -278,7 +295,7 @@ Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params
   } else {
     out.lower_bound = bound;
   }
-  if (report) Emit(params, progress.Merged(out.seconds));
+  if (report) emit(out.seconds);
   return out;
 }
 
