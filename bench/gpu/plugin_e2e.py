@@ -21,7 +21,7 @@ import torch  # noqa: E402  (after the environment is set)
 
 lib = None
 if ALLOC == "tensormem":
-    a = torch.cuda.memory.CUDAPluggableAllocator(PLUGIN, "tensormem_torch_malloc", "tensormem_torch_free")
+    a = torch.cuda.memory.CUDAPluggableAllocator(PLUGIN, "tensormem_torch_malloc_or_raise", "tensormem_torch_free")
     lib = ctypes.CDLL(PLUGIN)
     # record_stream wired as tensormem.torch.enable() does (these workloads use one stream).
     setter = getattr(a.allocator(), "set_record_stream_fn", None)

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,13 @@ struct Device {
 };
 
 std::mutex g_mutex;
-std::array<std::unique_ptr<Device>, kMaxDevices> g_devices;
+// Never destroyed: at process exit the static destructors run after PyTorch
+// and the CUDA driver have torn their state down, and releasing granules and
+// events then crashed (record_stream_check.py, PyTorch 2.11 on an H100: a
+// segmentation fault at exit after every check had passed). The driver takes
+// the memory back with the process, as with PyTorch's own allocator.
+std::array<std::unique_ptr<Device>, kMaxDevices>& g_devices =
+    *new std::array<std::unique_ptr<Device>, kMaxDevices>();
 std::array<std::string, kMaxDevices> g_device_errors;  // why a device could not start
 thread_local std::string t_last_error;
 
@@ -135,7 +142,10 @@ VmmAllocator* Get(int device, bool create) {
 
 }  // namespace
 
-TM_EXPORT void* tensormem_torch_malloc(ssize_t size, int device, void* stream) {
+namespace {
+
+// An allocation for PyTorch: the block, or null with t_last_error set.
+void* Allocate(ssize_t size, int device, void* stream) {
   if (size < 0) {
     t_last_error = "tensormem: negative size " + std::to_string(size);
     return nullptr;
@@ -162,6 +172,22 @@ TM_EXPORT void* tensormem_torch_malloc(ssize_t size, int device, void* stream) {
     return nullptr;
   }
   return *p;
+}
+
+}  // namespace
+
+TM_EXPORT void* tensormem_torch_malloc(ssize_t size, int device, void* stream) {
+  return Allocate(size, device, stream);
+}
+
+TM_EXPORT void* tensormem_torch_malloc_or_raise(ssize_t size, int device, void* stream) {
+  void* p = Allocate(size, device, stream);
+  // PyTorch's pluggable allocator does not look at what alloc_fn returns: a
+  // null became a tensor at address 0 (PyTorch 2.11 on an H100: no error, a
+  // CUDA graph "captured", the process crashed at exit). An exception reaches
+  // the caller as a Python RuntimeError with this message.
+  if (p == nullptr && size != 0) throw std::runtime_error(t_last_error);
+  return p;
 }
 
 TM_EXPORT void tensormem_torch_free(void* ptr, ssize_t /*size*/, int device, void* stream) {

@@ -5,7 +5,7 @@
  *
  *   import torch
  *   a = torch.cuda.memory.CUDAPluggableAllocator(
- *       "libtensormem_torch.so", "tensormem_torch_malloc", "tensormem_torch_free")
+ *       "libtensormem_torch.so", "tensormem_torch_malloc_or_raise", "tensormem_torch_free")
  *   lib = ctypes.CDLL("libtensormem_torch.so")    # record_stream and empty_cache hooks:
  *   a.allocator().set_record_stream_fn(
  *       ctypes.cast(lib.tensormem_torch_record_stream, ctypes.c_void_p).value)
@@ -16,11 +16,10 @@
  * TENSORMEM_VMM_LIMIT (bytes per device), TENSORMEM_VMM_SMALL (small-request
  * threshold), TENSORMEM_VMM_RESTITCH (0 or 1), TENSORMEM_VMM_GROWTH_SLACK
  * (0 to 1: VmmParams::growth_slack), TENSORMEM_VMM_MAX_HANDLE (granules per
- * handle, VmmParams::max_handle_granules). A failed allocation returns
- * NULL (PyTorch raises its out-of-memory error) and leaves its report in
- * tensormem_torch_last_error(); so does an allocation on a stream being
- * captured into a CUDA graph (no graph memory pools here: capture graphs
- * with PyTorch's own allocator). stream is a cudaStream_t. */
+ * handle, VmmParams::max_handle_granules). A failed allocation leaves its
+ * report in tensormem_torch_last_error(); so does an allocation on a stream
+ * being captured into a CUDA graph (no graph memory pools here: capture
+ * graphs with PyTorch's own allocator). stream is a cudaStream_t. */
 #ifndef TENSORMEM_TORCH_H_
 #define TENSORMEM_TORCH_H_
 
@@ -31,7 +30,13 @@
 extern "C" {
 #endif
 
+/* NULL on failure, for C callers. */
 void* tensormem_torch_malloc(ssize_t size, int device, void* stream);
+/* What PyTorch loads: PyTorch's pluggable allocator does not check what
+ * alloc_fn returns (a NULL becomes a tensor at address 0), so a failure
+ * throws std::runtime_error with the report (a Python RuntimeError). Only
+ * for C++ callers that catch, such as PyTorch. */
+void* tensormem_torch_malloc_or_raise(ssize_t size, int device, void* stream);
 void tensormem_torch_free(void* ptr, ssize_t size, int device, void* stream);
 /* PyTorch's record_stream (CUDAPluggableAllocator's set_record_stream_fn):
  * the block at ptr is also used on stream, so its free waits for the work

@@ -154,7 +154,9 @@ def enable(device: int = 0) -> str:
     path = plugin_path()
     lib = _load(path)
     try:
-        allocator = torch.cuda.memory.CUDAPluggableAllocator(path, "tensormem_torch_malloc",
+        # The raising variant: PyTorch takes a NULL from alloc_fn as a tensor
+        # at address 0 instead of an error.
+        allocator = torch.cuda.memory.CUDAPluggableAllocator(path, "tensormem_torch_malloc_or_raise",
                                                              "tensormem_torch_free")
         wired = _wire_hooks(allocator, lib)
         torch.cuda.memory.change_current_allocator(allocator)

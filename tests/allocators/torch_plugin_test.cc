@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <sys/types.h>
 
+#include <stdexcept>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@ namespace {
 struct Plugin {
   void* handle = nullptr;
   void* (*malloc_fn)(ssize_t, int, void*) = nullptr;
+  void* (*malloc_or_raise_fn)(ssize_t, int, void*) = nullptr;
   void (*free_fn)(void*, ssize_t, int, void*) = nullptr;
   size_t (*stats_fn)(int, char*, size_t) = nullptr;
   long long (*release_fn)(int) = nullptr;
@@ -32,6 +34,8 @@ Plugin Load() {
   EXPECT_NE(p.handle, nullptr) << dlerror();
   if (p.handle == nullptr) return p;
   p.malloc_fn = reinterpret_cast<decltype(p.malloc_fn)>(dlsym(p.handle, "tensormem_torch_malloc"));
+  p.malloc_or_raise_fn =
+      reinterpret_cast<decltype(p.malloc_or_raise_fn)>(dlsym(p.handle, "tensormem_torch_malloc_or_raise"));
   p.free_fn = reinterpret_cast<decltype(p.free_fn)>(dlsym(p.handle, "tensormem_torch_free"));
   p.stats_fn = reinterpret_cast<decltype(p.stats_fn)>(dlsym(p.handle, "tensormem_torch_stats"));
   p.release_fn = reinterpret_cast<decltype(p.release_fn)>(dlsym(p.handle, "tensormem_torch_release_cached"));
@@ -53,6 +57,7 @@ TEST(TorchPlugin, ExportsTheFunctionsPyTorchLoads) {
   Plugin p = Load();
   ASSERT_NE(p.handle, nullptr);
   ASSERT_NE(p.malloc_fn, nullptr);
+  ASSERT_NE(p.malloc_or_raise_fn, nullptr);
   ASSERT_NE(p.free_fn, nullptr);
   ASSERT_NE(p.stats_fn, nullptr);
   ASSERT_NE(p.release_fn, nullptr);
@@ -67,6 +72,16 @@ TEST(TorchPlugin, ExportsTheFunctionsPyTorchLoads) {
   EXPECT_NE(std::string(p.error_fn()).find("negative size"), std::string::npos);
   EXPECT_EQ(p.malloc_fn(100, 999, nullptr), nullptr);
   EXPECT_NE(std::string(p.error_fn()).find("out of range"), std::string::npos);
+  // What PyTorch loads throws instead: PyTorch takes a NULL for a tensor.
+  for (const ssize_t size : {ssize_t{-1}, ssize_t{100}}) {
+    try {
+      (void)p.malloc_or_raise_fn(size, 999, nullptr);
+      ADD_FAILURE() << "no exception for size " << size;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(size < 0 ? "negative size" : "out of range"), std::string::npos)
+          << e.what();
+    }
+  }
   int local = 0;
   p.free_fn(&local, 4, 5, nullptr);  // a device with no allocator: an error, not a crash
   EXPECT_NE(std::string(p.error_fn()).find("has no allocator"), std::string::npos);
