@@ -343,7 +343,11 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
     // Named once: our allocators' messages start with their name already.
     const std::string name(Name(which));
     const std::string message = std::string_view(w.error).starts_with(name + ":") ? w.error : name + ": " + w.error;
-    return Status(static_cast<StatusCode>(w.error_code), message);
+    // A code the child could not have sent (0 is "ok") is the parent's to name.
+    const StatusCode code = w.error_code > 0 && w.error_code <= static_cast<int>(StatusCode::kInternal)
+                                ? static_cast<StatusCode>(w.error_code)
+                                : StatusCode::kInternal;
+    return Status(code, message);
   }
   Pass pass;
   pass.seconds = w.seconds;

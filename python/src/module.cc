@@ -19,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -618,9 +619,10 @@ PYBIND11_MODULE(_tensormem, m) {
          bool minimize, std::uint64_t node_limit, std::uint64_t alignment, bool iis,
          const py::object& start, std::uint64_t threads) {
         SolverParams params;
-        if (threads > kMaxSolverThreads)
-          throw py::value_error("threads must be at most " + std::to_string(kMaxSolverThreads) +
-                                " (0: one per hardware thread), got " + std::to_string(threads));
+        // SolveOffsets checks the count; here only that it survives the narrowing.
+        if (threads > std::numeric_limits<unsigned>::max())
+          throw py::value_error("threads must be at most " + std::to_string(kMaxSolverThreads) + ", got " +
+                                std::to_string(threads));
         params.threads = static_cast<unsigned>(threads);
         // A start: one offset per buffer, a plan of the problem (the
         // validator's word, capacity aside), else ValueError.

@@ -74,6 +74,8 @@ def test_threads():
     assert len(raced.offsets) == 5
     with pytest.raises(ValueError, match="threads must be at most 256"):
         tm.solve(prob, threads=257)
+    with pytest.raises(ValueError, match="threads must be at most 256, got 4294967296"):
+        tm.solve(prob, threads=1 << 32)  # would wrap to 0 in the narrowing
     with pytest.raises(ValueError, match="threads must be non-negative"):
         tm.solve(prob, threads=-1)
 

@@ -939,8 +939,9 @@ Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& par
   if (params.goal == SolveGoal::kFit && !capacity)
     return InvalidArgument("the fit goal needs a capacity (SolverParams::capacity or Problem::capacity)");
   if (params.threads > kMaxSolverThreads)
-    return InvalidArgument("SolverParams::threads must be at most " + std::to_string(kMaxSolverThreads) +
-                           " (0: one per hardware thread), got " + std::to_string(params.threads));
+    return InvalidArgument("threads must be at most " + std::to_string(kMaxSolverThreads) +
+                           " (SolverParams::threads; 0: one per hardware thread), got " +
+                           std::to_string(params.threads));
   const unsigned threads =
       params.threads == 0 ? std::clamp(std::thread::hardware_concurrency(), 1u, kMaxSolverThreads)
                           : params.threads;
