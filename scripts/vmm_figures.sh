@@ -35,7 +35,9 @@ for r in j["results"]:
     b = r.get("backend")
     if b: extra = "handles %d" % b["handles_created"]
     warm = r.get("warm_ns_per_op")
-    print("%-36s %-12s %9.4f %10.1f %10.1f %10s %s" % (name, r["allocator"], r["reserved_over_in_use"],
+    # malloc has no ratio when it served the replay from memory held before it
+    ratio = r["reserved_over_in_use"]
+    print("%-36s %-12s %9s %10.1f %10.1f %10s %s" % (name, r["allocator"], "-" if ratio is None else "%.4f" % ratio,
           r["ns_per_op"], r["cpu_ns_per_op"], "-" if warm is None else "%.1f" % warm, extra))
 '
 done

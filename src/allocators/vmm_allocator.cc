@@ -24,14 +24,19 @@
 #include "tensormem/allocators/vmm_allocator.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <span>
 #include <sstream>
 #include <unordered_map>
 #include <vector>
+
+#include "allocators/node_arena.h"
+#include "allocators/pointer_map.h"
 
 namespace tensormem {
 namespace {
@@ -41,7 +46,9 @@ constexpr int kSmall = 0;
 constexpr int kLarge = 1;
 constexpr std::uint64_t kPageBits = 40;  // page id = space << 40 | page index
 
-std::uint64_t RoundUp(std::uint64_t v, std::uint64_t m) { return (v + m - 1) / m * m; }
+// `m` is a power of two (granularity, rounding and alignment all are): a
+// mask, not a division, on every allocation.
+std::uint64_t RoundUp(std::uint64_t v, std::uint64_t m) { return (v + m - 1) & ~(m - 1); }
 
 struct Block {
   std::uint64_t offset = 0;
@@ -57,11 +64,21 @@ struct Block {
   std::uint64_t event_seq = 0;  // when it was recorded (events of one stream complete in order)
 };
 
+// The free blocks' index holds their size and offset itself: a best-fit
+// search then walks the tree without reading a block (a cache miss each).
+struct FreeKey {
+  std::uint64_t size;
+  std::uint64_t offset;
+  Block* block;
+  explicit FreeKey(const Block* b) : size(b->size), offset(b->offset), block(const_cast<Block*>(b)) {}
+  FreeKey(std::uint64_t s, std::uint64_t o) : size(s), offset(o), block(nullptr) {}
+};
 struct BySizeThenOffset {
-  bool operator()(const Block* a, const Block* b) const {
-    return a->size != b->size ? a->size < b->size : a->offset < b->offset;
+  bool operator()(const FreeKey& a, const FreeKey& b) const {
+    return a.size != b.size ? a.size < b.size : a.offset < b.offset;
   }
 };
+using FreeBlocks = std::set<FreeKey, BySizeThenOffset, internal::NodeAllocator<FreeKey>>;
 
 // A run handle taken off its pages, to be mapped whole elsewhere.
 struct MovedHandle {
@@ -88,7 +105,9 @@ struct Space {
   std::uint64_t size = 0;  // addresses reserved
   std::uint64_t top = 0;   // the wilderness starts here
   Block* tail = nullptr;   // the last block below top
-  std::set<Block*, BySizeThenOffset> free_blocks;
+  // Free blocks below top (keys taken out before a block changes).
+  std::unique_ptr<internal::NodeArena> nodes = std::make_unique<internal::NodeArena>();
+  FreeBlocks free_blocks{BySizeThenOffset{}, internal::NodeAllocator<FreeKey>(nodes.get())};
   std::vector<Page> pages;
   std::uint64_t live_blocks = 0;
   // The wilderness's stream tag (a freed block merged into it).
@@ -104,13 +123,14 @@ struct VmmAllocator::State {
   PhysicalMemory* memory = nullptr;
   VmmParams params;
   std::uint64_t g = 0;  // granularity
+  int g_shift = 0;      // log2(g): page of an offset = offset >> g_shift
   mutable std::mutex mutex;
   Space spaces[2];
   bool has_small = true;
 
   std::deque<Block> block_storage;
   std::vector<Block*> spare_blocks;
-  std::unordered_map<const void*, Block*> live;
+  internal::PointerMap<Block*> live;
 
   std::vector<GranuleHandle> pool;  // held, unmapped
   std::uint64_t held = 0;           // granules
@@ -294,7 +314,7 @@ struct VmmAllocator::State {
     ++cached_pages;
   }
   void EnsurePages(Space& s, std::uint64_t end_offset) {
-    const std::uint64_t n = RoundUp(end_offset, g) / g;
+    const std::uint64_t n = RoundUp(end_offset, g) >> g_shift;
     if (s.pages.size() < n) s.pages.resize(std::max<std::uint64_t>(n, std::min<std::uint64_t>(s.pages.size() * 2, s.size / g)));
   }
 
@@ -552,7 +572,7 @@ struct VmmAllocator::State {
   // consecutive pages (one create and one map call each). On failure
   // nothing is touched and nothing leaks.
   Status TouchAndMap(Space& s, std::uint64_t offset, std::uint64_t size) {
-    const std::uint64_t first = offset / g, last = (offset + size - 1) / g;
+    const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
     EnsurePages(s, offset + size);
     std::vector<std::uint64_t> todo;  // the pages to map, in address order
     for (std::uint64_t i = first; i <= last; ++i) {
@@ -708,7 +728,7 @@ struct VmmAllocator::State {
     return st;
   }
   void Untouch(Space& s, std::uint64_t offset, std::uint64_t size) {
-    const std::uint64_t first = offset / g, last = (offset + size - 1) / g;
+    const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
     for (std::uint64_t i = first; i <= last; ++i) {
       Page& p = s.pages[i];
       if (--p.touch == 0) {
@@ -721,7 +741,7 @@ struct VmmAllocator::State {
   // ---- allocation ----
   // Pages of [offset, offset + size) with no granule mapped.
   std::uint64_t UnmappedPages(const Space& s, std::uint64_t offset, std::uint64_t size) const {
-    const std::uint64_t first = offset / g, last = (offset + size - 1) / g;
+    const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
     std::uint64_t n = 0;
     for (std::uint64_t i = first; i <= last; ++i)
       if (i >= s.pages.size() || !s.pages[i].mapped) ++n;
@@ -734,16 +754,14 @@ struct VmmAllocator::State {
   static constexpr int kCandidates = 8;
   template <typename Aligned>
   Block* FindFit(Space& s, std::uint64_t need, std::uint64_t rounded, StreamHandle stream, const Aligned& aligned) {
-    Block key;
-    key.size = need;
-    key.offset = 0;
     Block* best = nullptr;
     int looked = 0;
-    for (auto it = s.free_blocks.lower_bound(&key); it != s.free_blocks.end() && looked < kCandidates; ++it) {
-      if (!Usable(*it, stream)) continue;
+    for (auto it = s.free_blocks.lower_bound(FreeKey(need, 0)); it != s.free_blocks.end() && looked < kCandidates;
+         ++it) {
+      if (!Usable(it->block, stream)) continue;
       ++looked;
-      if (best == nullptr) best = *it;
-      if (UnmappedPages(s, aligned((*it)->offset), rounded) == 0) return *it;
+      if (best == nullptr) best = it->block;
+      if (UnmappedPages(s, aligned(it->offset), rounded) == 0) return it->block;
     }
     // The wilderness may hold cached pages where a best fit would need maps.
     if (best != nullptr && UnmappedPages(s, aligned(best->offset), rounded) > 0 &&
@@ -794,7 +812,7 @@ struct VmmAllocator::State {
     }
     Block* b;
     if (fit != nullptr) {
-      s.free_blocks.erase(fit);
+      s.free_blocks.erase(FreeKey(fit));
       b = fit;
       if (start > b->offset) {  // the skipped front stays free, with b's tag
         Block* front = NewBlock();
@@ -808,7 +826,7 @@ struct VmmAllocator::State {
         b->prev = front;
         b->offset = start;
         b->size -= front->size;
-        s.free_blocks.insert(front);
+        s.free_blocks.emplace(front);
       }
       if (b->size > rounded) {  // the rest stays free, with b's tag
         Block* back = NewBlock();
@@ -821,7 +839,7 @@ struct VmmAllocator::State {
         if (b->next) b->next->prev = back; else s.tail = back;
         b->next = back;
         b->size = rounded;
-        s.free_blocks.insert(back);
+        s.free_blocks.emplace(back);
       }
       UnrefEvent(b->event);
       b->event = 0;
@@ -839,7 +857,7 @@ struct VmmAllocator::State {
         gap->prev = s.tail;
         if (s.tail) s.tail->next = gap;
         s.tail = gap;
-        s.free_blocks.insert(gap);
+        s.free_blocks.emplace(gap);
       }
       b = NewBlock();
       b->offset = start;
@@ -855,7 +873,7 @@ struct VmmAllocator::State {
     b->requested = bytes;
     ++s.live_blocks;
     void* p = s.base + b->offset;
-    live.emplace(p, b);
+    live.Insert(p, b);
     ++stats.num_allocs;
     stats.bytes_in_use += b->size;
     stats.peak_bytes_in_use = std::max(stats.peak_bytes_in_use, stats.bytes_in_use);
@@ -910,9 +928,9 @@ struct VmmAllocator::State {
   }
 
   Status RecordStream(void* pointer, StreamHandle stream) {
-    auto it = live.find(pointer);
-    if (it == live.end()) return NotLive(pointer, "record_stream");
-    const Block* b = it->second;
+    Block* const* found = live.Find(pointer);
+    if (found == nullptr) return NotLive(pointer, "record_stream");
+    const Block* b = *found;
     if (stream == b->stream) return Status::Ok();  // its own allocation stream
     std::vector<StreamHandle>& uses = stream_uses[b];
     if (std::find(uses.begin(), uses.end(), stream) == uses.end()) uses.push_back(stream);
@@ -920,25 +938,25 @@ struct VmmAllocator::State {
   }
 
   Status Deallocate(void* pointer, StreamHandle stream) {
-    auto it = live.find(pointer);
-    if (it == live.end()) return NotLive(pointer, "free");
+    Block* const* found = live.Find(pointer);
+    if (found == nullptr) return NotLive(pointer, "free");
+    Block* b = *found;
     TM_RETURN_IF_ERROR(NoteStream(stream));
     if (!stream_uses.empty()) {
-      auto u = stream_uses.find(it->second);
-      if (u != stream_uses.end()) return DeferFree(it, u, stream);
+      auto u = stream_uses.find(b);
+      if (u != stream_uses.end()) return DeferFree(pointer, b, u, stream);
     }
-    Block* b = it->second;
     TM_ASSIGN_OR_RETURN(const EventHandle event, FreeEvent(stream));  // fails changing nothing
-    live.erase(it);
+    live.Erase(pointer);
     return Release(pointer, b, stream, event);
   }
 
   // A free of a block that other streams use: an event on each of them now;
   // the block is released once all have completed.
-  Status DeferFree(std::unordered_map<const void*, Block*>::iterator it,
+  Status DeferFree(void* pointer, Block* block,
                    std::unordered_map<const Block*, std::vector<StreamHandle>>::iterator uses,
                    StreamHandle stream) {
-    DeferredFree d{const_cast<void*>(it->first), it->second, stream, {}};
+    DeferredFree d{pointer, block, stream, {}};
     for (const StreamHandle other : uses->second) {
       if (other == stream) continue;
       Result<EventHandle> e = memory->RecordEvent(other);
@@ -952,11 +970,11 @@ struct VmmAllocator::State {
     if (d.events.empty()) {  // nothing in flight on the other streams: freed now
       TM_ASSIGN_OR_RETURN(const EventHandle event, FreeEvent(stream));
       stream_uses.erase(uses);
-      live.erase(it);
+      live.Erase(pointer);
       return Release(d.pointer, d.block, stream, event);
     }
     stream_uses.erase(uses);
-    live.erase(it);
+    live.Erase(pointer);
     for (const auto& [other, e] : d.events) RefEvent(e);
     ++counters.frees_deferred;
     deferred_bytes += d.block->size;
@@ -1045,14 +1063,14 @@ struct VmmAllocator::State {
     RefEvent(event);
     if (b->prev && b->prev->free && Mergeable(b->prev, b)) {
       Block* a = b->prev;
-      s.free_blocks.erase(a);
+      s.free_blocks.erase(FreeKey(a));
       MergeInto(a, b);
       if (s.tail == b) s.tail = a;
       b = a;
     }
     if (b->next && b->next->free && Mergeable(b, b->next)) {
       Block* c = b->next;
-      s.free_blocks.erase(c);
+      s.free_blocks.erase(FreeKey(c));
       if (s.tail == c) s.tail = b;
       MergeInto(b, c);
     }
@@ -1072,7 +1090,7 @@ struct VmmAllocator::State {
       if (s.tail) s.tail->next = nullptr;
       DeleteBlock(b);
     } else {
-      s.free_blocks.insert(b);
+      s.free_blocks.emplace(b);
     }
     return Status::Ok();
   }
@@ -1146,9 +1164,9 @@ struct VmmAllocator::State {
     for (const Space& s : spaces) {
       if (s.base == nullptr) continue;
       std::uint64_t free_bytes = 0, largest = 0;
-      for (const Block* b : s.free_blocks) {
-        free_bytes += b->size;
-        largest = std::max(largest, b->size);
+      for (const FreeKey& k : s.free_blocks) {
+        free_bytes += k.size;
+        largest = std::max(largest, k.size);
       }
       out << (s.index == kSmall ? "small" : "large") << " space: " << s.live_blocks << " live blocks, "
           << s.free_blocks.size() << " free blocks (" << HumanBytes(free_bytes) << ", largest "
@@ -1197,6 +1215,7 @@ Result<std::unique_ptr<VmmAllocator>> VmmAllocator::Create(PhysicalMemory& memor
   if (!IsPowerOfTwo(s.g))
     return InvalidArgument("vmm: the physical memory's granularity " + std::to_string(s.g) +
                            " is not a power of two");
+  s.g_shift = std::countr_zero(s.g);
   if (params.block_rounding_bytes > s.g)
     return InvalidArgument("vmm: block_rounding_bytes " + std::to_string(params.block_rounding_bytes) +
                            " is more than the granularity " + std::to_string(s.g));
