@@ -739,13 +739,14 @@ struct VmmAllocator::State {
   }
 
   // ---- allocation ----
-  // Pages of [offset, offset + size) with no granule mapped.
-  std::uint64_t UnmappedPages(const Space& s, std::uint64_t offset, std::uint64_t size) const {
+  // Whether every page of [offset, offset + size) has a granule mapped
+  // (stops at the first that has none).
+  bool AllMapped(const Space& s, std::uint64_t offset, std::uint64_t size) const {
     const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
-    std::uint64_t n = 0;
+    if (last >= s.pages.size()) return false;
     for (std::uint64_t i = first; i <= last; ++i)
-      if (i >= s.pages.size() || !s.pages[i].mapped) ++n;
-    return n;
+      if (!s.pages[i].mapped) return false;
+    return true;
   }
 
   // Best fit among the free blocks `stream` may use; among the first
@@ -761,11 +762,11 @@ struct VmmAllocator::State {
       if (!Usable(it->block, stream)) continue;
       ++looked;
       if (best == nullptr) best = it->block;
-      if (UnmappedPages(s, aligned(it->offset), rounded) == 0) return it->block;
+      if (AllMapped(s, aligned(it->offset), rounded)) return it->block;
     }
     // The wilderness may hold cached pages where a best fit would need maps.
-    if (best != nullptr && UnmappedPages(s, aligned(best->offset), rounded) > 0 &&
-        aligned(s.top) + rounded <= s.size && UnmappedPages(s, aligned(s.top), rounded) == 0 &&
+    if (best != nullptr && !AllMapped(s, aligned(best->offset), rounded) &&
+        aligned(s.top) + rounded <= s.size && AllMapped(s, aligned(s.top), rounded) &&
         (WildSettled(s) || s.wild_stream == stream))
       return nullptr;
     return best;
