@@ -29,7 +29,9 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <set>
+#include <stdexcept>
 #include <span>
 #include <sstream>
 #include <unordered_map>
@@ -313,9 +315,22 @@ struct VmmAllocator::State {
     lru_tail = id;
     ++cached_pages;
   }
-  void EnsurePages(Space& s, std::uint64_t end_offset) {
+  // Grows the page table to cover [0, end_offset): one Page per granule of
+  // addresses, so a huge request with small granules asks for a huge table
+  // (TouchAndMap refuses those a limit cannot serve before it gets here).
+  Status EnsurePages(Space& s, std::uint64_t end_offset) {
     const std::uint64_t n = RoundUp(end_offset, g) >> g_shift;
-    if (s.pages.size() < n) s.pages.resize(std::max<std::uint64_t>(n, std::min<std::uint64_t>(s.pages.size() * 2, s.size / g)));
+    if (s.pages.size() >= n) return Status::Ok();
+    const std::uint64_t grown = std::max<std::uint64_t>(n, std::min<std::uint64_t>(s.pages.size() * 2, s.size / g));
+    try {
+      s.pages.resize(grown);
+    } catch (const std::bad_alloc&) {
+      return ResourceExhausted("no host memory for a page table of " + std::to_string(n) + " pages (" +
+                               HumanBytes(n * sizeof(Page)) + ")");
+    } catch (const std::length_error&) {
+      return ResourceExhausted("no host memory for a page table of " + std::to_string(n) + " pages");
+    }
+    return Status::Ok();
   }
 
   // A run handle (first page `head`) can go once no live block is on any of
@@ -573,7 +588,17 @@ struct VmmAllocator::State {
   // nothing is touched and nothing leaks.
   Status TouchAndMap(Space& s, std::uint64_t offset, std::uint64_t size) {
     const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
-    EnsurePages(s, offset + size);
+    // Pages past the table have never been mapped: each needs a granule of
+    // its own. More of them than the limit (or what is held, above a
+    // lowered limit) can ever be served is refused before anything grows.
+    const std::uint64_t beyond = last + 1 - std::max<std::uint64_t>(first, std::min<std::uint64_t>(last + 1, s.pages.size()));
+    if (params.memory_limit) {
+      const std::uint64_t most = std::max<std::uint64_t>(*params.memory_limit >> g_shift, held);
+      if (beyond > most)
+        return ResourceExhausted("needs " + std::to_string(beyond) + " new granule(s) of " + HumanBytes(g) +
+                                 ", more than the limit of " + HumanBytes(*params.memory_limit) + " allows");
+    }
+    TM_RETURN_IF_ERROR(EnsurePages(s, offset + size));
     std::vector<std::uint64_t> todo;  // the pages to map, in address order
     for (std::uint64_t i = first; i <= last; ++i) {
       Page& p = s.pages[i];
