@@ -240,7 +240,12 @@ Result<Pass> LocalPass(const Trace& trace, ReplayAllocator which, const ReplayPa
     if (params.device == ReplayDevice::kCuda)
       return InvalidArgument(std::string(Name(which)) + " allocates host memory: it cannot replay on cuda");
     TM_ASSIGN_OR_RETURN(replay::MallocPeer peer, replay::LoadMallocPeer(which));
-    return PeerPass(trace, peer, params.alignment, sample);
+    TM_ASSIGN_OR_RETURN(Pass pass, PeerPass(trace, peer, params.alignment, sample));
+    if (!sample) {  // the warm pass: the same trace again over the heap the first left
+      TM_ASSIGN_OR_RETURN(Pass warm, PeerPass(trace, peer, params.alignment, false));
+      pass.warm_seconds = warm.seconds;
+    }
+    return pass;
   }
   TM_ASSIGN_OR_RETURN(Ours ours, MakeOurs(which, params));
   AllocatorStats stats;

@@ -104,6 +104,9 @@ TEST(Replay, MallocPeersInProcessAndIsolated) {
       EXPECT_FALSE(r->reserved_source.empty());
       EXPECT_FALSE(r->fragmentation.has_value());
       EXPECT_GT(r->ns_per_op, 0.0);
+      // A second pass over the heap the first left, in both modes.
+      ASSERT_TRUE(r->warm_ns_per_op.has_value()) << Name(a) << (isolate ? " isolated" : " in process");
+      EXPECT_GT(*r->warm_ns_per_op, 0.0);
     }
   }
   EXPECT_TRUE(MallocPeerAvailable(ReplayAllocator::kMalloc).ok());
@@ -178,6 +181,7 @@ TEST(ReplayCli, JsonForEveryAllocator) {
                             "reserved_over_in_use"})
       EXPECT_TRUE(r.contains(key)) << key;
     EXPECT_EQ(r["peak_in_use"], 336448);
+    EXPECT_TRUE(r["warm_ns_per_op"].is_number()) << r["allocator"];  // every allocator, peers too
   }
   // jemalloc needs the re-executed process: the CLI does that itself.
   bool jemalloc = false;

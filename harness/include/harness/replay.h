@@ -11,7 +11,8 @@
 //
 // Figures per allocator (ns_per_op is the cold pass: a fresh allocator, so
 // the vmm allocator maps every granule it uses during it; warm_ns_per_op is
-// a second pass over the same allocator):
+// a second pass over the same allocator, for a peer over the heap its
+// first pass left in the same process):
 // - ops: events replayed; ns_per_op: the median over `repetitions` timed
 //   passes of the pass's time / ops (each pass runs in a forked child
 //   process on a fresh allocator, so no pass inherits a warmed heap);
@@ -112,8 +113,9 @@ struct ReplayResult {
   double reserved_over_in_use = 0;
   std::optional<double> fragmentation;
   std::string reserved_source;
-  // Ours only: a second pass over the same allocator right after the first
-  // (its memory cached, nothing to map): median over the repetitions.
+  // A second pass over the same allocator right after the first (ours: its
+  // memory cached, nothing to map; a peer: the heap its first pass grew,
+  // glibc's mmap threshold raised): median over the repetitions.
   std::optional<double> warm_ns_per_op;
   // vmm only, cold pass: what a device would pay for (map calls, pages
   // mapped, pages re-stitched, granules created, synchronizations).
