@@ -56,7 +56,7 @@ void PoolState::Remove(Node* n) {
 }
 
 void PoolState::MarkUsed(void* pointer, Node* n) {
-  used.emplace(pointer, n);
+  used.Insert(pointer, n);
   ++stats.num_allocs;
   stats.bytes_in_use += n->size;
   stats.peak_bytes_in_use = std::max(stats.peak_bytes_in_use, stats.bytes_in_use);
@@ -160,8 +160,8 @@ Result<void*> PoolState::Allocate(std::uint64_t bytes, std::uint64_t alignment, 
 }
 
 Status PoolState::Free(void* pointer) {
-  auto it = used.find(pointer);
-  if (it == used.end()) {
+  Node* const* found = used.Find(pointer);
+  if (found == nullptr) {
     // Inside one of our blocks means a double free or an interior pointer.
     auto root = roots.upper_bound(static_cast<char*>(pointer));
     const bool ours = root != roots.begin() &&
@@ -174,8 +174,8 @@ Status PoolState::Free(void* pointer) {
     return NotFound("pool: " + PointerToString(pointer) +
                     " was not allocated by this pool (it lies in none of its blocks)");
   }
-  Node* n = it->second;
-  used.erase(it);
+  Node* n = *found;
+  used.Erase(pointer);
   ++stats.num_frees;
   stats.bytes_in_use -= n->size;
   const auto group = current_group.find(std::this_thread::get_id());
@@ -262,7 +262,7 @@ Status BufferPool::BeginGroup() {
   const auto id = std::this_thread::get_id();
   if (s.current_group.count(id) != 0)
     return FailedPrecondition("pool: BeginGroup: this thread's group is still open (call EndGroup)");
-  s.groups.push_back(std::make_unique<FreeList>());
+  s.groups.push_back(std::make_unique<FreeList>(s.NewFreeList()));
   s.current_group.emplace(id, s.groups.back().get());
   return Status::Ok();
 }

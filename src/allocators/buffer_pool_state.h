@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -10,13 +11,16 @@
 #include <unordered_map>
 #include <vector>
 
+#include "allocators/node_arena.h"
+#include "allocators/pointer_map.h"
 #include "tensormem/allocators/buffer_pool.h"
 
 namespace tensormem {
 namespace pool {
 
 struct Node;
-using FreeList = std::multimap<std::uint64_t, Node*>;
+// Nodes of every free list come from the pool's arena (no malloc per insert).
+using FreeList = std::multimap<std::uint64_t, Node*, std::less<>, internal::NodeAllocator<std::pair<const std::uint64_t, Node*>>>;
 
 struct Node {
   Node* parent = nullptr;
@@ -48,8 +52,9 @@ struct PoolState {
   mutable std::mutex mutex;
 
   std::map<char*, std::unique_ptr<Node>> roots;  // blocks from the backend, by address
-  std::unordered_map<void*, Node*> used;         // returned pointer -> node
-  FreeList free_list;
+  internal::PointerMap<Node*> used;              // returned pointer -> node
+  internal::NodeArena free_nodes;                // before every FreeList: they give their nodes back to it
+  FreeList free_list = NewFreeList();
   bool barrier_open = false;
   std::vector<std::unique_ptr<FreeList>> groups;
   std::unordered_map<std::thread::id, FreeList*> current_group;
@@ -64,6 +69,7 @@ struct PoolState {
   std::uint64_t deferred_arena_bytes = 0;
   std::uint64_t deferred_lower_bound = 0;
 
+  FreeList NewFreeList() { return FreeList(std::less<>{}, FreeList::allocator_type(&free_nodes)); }
   void Insert(FreeList* list, Node* n);
   void Remove(Node* n);
   void MarkUsed(void* pointer, Node* n);

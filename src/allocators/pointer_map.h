@@ -6,6 +6,7 @@
 // thread-safe; the allocator's mutex guards it.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -34,6 +35,11 @@ class PointerMap {
     while (slots_[i].key != nullptr && slots_[i].key != key) i = (i + 1) & mask_;
     if (slots_[i].key == nullptr) ++size_;
     slots_[i] = {key, value};
+  }
+  // Removes every entry (the table keeps its size).
+  void clear() {
+    std::fill(slots_.begin(), slots_.end(), Slot{});
+    size_ = 0;
   }
   // Removes `key`; false when absent.
   bool Erase(const void* key) {

@@ -79,6 +79,13 @@ TEST(PointerMap, NullAndAbsentKeys) {
   EXPECT_EQ(map.size(), 1u);
   EXPECT_EQ(*map.Find(Key(64)), 2);
   EXPECT_EQ(map.Find(nullptr), nullptr);
+  for (std::uint64_t k = 1; k <= 100; ++k) map.Insert(Key(k * 64), static_cast<int>(k));
+  map.clear();  // the pool's Release(kAll)
+  EXPECT_TRUE(map.empty());
+  EXPECT_EQ(map.Find(Key(64)), nullptr);
+  map.Insert(Key(128), 7);
+  EXPECT_EQ(*map.Find(Key(128)), 7);
+  EXPECT_EQ(map.size(), 1u);
 }
 
 TEST(NodeArena, SetsAgreeWithStdSetAndReuseNodes) {
