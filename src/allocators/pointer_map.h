@@ -70,8 +70,9 @@ class PointerMap {
     V value{};
   };
   std::size_t Home(const void* key) const {
-    // Blocks are aligned: the low bits say nothing. Fibonacci hashing of the rest.
-    const auto k = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(key)) >> 6;
+    // Fibonacci hashing: the product's top bits depend on every bit of the
+    // key, so aligned keys (low bits zero) spread as well as any.
+    const auto k = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(key));
     return static_cast<std::size_t>((k * 0x9E3779B97F4A7C15ull) >> shift_) & mask_;
   }
   void Grow() {
