@@ -1,4 +1,4 @@
-// Fixed-size nodes for node-based containers (std::set, std::unordered_map)
+// Fixed-size nodes for node-based containers (std::set, std::multimap)
 // from a free list, for allocators that already serialise every container
 // operation under their own mutex (internal): no malloc per insert, and a
 // freed node is the next one handed out, still in cache.
@@ -21,7 +21,7 @@ class NodeArena {
   NodeArena& operator=(const NodeArena&) = delete;
   void* Get(std::size_t bytes) {
     if (node_bytes_ == 0) node_bytes_ = std::max(bytes, sizeof(void*));
-    if (bytes != node_bytes_) return ::operator new(bytes);  // not a set node (a bucket array)
+    if (bytes != node_bytes_) return ::operator new(bytes);  // not a node (an array a container asked for)
     if (free_ == nullptr) Grow();
     void* p = free_;
     free_ = *static_cast<void**>(free_);
