@@ -365,6 +365,13 @@ std::shared_ptr<PyTrace> TraceOf(const py::object& obj) {
   return LoadAnyTrace(py::str(obj));
 }
 
+// The vmm allocator's device-call counters, named as replay's JSON names them.
+py::dict VmmCountersDict(const VmmAllocator::Counters& c) {
+  py::dict d;
+  for (const auto& [name, field] : VmmAllocator::kCounterFields) d[py::str(std::string(name))] = c.*field;
+  return d;
+}
+
 py::dict ReplayDict(const ReplayResult& r) {
   py::dict d;
   d["allocator"] = r.allocator;
@@ -376,6 +383,17 @@ py::dict ReplayDict(const ReplayResult& r) {
   d["reserved_over_in_use"] = r.reserved_over_in_use;
   d["fragmentation"] = r.fragmentation ? py::cast(*r.fragmentation) : py::none();
   d["reserved_source"] = r.reserved_source;
+  // As replay's JSON: the warm pass (every allocator), vmm's counters of
+  // both passes, a virtual-memory backend's handles.
+  d["warm_ns_per_op"] = r.warm_ns_per_op ? py::cast(*r.warm_ns_per_op) : py::none();
+  if (r.vmm_counters) d["vmm"] = VmmCountersDict(*r.vmm_counters);
+  if (r.vmm_warm_counters) d["vmm_warm"] = VmmCountersDict(*r.vmm_warm_counters);
+  if (r.backend_counters) {
+    py::dict b;
+    b["handles_created"] = r.backend_counters->handles_created;
+    b["handles_released"] = r.backend_counters->handles_released;
+    d["backend"] = b;
+  }
   return d;
 }
 
@@ -691,10 +709,7 @@ PYBIND11_MODULE(_tensormem, m) {
           [](PyAllocator& a) -> py::object {
 #if TENSORMEM_PY_HAVE_VMM
             if (const auto* v = dynamic_cast<const VmmAllocator*>(&a.Get())) {
-              const VmmAllocator::Counters c = v->counters();
-              py::dict d;
-              for (const auto& [name, field] : VmmAllocator::kCounterFields) d[py::str(std::string(name))] = c.*field;
-              return py::object(std::move(d));
+              return py::object(VmmCountersDict(v->counters()));
             }
 #endif
             (void)a.Get();  // a closed allocator is an error here too

@@ -138,9 +138,12 @@ def replay(trace: Union[Trace, PathLike], allocator: Union[str, Allocator] = "bf
            html: Optional[PathLike] = None) -> Dict[str, Any]:
     """Replays a trace through an allocator (a name from
     :func:`replay_allocators`, or an :class:`Allocator` object) and returns
-    the figures: ops, ns_per_op, cpu_ns_per_op, peak_in_use, peak_reserved,
-    reserved_over_in_use, fragmentation. ``html=path`` also writes the
-    replay's memory map (x = event, y = address, reserved bytes as a line).
+    the figures: ops, ns_per_op (the cold pass: a fresh allocator),
+    cpu_ns_per_op, warm_ns_per_op (a second pass over the same allocator),
+    peak_in_use, peak_reserved, reserved_over_in_use, fragmentation, and
+    for vmm its device calls in each pass (``vmm``, ``vmm_warm``: map_calls,
+    handles_created, ...). ``html=path`` also writes the replay's memory map
+    (x = event, y = address, reserved bytes as a line).
     """
     if not isinstance(trace, Trace):
         trace = load_trace(trace)

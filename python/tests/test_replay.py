@@ -26,13 +26,19 @@ def test_trace_and_its_problem(trace_file):
     assert tm.load_problem(trace_file).ids == p.ids
 
 
-@pytest.mark.parametrize("allocator", ["bfc", "bfc_compact", "vmm", "pool", "system"])
+@pytest.mark.parametrize("allocator", ["bfc", "bfc_compact", "vmm", "pool", "system", "malloc"])
 def test_replay_figures(trace_file, allocator):
     if allocator not in tm.replay_allocators():
         pytest.skip(f"no '{allocator}' replay allocator in this build")
     r = tm.replay(trace_file, allocator=allocator, repetitions=2)
     assert r["allocator"] == allocator and r["ops"] == 5
     assert r["peak_in_use"] == 3001000 and r["peak_reserved"] >= (3001000 if allocator != "system" else 0)
+    assert r["warm_ns_per_op"] > 0  # a second pass, peers included
+    if allocator == "vmm":  # its device calls, as replay's JSON has them
+        assert r["vmm"]["map_calls"] >= 1 and r["vmm"]["granules_created"] >= 1
+        assert set(r["vmm_warm"]) == set(r["vmm"])
+    else:
+        assert "vmm" not in r
 
 
 def test_replay_names_come_from_the_library(trace_file):
