@@ -144,8 +144,22 @@ VmmAllocator* Get(int device, bool create) {
 
 namespace {
 
+// The C functions let no C++ exception out (a C caller cannot catch one):
+// the library reports errors as values, but its bookkeeping can still run
+// out of host memory (std::bad_alloc). `what` names the call.
+template <typename F>
+auto NoThrow(const char* what, F&& f, decltype(f()) failed) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    t_last_error = std::string("tensormem: ") + what + ": " + e.what() + " (host memory for the allocator's bookkeeping)";
+    SayFailure(t_last_error);
+    return failed;
+  }
+}
+
 // An allocation for PyTorch: the block, or null with t_last_error set.
-void* Allocate(ssize_t size, int device, void* stream) {
+void* AllocateOrNull(ssize_t size, int device, void* stream) {
   if (size < 0) {
     t_last_error = "tensormem: negative size " + std::to_string(size);
     return nullptr;
@@ -174,6 +188,10 @@ void* Allocate(ssize_t size, int device, void* stream) {
   return *p;
 }
 
+void* Allocate(ssize_t size, int device, void* stream) {
+  return NoThrow("malloc", [&] { return AllocateOrNull(size, device, stream); }, static_cast<void*>(nullptr));
+}
+
 }  // namespace
 
 TM_EXPORT void* tensormem_torch_malloc(ssize_t size, int device, void* stream) {
@@ -192,78 +210,97 @@ TM_EXPORT void* tensormem_torch_malloc_or_raise(ssize_t size, int device, void* 
 
 TM_EXPORT void tensormem_torch_free(void* ptr, ssize_t /*size*/, int device, void* stream) {
   if (ptr == nullptr) return;
-  VmmAllocator* vmm = Get(device, false);
-  Status s = vmm == nullptr ? tensormem::NotFound("tensormem: free of " + tensormem::PointerToString(ptr) +
-                                                  " on device " + std::to_string(device) +
-                                                  ", which has no allocator")
-                            : vmm->DeallocateAsync(ptr, reinterpret_cast<tensormem::StreamHandle>(stream));
-  if (!s.ok()) SayFailure("tensormem: " + s.ToString());
+  NoThrow("free", [&] {
+    VmmAllocator* vmm = Get(device, false);
+    Status s = vmm == nullptr ? tensormem::NotFound("tensormem: free of " + tensormem::PointerToString(ptr) +
+                                                    " on device " + std::to_string(device) +
+                                                    ", which has no allocator")
+                              : vmm->DeallocateAsync(ptr, reinterpret_cast<tensormem::StreamHandle>(stream));
+    if (!s.ok()) SayFailure("tensormem: " + s.ToString());
+    return 0;
+  }, 0);
 }
 
 TM_EXPORT void tensormem_torch_record_stream(void* ptr, void* stream) {
-  // PyTorch passes no device: the allocator whose addresses hold ptr.
-  VmmAllocator* owner = nullptr;
-  for (VmmAllocator* vmm : AllAllocators())
-    if (vmm->Owns(ptr)) owner = vmm;
-  const Status s = owner == nullptr
-                       ? tensormem::NotFound("tensormem: record_stream of " + tensormem::PointerToString(ptr) +
-                                             ", which no device's allocator gave out")
-                       : owner->RecordStream(ptr, reinterpret_cast<tensormem::StreamHandle>(stream));
-  if (!s.ok()) SayFailure("tensormem: " + s.ToString());
+  NoThrow("record_stream", [&] {
+    // PyTorch passes no device: the allocator whose addresses hold ptr.
+    VmmAllocator* owner = nullptr;
+    for (VmmAllocator* vmm : AllAllocators())
+      if (vmm->Owns(ptr)) owner = vmm;
+    const Status s = owner == nullptr
+                         ? tensormem::NotFound("tensormem: record_stream of " + tensormem::PointerToString(ptr) +
+                                               ", which no device's allocator gave out")
+                         : owner->RecordStream(ptr, reinterpret_cast<tensormem::StreamHandle>(stream));
+    if (!s.ok()) SayFailure("tensormem: " + s.ToString());
+    return 0;
+  }, 0);
 }
 
 TM_EXPORT size_t tensormem_torch_stats(int device, char* buf, size_t len) {
-  std::string json = "{}";
-  if (VmmAllocator* vmm = Get(device, false)) {
-    const tensormem::AllocatorStats s = vmm->GetStats();
-    const VmmAllocator::Counters c = vmm->counters();
-    std::string counters;
-    for (const auto& [name, field] : VmmAllocator::kCounterFields)
-      counters += ",\"" + std::string(name) + "\":" + std::to_string(c.*field);
-    json = "{\"device\":" + std::to_string(device) + ",\"bytes_in_use\":" + std::to_string(s.bytes_in_use) +
-           ",\"peak_bytes_in_use\":" + std::to_string(s.peak_bytes_in_use) +
-           ",\"bytes_reserved\":" + std::to_string(s.bytes_reserved) +
-           ",\"peak_bytes_reserved\":" + std::to_string(s.peak_bytes_reserved) +
-           ",\"num_allocs\":" + std::to_string(s.num_allocs) + ",\"num_frees\":" + std::to_string(s.num_frees) +
-           ",\"num_failed_allocs\":" + std::to_string(s.num_failed_allocs) +
-           ",\"bytes_limit\":" + (s.bytes_limit ? std::to_string(*s.bytes_limit) : std::string("null")) +
-           counters +
-           ",\"granularity\":" + std::to_string(vmm->granularity()) + "}";
-  }
-  if (buf != nullptr && len > 0) {
-    const std::size_t n = std::min(len - 1, json.size());
-    json.copy(buf, n);
-    buf[n] = '\0';
-  }
-  return json.size();
+  return NoThrow("stats", [&]() -> std::size_t {
+    std::string json = "{}";
+    if (VmmAllocator* vmm = Get(device, false)) {
+      const tensormem::AllocatorStats s = vmm->GetStats();
+      const VmmAllocator::Counters c = vmm->counters();
+      std::string counters;
+      for (const auto& [name, field] : VmmAllocator::kCounterFields)
+        counters += ",\"" + std::string(name) + "\":" + std::to_string(c.*field);
+      json = "{\"device\":" + std::to_string(device) + ",\"bytes_in_use\":" + std::to_string(s.bytes_in_use) +
+             ",\"peak_bytes_in_use\":" + std::to_string(s.peak_bytes_in_use) +
+             ",\"bytes_reserved\":" + std::to_string(s.bytes_reserved) +
+             ",\"peak_bytes_reserved\":" + std::to_string(s.peak_bytes_reserved) +
+             ",\"num_allocs\":" + std::to_string(s.num_allocs) + ",\"num_frees\":" + std::to_string(s.num_frees) +
+             ",\"num_failed_allocs\":" + std::to_string(s.num_failed_allocs) +
+             ",\"bytes_limit\":" + (s.bytes_limit ? std::to_string(*s.bytes_limit) : std::string("null")) +
+             counters +
+             ",\"granularity\":" + std::to_string(vmm->granularity()) + "}";
+    }
+    if (buf != nullptr && len > 0) {
+      const std::size_t n = std::min(len - 1, json.size());
+      json.copy(buf, n);
+      buf[n] = '\0';
+    }
+    return json.size();
+  }, std::size_t{0});
 }
 
 TM_EXPORT long long tensormem_torch_release_cached(int device) {
-  VmmAllocator* vmm = Get(device, false);
-  if (vmm == nullptr) return 0;
-  Result<std::uint64_t> r = vmm->ReleaseCachedMemory();
-  if (!r.ok()) {
-    t_last_error = r.status().ToString();
-    return -1;
-  }
-  return static_cast<long long>(*r);
+  return NoThrow("release_cached", [&]() -> long long {
+    VmmAllocator* vmm = Get(device, false);
+    if (vmm == nullptr) return 0;
+    Result<std::uint64_t> r = vmm->ReleaseCachedMemory();
+    if (!r.ok()) {
+      t_last_error = r.status().ToString();
+      return -1;
+    }
+    return static_cast<long long>(*r);
+  }, -1LL);
 }
 
 TM_EXPORT void tensormem_torch_set_memory_fraction(double fraction, int device) {
-  auto fail = [](const std::string& why) { SayFailure("tensormem: set_memory_fraction: " + why); };
-  if (!(fraction >= 0.0 && fraction <= 1.0)) return fail("fraction " + std::to_string(fraction) + " is not in [0, 1]");
-  VmmAllocator* vmm = Get(device, true);
-  if (vmm == nullptr) return fail(t_last_error);
-  const std::optional<std::uint64_t> total = g_devices[device]->memory->total_bytes();
-  if (!total) return fail("the device's total memory is unknown");
-  const auto limit = static_cast<std::uint64_t>(fraction * static_cast<double>(*total));
-  if (Status s = vmm->SetMemoryLimit(limit); !s.ok())
-    return fail("fraction " + std::to_string(fraction) + " of " + std::to_string(*total) + " bytes: " + s.ToString());
+  NoThrow("set_memory_fraction", [&] {
+    auto fail = [](const std::string& why) {
+      SayFailure("tensormem: set_memory_fraction: " + why);
+      return 0;
+    };
+    if (!(fraction >= 0.0 && fraction <= 1.0)) return fail("fraction " + std::to_string(fraction) + " is not in [0, 1]");
+    VmmAllocator* vmm = Get(device, true);
+    if (vmm == nullptr) return fail(t_last_error);
+    const std::optional<std::uint64_t> total = g_devices[device]->memory->total_bytes();
+    if (!total) return fail("the device's total memory is unknown");
+    const auto limit = static_cast<std::uint64_t>(fraction * static_cast<double>(*total));
+    if (Status s = vmm->SetMemoryLimit(limit); !s.ok())
+      return fail("fraction " + std::to_string(fraction) + " of " + std::to_string(*total) + " bytes: " + s.ToString());
+    return 0;
+  }, 0);
 }
 
 TM_EXPORT void tensormem_torch_empty_cache(void) {
-  for (VmmAllocator* vmm : AllAllocators())
-    if (Result<std::uint64_t> r = vmm->ReleaseCachedMemory(); !r.ok()) SayFailure("tensormem: " + r.status().ToString());
+  NoThrow("empty_cache", [] {
+    for (VmmAllocator* vmm : AllAllocators())
+      if (Result<std::uint64_t> r = vmm->ReleaseCachedMemory(); !r.ok()) SayFailure("tensormem: " + r.status().ToString());
+    return 0;
+  }, 0);
 }
 
 TM_EXPORT const char* tensormem_torch_last_error(void) { return t_last_error.c_str(); }
