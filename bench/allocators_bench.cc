@@ -3,12 +3,13 @@
 // every trace in ../shared/traces through every allocator.
 //
 // Allocators: bfc (TensorFlow's defaults on host memory), bfc_compact
-// (CompactBfcParams on a VirtualMemoryBackend), pool, system, and the
-// malloc peers (glibc malloc, jemalloc, mimalloc via dlopen; skipped with a
+// (CompactBfcParams on a VirtualMemoryBackend), pool, system, vmm (over
+// host physical memory, 2 MiB granules), and the malloc peers (glibc malloc, jemalloc, mimalloc via dlopen; skipped with a
 // message when absent). Replays run each iteration in a forked child from a
 // fresh allocator (tensormem::ReplayTrace), timed manually: the benchmark
 // time is the replay loop alone; counters give ns_per_op, peak_in_use,
-// peak_reserved and reserved_over_in_use.
+// peak_reserved and reserved_over_in_use. Traces are read plain or
+// gzip-compressed (.csv, .csv.gz).
 #include <benchmark/benchmark.h>
 
 #include <filesystem>
@@ -23,7 +24,9 @@
 #include "tensormem/allocators/bfc_allocator.h"
 #include "tensormem/allocators/buffer_pool.h"
 #include "harness/replay.h"
+#include "tensormem/allocators/physical_memory.h"
 #include "tensormem/allocators/system_allocator.h"
+#include "tensormem/allocators/vmm_allocator.h"
 
 namespace tensormem {
 namespace {
@@ -42,6 +45,16 @@ class Subject {
       s->resource_ = std::make_unique<BufferPool>(HostBackend());
     } else if (name == "system") {
       s->resource_ = std::make_unique<SystemAllocator>();
+    } else if (name == "vmm") {
+      Result<std::unique_ptr<HostPhysicalMemory>> memory = HostPhysicalMemory::Create();
+      Result<std::unique_ptr<VmmAllocator>> vmm =
+          memory.ok() ? VmmAllocator::Create(**memory) : Result<std::unique_ptr<VmmAllocator>>(memory.status());
+      if (!vmm.ok()) {
+        *why = vmm.status().message();
+        return nullptr;
+      }
+      s->physical_ = std::move(*memory);
+      s->resource_ = std::move(*vmm);
     } else {
       Result<ReplayAllocator> which = ParseReplayAllocator(name);
       Result<replay::MallocPeer> peer =
@@ -67,11 +80,12 @@ class Subject {
 
  private:
   std::unique_ptr<Backend> backend_;
+  std::unique_ptr<PhysicalMemory> physical_;  // vmm's; outlives resource_ (declared first)
   std::unique_ptr<MemoryResource> resource_;
   replay::MallocPeer peer_;
 };
 
-const std::vector<std::string> kSubjects = {"bfc", "bfc_compact", "pool", "system",
+const std::vector<std::string> kSubjects = {"bfc", "bfc_compact", "pool", "system", "vmm",
                                             "malloc", "jemalloc", "mimalloc"};
 
 // One subject shared by the threads of a benchmark run.
@@ -120,13 +134,9 @@ void DelayedFrees(benchmark::State& state, const std::string& name) {
   state.SetItemsProcessed(state.iterations() * 2);
 }
 
-void Replay(benchmark::State& state, const Trace* trace, ReplayAllocator which, bool compact) {
+void Replay(benchmark::State& state, const Trace* trace, ReplayAllocator which) {
   ReplayParams params;
   params.repetitions = 1;
-  if (compact) {
-    params.bfc = CompactBfcParams();
-    params.bfc_virtual_memory = true;
-  }
   ReplayResult last;
   for (auto _ : state) {
     Result<ReplayResult> r = ReplayTrace(*trace, which, params);
@@ -164,8 +174,14 @@ void RegisterAll() {
   const std::filesystem::path dir = std::filesystem::path(TENSORMEM_SHARED_DIR) / "traces";
   std::error_code ec;
   std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-    if (e.path().extension() == ".csv") files.push_back(e.path());
+  auto stem_of = [](const std::filesystem::path& f) {
+    const std::string name = f.filename().string();
+    return name.substr(0, name.find(".csv"));
+  };
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.ends_with(".csv") || name.ends_with(".csv.gz")) files.push_back(e.path());
+  }
   std::sort(files.begin(), files.end());
   if (files.empty()) std::fprintf(stderr, "note: no traces in %s: the replay benchmarks are skipped\n", dir.c_str());
   for (const auto& f : files) {
@@ -176,7 +192,7 @@ void RegisterAll() {
     }
     traces.push_back(std::make_unique<Trace>(std::move(*t)));
     const Trace* trace = traces.back().get();
-    const std::string stem = f.stem().string();
+    const std::string stem = stem_of(f);
     for (ReplayAllocator a : AllReplayAllocators()) {
       if (IsMallocPeer(a) && !MallocPeerAvailable(a).ok()) {
         std::fprintf(stderr, "note: %s skipped: %s\n", std::string(Name(a)).c_str(),
@@ -184,17 +200,12 @@ void RegisterAll() {
         continue;
       }
       const int iterations = 5;
+      // Every replay allocator, bfc_compact and vmm included (their own names).
       benchmark::RegisterBenchmark(("Replay/" + stem + "/" + std::string(Name(a))).c_str(), Replay,
-                                   trace, a, false)
+                                   trace, a)
           ->UseManualTime()
           ->Iterations(iterations)
           ->Unit(benchmark::kMillisecond);
-      if (a == ReplayAllocator::kBfc)
-        benchmark::RegisterBenchmark(("Replay/" + stem + "/bfc_compact").c_str(), Replay, trace, a,
-                                     true)
-            ->UseManualTime()
-            ->Iterations(iterations)
-            ->Unit(benchmark::kMillisecond);
     }
   }
 }
