@@ -40,10 +40,8 @@
 #if TENSORMEM_PY_HAVE_ONNX
 #include "tensormem/onnx.h"
 #endif
-#if TENSORMEM_PY_HAVE_VMM
 #include "tensormem/allocators/physical_memory.h"
 #include "tensormem/allocators/vmm_allocator.h"
-#endif
 
 namespace py = pybind11;
 using namespace tensormem;
@@ -308,9 +306,7 @@ std::shared_ptr<PyProblem> LoadAnyProblem(const std::string& path) {
 
 struct PyAllocator {
   std::unique_ptr<Backend> backend;
-#if TENSORMEM_PY_HAVE_VMM
   std::unique_ptr<PhysicalMemory> physical;
-#endif
   std::unique_ptr<MemoryResource> resource;
 
   MemoryResource& Get() {
@@ -416,7 +412,7 @@ PYBIND11_MODULE(_tensormem, m) {
     }
   });
   m.attr("HAVE_ONNX") = bool(TENSORMEM_PY_HAVE_ONNX);
-  m.attr("HAVE_VMM") = bool(TENSORMEM_PY_HAVE_VMM);
+  m.attr("HAVE_VMM") = true;  // always built since the vmm allocator landed; kept for callers that check it
 
   // Problems.
   py::class_<PyProblem, std::shared_ptr<PyProblem>>(m, "Problem", "An offset-planning problem: buffers with ids, sizes, inclusive lifetimes, alignments")
@@ -707,11 +703,9 @@ PYBIND11_MODULE(_tensormem, m) {
       .def(
           "counters",
           [](PyAllocator& a) -> py::object {
-#if TENSORMEM_PY_HAVE_VMM
             if (const auto* v = dynamic_cast<const VmmAllocator*>(&a.Get())) {
               return py::object(VmmCountersDict(v->counters()));
             }
-#endif
             (void)a.Get();  // a closed allocator is an error here too
             return py::none();
           },
@@ -720,9 +714,7 @@ PYBIND11_MODULE(_tensormem, m) {
       .def_property_readonly("name", [](PyAllocator& a) { return std::string(a.Get().name()); })
       .def("close", [](PyAllocator& a) {
         a.resource.reset();
-#if TENSORMEM_PY_HAVE_VMM
         a.physical.reset();
-#endif
         a.backend.reset();
       }, "Releases the allocator's memory (every block it handed out becomes invalid)");
 
@@ -759,7 +751,6 @@ PYBIND11_MODULE(_tensormem, m) {
     a->resource = std::make_unique<SystemAllocator>();
     return a;
   });
-#if TENSORMEM_PY_HAVE_VMM
   m.def("_vmm", [](std::optional<std::uint64_t> memory_limit, std::uint64_t granularity, double growth_slack,
                    std::uint64_t max_handle_granules) {
     auto a = std::make_unique<PyAllocator>();
@@ -773,7 +764,6 @@ PYBIND11_MODULE(_tensormem, m) {
     a->resource = Take(VmmAllocator::Create(*a->physical, vp));
     return a;
   });
-#endif
 
   // Traces and replay.
   py::class_<PyTrace, std::shared_ptr<PyTrace>>(m, "Trace", "An allocation trace (RAPIDS replay-log CSV)")

@@ -178,13 +178,11 @@ def SystemAllocator() -> Allocator:
 def VmmAllocator(memory_limit: Optional[int] = None, granularity: int = 2 << 20,
                  growth_slack: float = 0.0, max_handle_granules: int = 16) -> Allocator:
     """The virtual-memory (vmm) allocator over host physical memory
-    (``HostPhysicalMemory``); where this build has it (``HAVE_VMM``).
+    (``HostPhysicalMemory``).
     ``growth_slack`` (0 to 1): create granules rather than re-stitch cached
     ones while the memory held stays within that fraction above the most
     pages ever touched at once (``VmmParams::growth_slack``).
     ``max_handle_granules``: new granules for a run of pages come as handles
     of up to this many granules (``VmmParams::max_handle_granules``)."""
-    if not HAVE_VMM:
-        raise TensormemError("this tensormem was built without the vmm allocator")
     return _tm._vmm(_count("memory_limit", memory_limit, optional=True), _count("granularity", granularity),
                     growth_slack, _count("max_handle_granules", max_handle_granules))
