@@ -4,7 +4,8 @@
 //
 // Allocators: bfc (TensorFlow's defaults on host memory), bfc_compact
 // (CompactBfcParams on a VirtualMemoryBackend), pool, system, vmm (over
-// host physical memory, 2 MiB granules), and the malloc peers (glibc malloc, jemalloc, mimalloc via dlopen; skipped with a
+// host physical memory, 2 MiB granules), statistics (bfc_compact behind a
+// StatisticsAdaptor: what an adaptor adds), and the malloc peers (glibc malloc, jemalloc, mimalloc via dlopen; skipped with a
 // message when absent). Replays run each iteration in a forked child from a
 // fresh allocator (tensormem::ReplayTrace), timed manually: the benchmark
 // time is the replay loop alone; counters give ns_per_op, peak_in_use,
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "harness/malloc_peers.h"
+#include "tensormem/allocators/adaptors.h"
 #include "tensormem/allocators/backend.h"
 #include "tensormem/allocators/bfc_allocator.h"
 #include "tensormem/allocators/buffer_pool.h"
@@ -41,6 +43,10 @@ class Subject {
     } else if (name == "bfc_compact") {
       s->backend_ = std::make_unique<VirtualMemoryBackend>();
       s->resource_ = std::make_unique<BfcAllocator>(*s->backend_, CompactBfcParams());
+    } else if (name == "statistics") {
+      s->backend_ = std::make_unique<VirtualMemoryBackend>();
+      s->inner_ = std::make_unique<BfcAllocator>(*s->backend_, CompactBfcParams());
+      s->resource_ = std::make_unique<StatisticsAdaptor>(*s->inner_);
     } else if (name == "pool") {
       s->resource_ = std::make_unique<BufferPool>(HostBackend());
     } else if (name == "system") {
@@ -81,11 +87,12 @@ class Subject {
  private:
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<PhysicalMemory> physical_;  // vmm's; outlives resource_ (declared first)
+  std::unique_ptr<MemoryResource> inner_;      // below an adaptor
   std::unique_ptr<MemoryResource> resource_;
   replay::MallocPeer peer_;
 };
 
-const std::vector<std::string> kSubjects = {"bfc", "bfc_compact", "pool", "system", "vmm",
+const std::vector<std::string> kSubjects = {"bfc", "bfc_compact", "statistics", "pool", "system", "vmm",
                                             "malloc", "jemalloc", "mimalloc"};
 
 // One subject shared by the threads of a benchmark run.

@@ -5,11 +5,18 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
-#include <unordered_map>
 
+#include "allocators/pointer_map.h"
 #include "tensormem/allocators/resource.h"
 
-namespace tensormem::adaptors {
+namespace tensormem {
+namespace internal {
+// The adaptors' map of requested bytes per live pointer (declared in the
+// public header, defined here so the map's type stays internal).
+class LiveSizes : public PointerMap<std::uint64_t> {};
+}  // namespace internal
+
+namespace adaptors {
 
 // Frees `pointer` in `upstream`. Its recorded size is forgotten first, so
 // that once the resource below can hand the address to another thread, that
@@ -18,24 +25,24 @@ namespace tensormem::adaptors {
 // recorded (pointers allocated below before the adaptor existed are not).
 template <typename OnFreed>
 Status ForgetThenDeallocate(MemoryResource& upstream, void* pointer, std::mutex& mutex,
-                            std::unordered_map<void*, std::uint64_t>& sizes, OnFreed&& on_freed) {
+                            internal::LiveSizes& sizes, OnFreed&& on_freed) {
   std::optional<std::uint64_t> bytes;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    auto it = sizes.find(pointer);
-    if (it != sizes.end()) {
-      bytes = it->second;
-      sizes.erase(it);
+    if (const std::uint64_t* b = sizes.Find(pointer)) {
+      bytes = *b;
+      sizes.Erase(pointer);
     }
   }
   Status st = upstream.Deallocate(pointer);
   std::lock_guard<std::mutex> lock(mutex);
   if (!st.ok()) {
-    if (bytes) sizes.emplace(pointer, *bytes);
+    if (bytes) sizes.Insert(pointer, *bytes);
     return st;
   }
   if (bytes) on_freed(*bytes);
   return Status::Ok();
 }
 
-}  // namespace tensormem::adaptors
+}  // namespace adaptors
+}  // namespace tensormem

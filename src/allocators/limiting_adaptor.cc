@@ -6,6 +6,10 @@
 
 namespace tensormem {
 
+LimitingAdaptor::LimitingAdaptor(MemoryResource& upstream, std::uint64_t limit)
+    : upstream_(upstream), limit_(limit), sizes_(std::make_unique<internal::LiveSizes>()) {}
+LimitingAdaptor::~LimitingAdaptor() = default;
+
 Result<void*> LimitingAdaptor::DoAllocate(std::uint64_t bytes, std::uint64_t alignment) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -24,13 +28,13 @@ Result<void*> LimitingAdaptor::DoAllocate(std::uint64_t bytes, std::uint64_t ali
     ++failed_;
     return p;
   }
-  sizes_.emplace(*p, bytes);
+  sizes_->Insert(*p, bytes);
   return p;
 }
 
 Status LimitingAdaptor::DoDeallocate(void* pointer) {
   // The bytes stay counted until the free below succeeded.
-  return adaptors::ForgetThenDeallocate(upstream_, pointer, mutex_, sizes_,
+  return adaptors::ForgetThenDeallocate(upstream_, pointer, mutex_, *sizes_,
                                         [&](std::uint64_t bytes) { in_use_ -= bytes; });
 }
 

@@ -5,14 +5,16 @@
 #include <ostream>
 #include <thread>
 
+#include "allocators/adaptor_util.h"
 #include "tensormem/allocators/adaptors.h"
 
 namespace tensormem {
 
 LoggingAdaptor::LoggingAdaptor(MemoryResource& upstream, std::ostream& out)
-    : upstream_(upstream), out_(out) {
+    : upstream_(upstream), out_(out), sizes_(std::make_unique<internal::LiveSizes>()) {
   out_ << "Thread,Time,Action,Pointer,Size,Stream\n";
 }
+LoggingAdaptor::~LoggingAdaptor() = default;
 
 void LoggingAdaptor::Log(const char* action, const void* pointer, std::uint64_t bytes) {
   const std::size_t tid = std::hash<std::thread::id>{}(std::this_thread::get_id());
@@ -28,7 +30,7 @@ Result<void*> LoggingAdaptor::DoAllocate(std::uint64_t bytes, std::uint64_t alig
   Result<void*> p = upstream_.Allocate(bytes, alignment);
   if (!p.ok()) return p;
   std::lock_guard<std::mutex> lock(mutex_);
-  sizes_[*p] = bytes;
+  sizes_->Insert(*p, bytes);
   Log("allocate", *p, bytes);
   return p;
 }
@@ -38,9 +40,9 @@ Status LoggingAdaptor::DoDeallocate(void* pointer) {
   // the address is always logged after this free.
   std::lock_guard<std::mutex> lock(mutex_);
   TM_RETURN_IF_ERROR(upstream_.Deallocate(pointer));
-  auto it = sizes_.find(pointer);
-  const std::uint64_t bytes = it == sizes_.end() ? 0 : it->second;
-  if (it != sizes_.end()) sizes_.erase(it);
+  const std::uint64_t* known = sizes_->Find(pointer);
+  const std::uint64_t bytes = known == nullptr ? 0 : *known;
+  if (known != nullptr) sizes_->Erase(pointer);
   Log("free", pointer, bytes);
   return Status::Ok();
 }

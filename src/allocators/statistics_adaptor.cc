@@ -5,6 +5,10 @@
 
 namespace tensormem {
 
+StatisticsAdaptor::StatisticsAdaptor(MemoryResource& upstream)
+    : upstream_(upstream), sizes_(std::make_unique<internal::LiveSizes>()) {}
+StatisticsAdaptor::~StatisticsAdaptor() = default;
+
 Result<void*> StatisticsAdaptor::DoAllocate(std::uint64_t bytes, std::uint64_t alignment) {
   Result<void*> p = upstream_.Allocate(bytes, alignment);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -12,7 +16,7 @@ Result<void*> StatisticsAdaptor::DoAllocate(std::uint64_t bytes, std::uint64_t a
     ++stats_.num_failed_allocs;
     return p;
   }
-  sizes_.emplace(*p, bytes);
+  sizes_->Insert(*p, bytes);
   ++stats_.num_allocs;
   stats_.bytes_in_use += bytes;
   stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
@@ -21,7 +25,7 @@ Result<void*> StatisticsAdaptor::DoAllocate(std::uint64_t bytes, std::uint64_t a
 }
 
 Status StatisticsAdaptor::DoDeallocate(void* pointer) {
-  return adaptors::ForgetThenDeallocate(upstream_, pointer, mutex_, sizes_, [&](std::uint64_t bytes) {
+  return adaptors::ForgetThenDeallocate(upstream_, pointer, mutex_, *sizes_, [&](std::uint64_t bytes) {
     ++stats_.num_frees;
     stats_.bytes_in_use -= bytes;
   });

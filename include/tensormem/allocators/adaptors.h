@@ -24,10 +24,14 @@
 #include "tensormem/allocators/resource.h"
 
 namespace tensormem {
+namespace internal {
+class LiveSizes;  // requested bytes per live pointer (src/allocators/adaptor_util.h)
+}  // namespace internal
 
 class StatisticsAdaptor final : public MemoryResource {
  public:
-  explicit StatisticsAdaptor(MemoryResource& upstream) : upstream_(upstream) {}
+  explicit StatisticsAdaptor(MemoryResource& upstream);
+  ~StatisticsAdaptor() override;
 
  private:
   Result<void*> DoAllocate(std::uint64_t bytes, std::uint64_t alignment) override;
@@ -37,14 +41,14 @@ class StatisticsAdaptor final : public MemoryResource {
 
   MemoryResource& upstream_;
   mutable std::mutex mutex_;
-  std::unordered_map<void*, std::uint64_t> sizes_;
+  std::unique_ptr<internal::LiveSizes> sizes_;
   AllocatorStats stats_;
 };
 
 class LimitingAdaptor final : public MemoryResource {
  public:
-  LimitingAdaptor(MemoryResource& upstream, std::uint64_t limit)
-      : upstream_(upstream), limit_(limit) {}
+  LimitingAdaptor(MemoryResource& upstream, std::uint64_t limit);
+  ~LimitingAdaptor() override;
 
  private:
   Result<void*> DoAllocate(std::uint64_t bytes, std::uint64_t alignment) override;
@@ -55,7 +59,7 @@ class LimitingAdaptor final : public MemoryResource {
   MemoryResource& upstream_;
   const std::uint64_t limit_;
   mutable std::mutex mutex_;
-  std::unordered_map<void*, std::uint64_t> sizes_;
+  std::unique_ptr<internal::LiveSizes> sizes_;
   std::uint64_t in_use_ = 0;
   std::uint64_t failed_ = 0;
 };
@@ -64,6 +68,7 @@ class LoggingAdaptor final : public MemoryResource {
  public:
   // Writes the header line at once. `out` must outlive the adaptor.
   LoggingAdaptor(MemoryResource& upstream, std::ostream& out);
+  ~LoggingAdaptor() override;
 
  private:
   Result<void*> DoAllocate(std::uint64_t bytes, std::uint64_t alignment) override;
@@ -75,7 +80,7 @@ class LoggingAdaptor final : public MemoryResource {
   MemoryResource& upstream_;
   std::ostream& out_;
   std::mutex mutex_;
-  std::unordered_map<void*, std::uint64_t> sizes_;
+  std::unique_ptr<internal::LiveSizes> sizes_;
   std::unordered_map<std::size_t, std::size_t> thread_numbers_;
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
