@@ -700,32 +700,38 @@ struct VmmAllocator::State {
         st = ResourceExhausted(st.message() + "; the device refused: " + refused.message());
       }
     }
-    // Map: a run of pages on single granules with one call, a run handle with one.
+    // Map: a run of pages on single granules with one call, and run handles
+    // of one size on consecutive pages with one call too (a GPU still maps
+    // each handle, but sets access once for all of them; the host maps
+    // handles whose granules are consecutive with one mmap).
     std::size_t mapped_upto = 0;  // back[0, mapped_upto) are mapped
+    std::vector<GranuleHandle> run;
     for (std::size_t k = 0; st.ok() && k < todo.size();) {
       std::size_t j = k + 1;
-      if (back[k].pages == 1) {
-        while (j < todo.size() && back[j].pages == 1 && todo[j] == todo[j - 1] + 1) ++j;
-        std::vector<GranuleHandle> run;
-        for (std::size_t m = k; m < j; ++m) run.push_back(back[m].handle);
-        st = memory->Map(s.base + todo[k] * g, run);
+      const std::uint64_t n = back[k].pages;  // 1: singles; more: a run handle's head
+      run.assign(1, back[k].handle);
+      if (n == 1) {
+        while (j < todo.size() && back[j].pages == 1 && todo[j] == todo[j - 1] + 1) run.push_back(back[j++].handle);
       } else {
-        j = k + back[k].pages;
-        const GranuleHandle one[] = {back[k].handle};
-        st = memory->Map(s.base + todo[k] * g, one, back[k].pages);
+        j = k + n;
+        while (j < todo.size() && back[j].pages == n && todo[j] == todo[j - 1] + 1) {
+          run.push_back(back[j].handle);
+          j += n;
+        }
       }
+      st = memory->Map(s.base + todo[k] * g, run, n);
       if (!st.ok()) break;
       ++counters.map_calls;
       counters.pages_mapped += j - k;
-      counters.handles_mapped += back[k].pages == 1 ? j - k : 1;
+      counters.handles_mapped += run.size();
       for (std::size_t m = k; m < j; ++m) {
         Page& p = s.pages[todo[m]];
         p.mapped = true;
         p.granule = back[m].handle;
-        // Singles are runs of one page each; a run handle's pages count from k.
-        const bool run_handle = back[k].pages > 1;
-        p.handle_pages = run_handle && m == k ? static_cast<std::uint32_t>(back[k].pages) : 1;
-        p.head_offset = run_handle ? static_cast<std::uint32_t>(m - k) : 0;
+        // Singles are runs of one page each; a run handle's pages count from its head.
+        const std::uint64_t in_handle = n > 1 ? (m - k) % n : 0;
+        p.handle_pages = n > 1 && in_handle == 0 ? static_cast<std::uint32_t>(n) : 1;
+        p.head_offset = static_cast<std::uint32_t>(in_handle);
       }
       mapped_upto = j;
       k = j;
