@@ -1,5 +1,5 @@
 // tensormem replay TRACE.csv[.gz] [--allocator bfc|bfc_compact|vmm|pool|system|malloc|jemalloc|mimalloc|all]
-//                            [--json] [--alignment N] [--repetitions N] [--device host|cuda]
+//                            [--json] [--align N] [--repetitions N] [--device host|cuda]
 //                            [--bfc-* ...] [--vmm-* ...]
 //
 // Replays an allocation trace (RAPIDS replay-log CSV) through each allocator
@@ -280,7 +280,7 @@ void AddReplayCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--allocator,-a", o->allocator,
                   "bfc, bfc_compact, vmm, pool, system, malloc, jemalloc, mimalloc, a comma-separated list of them, or all")
       ->capture_default_str();
-  cmd->add_flag("--json", o->json, "print one JSON object per allocator");
+  cmd->add_flag("--json", o->json, "print one JSON object: the trace, then a row per allocator (\"results\") and the ones skipped");
   cmd->add_option("--align", o->alignment,
                   "alignment of every allocation in bytes (a power of two)")
       ->capture_default_str()
