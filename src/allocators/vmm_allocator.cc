@@ -72,7 +72,7 @@ struct FreeKey {
   std::uint64_t size;
   std::uint64_t offset;
   Block* block;
-  explicit FreeKey(const Block* b) : size(b->size), offset(b->offset), block(const_cast<Block*>(b)) {}
+  explicit FreeKey(Block* b) : size(b->size), offset(b->offset), block(b) {}
   FreeKey(std::uint64_t s, std::uint64_t o) : size(s), offset(o), block(nullptr) {}
 };
 struct BySizeThenOffset {
