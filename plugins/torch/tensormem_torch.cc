@@ -146,14 +146,26 @@ namespace {
 
 // The C functions let no C++ exception out (a C caller cannot catch one):
 // the library reports errors as values, but its bookkeeping can still run
-// out of host memory (std::bad_alloc). `what` names the call.
+// out of host memory (std::bad_alloc). `what` names the call; a function
+// with a result returns `failed` then.
+void SayException(const char* what, const std::exception& e) {
+  t_last_error = std::string("tensormem: ") + what + ": " + e.what() + " (host memory for the allocator's bookkeeping)";
+  SayFailure(t_last_error);
+}
 template <typename F>
-auto NoThrow(const char* what, F&& f, decltype(f()) failed) -> decltype(f()) {
+void NoThrow(const char* what, F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    SayException(what, e);
+  }
+}
+template <typename F, typename R>
+R NoThrow(const char* what, F&& f, R failed) {
   try {
     return f();
   } catch (const std::exception& e) {
-    t_last_error = std::string("tensormem: ") + what + ": " + e.what() + " (host memory for the allocator's bookkeeping)";
-    SayFailure(t_last_error);
+    SayException(what, e);
     return failed;
   }
 }
@@ -217,8 +229,7 @@ TM_EXPORT void tensormem_torch_free(void* ptr, ssize_t /*size*/, int device, voi
                                                     ", which has no allocator")
                               : vmm->DeallocateAsync(ptr, reinterpret_cast<tensormem::StreamHandle>(stream));
     if (!s.ok()) SayFailure("tensormem: " + s.ToString());
-    return 0;
-  }, 0);
+  });
 }
 
 TM_EXPORT void tensormem_torch_record_stream(void* ptr, void* stream) {
@@ -232,8 +243,7 @@ TM_EXPORT void tensormem_torch_record_stream(void* ptr, void* stream) {
                                                ", which no device's allocator gave out")
                          : owner->RecordStream(ptr, reinterpret_cast<tensormem::StreamHandle>(stream));
     if (!s.ok()) SayFailure("tensormem: " + s.ToString());
-    return 0;
-  }, 0);
+  });
 }
 
 TM_EXPORT size_t tensormem_torch_stats(int device, char* buf, size_t len) {
@@ -279,10 +289,7 @@ TM_EXPORT long long tensormem_torch_release_cached(int device) {
 
 TM_EXPORT void tensormem_torch_set_memory_fraction(double fraction, int device) {
   NoThrow("set_memory_fraction", [&] {
-    auto fail = [](const std::string& why) {
-      SayFailure("tensormem: set_memory_fraction: " + why);
-      return 0;
-    };
+    auto fail = [](const std::string& why) { SayFailure("tensormem: set_memory_fraction: " + why); };
     if (!(fraction >= 0.0 && fraction <= 1.0)) return fail("fraction " + std::to_string(fraction) + " is not in [0, 1]");
     VmmAllocator* vmm = Get(device, true);
     if (vmm == nullptr) return fail(t_last_error);
@@ -291,16 +298,14 @@ TM_EXPORT void tensormem_torch_set_memory_fraction(double fraction, int device) 
     const auto limit = static_cast<std::uint64_t>(fraction * static_cast<double>(*total));
     if (Status s = vmm->SetMemoryLimit(limit); !s.ok())
       return fail("fraction " + std::to_string(fraction) + " of " + std::to_string(*total) + " bytes: " + s.ToString());
-    return 0;
-  }, 0);
+  });
 }
 
 TM_EXPORT void tensormem_torch_empty_cache(void) {
   NoThrow("empty_cache", [] {
     for (VmmAllocator* vmm : AllAllocators())
       if (Result<std::uint64_t> r = vmm->ReleaseCachedMemory(); !r.ok()) SayFailure("tensormem: " + r.status().ToString());
-    return 0;
-  }, 0);
+  });
 }
 
 TM_EXPORT const char* tensormem_torch_last_error(void) { return t_last_error.c_str(); }

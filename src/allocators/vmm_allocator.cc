@@ -31,7 +31,6 @@
 #include <mutex>
 #include <new>
 #include <set>
-#include <stdexcept>
 #include <span>
 #include <sstream>
 #include <unordered_map>
@@ -324,11 +323,9 @@ struct VmmAllocator::State {
     const std::uint64_t grown = std::max<std::uint64_t>(n, std::min<std::uint64_t>(s.pages.size() * 2, s.size / g));
     try {
       s.pages.resize(grown);
-    } catch (const std::bad_alloc&) {
+    } catch (const std::bad_alloc&) {  // (never a length_error: at most 2^47 / 4 KiB pages)
       return ResourceExhausted("no host memory for a page table of " + std::to_string(n) + " pages (" +
                                HumanBytes(n * sizeof(Page)) + ")");
-    } catch (const std::length_error&) {
-      return ResourceExhausted("no host memory for a page table of " + std::to_string(n) + " pages");
     }
     return Status::Ok();
   }
