@@ -51,6 +51,38 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(std::get<1>(param_info.param));
     });
 
+// Busy tasks (96 or more placed buffers live at once) take the radix sort of
+// a query's forbidden intervals: odd and even counts, sizes sharing low bits
+// (granules of 1, 256 and 4 KiB) and sizes whose offsets differ in bytes far
+// apart (a byte between them the same for all), against the reference.
+TEST(FastEqualsReference, BusyTasksTakeTheRadixSort) {
+  std::mt19937_64 rng(7);
+  for (const std::uint64_t granule : {std::uint64_t{1}, std::uint64_t{256}, std::uint64_t{4096}})
+    for (const std::size_t live : {std::size_t{96}, std::size_t{97}, std::size_t{150}, std::size_t{301}})
+      for (const bool far_bytes : {false, true}) {
+        std::vector<UsageRecord> records;
+        for (std::size_t i = 0; i < 3 * live; ++i) {
+          UsageRecord r;
+          r.size = far_bytes ? (rng() % 2 ? granule : (std::uint64_t{1} << 30) + granule)
+                             : granule * (1 + rng() % 300);
+          r.first_task = static_cast<TaskIndex>(rng() % 10);  // nearly all live at once
+          r.last_task = r.first_task + 10 + static_cast<TaskIndex>(rng() % 20);
+          records.push_back(r);
+        }
+        for (const OffsetsStrategy strategy :
+             {OffsetsStrategy::kGreedyBySize, OffsetsStrategy::kGreedyInOrder}) {
+          PlanParams fast, ref;
+          ref.reference = true;
+          Result<OffsetsPlan> a = PlanOffsets(records, strategy, fast);
+          Result<OffsetsPlan> b = PlanOffsets(records, strategy, ref);
+          ASSERT_TRUE(a.ok()) << a.status().ToString();
+          ASSERT_TRUE(b.ok()) << b.status().ToString();
+          ASSERT_EQ(a->offsets, b->offsets) << "granule " << granule << ", " << live << " live";
+          ASSERT_TRUE(ValidateOffsetsPlan(FromRecords(records), *a).ok());
+        }
+      }
+}
+
 // The best-fit index (a bottom-up segment tree with exactly one leaf per
 // distinct first task, no power of two) reports every inserted tensor that
 // overlaps a query exactly once, for any number of starts.

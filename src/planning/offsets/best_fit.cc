@@ -117,7 +117,7 @@ void AddForbidden(const Problem& problem, const GapSegments& segments, std::size
 // without copying its old contents, so it follows the caller's doubling.
 const Interval* SortByStart(Interval* v, std::size_t n, std::size_t capacity,
                             std::vector<Interval>* scratch) {
-  if (n < 96) {
+  if (n < 96 || n > UINT32_MAX) {
     std::sort(v, v + n, [](const Interval& a, const Interval& b) { return a.first < b.first; });
     return v;
   }
@@ -127,18 +127,41 @@ const Interval* SortByStart(Interval* v, std::size_t n, std::size_t capacity,
     all_and &= v[i].first;
   }
   const std::uint64_t varying = all_or ^ all_and;
+  if (varying == 0) return v;
   if (scratch->size() < n) {
     *scratch = std::vector<Interval>();  // freed before the larger one is taken
     scratch->resize(std::max(n, capacity));
   }
+  // Digits of 8 bits from the lowest varying bit (offsets share their low
+  // bits: sizes are multiples of a granule), all digits counted in one read
+  // of the keys. Each pass moves the keys two at a time, the first half
+  // forwards from each bucket's start and the second half backwards from
+  // its end (still stable): one cursor per key stalls on the chain of bumps
+  // to a popular bucket's cursor, two make two independent chains.
+  const int low = std::countr_zero(varying);
+  const int digits = (std::bit_width(varying) - low + 7) / 8;
+  std::uint32_t count[8][257];
+  std::fill(&count[0][0], &count[0][0] + 257 * digits, 0u);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t key = v[i].first >> low;
+    for (int d = 0; d < digits; ++d) ++count[d][((key >> (8 * d)) & 0xff) + 1];
+  }
+  const std::size_t half = n / 2;
   Interval* from = v;
   Interval* to = scratch->data();
-  for (int shift = 0; shift < 64; shift += 8) {
-    if (((varying >> shift) & 0xff) == 0) continue;
-    std::size_t count[257] = {};
-    for (std::size_t i = 0; i < n; ++i) ++count[((from[i].first >> shift) & 0xff) + 1];
-    for (int b = 0; b < 256; ++b) count[b + 1] += count[b];
-    for (std::size_t i = 0; i < n; ++i) to[count[(from[i].first >> shift) & 0xff]++] = from[i];
+  for (int d = 0; d < digits; ++d) {
+    const int shift = low + 8 * d;
+    if (((varying >> shift) & 0xff) == 0) continue;  // a byte no two keys differ in
+    std::uint32_t* start = count[d];  // bucket k: [start[k], start[k + 1])
+    for (int k = 0; k < 256; ++k) start[k + 1] += start[k];
+    std::uint32_t end[256];
+    std::copy(start + 1, start + 257, end);
+    for (std::size_t i = 0; i < half; ++i) {
+      const Interval x = from[i], y = from[n - 1 - i];
+      to[start[(x.first >> shift) & 0xff]++] = x;
+      to[--end[(y.first >> shift) & 0xff]] = y;
+    }
+    if (n % 2 != 0) to[start[(from[half].first >> shift) & 0xff]++] = from[half];
     std::swap(from, to);
   }
   return from;
