@@ -267,6 +267,31 @@ TEST(Best, IsTheCheapestCandidateAndNamesIt) {
   }
 }
 
+// A candidate at the lower bound ends best's race (a later one could only
+// tie, and ties keep the earlier plan): on a chain of equal tensors (each
+// live with the next) greedy_by_size reaches the bound, two objects, and best
+// polls about as often as it alone, not as all six candidates.
+TEST(Best, StopsAtTheLowerBound) {
+  std::vector<UsageRecord> records(2'000);
+  for (std::size_t i = 0; i < records.size(); ++i)
+    records[i] = {64, static_cast<TaskIndex>(i), static_cast<TaskIndex>(i + 1)};
+  int alone = 0;
+  PlanParams count;
+  count.should_stop = [&] { return ++alone < 0; };
+  Result<ObjectsPlan> first = PlanObjects(records, ObjectsStrategy::kGreedyBySize, count);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_EQ(TotalSize(*first), ObjectsLowerBound(records));
+  ASSERT_GT(alone, 1);
+  int polls = 0;
+  PlanParams params;
+  params.should_stop = [&] { return ++polls < 0; };
+  Result<ObjectsPlan> best = PlanObjects(records, ObjectsStrategy::kBest, params);
+  ASSERT_TRUE(best.ok()) << best.status().ToString();
+  EXPECT_EQ(best->strategy, "best(greedy_by_size)");
+  EXPECT_EQ(best->object_of, first->object_of);
+  EXPECT_LE(polls, alone + 2);  // the five others would poll at least once each
+}
+
 // ---------------------------------------------------------------- reallocation graph
 
 // The definition, by brute force: an edge root-v when every child of root

@@ -323,12 +323,17 @@ TEST(PlanDeadline, ATimeLimitThatHasPassedReturnsDeadlineExceeded) {
 }
 
 TEST(PlanDeadline, BestKeepsTheCandidatesThatFinished) {
-  const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(20'000, 5);
-  // How many polls greedy_by_size (best's first candidate) takes alone.
+  // Seed 1: greedy_by_size (best's first candidate) stays above the lower
+  // bound, so best goes on to the next candidate (seed 5 stops there).
+  const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(20'000, 1);
+  Result<OffsetsPlan> first = PlanOffsets(records, OffsetsStrategy::kGreedyBySize, PlanParams{});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_GT(first->total, first->lower_bound);
+  // How many polls greedy_by_size takes alone.
   int alone = 0;
   PlanParams count;
   count.should_stop = [&] { return ++alone < 0; };
-  Result<OffsetsPlan> first = PlanOffsets(records, OffsetsStrategy::kGreedyBySize, count);
+  first = PlanOffsets(records, OffsetsStrategy::kGreedyBySize, count);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   ASSERT_GT(alone, 1);  // it polls as it goes (every 1,024 placements)
   // Stop right after it: best polls once before each candidate.
@@ -340,6 +345,27 @@ TEST(PlanDeadline, BestKeepsTheCandidatesThatFinished) {
   EXPECT_EQ(best->strategy, "best(greedy_by_size, time limit hit)");
   EXPECT_EQ(best->total, first->total);
   EXPECT_EQ(polls, alone + 2);
+}
+
+// A candidate at the lower bound ends best's race (a later one could only
+// tie, and ties keep the earlier plan): here greedy_by_size reaches the peak
+// and no other candidate runs.
+TEST(Offsets, BestStopsAtTheLowerBound) {
+  const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(20'000, 5);
+  int alone = 0;
+  PlanParams count;
+  count.should_stop = [&] { return ++alone < 0; };
+  Result<OffsetsPlan> first = PlanOffsets(records, OffsetsStrategy::kGreedyBySize, count);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_EQ(first->total, first->lower_bound);
+  int polls = 0;
+  PlanParams params;
+  params.should_stop = [&] { return ++polls < 0; };
+  Result<OffsetsPlan> best = PlanOffsets(records, OffsetsStrategy::kBest, params);
+  ASSERT_TRUE(best.ok()) << best.status().ToString();
+  EXPECT_EQ(best->strategy, "best(greedy_by_size)");
+  EXPECT_EQ(best->offsets, first->offsets);
+  EXPECT_LT(polls, 2 * alone);  // no second candidate ran (each polls as often)
 }
 
 TEST(PlanDeadline, ZeroMeansUntimedHeuristicsAndNegativeIsRejected) {

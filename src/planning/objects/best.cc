@@ -11,7 +11,9 @@
 // they are quadratic). A candidate that gives up on its work budget
 // (ResourceExhausted) is skipped too; every other error is returned. The
 // time limit covers every candidate: once it passes, the cheapest plan of
-// those that finished is returned (kDeadlineExceeded when none did).
+// those that finished is returned (kDeadlineExceeded when none did). A plan
+// at the lower bound ends the race: a later candidate could only tie, and
+// ties keep the earlier plan anyway.
 #include <optional>
 #include <string>
 
@@ -53,8 +55,10 @@ Result<ObjectsPlan> BestObjects(std::span<const UsageRecord> records, const Plan
   std::uint64_t best_total = 0;
   std::string winner;
   Status stopped;  // why a candidate did not finish in time
+  const std::uint64_t lower_bound = ObjectsLowerBound(records);
   for (const Candidate& c : candidates) {
     if (!c.run) continue;
+    if (best && best_total <= lower_bound) break;
     if (deadline.Expired()) {
       stopped = DeadlineExceeded(deadline.Why() + " was reached before " +
                                  std::string(Name(c.strategy)) + " ran");

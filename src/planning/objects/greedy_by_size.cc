@@ -274,7 +274,7 @@ class FastGreedyBySize {
       // (2) Tensors for which b is strictly closer than their best and that
       // fit in the free stretch of `object` around b: (prev_end, next_start).
       const Intervals& iv = intervals_[object];
-      auto it = iv.find({rb.first_task, rb.last_task});
+      auto it = std::lower_bound(iv.begin(), iv.end(), std::pair{rb.first_task, rb.last_task});
       const TaskIndex next_start =
           std::next(it) == iv.end() ? std::numeric_limits<TaskIndex>::max() : std::next(it)->first;
       const TaskIndex prev_end =
@@ -298,7 +298,10 @@ class FastGreedyBySize {
 
  private:
   using QueueEntry = std::tuple<std::uint64_t, std::uint64_t, std::size_t>;
-  using Intervals = std::set<std::pair<TaskIndex, TaskIndex>>;
+  // An object's tensors' lifetimes, sorted (they never overlap): a sorted
+  // vector, since Recalculate asks many objects in turn and a node set's
+  // pointer chasing was most of its time.
+  using Intervals = std::vector<std::pair<TaskIndex, TaskIndex>>;
 
   std::vector<TaskIndex> Firsts() const {
     std::vector<TaskIndex> v(n_);
@@ -365,7 +368,9 @@ class FastGreedyBySize {
     unplaced_.Erase(b);
     after_.Clear(slot_after_[b]);
     before_.Clear(slot_before_[b]);
-    intervals_[object].insert({r_[b].first_task, r_[b].last_task});
+    Intervals& iv = intervals_[object];
+    const std::pair<TaskIndex, TaskIndex> lifetime{r_[b].first_task, r_[b].last_task};
+    iv.insert(std::lower_bound(iv.begin(), iv.end(), lifetime), lifetime);
     placed_by_last_.insert({r_[b].last_task, b});
     placed_by_first_.insert({r_[b].first_task, b});
     object_of_[b] = object;
@@ -376,7 +381,8 @@ class FastGreedyBySize {
   // Distance from r to the nearest tensor on `object`, kNone on a conflict.
   std::uint64_t GapToObject(std::size_t object, const UsageRecord& r) const {
     const Intervals& iv = intervals_[object];
-    auto it = iv.lower_bound({r.first_task, std::numeric_limits<TaskIndex>::min()});
+    auto it = std::lower_bound(iv.begin(), iv.end(),
+                               std::pair{r.first_task, std::numeric_limits<TaskIndex>::min()});
     std::uint64_t gap = kNone;
     if (it != iv.end()) {
       if (it->first <= r.last_task) return kNone;

@@ -6,6 +6,8 @@
 // allocation traces, and above that size its objects pass costs more than
 // the best-fit orders together. greedy_in_order comes last, so that on a
 // tie the plans of the others (the winners before it joined) are kept.
+// A plan at the lower bound (the peak live bytes) ends the race: a later
+// candidate could only tie, and ties keep the earlier plan anyway.
 // A candidate that gives up on its work budget (ResourceExhausted) is
 // skipped, never the whole plan. The time limit covers every candidate:
 // once it passes, the cheapest plan of those that finished is returned
@@ -17,6 +19,7 @@
 #include <string_view>
 
 #include "core/deadline.h"
+#include "tensormem/lower_bounds.h"
 #include "planning/offsets/offsets_strategies.h"
 
 namespace tensormem::planning {
@@ -44,7 +47,9 @@ Result<OffsetsPlan> BestHeuristicOffsets(const Problem& problem, const PlanParam
   std::optional<OffsetsPlan> best;
   std::string winner;
   Status stopped;  // why a candidate did not finish in time
+  const std::uint64_t lower_bound = PeakLiveBytes(problem, params.alignment);
   for (const Candidate& c : candidates) {
+    if (best && best->total <= lower_bound) break;
     if (deadline.Expired()) {
       stopped = DeadlineExceeded(deadline.Why() + " was reached before " +
                                  std::string(c.name) + " ran");
@@ -66,7 +71,8 @@ Result<OffsetsPlan> BestHeuristicOffsets(const Problem& problem, const PlanParam
   // from_objects cannot take fixed offsets; elsewhere it is a fair candidate.
   bool has_fixed = false;
   for (const Buffer& b : problem.buffers) has_fixed |= b.fixed_offset.has_value();
-  if (!has_fixed && problem.buffers.size() <= 2'000 && stopped.ok() && !deadline.Expired()) {
+  if (!has_fixed && problem.buffers.size() <= 2'000 && best->total > lower_bound && stopped.ok() &&
+      !deadline.Expired()) {
     p.from_objects = ObjectsStrategy::kGreedyBest;
     p.time_limit_seconds = deadline.ForNested();
     Result<OffsetsPlan> plan = FromObjectsOffsets(problem, p);
