@@ -29,6 +29,7 @@
 // fits; otherwise, on inputs where most tensors overlap most others, it
 // gives up with an error after kMaxWork steps (work_budget.h).
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <set>
 #include <string>
@@ -222,6 +223,10 @@ class FastGreedyBySize {
         unplaced_(Firsts(), Lasts()),
         after_(n_, /*keep_min=*/true),
         before_(n_, /*keep_min=*/false) {
+    placed_by_last_.assign((n_ + 63) / 64, 0);
+    placed_by_first_.assign((n_ + 63) / 64, 0);
+    prev_on_object_.assign(n_, kNone);
+    next_on_object_.assign(n_, kNone);
     by_first_.resize(n_);
     by_last_.resize(n_);
     for (std::size_t i = 0; i < n_; ++i) by_first_[i] = by_last_[i] = i;
@@ -255,6 +260,7 @@ class FastGreedyBySize {
         object = plan.object_sizes.size();
         plan.object_sizes.push_back(r_[b].size);
         intervals_.emplace_back();
+        tensors_on_.emplace_back();
       } else {
         plan.object_sizes[object] = std::max(plan.object_sizes[object], r_[b].size);
       }
@@ -369,14 +375,21 @@ class FastGreedyBySize {
     after_.Clear(slot_after_[b]);
     before_.Clear(slot_before_[b]);
     Intervals& iv = intervals_[object];
+    std::vector<std::size_t>& on = tensors_on_[object];
     const std::pair<TaskIndex, TaskIndex> lifetime{r_[b].first_task, r_[b].last_task};
-    iv.insert(std::lower_bound(iv.begin(), iv.end(), lifetime), lifetime);
-    placed_by_last_.insert({r_[b].last_task, b});
-    placed_by_first_.insert({r_[b].first_task, b});
+    const auto at = static_cast<std::size_t>(
+        std::lower_bound(iv.begin(), iv.end(), lifetime) - iv.begin());
+    iv.insert(iv.begin() + static_cast<std::ptrdiff_t>(at), lifetime);
+    on.insert(on.begin() + static_cast<std::ptrdiff_t>(at), b);
+    // b's neighbours on its object in time, so that Recalculate's walk sees
+    // whether an object conflicts in O(1).
+    prev_on_object_[b] = at == 0 ? kNone : on[at - 1];
+    next_on_object_[b] = at + 1 == on.size() ? kNone : on[at + 1];
+    if (prev_on_object_[b] != kNone) next_on_object_[prev_on_object_[b]] = b;
+    if (next_on_object_[b] != kNone) prev_on_object_[next_on_object_[b]] = b;
+    placed_by_last_[slot_before_[b] / 64] |= std::uint64_t{1} << (slot_before_[b] % 64);
+    placed_by_first_[slot_after_[b] / 64] |= std::uint64_t{1} << (slot_after_[b] % 64);
     object_of_[b] = object;
-  }
-  bool Conflicts(std::size_t object, const UsageRecord& r) const {
-    return GapToObject(object, r) == kNone;
   }
   // Distance from r to the nearest tensor on `object`, kNone on a conflict.
   std::uint64_t GapToObject(std::size_t object, const UsageRecord& r) const {
@@ -395,6 +408,28 @@ class FastGreedyBySize {
     }
     return gap;
   }
+  // The highest set bit below `end`, kNone when there is none.
+  static std::size_t PrevPlaced(const std::vector<std::uint64_t>& bits, std::size_t end) {
+    if (end == 0) return kNone;
+    std::size_t word = (end - 1) / 64;
+    std::uint64_t w = bits[word] & (~std::uint64_t{0} >> (63 - (end - 1) % 64));
+    while (w == 0) {
+      if (word == 0) return kNone;
+      w = bits[--word];
+    }
+    return word * 64 + 63 - static_cast<std::size_t>(std::countl_zero(w));
+  }
+  // The lowest set bit at or above `begin`, kNone when there is none.
+  static std::size_t NextPlaced(const std::vector<std::uint64_t>& bits, std::size_t begin) {
+    std::size_t word = begin / 64;
+    if (word >= bits.size()) return kNone;
+    std::uint64_t w = bits[word] & (~std::uint64_t{0} << (begin % 64));
+    while (w == 0) {
+      if (++word == bits.size()) return kNone;
+      w = bits[word];
+    }
+    return word * 64 + static_cast<std::size_t>(std::countr_zero(w));
+  }
   // TFLite's RecalcBestDist: the closest non-conflicting object, lowest id
   // on a tie; keeps the stale best object when there is none. Walks the
   // placed tensors outwards from i (nearest first); when that takes more
@@ -404,36 +439,54 @@ class FastGreedyBySize {
     const UsageRecord& ri = r_[i];
     std::uint64_t best = kNone;
     std::size_t best_object = best_object_[i];
-    auto consider = [&](std::uint64_t gap, std::size_t object) {
+    // `conflicts` is asked only when the object would win.
+    auto consider = [&](std::uint64_t gap, std::size_t object, auto&& conflicts) {
       if (gap > best || (gap == best && object >= best_object)) return;
-      if (Conflicts(object, ri)) return;
+      if (conflicts()) return;
       best = gap;
       best_object = object;
     };
     const std::size_t max_steps = intervals_.size();
     std::size_t steps = 0;
     bool exhausted = false;
-    // Placed tensors ending before i, nearest first.
-    for (auto it = placed_by_last_.lower_bound({ri.first_task, 0}); it != placed_by_last_.begin();) {
-      --it;
-      const auto gap = static_cast<std::uint64_t>(ri.first_task - it->first);
+    // Placed tensors ending before i, nearest first (ranks in by_last_).
+    const auto ends_before = static_cast<std::size_t>(
+        std::lower_bound(by_last_.begin(), by_last_.end(), ri.first_task,
+                         [&](std::size_t k, TaskIndex x) { return r_[k].last_task < x; }) -
+        by_last_.begin());
+    for (std::size_t rank = PrevPlaced(placed_by_last_, ends_before); rank != kNone;
+         rank = PrevPlaced(placed_by_last_, rank)) {
+      const std::size_t t = by_last_[rank];
+      const auto gap = static_cast<std::uint64_t>(ri.first_task - r_[t].last_task);
       if (gap > best) break;
       if (steps++ == max_steps) {
         exhausted = true;
         break;
       }
-      consider(gap, object_of_[it->second]);
+      // t ends before i; its object conflicts with i when t's successor
+      // there starts within i. (A successor that ends before i came earlier
+      // in this walk: its object was settled then, and the walk stops
+      // before it could be asked again.)
+      consider(gap, object_of_[t], [&] {
+        const std::size_t next = next_on_object_[t];
+        return next != kNone && r_[next].first_task <= ri.last_task;
+      });
     }
-    // Placed tensors starting after i, nearest first.
-    for (auto it = placed_by_first_.upper_bound({ri.last_task, kNone});
-         !exhausted && it != placed_by_first_.end(); ++it) {
-      const auto gap = static_cast<std::uint64_t>(it->first - ri.last_task);
+    // Placed tensors starting after i, nearest first (ranks in by_first_).
+    for (std::size_t rank = exhausted ? kNone : NextPlaced(placed_by_first_, FirstRankAbove(ri.last_task));
+         rank != kNone; rank = NextPlaced(placed_by_first_, rank + 1)) {
+      const std::size_t t = by_first_[rank];
+      const auto gap = static_cast<std::uint64_t>(r_[t].first_task - ri.last_task);
       if (gap > best) break;
       if (steps++ == max_steps) {
         exhausted = true;
         break;
       }
-      consider(gap, object_of_[it->second]);
+      // The mirror image of the walk above.
+      consider(gap, object_of_[t], [&] {
+        const std::size_t prev = prev_on_object_[t];
+        return prev != kNone && r_[prev].last_task >= ri.first_task;
+      });
     }
     budget_.Spend(steps);
     if (exhausted) {
@@ -466,7 +519,11 @@ class FastGreedyBySize {
   bool started_ = false;
   std::set<QueueEntry> queue_;
   std::vector<Intervals> intervals_;
-  std::set<std::pair<TaskIndex, std::size_t>> placed_by_last_, placed_by_first_;
+  std::vector<std::vector<std::size_t>> tensors_on_;  // per object, in intervals_' order
+  std::vector<std::size_t> prev_on_object_, next_on_object_;  // per placed tensor
+  // Bit k set: by_last_[k] (by_first_[k]) is placed. Walking set bits in
+  // rank order replaced two node sets of placed tensors (a fifth of the time).
+  std::vector<std::uint64_t> placed_by_last_, placed_by_first_;
   std::vector<std::size_t> recalc_, improved_;
 };
 
