@@ -433,8 +433,10 @@ class FastGreedyBySize {
   // TFLite's RecalcBestDist: the closest non-conflicting object, lowest id
   // on a tie; keeps the stale best object when there is none. Walks the
   // placed tensors outwards from i (nearest first); when that takes more
-  // steps than there are objects (most nearby objects conflict with i), it
-  // asks every object instead.
+  // steps than an eighth of the objects (most nearby objects conflict with
+  // i), it asks every object instead (the same answer). An eighth, not all:
+  // on the shared training traces a walk that goes on that long rarely ends
+  // before it, and stopping sooner was 1.8-2x faster.
   void Recalculate(std::size_t i) {
     const UsageRecord& ri = r_[i];
     std::uint64_t best = kNone;
@@ -446,7 +448,7 @@ class FastGreedyBySize {
       best = gap;
       best_object = object;
     };
-    const std::size_t max_steps = intervals_.size();
+    const std::size_t max_steps = intervals_.size() / 8;
     std::size_t steps = 0;
     bool exhausted = false;
     // Placed tensors ending before i, nearest first (ranks in by_last_).
