@@ -323,11 +323,17 @@ TEST(PlanDeadline, ATimeLimitThatHasPassedReturnsDeadlineExceeded) {
 }
 
 TEST(PlanDeadline, BestKeepsTheCandidatesThatFinished) {
-  // Seed 1: greedy_by_size (best's first candidate) stays above the lower
-  // bound, so best goes on to the next candidate (seed 5 stops there).
-  const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(20'000, 1);
-  Result<OffsetsPlan> first = PlanOffsets(records, OffsetsStrategy::kGreedyBySize, PlanParams{});
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  // Records on which greedy_by_size (best's first candidate) stays above the
+  // lower bound, so that best goes on to the next candidate (the generator's
+  // draws differ between standard libraries, so the seed is searched for).
+  std::vector<UsageRecord> records;
+  Result<OffsetsPlan> first = Internal("no seed tried");
+  for (std::uint64_t seed = 1; seed <= 50; ++seed) {
+    records = internal::GenerateNetworkRecords(20'000, seed);
+    first = PlanOffsets(records, OffsetsStrategy::kGreedyBySize, PlanParams{});
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    if (first->total > first->lower_bound) break;
+  }
   ASSERT_GT(first->total, first->lower_bound);
   // How many polls greedy_by_size takes alone.
   int alone = 0;
@@ -348,10 +354,13 @@ TEST(PlanDeadline, BestKeepsTheCandidatesThatFinished) {
 }
 
 // A candidate at the lower bound ends best's race (a later one could only
-// tie, and ties keep the earlier plan): here greedy_by_size reaches the peak
-// and no other candidate runs.
+// tie, and ties keep the earlier plan): on a chain of equal buffers (each
+// live with the next) greedy_by_size reaches the peak and no other candidate
+// runs.
 TEST(Offsets, BestStopsAtTheLowerBound) {
-  const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(20'000, 5);
+  std::vector<UsageRecord> records(20'000);
+  for (std::size_t i = 0; i < records.size(); ++i)
+    records[i] = {64, static_cast<TaskIndex>(i), static_cast<TaskIndex>(i + 1)};
   int alone = 0;
   PlanParams count;
   count.should_stop = [&] { return ++alone < 0; };
