@@ -37,8 +37,11 @@ class WorkBudget {
                               std::to_string(num_records) + " tensors");
     return ResourceExhausted(std::string(strategy) + " gave up after " + std::to_string(limit_) +
                              " steps on " + std::to_string(num_records) +
-                             " tensors: they overlap too much for it to finish in reasonable "
-                             "time (greedy_in_order, equality and min_cost_flow stay fast)");
+                             " tensors: its work grows quadratically on this input (most "
+                             "tensors overlapping most others or, for greedy_by_size, each "
+                             "placement bringing most of the others closer), too much to "
+                             "finish in reasonable time (greedy_in_order, equality and "
+                             "min_cost_flow stay fast)");
   }
 
  private:
