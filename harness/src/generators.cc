@@ -30,6 +30,13 @@ std::vector<UsageRecord> GenerateNetworkRecords(std::size_t n, std::uint64_t see
   return records;
 }
 
+std::vector<UsageRecord> GenerateChainRecords(std::size_t n, std::uint64_t size) {
+  std::vector<UsageRecord> records(n);
+  for (std::size_t i = 0; i < n; ++i)
+    records[i] = {size, static_cast<TaskIndex>(i), static_cast<TaskIndex>(i + 1)};
+  return records;
+}
+
 std::vector<UsageRecord> GenerateRandomRecords(std::size_t n, std::uint64_t seed,
                                                TaskIndex num_tasks, std::uint64_t max_size,
                                                bool zeros) {

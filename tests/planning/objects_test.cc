@@ -272,9 +272,7 @@ TEST(Best, IsTheCheapestCandidateAndNamesIt) {
 // live with the next) greedy_by_size reaches the bound, two objects, and best
 // polls about as often as it alone, not as all six candidates.
 TEST(Best, StopsAtTheLowerBound) {
-  std::vector<UsageRecord> records(2'000);
-  for (std::size_t i = 0; i < records.size(); ++i)
-    records[i] = {64, static_cast<TaskIndex>(i), static_cast<TaskIndex>(i + 1)};
+  const std::vector<UsageRecord> records = internal::GenerateChainRecords(2'000, 64);
   int alone = 0;
   PlanParams count;
   count.should_stop = [&] { return ++alone < 0; };

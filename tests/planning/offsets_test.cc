@@ -358,9 +358,7 @@ TEST(PlanDeadline, BestKeepsTheCandidatesThatFinished) {
 // live with the next) greedy_by_size reaches the peak and no other candidate
 // runs.
 TEST(Offsets, BestStopsAtTheLowerBound) {
-  std::vector<UsageRecord> records(20'000);
-  for (std::size_t i = 0; i < records.size(); ++i)
-    records[i] = {64, static_cast<TaskIndex>(i), static_cast<TaskIndex>(i + 1)};
+  const std::vector<UsageRecord> records = internal::GenerateChainRecords(20'000, 64);
   int alone = 0;
   PlanParams count;
   count.should_stop = [&] { return ++alone < 0; };

@@ -16,6 +16,11 @@ namespace tensormem::internal {
 std::vector<UsageRecord> GenerateNetworkRecords(std::size_t n, std::uint64_t seed,
                                                 int max_skip = 40, double skip_probability = 0.3);
 
+// A chain: n tensors of `size` bytes, tensor i live at tasks i and i + 1
+// (each with the next). greedy_by_size reaches the lower bound (two slots);
+// for tests of what happens at the bound.
+std::vector<UsageRecord> GenerateChainRecords(std::size_t n, std::uint64_t size);
+
 // Uniformly random lifetimes within [0, num_tasks) and sizes in [1, max_size]
 // (a few zero-byte ones when `zeros`): the adversarial case for tests.
 std::vector<UsageRecord> GenerateRandomRecords(std::size_t n, std::uint64_t seed,
