@@ -1,11 +1,14 @@
 // The buffer pool (MNN BufferAllocator). A node is a span of a block from
-// the backend; a split node owns its two children (front: the part handed
-// out, back: the rest) and counts the children that are not in a free list.
+// the backend; a split node has two children (front: the part handed out,
+// back: the rest; both from the pool's arena of split nodes) and counts the
+// children that are not in a free list.
 // Free lists are multimaps size -> node (smallest fit, then insertion
 // order, as in MNN); a node in a list remembers its list and position so a
 // merge removes its children in O(log n) instead of MNN's scan of the list.
 // The defer mode lives in buffer_pool_defer.cc.
 #include "tensormem/allocators/buffer_pool.h"
+
+#include <new>
 
 #include "allocators/buffer_pool_state.h"
 
@@ -94,22 +97,45 @@ void* PoolState::GetFromFreeList(FreeList* list, std::uint64_t size, bool permit
     return result;
   }
   // Split: the front part is used, the back part stays free.
-  auto front = std::make_unique<Node>();
-  front->parent = n;
-  front->start = n->start;
-  front->size = size_aligned;
-  auto back = std::make_unique<Node>();
-  back->parent = n;
-  back->start = n->start + size_aligned;
-  back->size = n->size - size_aligned;
+  Node* f = NewSplitNode(n, n->start, size_aligned);
+  Node* b = NewSplitNode(n, n->start + size_aligned, n->size - size_aligned);
   n->use_count += 1;
-  Node* f = front.get();
-  Node* b = back.get();
-  n->children[0] = std::move(front);
-  n->children[1] = std::move(back);
+  n->children[0] = f;
+  n->children[1] = b;
   Insert(list, b);
   MarkUsed(result, f);
   return result;
+}
+
+Node* PoolState::NewSplitNode(Node* parent, char* start, std::uint64_t size) {
+  Node* n = new (split_nodes.Get(sizeof(Node))) Node();
+  n->parent = parent;
+  n->start = start;
+  n->size = size;
+  return n;
+}
+
+void PoolState::DeleteSplitNodes(Node* n) {
+  // An explicit stack: a block split thousands of times over is a chain
+  // that deep.
+  std::vector<Node*> stack;
+  for (Node* c : n->children)
+    if (c != nullptr) stack.push_back(c);
+  n->children[0] = n->children[1] = nullptr;
+  while (!stack.empty()) {
+    Node* c = stack.back();
+    stack.pop_back();
+    for (Node* g : c->children)
+      if (g != nullptr) stack.push_back(g);
+    c->~Node();
+    split_nodes.Put(c, sizeof(Node));
+  }
+}
+
+FreeList* PoolState::CurrentGroup() const {
+  if (current_group.empty()) return nullptr;  // no barrier: skip hashing the thread id
+  const auto group = current_group.find(std::this_thread::get_id());
+  return group == current_group.end() ? nullptr : group->second;
 }
 
 void PoolState::ReturnMemory(FreeList* list, Node* n, bool permit_merge) {
@@ -119,9 +145,11 @@ void PoolState::ReturnMemory(FreeList* list, Node* n, bool permit_merge) {
   parent->use_count -= 1;
   while (parent != nullptr && parent->use_count == 0) {
     // Every child is whole and free again: the parent takes their place.
-    for (auto& child : parent->children) {
-      Remove(child.get());
-      child.reset();
+    for (Node*& child : parent->children) {
+      Remove(child);
+      child->~Node();
+      split_nodes.Put(child, sizeof(Node));
+      child = nullptr;
     }
     Insert(list, parent);
     parent = parent->parent;
@@ -144,9 +172,8 @@ Result<void*> PoolState::NewBlock(std::uint64_t bytes, std::uint64_t alignment) 
 
 Result<void*> PoolState::Allocate(std::uint64_t bytes, std::uint64_t alignment, bool separate) {
   if (!separate) {
-    const auto group = current_group.find(std::this_thread::get_id());
-    if (group != current_group.end()) {
-      if (void* p = GetFromFreeList(group->second, bytes, false, alignment)) return p;
+    if (FreeList* group = CurrentGroup()) {
+      if (void* p = GetFromFreeList(group, bytes, false, alignment)) return p;
     }
     if (void* p = GetFromFreeList(&free_list, bytes, true, alignment)) return p;
   }
@@ -178,9 +205,8 @@ Status PoolState::Free(void* pointer) {
   used.Erase(pointer);
   ++stats.num_frees;
   stats.bytes_in_use -= n->size;
-  const auto group = current_group.find(std::this_thread::get_id());
-  if (group != current_group.end())
-    ReturnMemory(group->second, n, false);
+  if (FreeList* group = CurrentGroup())
+    ReturnMemory(group, n, false);
   else
     ReturnMemory(&free_list, n, true);
   return Status::Ok();
@@ -188,6 +214,7 @@ Status PoolState::Free(void* pointer) {
 
 std::uint64_t PoolState::ReleaseBlock(Node* root) {
   const std::uint64_t bytes = root->size;
+  DeleteSplitNodes(root);
   (void)backend.Release(root->start, bytes);
   stats.bytes_reserved -= bytes;
   roots.erase(root->start);

@@ -24,7 +24,7 @@ using FreeList = std::multimap<std::uint64_t, Node*, std::less<>, internal::Node
 
 struct Node {
   Node* parent = nullptr;
-  std::unique_ptr<Node> children[2];  // set while split: front, back
+  Node* children[2] = {nullptr, nullptr};  // set while split: front, back (from split_nodes)
   char* start = nullptr;
   std::uint64_t size = 0;
   std::uint64_t use_count = 0;  // children not in a free list
@@ -52,6 +52,9 @@ struct PoolState {
   mutable std::mutex mutex;
 
   std::map<char*, std::unique_ptr<Node>> roots;  // blocks from the backend, by address
+  // Split halves, two per split: from a free list rather than malloc (they
+  // come and go with every split and merge).
+  internal::NodeArena split_nodes;
   internal::PointerMap<Node*> used;              // returned pointer -> node
   internal::NodeArena free_nodes;                // before every FreeList: they give their nodes back to it
   FreeList free_list = NewFreeList();
@@ -70,6 +73,10 @@ struct PoolState {
   std::uint64_t deferred_lower_bound = 0;
 
   FreeList NewFreeList() { return FreeList(std::less<>{}, FreeList::allocator_type(&free_nodes)); }
+  // The free list of the calling thread's group, null outside groups.
+  FreeList* CurrentGroup() const;
+  Node* NewSplitNode(Node* parent, char* start, std::uint64_t size);
+  void DeleteSplitNodes(Node* n);  // n's descendants, not n
   void Insert(FreeList* list, Node* n);
   void Remove(Node* n);
   void MarkUsed(void* pointer, Node* n);

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "tensormem/allocators/backend.h"
 #include "tensormem/allocators/buffer_pool.h"
@@ -132,6 +133,34 @@ TEST(BufferPool, ReleaseAllOrOnlyFree) {
   EXPECT_EQ(pool.num_blocks(), 0u);
   EXPECT_EQ(pool.GetStats().bytes_in_use, 0u);
   EXPECT_EQ(pool.Deallocate(a).code(), StatusCode::kNotFound);
+}
+
+// 20,000 splits of one block, each of the previous back half: a chain of
+// split nodes that deep. Release(kAll) gives every node back (without
+// recursion), the block merges whole again on frees, and the pool serves
+// afterwards (ASan checks the nodes' reuse).
+TEST(BufferPool, ADeeplySplitBlockReleasesAndMergesBack) {
+  constexpr int kSplits = 20'000;
+  BufferPool pool(HostBackend());
+  for (int round = 0; round < 2; ++round) {
+    void* block = Alloc(pool, std::uint64_t{kSplits + 1} * 64);
+    ASSERT_TRUE(pool.Deallocate(block).ok());
+    std::vector<void*> pieces;
+    for (int i = 0; i < kSplits; ++i) pieces.push_back(Alloc(pool, 64));
+    EXPECT_EQ(pool.num_blocks(), 1u);
+    EXPECT_EQ(pieces.front(), block);
+    EXPECT_EQ(static_cast<char*>(pieces.back()), static_cast<char*>(block) + (kSplits - 1) * 64);
+    if (round == 0) {
+      ASSERT_TRUE(pool.Release(PoolRelease::kAll).ok());
+      EXPECT_EQ(pool.num_blocks(), 0u);
+      EXPECT_EQ(pool.GetStats().free_bytes, 0u);
+      continue;
+    }
+    // Frees in reverse order merge the chain back up, one level per free.
+    for (auto it = pieces.rbegin(); it != pieces.rend(); ++it) ASSERT_TRUE(pool.Deallocate(*it).ok());
+    EXPECT_EQ(pool.GetStats().free_bytes, std::uint64_t{kSplits + 1} * 64);
+    EXPECT_EQ(Alloc(pool, std::uint64_t{kSplits + 1} * 64), block);  // whole again
+  }
 }
 
 TEST(BufferPool, SeparateBlocksNeverComeFromTheFreeList) {
