@@ -192,7 +192,8 @@ Result<ObjectsPlan> PlanObjects(std::span<const UsageRecord> records, ObjectsStr
                       }));
   plan.seconds = SecondsSince(start);
   if (plan.strategy.empty()) plan.strategy = std::string(Name(strategy));
-  plan.lower_bound = ObjectsLowerBound(records);
+  // best computed the bound for its race (and set it); the others did not.
+  if (strategy != ObjectsStrategy::kBest) plan.lower_bound = ObjectsLowerBound(records);
   if (params.validate)
     TM_RETURN_IF_ERROR(ValidateObjectsPlan(records, plan).WithContext(
         "internal error: strategy " + std::string(Name(strategy)) + " produced an invalid plan"));
@@ -226,7 +227,8 @@ Result<ExtentObjectsPlan> PlanObjects(std::span<const ExtentRecord> records,
 namespace planning {
 
 Result<OffsetsPlan> RunOffsetsStrategy(const Problem& problem, std::string_view name,
-                                       OffsetsFn strategy, const PlanParams& params) {
+                                       OffsetsFn strategy, const PlanParams& params,
+                                       bool reports_peak) {
   TM_RETURN_IF_ERROR(ValidateAlignment(params.alignment, "PlanParams::alignment"));
   TM_RETURN_IF_ERROR(CheckTimeLimit(params));
   TM_RETURN_IF_ERROR(CheckProblem(problem));
@@ -241,7 +243,8 @@ Result<OffsetsPlan> RunOffsetsStrategy(const Problem& problem, std::string_view 
   TM_ASSIGN_OR_RETURN(OffsetsPlan plan, strategy(problem, params));
   plan.seconds = SecondsSince(start);
   if (plan.strategy.empty()) plan.strategy = std::string(name);
-  plan.lower_bound = std::max(plan.lower_bound, PeakLiveBytes(problem, params.alignment));
+  if (!reports_peak)
+    plan.lower_bound = std::max(plan.lower_bound, PeakLiveBytes(problem, params.alignment));
   if (params.validate)
     TM_RETURN_IF_ERROR(ValidateOffsetsPlan(problem, plan, params.alignment,
                                            /*enforce_capacity=*/false)

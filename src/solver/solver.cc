@@ -116,7 +116,8 @@ Result<OffsetsPlan> BestHeuristic(const Problem& problem, std::uint64_t alignmen
   pp.time_limit_seconds = limit.seconds;
   pp.should_stop = limit.should_stop;
   TM_ASSIGN_OR_RETURN(OffsetsPlan plan,
-                      planning::RunOffsetsStrategy(problem, "best", planning::BestHeuristicOffsets, pp));
+                      planning::RunOffsetsStrategy(problem, "best", planning::BestHeuristicOffsets, pp,
+                                                   /*reports_peak=*/true));
   plan.strategy = "best(" + plan.strategy + ")";
   return plan;
 }

@@ -9,7 +9,6 @@
 #include "core/deadline.h"
 #include "planning/offsets/offsets_strategies.h"
 #include "strategies/strategies.h"
-#include "tensormem/lower_bounds.h"
 #include "tensormem/solver.h"
 
 namespace tensormem::planning {
@@ -23,7 +22,7 @@ Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params
   // time_limit_seconds 0 means the heuristics alone (no search), as for exact.
   if (params.polish_nodes > 0 && params.time_limit_seconds > 0 &&
       problem.buffers.size() <= params.polish_max_buffers &&
-      !time_limit_hit && !deadline.Expired() && best.total > PeakLiveBytes(problem, params.alignment)) {
+      !time_limit_hit && !deadline.Expired() && best.total > best.lower_bound) {
     SolverParams sp;
     sp.goal = SolveGoal::kMinimize;
     sp.alignment = params.alignment;

@@ -66,7 +66,7 @@ Result<OffsetsPlan> PlanOffsets(const Problem& problem, OffsetsStrategy strategy
                                 const PlanParams& params) {
   const OffsetsEntry* e = Find(strategy);
   return planning::RunOffsetsStrategy(problem, Name(strategy), e ? e->plan : UnknownStrategy,
-                                      params);
+                                      params, /*reports_peak=*/strategy == OffsetsStrategy::kBest);
 }
 
 Result<OffsetsPlan> PlanOffsets(std::span<const UsageRecord> records, OffsetsStrategy strategy,

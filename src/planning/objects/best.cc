@@ -82,6 +82,7 @@ Result<ObjectsPlan> BestObjects(std::span<const UsageRecord> records, const Plan
   if (!best) return DeadlineExceeded("no candidate finished: " + stopped.message());
   if (!stopped.ok()) winner += ", time limit hit";
   best->strategy = "best(" + winner + ")";
+  best->lower_bound = lower_bound;  // so that the dispatcher need not compute it again
   return std::move(*best);
 }
 

@@ -87,6 +87,7 @@ Result<OffsetsPlan> BestHeuristicOffsets(const Problem& problem, const PlanParam
   if (time_limit_hit != nullptr) *time_limit_hit = !stopped.ok() || deadline.Expired();
   if (!stopped.ok()) winner += ", time limit hit";
   best->strategy = winner;
+  best->lower_bound = std::max(best->lower_bound, lower_bound);
   return std::move(*best);
 }
 

@@ -20,9 +20,13 @@ using OffsetsFn = Result<OffsetsPlan> (*)(const Problem&, const PlanParams&);
 // One offsets strategy with the dispatcher's argument checks, timing, lower
 // bound and validation (PlanOffsets is this over its table); `name` labels
 // the plan when the strategy did not, and the errors. The solver plans its
-// first incumbent through it, below the dispatcher.
+// first incumbent through it, below the dispatcher. reports_peak: the
+// strategy's plan.lower_bound is already at least PeakLiveBytes(problem,
+// params.alignment) (best's is: it computes the peak for its race), so the
+// peak is not computed again.
 Result<OffsetsPlan> RunOffsetsStrategy(const Problem& problem, std::string_view name,
-                                       OffsetsFn strategy, const PlanParams& params);
+                                       OffsetsFn strategy, const PlanParams& params,
+                                       bool reports_peak = false);
 
 Result<OffsetsPlan> NaiveOffsets(const Problem& problem, const PlanParams& params);
 Result<OffsetsPlan> GreedyBySizeOffsets(const Problem& problem, const PlanParams& params);
@@ -31,7 +35,8 @@ Result<OffsetsPlan> ArenaOffsets(const Problem& problem, const PlanParams& param
 Result<OffsetsPlan> GreedyInOrderOffsets(const Problem& problem, const PlanParams& params);
 Result<OffsetsPlan> FromObjectsOffsets(const Problem& problem, const PlanParams& params);
 // best's candidates without its exact polish: the smallest arena of the fast
-// strategies above; the plan's strategy is the winner's name.
+// strategies above; the plan's strategy is the winner's name, its
+// lower_bound at least the peak live bytes at params.alignment.
 Result<OffsetsPlan> BestHeuristicOffsets(const Problem& problem, const PlanParams& params);
 // The same, saying whether the time limit cut it short (then the caller
 // should not start more work: best's polish).
