@@ -14,28 +14,25 @@
 // memory (a distance per tensor per object); limited to kReferenceMaxRecords.
 // Default: identical choices from an event-driven version. After tensor b is
 // put on object o, the only tensors whose state changes are (1) those that
-// conflict with b and had o as their best object (a recalculation: walk the
-// placed tensors outwards from the tensor's lifetime, nearest first, skipping
-// objects that conflict with it) and (2) those for which b is strictly closer
-// than their best distance and that do not conflict with o. Group (1) comes
-// from an IntervalIndex over the unplaced tensors; group (2) from two
-// segment trees over the unplaced tensors, keyed by first_task - best
-// distance (tensors after b) and last_task + best distance (tensors before
-// b), walked only into subtrees that hold a hit. The next tensor comes from
-// an ordered set; only the tensors of the lowest unplaced position compete,
-// so only they are kept there. Cost: O((n + changes + overlaps) log n) on
-// real networks. When a quarter of the tensors are live at once it would do
-// more work than the transcription, which then runs instead if its table
-// fits; otherwise, on inputs where most tensors overlap most others, it
-// gives up with an error after kMaxWork steps (work_budget.h).
+// conflict with b and had o as their best object (a recalculation: two
+// searches in segment trees over the placed tensors' free stretches, see
+// Recalculate) and (2) those for which b is strictly closer than their best
+// distance and that do not conflict with o. Group (1) comes from an
+// IntervalIndex over the unplaced tensors; group (2) from two segment trees
+// over the unplaced tensors, keyed by first_task - best distance (tensors
+// after b) and last_task + best distance (tensors before b), walked only
+// into subtrees that hold a hit. The next tensor comes from an indexed
+// binary heap; only the tensors of the lowest unplaced position compete, so
+// only they are kept there. Cost: O((n + changes + overlaps) log n), where
+// changes (improved tensors) grow quadratically when each placement brings
+// most later tensors closer. When a quarter of the tensors are live at once
+// it would do more work than the transcription, which then runs instead if
+// its table fits; otherwise, on inputs where most tensors overlap most
+// others, it gives up with an error after kMaxWork steps (work_budget.h).
 #include <algorithm>
-#include <bit>
 #include <limits>
-#include <set>
 #include <string>
-#include <tuple>
 
-#include "core/checked_math.h"
 #include "planning/interval_index.h"
 #include "planning/objects/objects_strategies.h"
 #include "planning/objects/work_budget.h"
@@ -48,15 +45,21 @@ constexpr std::size_t kReferenceMaxRecords = 20'000;
 // The reference keeps a distance per tensor per object: 25M of them is 200 MB.
 constexpr std::size_t kReferenceMaxDistances = 25'000'000;
 constexpr std::uint64_t kNone = std::numeric_limits<std::uint64_t>::max();
-// Default path: units of work (tensors visited by a query, placed tensors
-// walked, objects asked) before giving up, about 10 s.
+// Default path: units of work (tensors visited by a query, recalculations,
+// the ties a recalculation reads) before giving up.
 constexpr std::uint64_t kMaxWork = 400'000'000;
-// What a tensor whose best improves costs, in the units above: a move in the
-// queue and two segment-tree updates, about 100 ns on this machine, where
-// the budget's 4e8 units are meant to last 10-15 s (25-40 ns each). Counted
-// as one, 20,000 tensors with disjoint lifetimes (every placement improves
-// every later tensor) ran 29 s within the budget.
+// What a tensor whose best improves costs, in the units above: a sift in the
+// heap and two segment-tree updates. Weighted 4, gpt2_medium_generate
+// (336,250 tensors, each placement improving about 1,000 others; it would
+// need 1.4e9 units, 19 s) gives up after about 4 s on a 2-core machine, so
+// objects best, which runs greedy_by_size first, keeps time for the others
+// within its default 10 s; 20,000 tensors with disjoint lifetimes give up
+// after 1.4 s (they would finish in 2.6 s with 7.4e8).
 constexpr std::uint64_t kImprovedCost = 4;
+// Beyond every task (tasks and gaps stay within 2^62) and within the
+// search trees' neutral values (the int64 extremes): a free stretch open at
+// one end, and "no best distance".
+constexpr std::int64_t kOpen = kMaxTaskIndex + 1;
 
 // position = last rank whose positional maximum is >= size.
 Result<std::vector<std::size_t>> Positions(std::span<const UsageRecord> records) {
@@ -161,13 +164,13 @@ Result<ObjectsPlan> Reference(std::span<const UsageRecord> records,
 
 // ---------------------------------------------------------------- default
 
-// Segment tree over fixed slots holding a signed 128-bit key per slot
+// Segment tree over fixed slots holding a signed 64-bit key per slot
 // (absent slots hold a neutral value); ForEach reports the slots in
 // [lo, hi) whose key passes `bound`, descending only where a subtree's
 // min (or max) can pass.
 class KeyTree {
  public:
-  using Key = internal::Int128;
+  using Key = std::int64_t;
   KeyTree(std::size_t n, bool keep_min) : keep_min_(keep_min) {
     while (leaves_ < std::max<std::size_t>(n, 1)) leaves_ *= 2;
     tree_.assign(2 * leaves_, Neutral());
@@ -188,11 +191,20 @@ class KeyTree {
   void ForEach(std::size_t lo, std::size_t hi, Key bound, Visit&& visit) const {
     if (lo < hi) Walk(1, 0, leaves_, lo, hi, bound, visit);
   }
+  // The lowest (First) or highest (Last) slot in [lo, hi) whose key passes
+  // `bound`; kNone when there is none.
+  std::size_t First(std::size_t lo, std::size_t hi, Key bound) const {
+    return lo < hi ? Find(1, 0, leaves_, lo, hi, bound, /*lowest=*/true) : kNone;
+  }
+  std::size_t Last(std::size_t lo, std::size_t hi, Key bound) const {
+    return lo < hi ? Find(1, 0, leaves_, lo, hi, bound, /*lowest=*/false) : kNone;
+  }
 
  private:
-  // Keys stay within +-2^66; these are beyond every real one.
-  static constexpr Key kFar = Key{1} << 100;
-  Key Neutral() const { return keep_min_ ? kFar : -kFar; }
+  // Keys stay within +-(2^62 + 1) (kOpen); these are beyond every real one.
+  Key Neutral() const {
+    return keep_min_ ? std::numeric_limits<Key>::max() : std::numeric_limits<Key>::min();
+  }
   Key Better(Key a, Key b) const { return keep_min_ ? std::min(a, b) : std::max(a, b); }
   bool Passes(Key key, Key bound) const { return keep_min_ ? key < bound : key > bound; }
   template <typename Visit>
@@ -206,6 +218,18 @@ class KeyTree {
     const std::size_t m = l + (r - l) / 2;
     Walk(2 * node, l, m, lo, hi, bound, visit);
     Walk(2 * node + 1, m, r, lo, hi, bound, visit);
+  }
+  std::size_t Find(std::size_t node, std::size_t l, std::size_t r, std::size_t lo, std::size_t hi,
+                   Key bound, bool lowest) const {
+    if (r <= lo || hi <= l || !Passes(tree_[node], bound)) return kNone;
+    if (node >= leaves_) return node - leaves_;
+    const std::size_t m = l + (r - l) / 2;
+    const std::size_t first = lowest ? 2 * node : 2 * node + 1;
+    const std::size_t found = lowest ? Find(first, l, m, lo, hi, bound, lowest)
+                                     : Find(first, m, r, lo, hi, bound, lowest);
+    if (found != kNone) return found;
+    return lowest ? Find(2 * node + 1, m, r, lo, hi, bound, lowest)
+                  : Find(2 * node, l, m, lo, hi, bound, lowest);
   }
 
   bool keep_min_;
@@ -228,11 +252,10 @@ class FastGreedyBySize {
         object_of_(n_, 0),
         unplaced_(Firsts(), Lasts()),
         after_(n_, /*keep_min=*/true),
-        before_(n_, /*keep_min=*/false) {
-    placed_by_last_.assign((n_ + 63) / 64, 0);
-    placed_by_first_.assign((n_ + 63) / 64, 0);
-    prev_on_object_.assign(n_, kNone);
-    next_on_object_.assign(n_, kNone);
+        before_(n_, /*keep_min=*/false),
+        free_until_(n_, /*keep_min=*/false),
+        free_since_(n_, /*keep_min=*/true) {
+    heap_index_.assign(n_, kNone);
     by_first_.resize(n_);
     by_last_.resize(n_);
     for (std::size_t i = 0; i < n_; ++i) by_first_[i] = by_last_[i] = i;
@@ -240,6 +263,12 @@ class FastGreedyBySize {
                      [&](std::size_t a, std::size_t b) { return r_[a].first_task < r_[b].first_task; });
     std::stable_sort(by_last_.begin(), by_last_.end(),
                      [&](std::size_t a, std::size_t b) { return r_[a].last_task < r_[b].last_task; });
+    first_by_rank_.resize(n_);
+    last_by_rank_.resize(n_);
+    for (std::size_t k = 0; k < n_; ++k) {
+      first_by_rank_[k] = r_[by_first_[k]].first_task;
+      last_by_rank_[k] = r_[by_last_[k]].last_task;
+    }
     slot_after_.resize(n_);
     slot_before_.resize(n_);
     for (std::size_t k = 0; k < n_; ++k) {
@@ -309,7 +338,6 @@ class FastGreedyBySize {
   }
 
  private:
-  using QueueEntry = std::tuple<std::uint64_t, std::uint64_t, std::size_t>;
   // An object's tensors' lifetimes, sorted (they never overlap): a sorted
   // vector, since Recalculate asks many objects in turn and a node set's
   // pointer chasing was most of its time.
@@ -329,46 +357,89 @@ class FastGreedyBySize {
   // (last) task is > t.
   std::size_t FirstRankAbove(TaskIndex t) const {
     return static_cast<std::size_t>(
-        std::upper_bound(by_first_.begin(), by_first_.end(), t,
-                         [&](TaskIndex x, std::size_t i) { return x < r_[i].first_task; }) -
-        by_first_.begin());
+        std::upper_bound(first_by_rank_.begin(), first_by_rank_.end(), t) - first_by_rank_.begin());
   }
   std::size_t LastRankAbove(TaskIndex t) const {
     return static_cast<std::size_t>(
-        std::upper_bound(by_last_.begin(), by_last_.end(), t,
-                         [&](TaskIndex x, std::size_t i) { return x < r_[i].last_task; }) -
-        by_last_.begin());
+        std::upper_bound(last_by_rank_.begin(), last_by_rank_.end(), t) - last_by_rank_.begin());
   }
 
   // The position is fixed, so only the tensors of the lowest position still
-  // unplaced compete; they sit in an ordered set by (best distance, larger
-  // size, index), built when their position's turn comes.
-  QueueEntry QueueKey(std::size_t i) const {
-    return {best_dist_[i], internal::kMaxU64 - r_[i].size, i};
+  // unplaced compete; they sit in a binary heap by (best distance, larger
+  // size, index), built when their position's turn comes, each tensor's
+  // place in it indexed so a changed distance sifts it in O(log n) (an
+  // ordered set's erase and insert were a quarter of the time on
+  // gpt2_medium_generate).
+  bool Before(std::size_t i, std::size_t j) const {
+    if (best_dist_[i] != best_dist_[j]) return best_dist_[i] < best_dist_[j];
+    if (r_[i].size != r_[j].size) return r_[i].size > r_[j].size;
+    return i < j;
+  }
+  void SiftUp(std::size_t k) {
+    const std::size_t i = heap_[k];
+    while (k > 0 && Before(i, heap_[(k - 1) / 2])) {
+      heap_[k] = heap_[(k - 1) / 2];
+      heap_index_[heap_[k]] = k;
+      k = (k - 1) / 2;
+    }
+    heap_[k] = i;
+    heap_index_[i] = k;
+  }
+  void SiftDown(std::size_t k) {
+    const std::size_t i = heap_[k];
+    for (;;) {
+      std::size_t c = 2 * k + 1;
+      if (c >= heap_.size()) break;
+      if (c + 1 < heap_.size() && Before(heap_[c + 1], heap_[c])) ++c;
+      if (!Before(heap_[c], i)) break;
+      heap_[k] = heap_[c];
+      heap_index_[heap_[k]] = k;
+      k = c;
+    }
+    heap_[k] = i;
+    heap_index_[i] = k;
+  }
+  void Unqueue(std::size_t i) {
+    const std::size_t k = heap_index_[i];
+    const std::size_t last = heap_.back();
+    heap_.pop_back();
+    if (last == i) return;
+    heap_[k] = last;
+    heap_index_[last] = k;
+    SiftUp(k);
+    SiftDown(heap_index_[last]);
   }
   bool Queued(std::size_t i) const { return position_[i] == active_; }
   std::size_t Next() {
-    while (queue_.empty()) {
+    while (heap_.empty()) {
       active_ = started_ ? active_ + 1 : 0;
       started_ = true;
-      for (std::size_t i : groups_[active_]) queue_.insert(QueueKey(i));
+      heap_ = groups_[active_];
+      for (std::size_t k = 0; k < heap_.size(); ++k) heap_index_[heap_[k]] = k;
+      for (std::size_t k = heap_.size() / 2; k-- > 0;) SiftDown(k);
     }
-    return std::get<2>(*queue_.begin());
+    return heap_.front();
   }
 
   // A tensor after b improves when first - best < b.last; one before b when
   // last + best > b.first. "No best" is farther than any gap.
   void UpdateTrees(std::size_t i) {
-    using internal::Int128;
-    const Int128 best = best_dist_[i] == kNone ? (Int128{1} << 64) : Int128{best_dist_[i]};
-    after_.Set(slot_after_[i], Int128{r_[i].first_task} - best);
-    before_.Set(slot_before_[i], Int128{r_[i].last_task} + best);
+    // kOpen as "no best" passes every bound; the sum saturates there (it
+    // passes every bound from 2^62 + 1 on, as the true sum would).
+    const std::int64_t best =
+        best_dist_[i] == kNone ? kOpen : static_cast<std::int64_t>(best_dist_[i]);
+    const TaskIndex first = r_[i].first_task, last = r_[i].last_task;
+    after_.Set(slot_after_[i], first - best);
+    before_.Set(slot_before_[i], best >= kOpen - last ? kOpen : last + best);
   }
   void SetBestDist(std::size_t i, std::uint64_t dist) {
     if (dist == best_dist_[i]) return;
-    if (Queued(i)) queue_.erase(QueueKey(i));
+    const bool closer = dist < best_dist_[i];
     best_dist_[i] = dist;
-    if (Queued(i)) queue_.insert(QueueKey(i));
+    if (Queued(i)) {
+      if (closer) SiftUp(heap_index_[i]);
+      else SiftDown(heap_index_[i]);
+    }
     UpdateTrees(i);
   }
   void SetBest(std::size_t i, std::uint64_t dist, std::size_t object) {
@@ -376,7 +447,7 @@ class FastGreedyBySize {
     best_object_[i] = object;
   }
   void Place(std::size_t b, std::size_t object) {
-    queue_.erase(QueueKey(b));
+    Unqueue(b);
     unplaced_.Erase(b);
     after_.Clear(slot_after_[b]);
     before_.Clear(slot_before_[b]);
@@ -387,128 +458,64 @@ class FastGreedyBySize {
         std::lower_bound(iv.begin(), iv.end(), lifetime) - iv.begin());
     iv.insert(iv.begin() + static_cast<std::ptrdiff_t>(at), lifetime);
     on.insert(on.begin() + static_cast<std::ptrdiff_t>(at), b);
-    // b's neighbours on its object in time, so that Recalculate's walk sees
-    // whether an object conflicts in O(1).
-    prev_on_object_[b] = at == 0 ? kNone : on[at - 1];
-    next_on_object_[b] = at + 1 == on.size() ? kNone : on[at + 1];
-    if (prev_on_object_[b] != kNone) next_on_object_[prev_on_object_[b]] = b;
-    if (next_on_object_[b] != kNone) prev_on_object_[next_on_object_[b]] = b;
-    placed_by_last_[slot_before_[b] / 64] |= std::uint64_t{1} << (slot_before_[b] % 64);
-    placed_by_first_[slot_after_[b] / 64] |= std::uint64_t{1} << (slot_after_[b] % 64);
+    // The free stretches around b on its object: before b, from its
+    // predecessor's end until b starts; after b, until its successor starts.
+    const std::size_t prev = at == 0 ? kNone : on[at - 1];
+    const std::size_t next = at + 1 == on.size() ? kNone : on[at + 1];
+    free_until_.Set(slot_before_[b], next == kNone ? kOpen : r_[next].first_task);
+    free_since_.Set(slot_after_[b], prev == kNone ? -kOpen : r_[prev].last_task);
+    if (prev != kNone) free_until_.Set(slot_before_[prev], r_[b].first_task);
+    if (next != kNone) free_since_.Set(slot_after_[next], r_[b].last_task);
     object_of_[b] = object;
   }
-  // Distance from r to the nearest tensor on `object`, kNone on a conflict.
-  std::uint64_t GapToObject(std::size_t object, const UsageRecord& r) const {
-    const Intervals& iv = intervals_[object];
-    auto it = std::lower_bound(iv.begin(), iv.end(),
-                               std::pair{r.first_task, std::numeric_limits<TaskIndex>::min()});
-    std::uint64_t gap = kNone;
-    if (it != iv.end()) {
-      if (it->first <= r.last_task) return kNone;
-      gap = static_cast<std::uint64_t>(it->first - r.last_task);
-    }
-    if (it != iv.begin()) {
-      const auto prev = std::prev(it);
-      if (prev->second >= r.first_task) return kNone;
-      gap = std::min(gap, static_cast<std::uint64_t>(r.first_task - prev->second));
-    }
-    return gap;
-  }
-  // The highest set bit below `end`, kNone when there is none.
-  static std::size_t PrevPlaced(const std::vector<std::uint64_t>& bits, std::size_t end) {
-    if (end == 0) return kNone;
-    std::size_t word = (end - 1) / 64;
-    std::uint64_t w = bits[word] & (~std::uint64_t{0} >> (63 - (end - 1) % 64));
-    while (w == 0) {
-      if (word == 0) return kNone;
-      w = bits[--word];
-    }
-    return word * 64 + 63 - static_cast<std::size_t>(std::countl_zero(w));
-  }
-  // The lowest set bit at or above `begin`, kNone when there is none.
-  static std::size_t NextPlaced(const std::vector<std::uint64_t>& bits, std::size_t begin) {
-    std::size_t word = begin / 64;
-    if (word >= bits.size()) return kNone;
-    std::uint64_t w = bits[word] & (~std::uint64_t{0} << (begin % 64));
-    while (w == 0) {
-      if (++word == bits.size()) return kNone;
-      w = bits[word];
-    }
-    return word * 64 + static_cast<std::size_t>(std::countr_zero(w));
-  }
   // TFLite's RecalcBestDist: the closest non-conflicting object, lowest id
-  // on a tie; keeps the stale best object when there is none. Walks the
-  // placed tensors outwards from i (nearest first); when that takes more
-  // steps than an eighth of the objects (most nearby objects conflict with
-  // i), it asks every object instead (the same answer). An eighth, not all:
-  // on the shared training traces a walk that goes on that long rarely ends
-  // before it, and stopping sooner was 1.8-2x faster.
+  // on a tie; keeps the stale best object when there is none. An object
+  // does not conflict with i exactly when one of its free stretches holds
+  // all of i: then its distance is the gap to the stretch's ends. So the
+  // nearest object ending before i is the placed tensor t with the latest
+  // last task before i's first whose successor on its object starts after
+  // i's last (free_until_, by last-task rank), and the nearest starting
+  // after i mirrors it (free_since_, by first-task rank): two searches of
+  // O(log n), plus the tensors that tie with the nearest (equal last, or
+  // equal first, task) for the lowest id. An object has at most one such
+  // tensor on each side, so a side reports each object once.
   void Recalculate(std::size_t i) {
     const UsageRecord& ri = r_[i];
     std::uint64_t best = kNone;
     std::size_t best_object = best_object_[i];
-    // `conflicts` is asked only when the object would win.
-    auto consider = [&](std::uint64_t gap, std::size_t object, auto&& conflicts) {
-      if (gap > best || (gap == best && object >= best_object)) return;
-      if (conflicts()) return;
-      best = gap;
-      best_object = object;
+    auto consider = [&](std::uint64_t gap, std::size_t object) {
+      if (gap < best || (gap == best && object < best_object)) {
+        best = gap;
+        best_object = object;
+      }
     };
-    const std::size_t max_steps = intervals_.size() / 8;
-    std::size_t steps = 0;
-    bool exhausted = false;
-    // Placed tensors ending before i, nearest first (ranks in by_last_).
-    const auto ends_before = static_cast<std::size_t>(
-        std::lower_bound(by_last_.begin(), by_last_.end(), ri.first_task,
-                         [&](std::size_t k, TaskIndex x) { return r_[k].last_task < x; }) -
-        by_last_.begin());
-    for (std::size_t rank = PrevPlaced(placed_by_last_, ends_before); rank != kNone;
-         rank = PrevPlaced(placed_by_last_, rank)) {
-      const std::size_t t = by_last_[rank];
-      const auto gap = static_cast<std::uint64_t>(ri.first_task - r_[t].last_task);
-      if (gap > best) break;
-      if (steps++ == max_steps) {
-        exhausted = true;
-        break;
-      }
-      // t ends before i; its object conflicts with i when t's successor
-      // there starts within i. (A successor that ends before i came earlier
-      // in this walk: its object was settled then, and the walk stops
-      // before it could be asked again.)
-      consider(gap, object_of_[t], [&] {
-        const std::size_t next = next_on_object_[t];
-        return next != kNone && r_[next].first_task <= ri.last_task;
+    std::size_t visited = 0;
+    // Before i: ranks in by_last_ of the tensors that end before i starts.
+    const std::size_t ends_before = LastRankAbove(ri.first_task - 1);
+    const std::size_t nearest_before = free_until_.Last(0, ends_before, ri.last_task);
+    // After i: ranks in by_first_ of the tensors that start after i ends.
+    const std::size_t starts_after = FirstRankAbove(ri.last_task);
+    const std::size_t nearest_after = free_since_.First(starts_after, n_, ri.first_task);
+    std::uint64_t gap_before = kNone, gap_after = kNone;
+    if (nearest_before != kNone)
+      gap_before = static_cast<std::uint64_t>(ri.first_task - last_by_rank_[nearest_before]);
+    if (nearest_after != kNone)
+      gap_after = static_cast<std::uint64_t>(first_by_rank_[nearest_after] - ri.last_task);
+    if (gap_before != kNone && gap_before <= gap_after) {
+      const std::size_t tied = LastRankAbove(last_by_rank_[nearest_before] - 1);
+      free_until_.ForEach(tied, nearest_before + 1, ri.last_task, [&](std::size_t rank) {
+        ++visited;
+        consider(gap_before, object_of_[by_last_[rank]]);
       });
     }
-    // Placed tensors starting after i, nearest first (ranks in by_first_).
-    for (std::size_t rank = exhausted ? kNone : NextPlaced(placed_by_first_, FirstRankAbove(ri.last_task));
-         rank != kNone; rank = NextPlaced(placed_by_first_, rank + 1)) {
-      const std::size_t t = by_first_[rank];
-      const auto gap = static_cast<std::uint64_t>(r_[t].first_task - ri.last_task);
-      if (gap > best) break;
-      if (steps++ == max_steps) {
-        exhausted = true;
-        break;
-      }
-      // The mirror image of the walk above.
-      consider(gap, object_of_[t], [&] {
-        const std::size_t prev = prev_on_object_[t];
-        return prev != kNone && r_[prev].last_task >= ri.first_task;
+    if (gap_after != kNone && gap_after <= gap_before) {
+      const std::size_t tied_end = FirstRankAbove(first_by_rank_[nearest_after]);
+      free_since_.ForEach(nearest_after, tied_end, ri.first_task, [&](std::size_t rank) {
+        ++visited;
+        consider(gap_after, object_of_[by_first_[rank]]);
       });
     }
-    budget_.Spend(steps);
-    if (exhausted) {
-      budget_.Spend(intervals_.size());
-      best = kNone;
-      best_object = best_object_[i];
-      for (std::size_t object = 0; object < intervals_.size(); ++object) {
-        const std::uint64_t gap = GapToObject(object, ri);
-        if (gap < best) {
-          best = gap;
-          best_object = object;
-        }
-      }
-    }
+    budget_.Spend(visited);
     SetBestDist(i, best);
     best_object_[i] = best_object;
   }
@@ -522,16 +529,21 @@ class FastGreedyBySize {
   IntervalIndex unplaced_;
   KeyTree after_, before_;
   std::vector<std::size_t> by_first_, by_last_, slot_after_, slot_before_;
+  // The first (last) task of by_first_[k] (by_last_[k]): rank searches read
+  // these in order instead of chasing each record.
+  std::vector<TaskIndex> first_by_rank_, last_by_rank_;
   std::vector<std::vector<std::size_t>> groups_;  // tensors by position
   std::size_t active_ = 0;
   bool started_ = false;
-  std::set<QueueEntry> queue_;
+  std::vector<std::size_t> heap_;        // the competing tensors (see Next)
+  std::vector<std::size_t> heap_index_;  // per tensor: its index in heap_ while there
   std::vector<Intervals> intervals_;
   std::vector<std::vector<std::size_t>> tensors_on_;  // per object, in intervals_' order
-  std::vector<std::size_t> prev_on_object_, next_on_object_;  // per placed tensor
-  // Bit k set: by_last_[k] (by_first_[k]) is placed. Walking set bits in
-  // rank order replaced two node sets of placed tensors (a fifth of the time).
-  std::vector<std::uint64_t> placed_by_last_, placed_by_first_;
+  // Per placed tensor, the free stretches of its object next to it: by
+  // last-task rank, where the stretch after it ends (its successor's first
+  // task, kOpen when none); by first-task rank, where the stretch before it
+  // begins (its predecessor's last task, -kOpen when none).
+  KeyTree free_until_, free_since_;
   std::vector<std::size_t> recalc_, improved_;
 };
 
