@@ -240,6 +240,15 @@ TEST_F(CliTest, TheTimeLimitCoversEveryStrategyAndReadingIsReportedApart) {
     EXPECT_NE(r.out.find("time limit"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("allow more with --time-limit"), std::string::npos) << r.out;
   }
+  // With 'all' the limit covers the strategies together: those that find
+  // nothing left of it are not run, and say so.
+  for (const char* objects : {"", " --objects"}) {
+    CliRun all = Cli("plan " + in + objects + " --strategy all --time-limit 0.000000001");
+    EXPECT_NE(all.code, 0) << all.out;
+    EXPECT_NE(all.out.find("greedy_by_size: not run: nothing was left of --time-limit 1e-09 s"),
+              std::string::npos)
+        << all.out;
+  }
   CliRun ok = Cli("plan " + in + " --time-limit 60");
   ASSERT_EQ(ok.code, 0) << ok.out;
   EXPECT_NE(ok.out.find("20000 buffers read in "), std::string::npos) << ok.out;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -152,11 +153,22 @@ int RunPlan(const PlanOptions& o) {
   params.time_limit_seconds = o.time_limit;
   params.reference = o.reference;
   std::vector<Row> rows;
-  // With 'all' the strategies share the one time limit: each gets what is left.
+  // With 'all' the strategies share the one time limit: each gets what is
+  // left, and once nothing is left the rest are not run, with a note saying
+  // why (rather than each running with a nominal 1e-9 s and failing).
   const auto planning_start = std::chrono::steady_clock::now();
-  auto share_time = [&] {
-    if (o.time_limit > 0 && o.time_limit < 1e9)
-      params.time_limit_seconds = std::max(o.time_limit - SecondsSince(planning_start), 1e-9);
+  auto share_time = [&](std::string_view strategy) {
+    if (o.time_limit > 0 && o.time_limit < 1e9) {
+      const double left = o.time_limit - SecondsSince(planning_start);
+      // One strategy alone runs anyway and reports its own deadline.
+      if (left <= 0 && o.strategy == "all") {
+        std::cerr << "tensormem: note: " << strategy << ": not run: nothing was left of --time-limit "
+                  << o.time_limit << " s, which covers every strategy together\n";
+        return false;
+      }
+      params.time_limit_seconds = std::max(left, 1e-9);
+    }
+    return true;
   };
 
   if (o.objects) {
@@ -171,7 +183,7 @@ int RunPlan(const PlanOptions& o) {
     const std::vector<UsageRecord> records = ToRecords(problem);
     std::optional<ObjectsPlan> best;
     for (ObjectsStrategy s : strategies) {
-      share_time();
+      if (!share_time(Name(s))) continue;
       Result<ObjectsPlan> plan = PlanObjects(records, s, params);
       if (!plan.ok()) {
         // With 'all', one strategy's failure (naive overflowing 64 bits)
@@ -222,7 +234,7 @@ int RunPlan(const PlanOptions& o) {
   }
   std::optional<OffsetsPlan> best;
   for (OffsetsStrategy s : strategies) {
-    share_time();
+    if (!share_time(Name(s))) continue;
     Result<OffsetsPlan> plan =
         graph ? PlanScratchArena(*graph, s, params) : PlanOffsets(problem, s, params);
     if (!plan.ok()) {
@@ -285,7 +297,8 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--time-limit", o->time_limit,
                   "seconds for the whole planning, every strategy (reading the input is not "
                   "counted); a strategy that cannot finish fails, best keeps the candidates that "
-                  "did; 0: heuristics untimed, exact does no search")
+                  "did, and with 'all' the strategies that find none of it left are not run; 0: "
+                  "heuristics untimed, exact does no search")
       ->capture_default_str()
       ->check(Seconds());
   cmd->add_flag("--reference", o->reference,
