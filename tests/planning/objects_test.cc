@@ -555,6 +555,32 @@ TEST(ExtentObjects, OneDimensionalOnlyStrategiesSayWhy) {
 
 // The time limit covers the objects strategies too (counted in polls of
 // should_stop, never in seconds).
+// greedy_by_size's work budget grows with the time limit: 16,000 tensors
+// with disjoint lifetimes (each placement brings every later tensor closer)
+// need about 4.8e8 units, more than the 4e8 of the default 10 s and less
+// than the 8e8 of 20 s. Units of work, not time: the same on any machine
+// (the limits are far above what the runs take, except in slow sanitizer
+// builds, where the first run may stop at its deadline instead).
+TEST(GreedyBySize, TheWorkBudgetGrowsWithTheTimeLimit) {
+  std::vector<UsageRecord> records;
+  for (int i = 0; i < 16'000; ++i)
+    records.push_back({std::uint64_t{64} * (1 + static_cast<std::uint64_t>(i * 7919) % 97),
+                       static_cast<TaskIndex>(2 * i), static_cast<TaskIndex>(2 * i)});
+  PlanParams params;
+  params.time_limit_seconds = 10;
+  Result<ObjectsPlan> cut = PlanObjects(records, ObjectsStrategy::kGreedyBySize, params);
+  ASSERT_FALSE(cut.ok());
+  if (cut.status().code() == StatusCode::kResourceExhausted)
+    EXPECT_NE(cut.status().message().find("a time limit above 10 s allows"), std::string::npos)
+        << cut.status().message();
+  else
+    EXPECT_EQ(cut.status().code(), StatusCode::kDeadlineExceeded) << cut.status().ToString();
+  params.time_limit_seconds = 1000;  // 10x, the most
+  Result<ObjectsPlan> plan = PlanObjects(records, ObjectsStrategy::kGreedyBySize, params);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->object_sizes.size(), 1u);  // disjoint: one object holds them all
+}
+
 TEST(ObjectsDeadline, AStopRequestEndsTheIteratingStrategies) {
   const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(30'000, 7);
   // equality is O(n log n) but took seconds at 10^6 tensors without reading

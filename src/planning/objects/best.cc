@@ -11,7 +11,10 @@
 // they are quadratic). A candidate that gives up on its work budget
 // (ResourceExhausted) is skipped too; every other error is returned. The
 // time limit covers every candidate: once it passes, the cheapest plan of
-// those that finished is returned (kDeadlineExceeded when none did). A plan
+// those that finished is returned (kDeadlineExceeded when none did). Until
+// one has finished, a candidate gets three quarters of the time left, and
+// one that runs out of that share is skipped (the plan's strategy then
+// says "time limit hit"). A plan
 // at the lower bound ends the race: a later candidate could only tie, and
 // ties keep the earlier plan anyway.
 #include <optional>
@@ -64,11 +67,18 @@ Result<ObjectsPlan> BestObjects(std::span<const UsageRecord> records, const Plan
                                  std::string(Name(c.strategy)) + " ran");
       break;
     }
-    p.time_limit_seconds = deadline.ForNested();
+    // While no candidate has a plan, one gets three quarters of what is
+    // left: one that cannot finish in that (greedy_by_size, whose work
+    // budget grows with its time limit, on a long generation trace) is
+    // skipped and leaves the rest to the others.
+    const double left = deadline.ForNested();
+    const bool share = !best && left > 0 && left < 1e9;
+    p.time_limit_seconds = share ? 0.75 * left : left;
     Result<ObjectsPlan> plan = c.fn(records, p);
     if (!plan.ok() && plan.status().code() == StatusCode::kResourceExhausted) continue;
     if (!plan.ok() && plan.status().code() == StatusCode::kDeadlineExceeded) {
       stopped = plan.status().WithContext(std::string(Name(c.strategy)));
+      if (share && !deadline.Expired()) continue;
       break;
     }
     if (!plan.ok()) return plan.status();

@@ -30,6 +30,7 @@
 // its table fits; otherwise, on inputs where most tensors overlap most
 // others, it gives up with an error after kMaxWork steps (work_budget.h).
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -46,7 +47,9 @@ constexpr std::size_t kReferenceMaxRecords = 20'000;
 constexpr std::size_t kReferenceMaxDistances = 25'000'000;
 constexpr std::uint64_t kNone = std::numeric_limits<std::uint64_t>::max();
 // Default path: units of work (tensors visited by a query, recalculations,
-// the ties a recalculation reads) before giving up.
+// the ties a recalculation reads) before giving up, for the default time
+// limit of 10 s; a caller who allows more time gets proportionally more
+// (MaxWork).
 constexpr std::uint64_t kMaxWork = 400'000'000;
 // What a tensor whose best improves costs, in the units above: a sift in the
 // heap and two segment-tree updates. Weighted 4, gpt2_medium_generate
@@ -56,6 +59,16 @@ constexpr std::uint64_t kMaxWork = 400'000'000;
 // within its default 10 s; 20,000 tensors with disjoint lifetimes give up
 // after 1.4 s (they would finish in 2.6 s with 7.4e8).
 constexpr std::uint64_t kImprovedCost = 4;
+// kMaxWork x (time limit / 10 s), between 1x and 10x: a longer time limit
+// lets inputs finish that need more work (gpt2_medium_generate needs 1.4e9
+// units: --time-limit 60 allows 2.4e9). No time limit (0 or infinite) keeps
+// kMaxWork, the cap that stops a runaway input.
+std::uint64_t MaxWork(const PlanParams& params) {
+  const double t = params.time_limit_seconds;
+  if (!(t > 10.0) || !std::isfinite(t)) return kMaxWork;
+  return static_cast<std::uint64_t>(static_cast<double>(kMaxWork) * std::min(t / 10.0, 10.0));
+}
+
 // Beyond every task (tasks and gaps stay within 2^62) and within the
 // search trees' neutral values (the int64 extremes): a free stretch open at
 // one end, and "no best distance".
@@ -243,7 +256,7 @@ class FastGreedyBySize {
  public:
   FastGreedyBySize(std::span<const UsageRecord> records, const std::vector<std::size_t>& positions,
                    const PlanParams& params)
-      : budget_(kMaxWork, &params),
+      : budget_(MaxWork(params), &params),
         r_(records),
         n_(records.size()),
         position_(positions),
@@ -287,7 +300,13 @@ class FastGreedyBySize {
     ObjectsPlan plan;
     plan.object_of.assign(n_, 0);
     for (std::size_t step = 0; step < n_; ++step) {
-      if (budget_.Exhausted()) return budget_.Error("greedy_by_size", n_);
+      if (budget_.Exhausted()) {
+        Status error = budget_.Error("greedy_by_size", n_);
+        if (error.code() != StatusCode::kResourceExhausted) return error;
+        return ResourceExhausted(error.message() +
+                                 "; a time limit above 10 s allows proportionally more steps, "
+                                 "up to 10x");
+      }
       const std::size_t b = Next();
       const bool new_object = best_dist_[b] == kNone;
       std::size_t object = best_object_[b];
