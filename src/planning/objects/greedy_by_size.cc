@@ -313,13 +313,12 @@ class FastGreedyBySize {
       if (new_object) {
         object = plan.object_sizes.size();
         plan.object_sizes.push_back(r_[b].size);
-        intervals_.emplace_back();
         tensors_on_.emplace_back();
       } else {
         plan.object_sizes[object] = std::max(plan.object_sizes[object], r_[b].size);
       }
       plan.object_of[b] = object;
-      Place(b, object);
+      const auto [prev_end, next_start] = Place(b, object);
       const UsageRecord& rb = r_[b];
       // (1) Tensors that conflict with b and had `object` as their best.
       if (!new_object) {
@@ -333,12 +332,6 @@ class FastGreedyBySize {
       }
       // (2) Tensors for which b is strictly closer than their best and that
       // fit in the free stretch of `object` around b: (prev_end, next_start).
-      const Intervals& iv = intervals_[object];
-      auto it = std::lower_bound(iv.begin(), iv.end(), std::pair{rb.first_task, rb.last_task});
-      const TaskIndex next_start =
-          std::next(it) == iv.end() ? std::numeric_limits<TaskIndex>::max() : std::next(it)->first;
-      const TaskIndex prev_end =
-          it == iv.begin() ? std::numeric_limits<TaskIndex>::min() : std::prev(it)->second;
       improved_.clear();
       after_.ForEach(FirstRankAbove(rb.last_task), FirstRankAbove(next_start - 1), rb.last_task,
                      [&](std::size_t slot) {
@@ -357,11 +350,6 @@ class FastGreedyBySize {
   }
 
  private:
-  // An object's tensors' lifetimes, sorted (they never overlap): a sorted
-  // vector, since Recalculate asks many objects in turn and a node set's
-  // pointer chasing was most of its time.
-  using Intervals = std::vector<std::pair<TaskIndex, TaskIndex>>;
-
   std::vector<TaskIndex> Firsts() const {
     std::vector<TaskIndex> v(n_);
     for (std::size_t i = 0; i < n_; ++i) v[i] = r_[i].first_task;
@@ -465,17 +453,20 @@ class FastGreedyBySize {
     SetBestDist(i, dist);
     best_object_[i] = object;
   }
-  void Place(std::size_t b, std::size_t object) {
+  // Puts b on `object`; returns the free stretch of the object around b:
+  // the last task of b's predecessor there and the first task of its
+  // successor (the type's extremes when there is none).
+  std::pair<TaskIndex, TaskIndex> Place(std::size_t b, std::size_t object) {
     Unqueue(b);
     unplaced_.Erase(b);
     after_.Clear(slot_after_[b]);
     before_.Clear(slot_before_[b]);
-    Intervals& iv = intervals_[object];
+    // An object's tensors never overlap, so their first tasks order them.
     std::vector<std::size_t>& on = tensors_on_[object];
-    const std::pair<TaskIndex, TaskIndex> lifetime{r_[b].first_task, r_[b].last_task};
     const auto at = static_cast<std::size_t>(
-        std::lower_bound(iv.begin(), iv.end(), lifetime) - iv.begin());
-    iv.insert(iv.begin() + static_cast<std::ptrdiff_t>(at), lifetime);
+        std::lower_bound(on.begin(), on.end(), r_[b].first_task,
+                         [&](std::size_t t, TaskIndex x) { return r_[t].first_task < x; }) -
+        on.begin());
     on.insert(on.begin() + static_cast<std::ptrdiff_t>(at), b);
     // The free stretches around b on its object: before b, from its
     // predecessor's end until b starts; after b, until its successor starts.
@@ -486,6 +477,8 @@ class FastGreedyBySize {
     if (prev != kNone) free_until_.Set(slot_before_[prev], r_[b].first_task);
     if (next != kNone) free_since_.Set(slot_after_[next], r_[b].last_task);
     object_of_[b] = object;
+    return {prev == kNone ? std::numeric_limits<TaskIndex>::min() : r_[prev].last_task,
+            next == kNone ? std::numeric_limits<TaskIndex>::max() : r_[next].first_task};
   }
   // TFLite's RecalcBestDist: the closest non-conflicting object, lowest id
   // on a tie; keeps the stale best object when there is none. An object
@@ -556,8 +549,7 @@ class FastGreedyBySize {
   bool started_ = false;
   std::vector<std::size_t> heap_;        // the competing tensors (see Next)
   std::vector<std::size_t> heap_index_;  // per tensor: its index in heap_ while there
-  std::vector<Intervals> intervals_;
-  std::vector<std::vector<std::size_t>> tensors_on_;  // per object, in intervals_' order
+  std::vector<std::vector<std::size_t>> tensors_on_;  // per object, in time order
   // Per placed tensor, the free stretches of its object next to it: by
   // last-task rank, where the stretch after it ends (its successor's first
   // task, kOpen when none); by first-task rank, where the stretch before it
