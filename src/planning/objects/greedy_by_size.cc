@@ -205,12 +205,41 @@ class KeyTree {
     if (lo < hi) Walk(1, 0, leaves_, lo, hi, bound, visit);
   }
   // The lowest (First) or highest (Last) slot in [lo, hi) whose key passes
-  // `bound`; kNone when there is none.
+  // `bound`; kNone when there is none. Bottom-up from the range's near end
+  // (AtCoder Library's max_right / min_left): up while the subtrees on the
+  // far side hold no hit, then down to the nearest hit, O(log n) without
+  // the recursion's backtracking.
   std::size_t First(std::size_t lo, std::size_t hi, Key bound) const {
-    return lo < hi ? Find(1, 0, leaves_, lo, hi, bound, /*lowest=*/true) : kNone;
+    if (lo >= hi) return kNone;
+    std::size_t node = lo + leaves_;
+    do {
+      while (node % 2 == 0) node /= 2;
+      if (Passes(tree_[node], bound)) {
+        while (node < leaves_) {
+          node *= 2;
+          if (!Passes(tree_[node], bound)) ++node;
+        }
+        return node - leaves_ < hi ? node - leaves_ : kNone;
+      }
+      ++node;
+    } while ((node & (~node + 1)) != node);  // until node is a power of two
+    return kNone;
   }
   std::size_t Last(std::size_t lo, std::size_t hi, Key bound) const {
-    return lo < hi ? Find(1, 0, leaves_, lo, hi, bound, /*lowest=*/false) : kNone;
+    if (lo >= hi) return kNone;
+    std::size_t node = hi + leaves_;
+    do {
+      --node;
+      while (node > 1 && node % 2 == 1) node /= 2;
+      if (Passes(tree_[node], bound)) {
+        while (node < leaves_) {
+          node = 2 * node + 1;
+          if (!Passes(tree_[node], bound)) --node;
+        }
+        return node - leaves_ >= lo ? node - leaves_ : kNone;
+      }
+    } while ((node & (~node + 1)) != node);
+    return kNone;
   }
 
  private:
@@ -231,18 +260,6 @@ class KeyTree {
     const std::size_t m = l + (r - l) / 2;
     Walk(2 * node, l, m, lo, hi, bound, visit);
     Walk(2 * node + 1, m, r, lo, hi, bound, visit);
-  }
-  std::size_t Find(std::size_t node, std::size_t l, std::size_t r, std::size_t lo, std::size_t hi,
-                   Key bound, bool lowest) const {
-    if (r <= lo || hi <= l || !Passes(tree_[node], bound)) return kNone;
-    if (node >= leaves_) return node - leaves_;
-    const std::size_t m = l + (r - l) / 2;
-    const std::size_t first = lowest ? 2 * node : 2 * node + 1;
-    const std::size_t found = lowest ? Find(first, l, m, lo, hi, bound, lowest)
-                                     : Find(first, m, r, lo, hi, bound, lowest);
-    if (found != kNone) return found;
-    return lowest ? Find(2 * node + 1, m, r, lo, hi, bound, lowest)
-                  : Find(2 * node, l, m, lo, hi, bound, lowest);
   }
 
   bool keep_min_;
