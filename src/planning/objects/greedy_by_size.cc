@@ -335,7 +335,10 @@ class FastGreedyBySize {
         plan.object_sizes[object] = std::max(plan.object_sizes[object], r_[b].size);
       }
       plan.object_of[b] = object;
-      const auto [prev_end, next_start] = Place(b, object);
+      // (Not a structured binding: the lambdas below capture these, which
+      // clang before 16 refuses.)
+      const std::pair<TaskIndex, TaskIndex> stretch = Place(b, object);
+      const TaskIndex prev_end = stretch.first, next_start = stretch.second;
       const UsageRecord& rb = r_[b];
       // (1) Tensors that conflict with b and had `object` as their best.
       if (!new_object) {
