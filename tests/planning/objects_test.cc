@@ -552,15 +552,12 @@ TEST(ExtentObjects, OneDimensionalOnlyStrategiesSayWhy) {
   EXPECT_FALSE(PlanObjects(records, ObjectsStrategy::kGreedyInOrder, params).ok());
 }
 
-
-// The time limit covers the objects strategies too (counted in polls of
-// should_stop, never in seconds).
 // greedy_by_size's work budget grows with the time limit: 16,000 tensors
 // with disjoint lifetimes (each placement brings every later tensor closer)
 // need about 4.8e8 units, more than the 4e8 of the default 10 s and less
-// than the 8e8 of 20 s. Units of work, not time: the same on any machine
-// (the limits are far above what the runs take, except in slow sanitizer
-// builds, where the first run may stop at its deadline instead).
+// than the 4e9 of 100 s and more. Units of work, not time: the same on any
+// machine (the limits are far above what the runs take, except in slow
+// sanitizer builds, where the first run may stop at its deadline instead).
 TEST(GreedyBySize, TheWorkBudgetGrowsWithTheTimeLimit) {
   std::vector<UsageRecord> records;
   for (int i = 0; i < 16'000; ++i)
@@ -581,6 +578,8 @@ TEST(GreedyBySize, TheWorkBudgetGrowsWithTheTimeLimit) {
   EXPECT_EQ(plan->object_sizes.size(), 1u);  // disjoint: one object holds them all
 }
 
+// The time limit covers the objects strategies too (counted in polls of
+// should_stop, never in seconds).
 TEST(ObjectsDeadline, AStopRequestEndsTheIteratingStrategies) {
   const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(30'000, 7);
   // equality is O(n log n) but took seconds at 10^6 tensors without reading
