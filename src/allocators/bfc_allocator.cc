@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "allocators/adaptive_mutex.h"
 #include "allocators/node_arena.h"
 #include "core/checked_math.h"
 #include "core/parse_name.h"
@@ -142,7 +143,7 @@ struct Region {
 struct BfcAllocator::State {
   Backend& backend;
   BfcParams params;
-  mutable std::mutex mutex;
+  mutable internal::AdaptiveMutex mutex;
 
   std::vector<Chunk> chunks;
   std::vector<ChunkHandle> free_handles;
@@ -573,7 +574,7 @@ Result<void*> BfcAllocator::DoAllocate(std::uint64_t bytes, std::uint64_t alignm
   State& s = *state_;
   const std::uint64_t rounded = RoundedBytes(bytes);
   if (!s.valid.ok()) return s.valid;
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(s.mutex);
   if (void* p = s.Find(rounded, bytes, alignment)) return p;
   s.backend_refusal.clear();
   if (s.Extend(alignment, rounded)) {
@@ -592,7 +593,7 @@ Result<void*> BfcAllocator::DoAllocate(std::uint64_t bytes, std::uint64_t alignm
 
 Status BfcAllocator::DoDeallocate(void* pointer) {
   State& s = *state_;
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(s.mutex);
   Region* r = s.RegionFor(pointer);
   if (r == nullptr)
     return NotFound("bfc: " + PointerToString(pointer) +
@@ -614,7 +615,7 @@ Status BfcAllocator::DoDeallocate(void* pointer) {
 
 AllocatorStats BfcAllocator::DoGetStats() const {
   const State& s = *state_;
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(s.mutex);
   AllocatorStats st = s.stats;
   st.free_bytes = s.free_bytes;
   st.largest_free_block = s.LargestFree();
@@ -623,13 +624,13 @@ AllocatorStats BfcAllocator::DoGetStats() const {
 }
 
 std::size_t BfcAllocator::num_regions() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   return state_->regions.size();
 }
 
 std::uint64_t BfcAllocator::ReleaseFreeRegions() {
   State& s = *state_;
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(s.mutex);
   return s.DeallocateRegions(s.WhollyFreeRegions());
 }
 
@@ -687,12 +688,12 @@ std::string BfcAllocator::State::Report(std::size_t max_chunks) const {
 }
 
 std::string BfcAllocator::MemoryReport(std::size_t max_chunks) const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   return state_->Report(max_chunks);
 }
 
 void BfcAllocator::DumpChunkMap(std::ostream& out) const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   state_->ChunkMap(out, std::numeric_limits<std::size_t>::max());
 }
 

@@ -225,7 +225,7 @@ std::uint64_t PoolState::ReleaseBlock(Node* root) {
 
 Result<void*> BufferPool::DoAllocate(std::uint64_t bytes, std::uint64_t alignment) {
   if (!state_->valid.ok()) return state_->valid;
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   return state_->Allocate(bytes, alignment, false);
 }
 
@@ -234,12 +234,12 @@ Result<void*> BufferPool::AllocateSeparate(std::uint64_t bytes, std::uint64_t al
   if (bytes > (std::uint64_t{1} << 62))  // as MemoryResource::Allocate refuses
     return ResourceExhausted("pool: cannot allocate " + std::to_string(bytes) + " bytes (more than 2^62)");
   if (!state_->valid.ok()) return state_->valid;
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   return state_->Allocate(bytes == 0 ? 1 : bytes, alignment, true);
 }
 
 Status BufferPool::DoDeallocate(void* pointer) {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   // The defer mode's arena is a block of the pool's own, not the caller's
   // (its address may be one the caller once had).
   if (pointer != nullptr && pointer == state_->deferred_arena)
@@ -250,7 +250,7 @@ Status BufferPool::DoDeallocate(void* pointer) {
 
 Result<std::uint64_t> BufferPool::Release(PoolRelease mode) {
   State& s = *state_;
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(s.mutex);
   if (s.barrier_open)
     return FailedPrecondition("pool: Release while a barrier is open (call BarrierEnd first)");
   std::uint64_t released = 0;
@@ -276,7 +276,7 @@ Result<std::uint64_t> BufferPool::Release(PoolRelease mode) {
 }
 
 Status BufferPool::BarrierBegin() {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   if (state_->barrier_open) return FailedPrecondition("pool: BarrierBegin: a barrier is already open");
   state_->barrier_open = true;
   return Status::Ok();
@@ -284,7 +284,7 @@ Status BufferPool::BarrierBegin() {
 
 Status BufferPool::BeginGroup() {
   State& s = *state_;
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(s.mutex);
   if (!s.barrier_open) return FailedPrecondition("pool: BeginGroup outside a barrier (call BarrierBegin)");
   const auto id = std::this_thread::get_id();
   if (s.current_group.count(id) != 0)
@@ -295,7 +295,7 @@ Status BufferPool::BeginGroup() {
 }
 
 Status BufferPool::EndGroup() {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   if (state_->current_group.erase(std::this_thread::get_id()) == 0)
     return FailedPrecondition("pool: EndGroup without a BeginGroup on this thread");
   return Status::Ok();
@@ -303,7 +303,7 @@ Status BufferPool::EndGroup() {
 
 Status BufferPool::BarrierEnd() {
   State& s = *state_;
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(s.mutex);
   if (!s.barrier_open) return FailedPrecondition("pool: BarrierEnd without BarrierBegin");
   if (!s.current_group.empty())
     return FailedPrecondition("pool: BarrierEnd while " + std::to_string(s.current_group.size()) +
@@ -322,13 +322,13 @@ Status BufferPool::BarrierEnd() {
 }
 
 std::size_t BufferPool::num_blocks() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   return state_->roots.size();
 }
 
 AllocatorStats BufferPool::DoGetStats() const {
   const State& s = *state_;
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(s.mutex);
   AllocatorStats st = s.stats;
   st.free_bytes = s.free_bytes;
   std::uint64_t largest = s.free_list.empty() ? 0 : s.free_list.rbegin()->first;

@@ -16,7 +16,7 @@ Result<DeferredChunk> BufferPool::DeferAllocate(std::uint64_t bytes, std::uint64
     return ResourceExhausted("pool: DeferAllocate: " + std::to_string(bytes) +
                              " bytes is more than 2^62");
   State& s = *state_;
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(s.mutex);
   pool::DeferredRecord r;
   r.bytes = bytes == 0 ? 1 : bytes;
   r.alignment = alignment;
@@ -27,7 +27,7 @@ Result<DeferredChunk> BufferPool::DeferAllocate(std::uint64_t bytes, std::uint64
 
 Status BufferPool::DeferFree(DeferredChunk chunk) {
   State& s = *state_;
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(s.mutex);
   if (chunk.id >= s.deferred.size())
     return NotFound("pool: DeferFree: no deferred chunk " + std::to_string(chunk.id));
   pool::DeferredRecord& r = s.deferred[chunk.id];
@@ -42,7 +42,7 @@ Status BufferPool::DeferFree(DeferredChunk chunk) {
 Status BufferPool::DeferCompute() {
   State& s = *state_;
   if (!s.valid.ok()) return s.valid;
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(s.mutex);
   Problem problem;
   problem.buffers.reserve(s.deferred.size());
   const std::int64_t last_event = std::max<std::int64_t>(0, s.next_event - 1);
@@ -81,7 +81,7 @@ Status BufferPool::DeferCompute() {
 
 Result<void*> BufferPool::Address(DeferredChunk chunk) const {
   const State& s = *state_;
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(s.mutex);
   if (chunk.id >= s.deferred.size())
     return NotFound("pool: Address: no deferred chunk " + std::to_string(chunk.id));
   if (chunk.id >= s.planned_count || s.deferred_arena == nullptr)
@@ -91,18 +91,18 @@ Result<void*> BufferPool::Address(DeferredChunk chunk) const {
 }
 
 std::uint64_t BufferPool::deferred_arena_bytes() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   return state_->deferred_arena_bytes;
 }
 
 std::uint64_t BufferPool::deferred_lower_bound() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   return state_->deferred_lower_bound;
 }
 
 Status BufferPool::DeferReset() {
   State& s = *state_;
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(s.mutex);
   if (s.deferred_arena != nullptr) TM_RETURN_IF_ERROR(s.Free(s.deferred_arena));
   s.deferred_arena = nullptr;
   s.deferred_arena_bytes = 0;

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "allocators/adaptive_mutex.h"
 #include "allocators/node_arena.h"
 #include "allocators/pointer_map.h"
 #include "tensormem/allocators/buffer_pool.h"
@@ -49,7 +50,7 @@ struct PoolState {
   Backend& backend;
   BufferPoolParams params;
   Status valid;  // Validate(params)
-  mutable std::mutex mutex;
+  mutable internal::AdaptiveMutex mutex;
 
   std::map<char*, std::unique_ptr<Node>> roots;  // blocks from the backend, by address
   // Split halves, two per split: from a free list rather than malloc (they

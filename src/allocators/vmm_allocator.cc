@@ -36,6 +36,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "allocators/adaptive_mutex.h"
 #include "allocators/node_arena.h"
 #include "allocators/pointer_map.h"
 
@@ -125,7 +126,7 @@ struct VmmAllocator::State {
   VmmParams params;
   std::uint64_t g = 0;  // granularity
   int g_shift = 0;      // log2(g): page of an offset = offset >> g_shift
-  mutable std::mutex mutex;
+  mutable internal::AdaptiveMutex mutex;
   Space spaces[2];
   bool has_small = true;
 
@@ -1303,61 +1304,61 @@ Result<void*> VmmAllocator::AllocateAsync(std::uint64_t bytes, StreamHandle stre
   TM_RETURN_IF_ERROR(ValidateAlignment(alignment, "vmm", kMaxAllocationAlignment));
   if (bytes > (std::uint64_t{1} << 62))
     return ResourceExhausted("vmm: cannot allocate " + std::to_string(bytes) + " bytes (more than 2^62)");
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   return state_->Allocate(bytes == 0 ? 1 : bytes, alignment, stream);
 }
 
 Status VmmAllocator::DeallocateAsync(void* pointer, StreamHandle stream) {
   if (pointer == nullptr) return Status::Ok();
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   return state_->Deallocate(pointer, stream);
 }
 
 Status VmmAllocator::RecordStream(void* pointer, StreamHandle stream) {
   if (pointer == nullptr) return InvalidArgument("vmm: record_stream of a null pointer");
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   return state_->RecordStream(pointer, stream);
 }
 
 bool VmmAllocator::Owns(const void* pointer) const { return state_->Owns(pointer); }
 
 Result<void*> VmmAllocator::DoAllocate(std::uint64_t bytes, std::uint64_t alignment) {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   return state_->Allocate(bytes, alignment, 0);
 }
 
 Status VmmAllocator::DoDeallocate(void* pointer) {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   return state_->Deallocate(pointer, 0);
 }
 
 AllocatorStats VmmAllocator::DoGetStats() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   return state_->Stats();
 }
 
 Result<std::uint64_t> VmmAllocator::ReleaseCachedMemory() {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   return state_->ReleaseCached();
 }
 
 std::string VmmAllocator::MemoryReport(std::size_t max_blocks) const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   return state_->Report(max_blocks);
 }
 
 VmmAllocator::Counters VmmAllocator::counters() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   return state_->counters;
 }
 
 VmmParams VmmAllocator::params() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   return state_->params;
 }
 
 Status VmmAllocator::SetMemoryLimit(std::optional<std::uint64_t> limit) {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<internal::AdaptiveMutex> lock(state_->mutex);
   if (limit && *limit < state_->g)
     return InvalidArgument("vmm: memory limit " + std::to_string(*limit) + " is less than one granule (" +
                            std::to_string(state_->g) + " bytes)");
