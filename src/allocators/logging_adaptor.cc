@@ -5,6 +5,8 @@
 #include <ostream>
 #include <thread>
 
+#include <mutex>
+
 #include "allocators/adaptor_util.h"
 #include "tensormem/allocators/adaptors.h"
 
@@ -29,7 +31,7 @@ void LoggingAdaptor::Log(const char* action, const void* pointer, std::uint64_t 
 Result<void*> LoggingAdaptor::DoAllocate(std::uint64_t bytes, std::uint64_t alignment) {
   Result<void*> p = upstream_.Allocate(bytes, alignment);
   if (!p.ok()) return p;
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<internal::AdaptiveMutex> lock(sizes_->mutex);
   sizes_->Insert(*p, bytes);
   Log("allocate", *p, bytes);
   return p;
@@ -38,7 +40,7 @@ Result<void*> LoggingAdaptor::DoAllocate(std::uint64_t bytes, std::uint64_t alig
 Status LoggingAdaptor::DoDeallocate(void* pointer) {
   // Free and log under one lock, so that a concurrent allocation reusing
   // the address is always logged after this free.
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<internal::AdaptiveMutex> lock(sizes_->mutex);
   TM_RETURN_IF_ERROR(upstream_.Deallocate(pointer));
   const std::uint64_t* known = sizes_->Find(pointer);
   const std::uint64_t bytes = known == nullptr ? 0 : *known;

@@ -1,5 +1,7 @@
 // StatisticsAdaptor: counts requested bytes per pointer (a map under a
 // mutex); reserved bytes, free bytes and fragmentation come from below.
+#include <mutex>
+
 #include "allocators/adaptor_util.h"
 #include "tensormem/allocators/adaptors.h"
 
@@ -11,7 +13,7 @@ StatisticsAdaptor::~StatisticsAdaptor() = default;
 
 Result<void*> StatisticsAdaptor::DoAllocate(std::uint64_t bytes, std::uint64_t alignment) {
   Result<void*> p = upstream_.Allocate(bytes, alignment);
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<internal::AdaptiveMutex> lock(sizes_->mutex);
   if (!p.ok()) {
     ++stats_.num_failed_allocs;
     return p;
@@ -25,7 +27,7 @@ Result<void*> StatisticsAdaptor::DoAllocate(std::uint64_t bytes, std::uint64_t a
 }
 
 Status StatisticsAdaptor::DoDeallocate(void* pointer) {
-  return adaptors::ForgetThenDeallocate(upstream_, pointer, mutex_, *sizes_, [&](std::uint64_t bytes) {
+  return adaptors::ForgetThenDeallocate(upstream_, pointer, *sizes_, [&](std::uint64_t bytes) {
     ++stats_.num_frees;
     stats_.bytes_in_use -= bytes;
   });
@@ -33,7 +35,7 @@ Status StatisticsAdaptor::DoDeallocate(void* pointer) {
 
 AllocatorStats StatisticsAdaptor::DoGetStats() const {
   const AllocatorStats below = upstream_.GetStats();
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<internal::AdaptiveMutex> lock(sizes_->mutex);
   AllocatorStats st = stats_;
   st.bytes_reserved = below.bytes_reserved;
   st.peak_bytes_reserved = below.peak_bytes_reserved;

@@ -18,14 +18,13 @@
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 
 #include "tensormem/allocators/resource.h"
 
 namespace tensormem {
 namespace internal {
-class LiveSizes;  // requested bytes per live pointer (src/allocators/adaptor_util.h)
+class LiveSizes;  // requested bytes per live pointer, and the adaptor's lock (src/allocators/adaptor_util.h)
 }  // namespace internal
 
 class StatisticsAdaptor final : public MemoryResource {
@@ -40,7 +39,6 @@ class StatisticsAdaptor final : public MemoryResource {
   std::string_view DoName() const override { return "statistics"; }
 
   MemoryResource& upstream_;
-  mutable std::mutex mutex_;
   std::unique_ptr<internal::LiveSizes> sizes_;
   AllocatorStats stats_;
 };
@@ -58,7 +56,6 @@ class LimitingAdaptor final : public MemoryResource {
 
   MemoryResource& upstream_;
   const std::uint64_t limit_;
-  mutable std::mutex mutex_;
   std::unique_ptr<internal::LiveSizes> sizes_;
   std::uint64_t in_use_ = 0;
   std::uint64_t failed_ = 0;
@@ -79,7 +76,6 @@ class LoggingAdaptor final : public MemoryResource {
 
   MemoryResource& upstream_;
   std::ostream& out_;
-  std::mutex mutex_;
   std::unique_ptr<internal::LiveSizes> sizes_;
   std::unordered_map<std::size_t, std::size_t> thread_numbers_;
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
