@@ -97,7 +97,13 @@ struct PlanParams {
   double polish_seconds = 2.0;
   // Check every plan with the validator before returning it.
   bool validate = true;
+  // Offsets kBest: its candidate strategies run on this many threads (0: one
+  // per hardware thread, at most kMaxPlanThreads). The plan is the one a
+  // single thread returns; only the time changes. should_stop is then
+  // called from the calling thread only. Every other strategy runs on one.
+  unsigned threads = 1;
 };
+inline constexpr unsigned kMaxPlanThreads = 256;
 
 // Shared-objects plan for 1-D sizes.
 Result<ObjectsPlan> PlanObjects(std::span<const UsageRecord> records, ObjectsStrategy strategy,

@@ -206,14 +206,18 @@ ObjectsStrategy ObjectsByName(const std::string& name) { return Take(ParseObject
 
 PyPlan DoPlan(std::vector<UsageRecord> records, std::shared_ptr<const Problem> problem,
               const std::string& strategy, std::uint64_t alignment, bool objects,
-              double time_limit) {
+              double time_limit, std::uint64_t threads) {
   Check(ValidateAlignment(alignment, "alignment"), false);
+  if (threads > kMaxPlanThreads)
+    throw py::value_error("threads must be at most " + std::to_string(kMaxPlanThreads) +
+                          " (0: one per hardware thread), got " + std::to_string(threads));
   PyPlan out;
   out.objects = objects;
   out.alignment = alignment;
   PlanParams params;
   params.alignment = alignment;
   params.time_limit_seconds = time_limit;
+  params.threads = static_cast<unsigned>(threads);
   if (objects) {
     const ObjectsStrategy s = ObjectsByName(strategy);
     if (problem) records = ::tensormem::ToRecords(*problem);
@@ -528,21 +532,22 @@ PYBIND11_MODULE(_tensormem, m) {
   m.def(
       "_plan_arrays",
       [](const py::object& sizes, const py::object& first, const py::object& last,
-         const std::string& strategy, std::uint64_t alignment, bool objects, double time_limit) {
-        return DoPlan(ToRecords(sizes, first, last), nullptr, strategy, alignment, objects, time_limit);
+         const std::string& strategy, std::uint64_t alignment, bool objects, double time_limit,
+         std::uint64_t threads) {
+        return DoPlan(ToRecords(sizes, first, last), nullptr, strategy, alignment, objects, time_limit, threads);
       },
       py::arg("sizes"), py::arg("first"), py::arg("last"), py::arg("strategy"), py::arg("alignment"),
-      py::arg("objects"), py::arg("time_limit"));
+      py::arg("objects"), py::arg("time_limit"), py::arg("threads") = 1);
   m.def(
       "_plan_problem",
       [](const std::shared_ptr<PyProblem>& p, const std::string& strategy, std::uint64_t alignment,
-         bool objects, double time_limit) {
+         bool objects, double time_limit, std::uint64_t threads) {
         // The plan keeps its own copy: the problem object may change hands.
         return DoPlan({}, std::make_shared<const Problem>(p->problem), strategy, alignment, objects,
-                      time_limit);
+                      time_limit, threads);
       },
       py::arg("problem"), py::arg("strategy"), py::arg("alignment"), py::arg("objects"),
-      py::arg("time_limit"));
+      py::arg("time_limit"), py::arg("threads") = 1);
   // The C++ call alone, timed in C++ (for python/bench/plan_overhead.py):
   // (wall seconds, thread CPU seconds) of one PlanOffsets call on records
   // converted beforehand.

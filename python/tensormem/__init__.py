@@ -57,7 +57,7 @@ def strategies(objects: bool = False) -> List[str]:
 
 def plan(sizes: Union[ArrayLike, Problem], first: Optional[ArrayLike] = None,
          last: Optional[ArrayLike] = None, strategy: str = "best", alignment: int = 64,
-         objects: bool = False, time_limit: float = 10.0) -> Plan:
+         objects: bool = False, time_limit: float = 10.0, threads: int = 1) -> Plan:
     """Plans memory for buffers: ``sizes[i]`` bytes live during tasks
     ``first[i]..last[i]`` (inclusive). Or pass a :class:`Problem` alone.
 
@@ -65,15 +65,19 @@ def plan(sizes: Union[ArrayLike, Problem], first: Optional[ArrayLike] = None,
     ``lower_bound``, ``ratio``, ``strategy``, ``seconds``; ``objects=True``
     gives shared objects (``object_of``, ``object_sizes``; ``offsets`` are the
     objects laid back to back). ``time_limit`` bounds the ``exact`` strategy.
+    ``threads``: offsets ``best`` runs its candidate strategies on that many
+    threads (0: one per hardware thread); the plan is the one of one thread.
     ``plan(...).to_html(path)`` writes the interactive memory map.
     """
     if isinstance(sizes, Problem):
         if first is not None or last is not None:
             raise ValueError("plan(problem, ...): first and last come from the problem")
-        return _tm._plan_problem(sizes, strategy, _count("alignment", alignment), objects, time_limit)
+        return _tm._plan_problem(sizes, strategy, _count("alignment", alignment), objects, time_limit,
+                                 _count("threads", threads))
     if first is None or last is None:
         raise ValueError("plan(sizes, first, last): first and last are required with sizes")
-    return _tm._plan_arrays(sizes, first, last, strategy, _count("alignment", alignment), objects, time_limit)
+    return _tm._plan_arrays(sizes, first, last, strategy, _count("alignment", alignment), objects, time_limit,
+                            _count("threads", threads))
 
 
 def solve(problem: Union[Problem, PathLike], capacity: Optional[int] = None,

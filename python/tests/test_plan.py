@@ -117,3 +117,18 @@ def test_gil_is_released_while_planning():
     during = [x for x in ticks if start <= x <= start + elapsed]
     if elapsed > 0.05:  # long enough to tell
         assert len(during) >= 1, (elapsed, len(during))  # the other thread ran meanwhile
+
+
+def test_best_on_threads_returns_the_one_thread_plan():
+    sizes, first, last = random_problem(3000, seed=4)
+    one = tm.plan(sizes, first, last, strategy="best")
+    for threads in (2, 0):
+        many = tm.plan(sizes, first, last, strategy="best", threads=threads)
+        assert many.strategy == one.strategy
+        assert np.array_equal(many.offsets, one.offsets)
+    problem = tm.Problem.from_arrays(sizes, first, last)
+    assert np.array_equal(tm.plan(problem, threads=2).offsets, tm.plan(problem).offsets)
+    with pytest.raises(ValueError, match="threads"):
+        tm.plan(sizes, first, last, threads=10_000)
+    with pytest.raises((ValueError, TypeError), match="threads"):
+        tm.plan(sizes, first, last, threads=-1)

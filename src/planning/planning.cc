@@ -73,9 +73,12 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-Status CheckTimeLimit(const PlanParams& params) {
+Status CheckTimeLimitAndThreads(const PlanParams& params) {
   if (std::isnan(params.time_limit_seconds) || params.time_limit_seconds < 0)
     return InvalidArgument("PlanParams::time_limit_seconds must be >= 0 seconds (+infinity for none)");
+  if (params.threads > kMaxPlanThreads)
+    return InvalidArgument("PlanParams::threads must be at most " + std::to_string(kMaxPlanThreads) +
+                           " (0: one per hardware thread), got " + std::to_string(params.threads));
   return Status::Ok();
 }
 
@@ -175,7 +178,7 @@ std::span<const ObjectsStrategy> AllObjectsStrategies() { return kObjectsStrateg
 
 Result<ObjectsPlan> PlanObjects(std::span<const UsageRecord> records, ObjectsStrategy strategy,
                                 const PlanParams& params) {
-  TM_RETURN_IF_ERROR(CheckTimeLimit(params));
+  TM_RETURN_IF_ERROR(CheckTimeLimitAndThreads(params));
   TM_RETURN_IF_ERROR(planning::CheckRecords(records));
   const auto start = std::chrono::steady_clock::now();
   // The strategies see records in task order: renumber the graph to match.
@@ -202,7 +205,7 @@ Result<ObjectsPlan> PlanObjects(std::span<const UsageRecord> records, ObjectsStr
 
 Result<ExtentObjectsPlan> PlanObjects(std::span<const ExtentRecord> records,
                                       ObjectsStrategy strategy, const PlanParams& params) {
-  TM_RETURN_IF_ERROR(CheckTimeLimit(params));
+  TM_RETURN_IF_ERROR(CheckTimeLimitAndThreads(params));
   TM_RETURN_IF_ERROR(planning::CheckRecords(records));
   if (params.reallocation_graph != nullptr)
     return InvalidArgument("a reallocation graph applies to greedy_in_order on 1-D sizes only");
@@ -230,7 +233,7 @@ Result<OffsetsPlan> RunOffsetsStrategy(const Problem& problem, std::string_view 
                                        OffsetsFn strategy, const PlanParams& params,
                                        bool reports_peak) {
   TM_RETURN_IF_ERROR(ValidateAlignment(params.alignment, "PlanParams::alignment"));
-  TM_RETURN_IF_ERROR(CheckTimeLimit(params));
+  TM_RETURN_IF_ERROR(CheckTimeLimitAndThreads(params));
   TM_RETURN_IF_ERROR(CheckProblem(problem));
   TM_RETURN_IF_ERROR(CheckFixedOffsets(problem));
   for (const Buffer& b : problem.buffers)

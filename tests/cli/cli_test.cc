@@ -73,6 +73,27 @@ TEST_F(CliTest, AllStrategiesAsJson) {
   }
 }
 
+// plan --threads: best's candidates on threads, the plan of one thread;
+// out of range is refused with exit 2 naming the flag.
+TEST_F(CliTest, PlanOnThreadsWritesTheOneThreadPlan) {
+  std::ostringstream csv;
+  csv << "id,lower,upper,size\n";
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 300; ++i) {
+    const std::uint64_t lower = rng() % 500;
+    csv << 't' << i << ',' << lower << ',' << lower + 1 + rng() % 60 << ',' << 64 * (1 + rng() % 100) << '\n';
+  }
+  const std::string in = Write("random.csv", csv.str());
+  const std::string one = (dir_ / "one.csv").string(), two = (dir_ / "two.csv").string();
+  ASSERT_EQ(Cli("plan " + in + " -s best --threads 1 -o " + one).code, 0);
+  CliRun r = Cli("plan " + in + " -s best --threads 2 -o " + two);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(testing::ReadFile(one), testing::ReadFile(two));
+  r = Cli("plan " + in + " --threads 1000 2>&1");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--threads"), std::string::npos) << r.out;
+}
+
 // solve --start: a plan to start from (id,offset rows or what -o wrote),
 // checked; a bad one is refused with exit 2, naming the file and the buffer.
 TEST_F(CliTest, SolveStartsFromAGivenPlan) {

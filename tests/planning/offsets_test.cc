@@ -1,7 +1,9 @@
 // Offset strategies: the scalable best-fit equals the faithful transcription,
 // every plan validates, and the edge cases (alignment, fixed offsets, gaps,
 // zero bytes, overflow) behave.
+#include <atomic>
 #include <random>
+#include <thread>
 #include <tuple>
 
 #include <gtest/gtest.h>
@@ -378,6 +380,65 @@ TEST(Offsets, BestStopsAtTheLowerBound) {
   EXPECT_EQ(best->strategy, "best(greedy_by_size)");
   EXPECT_EQ(best->offsets, first->offsets);
   EXPECT_LT(polls, 2 * alone);  // no second candidate ran (each polls as often)
+}
+
+// PlanParams::threads runs best's candidates at once and reads them in list
+// order: the plan of one thread, byte for byte, whether the winner is the
+// first candidate, a later one, or one at the bound that stops the others.
+class BestOnThreads : public ::testing::TestWithParam<unsigned> {};
+
+TEST_P(BestOnThreads, ReturnsTheOneThreadPlan) {
+  std::vector<std::vector<UsageRecord>> inputs;
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) inputs.push_back(internal::GenerateNetworkRecords(3'000, seed));
+  inputs.push_back(internal::GenerateGrowAndCopyRecords(8, 10, 3, 1));  // greedy_in_order, the last, wins
+  inputs.push_back(internal::GenerateChainRecords(5'000, 64));            // the first reaches the bound
+  for (const auto& records : inputs) {
+    PlanParams one;
+    one.polish_nodes = 0;  // the heuristics alone
+    Result<OffsetsPlan> single = PlanOffsets(records, OffsetsStrategy::kBest, one);
+    ASSERT_TRUE(single.ok()) << single.status().ToString();
+    PlanParams many = one;
+    many.threads = GetParam();
+    Result<OffsetsPlan> raced = PlanOffsets(records, OffsetsStrategy::kBest, many);
+    ASSERT_TRUE(raced.ok()) << raced.status().ToString();
+    EXPECT_EQ(raced->strategy, single->strategy);
+    EXPECT_EQ(raced->total, single->total);
+    EXPECT_EQ(raced->offsets, single->offsets);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, BestOnThreads, ::testing::Values(2u, 3u, 4u, 0u));
+
+TEST(BestOnThreadsStop, TheCallersStopIsAskedOnItsOwnThreadAndEndsTheRace) {
+  const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(20'000, 3);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> polls{0}, elsewhere{0};
+  PlanParams params;
+  params.threads = 4;
+  params.polish_nodes = 0;
+  params.should_stop = [&] {
+    if (std::this_thread::get_id() != caller) ++elsewhere;
+    return ++polls > 0;  // stop at once
+  };
+  Result<OffsetsPlan> best = PlanOffsets(records, OffsetsStrategy::kBest, params);
+  // Every candidate stopped: none finished (a fast one may finish first).
+  if (!best.ok()) {
+    EXPECT_EQ(best.status().code(), StatusCode::kDeadlineExceeded) << best.status().ToString();
+    EXPECT_NE(best.status().message().find("stop request"), std::string::npos) << best.status().message();
+  } else {
+    EXPECT_NE(best->strategy.find("time limit hit"), std::string::npos) << best->strategy;
+  }
+  EXPECT_GT(polls.load(), 0);
+  EXPECT_EQ(elsewhere.load(), 0);
+}
+
+TEST(BestOnThreadsStop, TooManyThreadsAreRejected) {
+  const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(100, 1);
+  PlanParams params;
+  params.threads = kMaxPlanThreads + 1;
+  Result<OffsetsPlan> best = PlanOffsets(records, OffsetsStrategy::kBest, params);
+  ASSERT_EQ(best.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(best.status().message().find("PlanParams::threads"), std::string::npos) << best.status().message();
 }
 
 TEST(PlanDeadline, ZeroMeansUntimedHeuristicsAndNegativeIsRejected) {

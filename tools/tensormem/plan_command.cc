@@ -1,6 +1,7 @@
 // tensormem plan INPUT [--strategy NAME|all] [--objects] [--align N]
 //                      [--out PLAN.csv] [--json] [--svg MAP.svg] [--html MAP.html]
 //                      [--dim NAME=V] [--input-shape NAME=AxBxC] [--data-input NAME]
+//                      [--time-limit S] [--threads N] [--reference]
 //
 // Plans offsets (default) or shared objects for a CSV/JSON problem and prints
 // one row per strategy: total, lower bound, ratio, milliseconds. An ONNX
@@ -37,6 +38,7 @@ struct PlanOptions {
   std::string svg;
   std::string html;
   double time_limit = 10.0;
+  unsigned threads = 1;
   bool reference = false;
   GraphInputOptions graph;
 };
@@ -152,6 +154,7 @@ int RunPlan(const PlanOptions& o) {
   params.alignment = graph ? 1 : std::max<std::uint64_t>(o.align, 1);  // graph buffers carry theirs
   params.time_limit_seconds = o.time_limit;
   params.reference = o.reference;
+  params.threads = o.threads;
   std::vector<Row> rows;
   // With 'all' the strategies share the one time limit: each gets what is
   // left, and once nothing is left the rest are not run, with a note saying
@@ -301,6 +304,11 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
                   "heuristics untimed, exact does no search")
       ->capture_default_str()
       ->check(Seconds());
+  cmd->add_option("--threads", o->threads,
+                  "offsets best: its candidate strategies run on this many threads (0: one per "
+                  "hardware thread); the same plan as with 1, sooner")
+      ->capture_default_str()
+      ->check(CLI::Range(0u, kMaxPlanThreads));
   cmd->add_flag("--reference", o->reference,
                 "use the faithful quadratic transcriptions of the peers' algorithms");
   AddGraphInputOptions(cmd, &o->graph);

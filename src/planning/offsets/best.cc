@@ -13,10 +13,22 @@
 // once it passes, the cheapest plan of those that finished is returned
 // (kDeadlineExceeded when none did). The exact polish of the winner is above
 // the solver (src/strategies/best.cc); the solver starts from this plan.
+// PlanParams::threads > 1 runs the candidates on that many threads (each
+// with what is left of the one time limit) and then reads their results in
+// list order, as one thread would have: the same plan, sooner.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <new>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 #include "core/deadline.h"
 #include "tensormem/lower_bounds.h"
@@ -28,13 +40,95 @@ Result<OffsetsPlan> BestHeuristicOffsets(const Problem& problem, const PlanParam
   return BestHeuristicOffsets(problem, params, nullptr);
 }
 
+namespace {
+
+using Fn = Result<OffsetsPlan> (*)(const Problem&, const PlanParams&);
+struct Candidate {
+  Fn fn;
+  std::string_view name;  // the offsets dispatcher's, which sits above
+};
+
+// Runs the candidates on up to `threads` threads, each taking the next one
+// in list order. A plan at the lower bound stops the candidates after it
+// (they could only tie, and a tie keeps the earlier plan); the caller's
+// should_stop is polled on this thread only (a binding's Ctrl-C check must
+// run on it). Empty slots: candidates skipped that way. Nullopt when not
+// even one thread could start (the caller then runs them itself).
+std::optional<std::vector<std::optional<Result<OffsetsPlan>>>> RunOnThreads(
+    std::span<const Candidate> candidates, const Problem& problem, const PlanParams& params,
+    const internal::Deadline& deadline, std::uint64_t lower_bound, unsigned threads) {
+  const std::size_t n = candidates.size();
+  std::vector<std::optional<Result<OffsetsPlan>>> results(n);
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> last_needed{n};  // candidates after this one are not
+  std::atomic<bool> stop_all{false};
+  std::mutex mutex;
+  std::condition_variable done_cv;
+  std::size_t running = 0;
+  const auto work = [&] {
+    for (std::size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
+      if (i > last_needed.load()) continue;
+      PlanParams p = params;
+      p.threads = 1;
+      p.time_limit_seconds = deadline.ForNested();
+      p.should_stop = [&stop_all, &last_needed, i] { return stop_all.load() || i > last_needed.load(); };
+      // An exception must not leave a thread (it would end the process).
+      Result<OffsetsPlan> r = Internal("best: " + std::string(candidates[i].name) + " did not run");
+      try {
+        r = candidates[i].fn(problem, p);
+      } catch (const std::bad_alloc&) {
+        r = ResourceExhausted("best: out of memory in " + std::string(candidates[i].name) + " (PlanParams::threads " +
+                              std::to_string(threads) + ": each candidate holds its own state)");
+      } catch (const std::exception& e) {
+        r = Internal("best: " + std::string(candidates[i].name) + ": " + e.what());
+      }
+      if (r.ok() && r->total <= lower_bound) {
+        std::size_t was = last_needed.load();
+        while (i < was && !last_needed.compare_exchange_weak(was, i)) {
+        }
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      results[i].emplace(std::move(r));
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    --running;
+    done_cv.notify_all();
+  };
+  std::vector<std::thread> workers;
+  for (unsigned k = 0; k < std::min<std::size_t>(threads, n); ++k) {
+    try {
+      std::lock_guard<std::mutex> lock(mutex);
+      workers.emplace_back(work);
+      ++running;
+    } catch (const std::system_error&) {
+      break;  // fewer threads: the started ones take every candidate
+    }
+  }
+  if (workers.empty()) return std::nullopt;
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (running > 0) {
+      done_cv.wait_for(lock, std::chrono::milliseconds(20));
+      if (params.should_stop) {
+        lock.unlock();
+        if (params.should_stop()) stop_all.store(true);
+        lock.lock();
+      }
+    }
+  }
+  for (std::thread& t : workers) t.join();
+  return results;
+}
+
+unsigned ThreadsFor(const PlanParams& params) {
+  if (params.threads > 0) return params.threads;
+  return std::clamp(std::thread::hardware_concurrency(), 1u, kMaxPlanThreads);
+}
+
+}  // namespace
+
 Result<OffsetsPlan> BestHeuristicOffsets(const Problem& problem, const PlanParams& params,
                                          bool* time_limit_hit) {
-  using Fn = Result<OffsetsPlan> (*)(const Problem&, const PlanParams&);
-  struct Candidate {
-    Fn fn;
-    std::string_view name;  // the offsets dispatcher's, which sits above
-  };
   const Candidate candidates[] = {
       {GreedyBySizeOffsets, "greedy_by_size"},
       {GreedyByBreadthOffsets, "greedy_by_breadth"},
@@ -48,15 +142,22 @@ Result<OffsetsPlan> BestHeuristicOffsets(const Problem& problem, const PlanParam
   std::string winner;
   Status stopped;  // why a candidate did not finish in time
   const std::uint64_t lower_bound = PeakLiveBytes(problem, params.alignment);
-  for (const Candidate& c : candidates) {
+  std::optional<std::vector<std::optional<Result<OffsetsPlan>>>> ran;
+  if (const unsigned threads = ThreadsFor(params); threads > 1)
+    ran = RunOnThreads(candidates, problem, params, deadline, lower_bound, threads);
+  for (std::size_t i = 0; i < std::size(candidates); ++i) {
+    const Candidate& c = candidates[i];
     if (best && best->total <= lower_bound) break;
-    if (deadline.Expired()) {
+    // A candidate is skipped only after a plan at the bound, where this
+    // loop has already stopped.
+    if (ran && !(*ran)[i]) return Internal("best: " + std::string(c.name) + " has no result");
+    if (!ran && deadline.Expired()) {
       stopped = DeadlineExceeded(deadline.Why() + " was reached before " +
                                  std::string(c.name) + " ran");
       break;
     }
-    p.time_limit_seconds = deadline.ForNested();
-    Result<OffsetsPlan> plan = c.fn(problem, p);
+    if (!ran) p.time_limit_seconds = deadline.ForNested();
+    Result<OffsetsPlan> plan = ran ? std::move(*(*ran)[i]) : c.fn(problem, p);
     if (!plan.ok() && plan.status().code() == StatusCode::kDeadlineExceeded) {
       stopped = plan.status().WithContext(std::string(c.name));
       break;
