@@ -98,9 +98,11 @@ struct PlanParams {
   // Check every plan with the validator before returning it.
   bool validate = true;
   // Offsets kBest: its candidate strategies run on this many threads (0: one
-  // per hardware thread, at most kMaxPlanThreads). The plan is the one a
-  // single thread returns; only the time changes. should_stop is then
-  // called from the calling thread only. Every other strategy runs on one.
+  // per hardware thread, at most kMaxPlanThreads). Unless the time limit
+  // passes, the plan is the one a single thread returns; only the time
+  // changes (when it passes, candidates one thread would not have reached
+  // may have finished). should_stop is then called from the calling thread
+  // only. Every other strategy runs on one.
   unsigned threads = 1;
 };
 inline constexpr unsigned kMaxPlanThreads = 256;

@@ -306,7 +306,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       ->check(Seconds());
   cmd->add_option("--threads", o->threads,
                   "offsets best: its candidate strategies run on this many threads (0: one per "
-                  "hardware thread); the same plan as with 1, sooner")
+                  "hardware thread); the same plan as with 1, sooner, unless --time-limit passes")
       ->capture_default_str()
       ->check(CLI::Range(0u, kMaxPlanThreads));
   cmd->add_flag("--reference", o->reference,

@@ -15,7 +15,9 @@
 // the solver (src/strategies/best.cc); the solver starts from this plan.
 // PlanParams::threads > 1 runs the candidates on that many threads (each
 // with what is left of the one time limit) and then reads their results in
-// list order, as one thread would have: the same plan, sooner.
+// list order, as one thread would have: the same plan, sooner (unless the
+// limit passes: then a candidate one thread would not have reached may
+// have finished).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
