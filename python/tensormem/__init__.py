@@ -66,7 +66,8 @@ def plan(sizes: Union[ArrayLike, Problem], first: Optional[ArrayLike] = None,
     gives shared objects (``object_of``, ``object_sizes``; ``offsets`` are the
     objects laid back to back). ``time_limit`` bounds the ``exact`` strategy.
     ``threads``: offsets ``best`` runs its candidate strategies on that many
-    threads (0: one per hardware thread); the plan is the one of one thread.
+    threads (0: one per hardware thread); the plan is the one of one thread
+    unless ``time_limit`` passes.
     ``plan(...).to_html(path)`` writes the interactive memory map.
     """
     if isinstance(sizes, Problem):
