@@ -102,7 +102,8 @@ struct PlanParams {
   // passes, the plan is the one a single thread returns; only the time
   // changes (when it passes, candidates one thread would not have reached
   // may have finished). should_stop is then called from the calling thread
-  // only. Every other strategy runs on one.
+  // only. Every other strategy runs on one (objects kBest too: see
+  // src/planning/candidates_on_threads.h).
   unsigned threads = 1;
 };
 inline constexpr unsigned kMaxPlanThreads = 256;
