@@ -38,7 +38,7 @@
 //   stays in use (nothing reuses, re-stitches or releases its pages). Checked
 //   at every allocation; waited for before an out-of-memory answer and by
 //   `ReleaseCachedMemory`.
-// - One mutex; every public call is thread-safe.
+// - One lock (spins, then sleeps); every public call is thread-safe.
 #pragma once
 
 #include <array>
