@@ -103,7 +103,7 @@ struct PlanParams {
   // changes (when it passes, candidates one thread would not have reached
   // may have finished). should_stop is then called from the calling thread
   // only. Every other strategy runs on one (objects kBest too: see
-  // src/planning/candidates_on_threads.h).
+  // src/planning/objects/best.cc).
   unsigned threads = 1;
 };
 inline constexpr unsigned kMaxPlanThreads = 256;

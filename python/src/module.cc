@@ -208,7 +208,8 @@ PyPlan DoPlan(std::vector<UsageRecord> records, std::shared_ptr<const Problem> p
               const std::string& strategy, std::uint64_t alignment, bool objects,
               double time_limit, std::uint64_t threads) {
   Check(ValidateAlignment(alignment, "alignment"), false);
-  if (threads > kMaxPlanThreads)
+  // Above what unsigned holds: a ValueError here; the rest PlanParams checks.
+  if (threads > std::numeric_limits<unsigned>::max())
     throw py::value_error("threads must be at most " + std::to_string(kMaxPlanThreads) +
                           " (0: one per hardware thread), got " + std::to_string(threads));
   PyPlan out;

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "harness/generators.h"
 #include "tensormem/io.h"
 #include "tensormem/validator.h"
 #include "test_util.h"
@@ -77,13 +78,8 @@ TEST_F(CliTest, AllStrategiesAsJson) {
 // out of range is refused with exit 2 naming the flag.
 TEST_F(CliTest, PlanOnThreadsWritesTheOneThreadPlan) {
   std::ostringstream csv;
-  csv << "id,lower,upper,size\n";
-  std::mt19937_64 rng(5);
-  for (int i = 0; i < 300; ++i) {
-    const std::uint64_t lower = rng() % 500;
-    csv << 't' << i << ',' << lower << ',' << lower + 1 + rng() % 60 << ',' << 64 * (1 + rng() % 100) << '\n';
-  }
-  const std::string in = Write("random.csv", csv.str());
+  ASSERT_TRUE(WriteProblemCsv(csv, FromRecords(internal::GenerateNetworkRecords(2'000, 5))).ok());
+  const std::string in = Write("network.csv", csv.str());
   const std::string one = (dir_ / "one.csv").string(), two = (dir_ / "two.csv").string();
   ASSERT_EQ(Cli("plan " + in + " -s best --threads 1 -o " + one).code, 0);
   CliRun r = Cli("plan " + in + " -s best --threads 2 -o " + two);

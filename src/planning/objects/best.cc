@@ -16,7 +16,10 @@
 // one that runs out of that share is skipped (the plan's strategy then
 // says "time limit hit"). A plan
 // at the lower bound ends the race: a later candidate could only tie, and
-// ties keep the earlier plan anyway.
+// ties keep the earlier plan anyway. It runs on one thread whatever
+// PlanParams::threads says: greedy_by_size's work budget grows with the time
+// it is given, so candidates on threads, each given all that is left instead
+// of these shares, could return another plan than one thread.
 #include <optional>
 #include <string>
 

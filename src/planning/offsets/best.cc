@@ -19,13 +19,20 @@
 // limit passes: then a candidate one thread would not have reached may
 // have finished).
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <new>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "core/deadline.h"
-#include "planning/candidates_on_threads.h"
 #include "tensormem/lower_bounds.h"
 #include "planning/offsets/offsets_strategies.h"
 
@@ -42,6 +49,84 @@ struct Candidate {
   Fn fn;
   std::string_view name;  // the offsets dispatcher's, which sits above
 };
+
+unsigned ThreadsFor(const PlanParams& params) {
+  if (params.threads > 0) return params.threads;
+  return std::clamp(std::thread::hardware_concurrency(), 1u, kMaxPlanThreads);
+}
+
+// Runs the candidates on up to `threads` threads, each taking the next one
+// in list order with what is left of the one time limit. A plan at the
+// lower bound stops the candidates after it (they could only tie, and a tie
+// keeps the earlier plan); the caller's should_stop is polled on this
+// thread only (a binding's Ctrl-C check must run on it). results[i] is
+// empty for a candidate skipped after a plan at the bound. Nullopt when not
+// even one thread could start (the caller then runs them itself).
+std::optional<std::vector<std::optional<Result<OffsetsPlan>>>> RunOnThreads(
+    std::span<const Candidate> candidates, const Problem& problem, const PlanParams& params,
+    const internal::Deadline& deadline, std::uint64_t lower_bound, unsigned threads) {
+  const std::size_t n = candidates.size();
+  std::vector<std::optional<Result<OffsetsPlan>>> results(n);
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> last_needed{n};  // candidates after this one are not
+  std::atomic<bool> stop_all{false};
+  std::mutex mutex;
+  std::condition_variable done_cv;
+  std::size_t running = 0;
+  const auto work = [&] {
+    for (std::size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
+      if (i > last_needed.load()) continue;
+      PlanParams p = params;
+      p.threads = 1;
+      p.time_limit_seconds = deadline.ForNested();
+      p.should_stop = [&stop_all, &last_needed, i] { return stop_all.load() || i > last_needed.load(); };
+      // An exception must not leave a thread (it would end the process).
+      Result<OffsetsPlan> r = Internal("best: " + std::string(candidates[i].name) + " did not run");
+      try {
+        r = candidates[i].fn(problem, p);
+      } catch (const std::bad_alloc&) {
+        r = ResourceExhausted("best: out of memory in " + std::string(candidates[i].name) + " (PlanParams::threads " +
+                              std::to_string(threads) + ": each candidate holds its own state)");
+      } catch (const std::exception& e) {
+        r = Internal("best: " + std::string(candidates[i].name) + ": " + e.what());
+      }
+      if (r.ok() && r->total <= lower_bound) {
+        std::size_t was = last_needed.load();
+        while (i < was && !last_needed.compare_exchange_weak(was, i)) {
+        }
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      results[i].emplace(std::move(r));
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    --running;
+    done_cv.notify_all();
+  };
+  std::vector<std::thread> workers;
+  for (unsigned k = 0; k < std::min<std::size_t>(threads, n); ++k) {
+    try {
+      std::lock_guard<std::mutex> lock(mutex);
+      workers.emplace_back(work);
+      ++running;
+    } catch (const std::system_error&) {
+      break;  // fewer threads: the started ones take every candidate
+    }
+  }
+  if (workers.empty()) return std::nullopt;
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (running > 0) {
+      done_cv.wait_for(lock, std::chrono::milliseconds(20));
+      if (params.should_stop) {
+        lock.unlock();
+        if (params.should_stop()) stop_all.store(true);
+        lock.lock();
+      }
+    }
+  }
+  for (std::thread& t : workers) t.join();
+  return results;
+}
 
 }  // namespace
 
@@ -62,11 +147,7 @@ Result<OffsetsPlan> BestHeuristicOffsets(const Problem& problem, const PlanParam
   const std::uint64_t lower_bound = PeakLiveBytes(problem, params.alignment);
   std::optional<std::vector<std::optional<Result<OffsetsPlan>>>> ran;
   if (const unsigned threads = ThreadsFor(params); threads > 1)
-    ran = RunCandidatesOnThreads<OffsetsPlan>(
-        std::size(candidates), threads, params, deadline,
-        [&](std::size_t i, const PlanParams& cp) { return candidates[i].fn(problem, cp); },
-        [&](const OffsetsPlan& plan) { return plan.total <= lower_bound; },
-        [&](std::size_t i) { return candidates[i].name; });
+    ran = RunOnThreads(candidates, problem, params, deadline, lower_bound, threads);
   for (std::size_t i = 0; i < std::size(candidates); ++i) {
     const Candidate& c = candidates[i];
     if (best && best->total <= lower_bound) break;
