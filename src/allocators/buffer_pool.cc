@@ -2,9 +2,10 @@
 // the backend; a split node has two children (front: the part handed out,
 // back: the rest; both from the pool's arena of split nodes) and counts the
 // children that are not in a free list.
-// Free lists are multimaps size -> node (smallest fit, then insertion
-// order, as in MNN); a node in a list remembers its list and position so a
-// merge removes its children in O(log n) instead of MNN's scan of the list.
+// Free lists keep MNN's order (smallest fit, then insertion order; MNN uses
+// a multimap size -> node) in bins of nearby sizes (pool_free_list.h); a
+// node in a list carries its links, so a merge removes its children in O(1)
+// instead of MNN's scan of the list.
 // The defer mode lives in buffer_pool_defer.cc.
 #include "tensormem/allocators/buffer_pool.h"
 
@@ -47,14 +48,12 @@ BufferPool::~BufferPool() {
 namespace pool {
 
 void PoolState::Insert(FreeList* list, Node* n) {
-  n->list = list;
-  n->where = list->emplace(n->size, n);
+  list->Insert(n);
   free_bytes += n->size;
 }
 
 void PoolState::Remove(Node* n) {
-  n->list->erase(n->where);
-  n->list = nullptr;
+  n->free.list->Remove(n);
   free_bytes -= n->size;
 }
 
@@ -70,24 +69,23 @@ std::uintptr_t AlignUp(std::uintptr_t v, std::uint64_t a) { return (v + a - 1) &
 
 void* PoolState::GetFromFreeList(FreeList* list, std::uint64_t size, bool permit_split,
                                  std::uint64_t alignment) {
-  auto x = list->lower_bound(size);
-  if (x == list->end()) return nullptr;
-  std::uintptr_t start = reinterpret_cast<std::uintptr_t>(x->second->start);
+  Node* n = list->LowerBound(size);
+  if (n == nullptr) return nullptr;
+  std::uintptr_t start = reinterpret_cast<std::uintptr_t>(n->start);
   std::uintptr_t pointer = start;
   std::uint64_t real_size = size;
   if (start % alignment != 0) {
     // Move the start up to the alignment; walk up the list until a block
     // still holds the request after the move.
     while (true) {
-      if (x == list->end()) return nullptr;
-      start = reinterpret_cast<std::uintptr_t>(x->second->start);
+      if (n == nullptr) return nullptr;
+      start = reinterpret_cast<std::uintptr_t>(n->start);
       pointer = AlignUp(start, alignment);
       real_size = size + (pointer - start);
-      if (real_size <= x->first) break;
-      ++x;
+      if (real_size <= n->size) break;
+      n = list->Next(n);
     }
   }
-  Node* n = x->second;
   if (permit_split && n->parent != nullptr) n->parent->use_count += 1;
   const std::uint64_t size_aligned = AlignUp(real_size, params.split_granularity);
   Remove(n);
@@ -256,7 +254,7 @@ Result<std::uint64_t> BufferPool::Release(PoolRelease mode) {
   std::uint64_t released = 0;
   if (mode == PoolRelease::kAll) {
     s.used.clear();
-    s.free_list.clear();
+    s.free_list.Clear();
     s.free_bytes = 0;
     s.deferred_arena = nullptr;  // the recorded chunks stay; DeferCompute plans them anew
     s.deferred_arena_bytes = 0;
@@ -266,7 +264,7 @@ Result<std::uint64_t> BufferPool::Release(PoolRelease mode) {
     return released;
   }
   std::vector<Node*> free_roots;
-  for (const auto& [size, n] : s.free_list)
+  for (Node* n = s.free_list.First(); n != nullptr; n = s.free_list.Next(n))
     if (n->parent == nullptr) free_roots.push_back(n);
   for (Node* n : free_roots) {
     s.Remove(n);
@@ -289,7 +287,7 @@ Status BufferPool::BeginGroup() {
   const auto id = std::this_thread::get_id();
   if (s.current_group.count(id) != 0)
     return FailedPrecondition("pool: BeginGroup: this thread's group is still open (call EndGroup)");
-  s.groups.push_back(std::make_unique<FreeList>(s.NewFreeList()));
+  s.groups.push_back(std::make_unique<FreeList>());
   s.current_group.emplace(id, s.groups.back().get());
   return Status::Ok();
 }
@@ -310,7 +308,7 @@ Status BufferPool::BarrierEnd() {
                               " group(s) are still open (call EndGroup on their threads)");
   for (auto& group : s.groups) {
     std::vector<Node*> nodes;
-    for (const auto& [size, n] : *group) nodes.push_back(n);
+    for (Node* n = group->First(); n != nullptr; n = group->Next(n)) nodes.push_back(n);
     for (Node* n : nodes) {
       s.Remove(n);
       s.ReturnMemory(&s.free_list, n, true);
@@ -331,9 +329,9 @@ AllocatorStats BufferPool::DoGetStats() const {
   std::lock_guard<internal::AdaptiveMutex> lock(s.mutex);
   AllocatorStats st = s.stats;
   st.free_bytes = s.free_bytes;
-  std::uint64_t largest = s.free_list.empty() ? 0 : s.free_list.rbegin()->first;
+  std::uint64_t largest = s.free_list.empty() ? 0 : s.free_list.Last()->size;
   for (const auto& g : s.groups)
-    if (!g->empty()) largest = std::max(largest, g->rbegin()->first);
+    if (!g->empty()) largest = std::max(largest, g->Last()->size);
   st.largest_free_block = largest;
   st.fragmentation = FragmentationMetric(largest, st.free_bytes);
   return st;

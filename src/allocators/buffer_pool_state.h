@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -14,14 +13,14 @@
 #include "allocators/adaptive_mutex.h"
 #include "allocators/node_arena.h"
 #include "allocators/pointer_map.h"
+#include "allocators/pool_free_list.h"
 #include "tensormem/allocators/buffer_pool.h"
 
 namespace tensormem {
 namespace pool {
 
 struct Node;
-// Nodes of every free list come from the pool's arena (no malloc per insert).
-using FreeList = std::multimap<std::uint64_t, Node*, std::less<>, internal::NodeAllocator<std::pair<const std::uint64_t, Node*>>>;
+using FreeList = SizeOrderedList<Node>;
 
 struct Node {
   Node* parent = nullptr;
@@ -29,8 +28,7 @@ struct Node {
   char* start = nullptr;
   std::uint64_t size = 0;
   std::uint64_t use_count = 0;  // children not in a free list
-  FreeList* list = nullptr;     // the free list holding this node, if any
-  FreeList::iterator where;
+  FreeLinks<Node> free;         // its free list and neighbours there, while in one
 };
 
 // One recorded virtual allocation of the defer mode.
@@ -57,8 +55,7 @@ struct PoolState {
   // come and go with every split and merge).
   internal::NodeArena split_nodes;
   internal::PointerMap<Node*> used;              // returned pointer -> node
-  internal::NodeArena free_nodes;                // before every FreeList: they give their nodes back to it
-  FreeList free_list = NewFreeList();
+  FreeList free_list;
   bool barrier_open = false;
   std::vector<std::unique_ptr<FreeList>> groups;
   std::unordered_map<std::thread::id, FreeList*> current_group;
@@ -73,7 +70,6 @@ struct PoolState {
   std::uint64_t deferred_arena_bytes = 0;
   std::uint64_t deferred_lower_bound = 0;
 
-  FreeList NewFreeList() { return FreeList(std::less<>{}, FreeList::allocator_type(&free_nodes)); }
   // The free list of the calling thread's group, null outside groups.
   FreeList* CurrentGroup() const;
   Node* NewSplitNode(Node* parent, char* start, std::uint64_t size);

@@ -1,13 +1,17 @@
 // The allocators' internal containers against the standard ones: the
 // pointer map against std::unordered_map over random inserts, overwrites,
 // lookups and erases (a small key range, so probe runs collide and wrap
-// around the table's end), node-arena sets against std::set, and the
+// around the table's end), node-arena sets against std::set, the pool's
+// free list against the std::multimap it replaces (MNN's order), and the
 // allocators' adaptive mutex (exclusion, and waking a sleeping waiter).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -19,6 +23,7 @@
 #include "allocators/adaptive_mutex.h"
 #include "allocators/node_arena.h"
 #include "allocators/pointer_map.h"
+#include "allocators/pool_free_list.h"
 
 namespace tensormem::internal {
 namespace {
@@ -116,6 +121,101 @@ TEST(NodeArena, SetsAgreeWithStdSetAndReuseNodes) {
   EXPECT_TRUE(std::equal(a.begin(), a.end(), ref_a.begin(), ref_a.end()));
   EXPECT_TRUE(std::equal(b.begin(), b.end(), ref_b.begin(), ref_b.end()));
 }
+
+struct ListNode {
+  std::uint64_t size = 0;
+  pool::FreeLinks<ListNode> free;
+};
+using SizeList = pool::SizeOrderedList<ListNode>;
+
+TEST(SizeOrderedList, BinsAreMonotoneInTheSize) {
+  std::vector<std::uint64_t> sizes;
+  for (std::uint64_t s = 0; s < 4096; ++s) sizes.push_back(s);
+  for (int e = 12; e < 64; ++e)
+    for (std::uint64_t d : {0, 1, 2, 3}) {
+      const std::uint64_t p = std::uint64_t{1} << e;
+      sizes.insert(sizes.end(), {p - d, p + d, p + (p >> 5) - d, p + (p >> 5) + d});
+    }
+  sizes.push_back(~std::uint64_t{0});
+  std::sort(sizes.begin(), sizes.end());
+  for (std::size_t i = 1; i < sizes.size(); ++i) {
+    ASSERT_LE(SizeList::BinOf(sizes[i - 1]), SizeList::BinOf(sizes[i])) << sizes[i - 1] << " " << sizes[i];
+    ASSERT_LT(SizeList::BinOf(sizes[i]), SizeList::kBins) << sizes[i];
+  }
+  // Bins are narrow: a power of two and 1/32 above it differ.
+  EXPECT_LT(SizeList::BinOf(std::uint64_t{1} << 40), SizeList::BinOf((std::uint64_t{1} << 40) + (std::uint64_t{1} << 35)));
+}
+
+class SizeOrderedListRandom : public ::testing::TestWithParam<std::uint64_t> {};
+
+TEST_P(SizeOrderedListRandom, AgreesWithTheMultimapItReplaces) {
+  // Sizes: a few distinct ones (many equal, the order of insertion then
+  // decides), small ones, ones on both sides of bin edges, and any 64-bit.
+  for (int kind = 0; kind < 4; ++kind) {
+    std::mt19937_64 rng(GetParam() * 4 + static_cast<std::uint64_t>(kind));
+    auto draw = [&]() -> std::uint64_t {
+      switch (kind) {
+        case 0: return 512 * (1 + rng() % 6);
+        case 1: return rng() % 80;
+        case 2: {
+          const std::uint64_t p = std::uint64_t{1} << (5 + rng() % 50);
+          const std::uint64_t edge = rng() % 2 ? p : p + (p >> 5);
+          return edge - 3 + rng() % 7;
+        }
+        default: return rng() >> (rng() % 64);
+      }
+    };
+    std::vector<std::unique_ptr<ListNode>> nodes;
+    std::vector<ListNode*> present;
+    SizeList list;
+    std::multimap<std::uint64_t, ListNode*> ref;
+    std::map<ListNode*, std::multimap<std::uint64_t, ListNode*>::iterator> where;
+    for (int step = 0; step < 20000; ++step) {
+      const std::uint64_t op = rng() % 8;
+      if (op < 3 || present.empty()) {
+        nodes.push_back(std::make_unique<ListNode>());
+        ListNode* n = nodes.back().get();
+        n->size = draw();
+        list.Insert(n);
+        ASSERT_EQ(n->free.list, &list);
+        where[n] = ref.emplace(n->size, n);
+        present.push_back(n);
+      } else if (op < 6) {
+        const std::size_t k = rng() % present.size();
+        ListNode* n = present[k];
+        list.Remove(n);
+        ASSERT_EQ(n->free.list, nullptr);
+        ref.erase(where[n]);
+        where.erase(n);
+        present[k] = present.back();
+        present.pop_back();
+      } else {
+        const std::uint64_t q = rng() % 3 == 0 ? rng() >> (rng() % 64) : draw();
+        auto it = ref.lower_bound(q);
+        ListNode* got = list.LowerBound(q);
+        ASSERT_EQ(got, it == ref.end() ? nullptr : it->second) << "step " << step << " query " << q;
+        // The next few in order, as the pool's alignment walk takes them.
+        for (int k = 0; k < 3 && got != nullptr; ++k) {
+          got = list.Next(got);
+          ++it;
+          ASSERT_EQ(got, it == ref.end() ? nullptr : it->second) << "step " << step;
+        }
+      }
+      ASSERT_EQ(list.empty(), ref.empty());
+      ASSERT_EQ(list.Last(), ref.empty() ? nullptr : std::prev(ref.end())->second);
+    }
+    std::vector<ListNode*> walked, expected;
+    for (ListNode* n = list.First(); n != nullptr; n = list.Next(n)) walked.push_back(n);
+    for (const auto& [size, n] : ref) expected.push_back(n);
+    EXPECT_EQ(walked, expected);
+    list.Clear();
+    EXPECT_TRUE(list.empty());
+    EXPECT_EQ(list.First(), nullptr);
+    EXPECT_EQ(list.LowerBound(0), nullptr);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, SizeOrderedListRandom, ::testing::Values(1, 2, 3, 4));
 
 TEST(AdaptiveMutex, ExcludesAndCountsEveryIncrement) {
   // More threads than this machine's cores, so that waiters also run out of
