@@ -287,7 +287,12 @@ Status BufferPool::BeginGroup() {
   const auto id = std::this_thread::get_id();
   if (s.current_group.count(id) != 0)
     return FailedPrecondition("pool: BeginGroup: this thread's group is still open (call EndGroup)");
-  s.groups.push_back(std::make_unique<FreeList>());
+  if (s.spare_groups.empty()) {
+    s.groups.push_back(std::make_unique<FreeList>());
+  } else {
+    s.groups.push_back(std::move(s.spare_groups.back()));
+    s.spare_groups.pop_back();
+  }
   s.current_group.emplace(id, s.groups.back().get());
   return Status::Ok();
 }
@@ -313,6 +318,7 @@ Status BufferPool::BarrierEnd() {
       s.Remove(n);
       s.ReturnMemory(&s.free_list, n, true);
     }
+    s.spare_groups.push_back(std::move(group));  // empty now
   }
   s.groups.clear();
   s.barrier_open = false;

@@ -58,6 +58,7 @@ struct PoolState {
   FreeList free_list;
   bool barrier_open = false;
   std::vector<std::unique_ptr<FreeList>> groups;
+  std::vector<std::unique_ptr<FreeList>> spare_groups;  // emptied at BarrierEnd, reused (15 KB each)
   std::unordered_map<std::thread::id, FreeList*> current_group;
   std::uint64_t free_bytes = 0;
   AllocatorStats stats;

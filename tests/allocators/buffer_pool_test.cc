@@ -114,6 +114,20 @@ TEST(BufferPool, GroupsKeepTheirFreedBlocksUntilTheBarrierEnds) {
   void* y = Alloc(pool, 4096);
   EXPECT_TRUE(y == x || y == from_other);
   ASSERT_TRUE(pool.Deallocate(y).ok());
+  // A second barrier reuses the first one's (emptied) group lists.
+  ASSERT_TRUE(pool.BarrierBegin().ok());
+  ASSERT_TRUE(pool.BeginGroup().ok());
+  void* a = Alloc(pool, 4096);
+  void* b = Alloc(pool, 4096);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(pool.num_blocks(), 2u);  // both from the main list
+  ASSERT_TRUE(pool.Deallocate(a).ok());
+  EXPECT_EQ(Alloc(pool, 4096), a);  // from the group's list
+  ASSERT_TRUE(pool.Deallocate(a).ok());
+  ASSERT_TRUE(pool.Deallocate(b).ok());
+  ASSERT_TRUE(pool.EndGroup().ok());
+  ASSERT_TRUE(pool.BarrierEnd().ok());
+  EXPECT_EQ(pool.GetStats().free_bytes, 8192u);
 }
 
 TEST(BufferPool, ReleaseAllOrOnlyFree) {
