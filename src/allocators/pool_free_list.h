@@ -5,10 +5,11 @@
 // at most 1/32 of its sizes); each bin is an intrusive circular list sorted
 // by size, equal sizes in insertion order, and a two-level bitmap finds the
 // next non-empty bin. A bin holds few nodes of nearby sizes, so an insert
-// walks back from the bin's tail a step or two (none for a size already
-// there) and a lookup scans the bin's head, where the multimap walked a
-// tree of hundreds of nodes and rebalanced it (half of the pool's time on
-// delayed frees). Removal is O(1) through the node's own links.
+// walks back from the bin's tail a step or two and a lookup scans the bin
+// from its head (1.0-1.9 nodes on average on the shared traces, at most the
+// whole bin: 167 once), where the multimap walked a tree of hundreds of
+// nodes and rebalanced it (half of the pool's time on delayed frees).
+// Removal is O(1) through the node's own links.
 #pragma once
 
 #include <array>
