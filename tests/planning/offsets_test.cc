@@ -1,6 +1,7 @@
 // Offset strategies: the scalable best-fit equals the faithful transcription,
 // every plan validates, and the edge cases (alignment, fixed offsets, gaps,
 // zero bytes, overflow) behave.
+#include <algorithm>
 #include <atomic>
 #include <random>
 #include <thread>
@@ -11,6 +12,7 @@
 #include "harness/generators.h"
 #include "planning/breadth_order.h"
 #include "planning/interval_index.h"
+#include "planning/offsets/best_fit.h"
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"
 #include "tensormem/solver.h"
@@ -83,6 +85,44 @@ TEST(FastEqualsReference, BusyTasksTakeTheRadixSort) {
           ASSERT_TRUE(ValidateOffsetsPlan(FromRecords(records), *a).ok());
         }
       }
+}
+
+// greedy_in_order's online loop (a live set by offset) against the indexed
+// loop it replaces, on the same order, with per-buffer alignments (which the
+// reference does not take) and zero-byte buffers; and what it refuses.
+TEST(PlaceBestFitInTimeOrder, EqualsTheIndexedLoop) {
+  std::mt19937_64 rng(23);
+  for (std::uint64_t seed = 1; seed <= 80; ++seed) {
+    std::vector<UsageRecord> records =
+        seed % 2 ? internal::GenerateRandomRecords(5 + seed * 7, seed, 60, 5000, /*zeros=*/true)
+                 : internal::GenerateNetworkRecords(50 + seed * 20, seed);
+    Problem problem = FromRecords(records);
+    if (seed % 3 == 0)
+      for (Buffer& b : problem.buffers) b.alignment = std::uint64_t{1} << (rng() % 8);
+    std::vector<std::size_t> order(problem.buffers.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return problem.buffers[a].first_task < problem.buffers[b].first_task;
+    });
+    for (const std::uint64_t alignment : {std::uint64_t{1}, std::uint64_t{64}}) {
+      Result<OffsetsPlan> online = planning::PlaceBestFitInTimeOrder(problem, order, alignment);
+      Result<OffsetsPlan> indexed = planning::PlaceBestFit(problem, order, alignment);
+      ASSERT_TRUE(online.ok()) << online.status().ToString();
+      ASSERT_TRUE(indexed.ok()) << indexed.status().ToString();
+      ASSERT_EQ(online->offsets, indexed->offsets) << "seed " << seed << " alignment " << alignment;
+      ASSERT_EQ(online->total, indexed->total);
+    }
+  }
+  Problem problem = FromRecords(internal::GenerateNetworkRecords(30, 3));
+  std::vector<std::size_t> backwards(problem.buffers.size());
+  for (std::size_t i = 0; i < backwards.size(); ++i) backwards[i] = backwards.size() - 1 - i;
+  Result<OffsetsPlan> r = planning::PlaceBestFitInTimeOrder(problem, backwards, 1);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("not by first task"), std::string::npos) << r.status().ToString();
+  problem.buffers[0].fixed_offset = 0;
+  std::vector<std::size_t> order(problem.buffers.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  EXPECT_EQ(planning::PlaceBestFitInTimeOrder(problem, order, 1).status().code(), StatusCode::kInvalidArgument);
 }
 
 // The best-fit index (a bottom-up segment tree with exactly one leaf per
@@ -302,7 +342,9 @@ TEST(PlanDeadline, AStopRequestEndsEveryStrategyAtItsFirstPoll) {
 
 // The best-fit index over all buffers costs O(n log n) (seconds at 10^6):
 // it is built under the limit, so a stop request before the first placement
-// places none (it used to be read only after 1,024 placements).
+// places none (it used to be read only after 1,024 placements). The online
+// loop of greedy_in_order (no index) reads the limit before its first
+// placement too.
 TEST(PlanDeadline, TheBestFitIndexIsBuiltUnderTheLimit) {
   const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(20'000, 8);
   for (OffsetsStrategy s : {OffsetsStrategy::kGreedyBySize, OffsetsStrategy::kGreedyByBreadth,

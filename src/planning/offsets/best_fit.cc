@@ -1,10 +1,12 @@
 #include "planning/offsets/best_fit.h"
 
 #include <algorithm>
+#include <functional>
 #include <bit>
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <queue>
 #include <type_traits>
 #include <span>
 #include <utility>
@@ -303,6 +305,64 @@ Result<OffsetsPlan> PlaceBestFit(const Problem& problem, std::span<const std::si
   for (const Buffer& b : problem.buffers)
     if (!b.gaps.empty()) return PlaceBestFitWith<Placed>(problem, order, alignment, deadline);
   return PlaceBestFitWith<PlacedPlain>(problem, order, alignment, deadline);
+}
+
+Result<OffsetsPlan> PlaceBestFitInTimeOrder(const Problem& problem, std::span<const std::size_t> order,
+                                            std::uint64_t alignment, internal::Deadline* deadline) {
+  const std::size_t n = problem.buffers.size();
+  std::size_t jobs = 0;  // the buffers placed (as PlaceBestFit counts them in its errors)
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const Buffer& b = problem.buffers[order[k]];
+    if (!b.gaps.empty() || b.fixed_offset)
+      return InvalidArgument("placing in time order: buffer '" + b.id + "' has gaps or a fixed offset");
+    if (k > 0 && b.first_task < problem.buffers[order[k - 1]].first_task)
+      return InvalidArgument("placing in time order: the order is not by first task at position " +
+                             std::to_string(k));
+    jobs += b.size != 0;
+  }
+  // A stop asked before the first placement places none (as PlaceBestFit,
+  // whose index is built under the limit).
+  if (deadline && deadline->Expired()) return PlacementDeadline(*deadline, 0, jobs);
+  OffsetsPlan plan;
+  plan.offsets.assign(n, 0);
+  struct Live {
+    std::uint64_t offset, size;
+  };
+  std::vector<Live> live;  // by offset (live buffers share no byte: offsets differ)
+  auto at = [&](std::uint64_t offset) {
+    return std::lower_bound(live.begin(), live.end(), offset,
+                            [](const Live& l, std::uint64_t o) { return l.offset < o; });
+  };
+  using Expiry = std::pair<TaskIndex, std::uint64_t>;  // last task, offset
+  std::priority_queue<Expiry, std::vector<Expiry>, std::greater<>> expiries;
+  std::vector<Interval> forbidden;
+  std::size_t placed = 0;
+  for (std::size_t j : order) {
+    const Buffer& b = problem.buffers[j];
+    if (b.size == 0) continue;  // offset 0, occupies nothing
+    std::uint64_t align;
+    if (!internal::CheckedLcm(alignment, b.alignment, &align)) return ArenaOverflow(b);
+    if (!std::has_single_bit(align))
+      return InvalidArgument("alignment " + std::to_string(align) + " is not a power of two");
+    while (!expiries.empty() && expiries.top().first < b.first_task) {
+      live.erase(at(expiries.top().second));
+      expiries.pop();
+    }
+    if (deadline && !deadline->Tick(1 + live.size())) return PlacementDeadline(*deadline, placed, jobs);
+    forbidden.clear();
+    for (const Live& l : live) {
+      const std::uint64_t low = l.offset + 1;
+      forbidden.emplace_back(low > b.size ? low - b.size : 0, l.offset + l.size);
+    }
+    std::uint64_t x, end;
+    if (!ChooseOffset(forbidden, align, &x) || !CheckedAdd(x, b.size, &end)) return ArenaOverflow(b);
+    plan.offsets[j] = x;
+    plan.total = std::max(plan.total, end);
+    live.insert(at(x), Live{x, b.size});
+    expiries.emplace(b.last_task, x);
+    ++placed;
+  }
+  return plan;
 }
 
 Result<OffsetsPlan> PlaceBestFitReference(std::span<const UsageRecord> records,

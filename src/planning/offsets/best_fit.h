@@ -35,6 +35,16 @@ namespace tensormem::planning {
 Result<OffsetsPlan> PlaceBestFit(const Problem& problem, std::span<const std::size_t> order,
                                  std::uint64_t alignment, internal::Deadline* deadline = nullptr);
 
+// The same offsets as PlaceBestFit for an `order` by first task
+// (non-decreasing; InvalidArgument otherwise) of a problem without gaps or
+// fixed offsets (InvalidArgument otherwise). In that order the placed
+// buffers a buffer conflicts with are exactly those still live at its first
+// task, so they are kept as a live set sorted by offset (the expired ones
+// leave before each placement) and their forbidden intervals come out
+// sorted: no interval index and no sort, an online best-fit allocator.
+Result<OffsetsPlan> PlaceBestFitInTimeOrder(const Problem& problem, std::span<const std::size_t> order,
+                                            std::uint64_t alignment, internal::Deadline* deadline = nullptr);
+
 // Literal quadratic transcription for plain records (no gaps, fixed offsets
 // or per-buffer alignment).
 Result<OffsetsPlan> PlaceBestFitReference(std::span<const UsageRecord> records,

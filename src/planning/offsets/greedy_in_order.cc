@@ -8,11 +8,15 @@
 // size-first and breadth-first orders, which place the long-lived copies
 // before the short-lived originals, stack them above the peak
 // (gpt2_medium_generate: 1.0634 x the peak live bytes with those, the peak
-// itself with this one).
+// itself with this one). Without gaps or fixed offsets it runs as exactly
+// that allocator (PlaceBestFitInTimeOrder: the live set kept by offset,
+// 4-6x faster on the traces than the indexed loop, the same offsets).
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
 
+#include "planning/offsets/best_fit.h"
 #include "planning/offsets/offsets_strategies.h"
 
 namespace tensormem::planning {
@@ -23,6 +27,10 @@ Result<OffsetsPlan> GreedyInOrderOffsets(const Problem& problem, const PlanParam
   const std::vector<std::size_t> order = OrderByKey(problem, [](const Buffer& b) {
     return std::pair<TaskIndex, std::uint64_t>(b.first_task, ~b.size);
   });
+  const bool online = std::none_of(problem.buffers.begin(), problem.buffers.end(),
+                                   [](const Buffer& b) { return !b.gaps.empty() || b.fixed_offset; });
+  if (online && !params.reference)
+    return PlaceBestFitInTimeOrder(problem, order, params.alignment, &deadline);
   return PlaceInOrder(problem, order, params, &deadline);
 }
 
