@@ -1,9 +1,9 @@
 #include "planning/offsets/best_fit.h"
 
 #include <algorithm>
-#include <functional>
 #include <bit>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <queue>
