@@ -27,6 +27,15 @@ Status ArenaOverflow(const Buffer& b) {
                     " bytes overflows a 64-bit arena");
 }
 
+// The alignment buffer b's offset takes: the arena's and its own (a power of
+// two, as CheckProblem makes every buffer's).
+Status BufferAlignment(std::uint64_t alignment, const Buffer& b, std::uint64_t* out) {
+  if (!internal::CheckedLcm(alignment, b.alignment, out)) return ArenaOverflow(b);
+  if (!std::has_single_bit(*out))
+    return InvalidArgument("alignment " + std::to_string(*out) + " is not a power of two");
+  return Status::Ok();
+}
+
 // Chooses the offset from the forbidden intervals [A, B) (sorted by A),
 // mirroring SimpleMemoryArena::Allocate in offset space: a free stretch
 // [cur, A) is a candidate when its aligned start is below A; the stretch is
@@ -236,9 +245,7 @@ Result<OffsetsPlan> PlaceBestFitWith(const Problem& problem, std::span<const std
     const Buffer& bj = problem.buffers[j];
     if (bj.fixed_offset || bj.size == 0) continue;  // placed already / occupies nothing
     std::uint64_t align;
-    if (!internal::CheckedLcm(alignment, bj.alignment, &align)) return ArenaOverflow(bj);
-    if (!std::has_single_bit(align))
-      return InvalidArgument("alignment " + std::to_string(align) + " is not a power of two");
+    TM_RETURN_IF_ERROR(BufferAlignment(alignment, bj, &align));
     jobs.push_back({bj.size, static_cast<std::uint32_t>(j),
                     static_cast<std::uint8_t>(std::countr_zero(align)), bj.gaps.empty()});
   }
@@ -341,9 +348,7 @@ Result<OffsetsPlan> PlaceBestFitInTimeOrder(const Problem& problem, std::span<co
     const Buffer& b = problem.buffers[j];
     if (b.size == 0) continue;  // offset 0, occupies nothing
     std::uint64_t align;
-    if (!internal::CheckedLcm(alignment, b.alignment, &align)) return ArenaOverflow(b);
-    if (!std::has_single_bit(align))
-      return InvalidArgument("alignment " + std::to_string(align) + " is not a power of two");
+    TM_RETURN_IF_ERROR(BufferAlignment(alignment, b, &align));
     while (!expiries.empty() && expiries.top().first < b.first_task) {
       live.erase(at(expiries.top().second));
       expiries.pop();
