@@ -11,8 +11,9 @@
 // gpt2_medium_generate), greedy_by_breadth (at the bound on 7 of the 10
 // traces, every one where greedy_by_size is), greedy_by_size, arena.
 // Between plans above the bound a tie keeps greedy_by_size, then
-// greedy_by_breadth, then arena, then greedy_in_order (the list order before
-// this one, so the exact polish starts from the same plans as before).
+// greedy_by_breadth, then arena, then greedy_in_order: a ranking apart from
+// the run order, the one best had before greedy_in_order and breadth moved
+// up, so that the exact polish still starts from the same plans.
 // A candidate that gives up on its work budget (ResourceExhausted) is
 // skipped, never the whole plan. The time limit covers every candidate:
 // once it passes, the cheapest plan of those that finished is returned
@@ -63,11 +64,11 @@ unsigned ThreadsFor(const PlanParams& params) {
 
 // Runs the candidates on up to `threads` threads, each taking the next one
 // in list order with what is left of the one time limit. A plan at the
-// lower bound stops the candidates after it (they could only tie, and a
-// plan at the bound ends the race); the caller's should_stop is polled on this
-// thread only (a binding's Ctrl-C check must run on it). results[i] is
-// empty for a candidate skipped after a plan at the bound. Nullopt when not
-// even one thread could start (the caller then runs them itself).
+// lower bound stops the candidates after it (they could only tie with an
+// optimal plan); the caller's should_stop is polled on this thread only (a
+// binding's Ctrl-C check must run on it). results[i] is empty for a
+// candidate skipped after a plan at the bound. Nullopt when not even one
+// thread could start (the caller then runs them itself).
 std::optional<std::vector<std::optional<Result<OffsetsPlan>>>> RunOnThreads(
     std::span<const Candidate> candidates, const Problem& problem, const PlanParams& params,
     const internal::Deadline& deadline, std::uint64_t lower_bound, unsigned threads) {
