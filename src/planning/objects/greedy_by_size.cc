@@ -12,23 +12,29 @@
 //
 // Reference: the literal transcription, O(n^2) time and O(n x objects)
 // memory (a distance per tensor per object); limited to kReferenceMaxRecords.
-// Default: identical choices from an event-driven version. After tensor b is
-// put on object o, the only tensors whose state changes are (1) those that
-// conflict with b and had o as their best object (a recalculation: two
-// searches in segment trees over the placed tensors' free stretches, see
-// Recalculate) and (2) those for which b is strictly closer than their best
-// distance and that do not conflict with o. Group (1) comes from an
-// IntervalIndex over the unplaced tensors; group (2) from two segment trees
-// over the unplaced tensors, keyed by first_task - best distance (tensors
-// after b) and last_task + best distance (tensors before b), walked only
-// into subtrees that hold a hit. The next tensor comes from an indexed
-// binary heap; only the tensors of the lowest unplaced position compete, so
-// only they are kept there. Cost: O((n + changes + overlaps) log n), where
-// changes (improved tensors) grow quadratically when each placement brings
-// most later tensors closer. When a quarter of the tensors are live at once
-// it would do more work than the transcription, which then runs instead if
-// its table fits; otherwise, on inputs where most tensors overlap most
-// others, it gives up with an error after kMaxWork steps (work_budget.h).
+// Default: identical choices from an event-driven version. Only the tensors
+// of the lowest unplaced position compete; they are kept up to date. After
+// tensor b is put on object o, the only competing tensors whose state
+// changes are (1) those that conflict with b and had o as their best object
+// (a recalculation: two searches in segment trees over the placed tensors'
+// free stretches, see FindNearest) and (2) those for which b is strictly
+// closer than their best distance and that do not conflict with o, found in
+// two segment trees over the competing tensors, keyed by first_task - best
+// distance (tensors after b) and last_task + best distance (tensors before
+// b), walked only into subtrees that hold a hit; the next tensor comes from
+// an indexed binary heap. The waiting tensors (later positions) keep their
+// state of an earlier step: their state at any later time follows from it
+// and the placed tensors alone (see CheckWaiting), so the
+// placements that only bring them closer are skipped (three quarters of
+// all improvements on gpt2_medium_generate), and only the conflicts that
+// may hit their best object are checked, each with a search. Conflicts
+// come from an IntervalIndex over the unplaced tensors. Cost: O((n +
+// changes + overlaps) log n), where changes (improved competing tensors)
+// grow quadratically when each placement brings most of them closer. When
+// a quarter of the tensors are live at once it would do more work than the
+// transcription, which then runs instead if its table fits; otherwise, on
+// inputs where most tensors overlap most others, it gives up with an error
+// after kMaxWork units (work_budget.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -51,17 +57,20 @@ constexpr std::uint64_t kNone = std::numeric_limits<std::uint64_t>::max();
 // limit of 10 s; a caller who allows more time gets proportionally more
 // (MaxWork).
 constexpr std::uint64_t kMaxWork = 400'000'000;
-// What a tensor whose best improves costs, in the units above: a sift in the
-// heap and two segment-tree updates. Weighted 4, gpt2_medium_generate
-// (336,250 tensors, each placement improving about 1,000 others; it would
-// need 1.4e9 units, 19 s) gives up after about 4 s on a 2-core machine, so
-// objects best, which runs greedy_by_size first, keeps time for the others
-// within its default 10 s; 20,000 tensors with disjoint lifetimes give up
-// after 1.4 s (they would finish in 2.6 s with 7.4e8).
-constexpr std::uint64_t kImprovedCost = 4;
+// What a competing tensor whose best improves costs, in the units above (a
+// sift in the heap and two segment-tree updates), and a search for a
+// tensor's nearest objects (FindNearest: two segment-tree searches), about
+// what they take against a visited tensor on gpt2_medium_generate (336,250
+// tensors; the placements bring about 80 M competing tensors closer and need
+// 9.6 M searches: about 1.25e9 units in all). So at the default limit
+// greedy_by_size gives up there after a third of its run, no later than it
+// did when every tensor was kept up to date, and objects best, which runs
+// greedy_by_size first, keeps time for the others within its 10 s.
+constexpr std::uint64_t kImprovedCost = 12;
+constexpr std::uint64_t kSearchCost = 18;
 // kMaxWork x (time limit / 10 s), between 1x and 10x: a longer time limit
-// lets inputs finish that need more work (gpt2_medium_generate needs 1.4e9
-// units: --time-limit 60 allows 2.4e9). No time limit (0 or infinite) keeps
+// lets inputs finish that need more work (gpt2_medium_generate needs about
+// 1.25e9 units: --time-limit 32 allows 1.28e9). No time limit (0 or infinite) keeps
 // kMaxWork, the cap that stops a runaway input.
 std::uint64_t MaxWork(const PlanParams& params) {
   const double t = params.time_limit_seconds;
@@ -309,8 +318,22 @@ class FastGreedyBySize {
       if (position_[i] >= groups_.size()) groups_.resize(position_[i] + 1);
       groups_[position_[i]].push_back(i);
       unplaced_.Insert(i);
-      UpdateTrees(i);
     }
+    placed_at_.assign(n_, 0);
+    // Per tensor, the rank ranges FindNearest searches, and per rank where
+    // its run of equal tasks begins (ends): fixed, so found once here.
+    ends_before_.resize(n_);
+    starts_after_.resize(n_);
+    for (std::size_t i = 0; i < n_; ++i) {
+      ends_before_[i] = LastRankAbove(r_[i].first_task - 1);
+      starts_after_[i] = FirstRankAbove(r_[i].last_task);
+    }
+    last_run_begin_.resize(n_);
+    first_run_end_.resize(n_);
+    for (std::size_t k = 0; k < n_; ++k)
+      last_run_begin_[k] = k > 0 && last_by_rank_[k - 1] == last_by_rank_[k] ? last_run_begin_[k - 1] : k;
+    for (std::size_t k = n_; k-- > 0;)
+      first_run_end_[k] = k + 1 < n_ && first_by_rank_[k + 1] == first_by_rank_[k] ? first_run_end_[k + 1] : k + 1;
   }
 
   Result<ObjectsPlan> Run() {
@@ -325,6 +348,8 @@ class FastGreedyBySize {
                                  "up to 10x");
       }
       const std::size_t b = Next();
+      if (!consistent_)
+        return Internal("greedy_by_size: a waiting tensor's best distance grew without a recalculation");
       const bool new_object = best_dist_[b] == kNone;
       std::size_t object = best_object_[b];
       if (new_object) {
@@ -337,18 +362,27 @@ class FastGreedyBySize {
       plan.object_of[b] = object;
       // (Not a structured binding: the lambdas below capture these, which
       // clang before 16 refuses.)
-      const std::pair<TaskIndex, TaskIndex> stretch = Place(b, object);
-      const TaskIndex prev_end = stretch.first, next_start = stretch.second;
+      const Stretch stretch = Place(b, object, step);
+      const TaskIndex prev_end = stretch.prev_end, next_start = stretch.next_start;
       const UsageRecord& rb = r_[b];
-      // (1) Tensors that conflict with b and had `object` as their best.
+      // (1) Tensors that conflict with b and had `object` as their best:
+      // competing ones by their state, waiting ones by CheckWaiting.
       if (!new_object) {
         recalc_.clear();
+        waiting_.clear();
         unplaced_.ForEachOverlapping(rb.first_task, rb.last_task, [&](std::size_t i) {
           budget_.Spend(1);
-          if (best_dist_[i] != kNone && best_object_[i] == object) recalc_.push_back(i);
+          if (!Queued(i)) {
+            waiting_.push_back(i);
+          } else if (best_dist_[i] != kNone && best_object_[i] == object) {
+            recalc_.push_back(i);
+          }
         });
         for (std::size_t i : recalc_) Recalculate(i);
         budget_.Spend(recalc_.size());
+        recalculated_ = 0;
+        for (std::size_t i : waiting_) CheckWaiting(i, object, stretch);
+        budget_.Spend(recalculated_);
       }
       // (2) Tensors for which b is strictly closer than their best and that
       // fit in the free stretch of `object` around b: (prev_end, next_start).
@@ -442,6 +476,7 @@ class FastGreedyBySize {
       active_ = started_ ? active_ + 1 : 0;
       started_ = true;
       heap_ = groups_[active_];
+      for (std::size_t i : heap_) Activate(i);
       for (std::size_t k = 0; k < heap_.size(); ++k) heap_index_[heap_[k]] = k;
       for (std::size_t k = heap_.size() / 2; k-- > 0;) SiftDown(k);
     }
@@ -473,10 +508,16 @@ class FastGreedyBySize {
     SetBestDist(i, dist);
     best_object_[i] = object;
   }
-  // Puts b on `object`; returns the free stretch of the object around b:
-  // the last task of b's predecessor there and the first task of its
-  // successor (the type's extremes when there is none).
-  std::pair<TaskIndex, TaskIndex> Place(std::size_t b, std::size_t object) {
+  // Puts b on `object` at placement `step`; returns the free stretch of the
+  // object around b: the last task of b's predecessor there and the first
+  // task of its successor (the type's extremes when there is none), and the
+  // two tensors (kNone when there is none).
+  struct Stretch {
+    TaskIndex prev_end, next_start;
+    std::size_t prev, next;
+  };
+  Stretch Place(std::size_t b, std::size_t object, std::size_t step) {
+    placed_at_[b] = step;
     Unqueue(b);
     unplaced_.Erase(b);
     after_.Clear(slot_after_[b]);
@@ -498,58 +539,141 @@ class FastGreedyBySize {
     if (next != kNone) free_since_.Set(slot_after_[next], r_[b].last_task);
     object_of_[b] = object;
     return {prev == kNone ? std::numeric_limits<TaskIndex>::min() : r_[prev].last_task,
-            next == kNone ? std::numeric_limits<TaskIndex>::max() : r_[next].first_task};
+            next == kNone ? std::numeric_limits<TaskIndex>::max() : r_[next].first_task, prev, next};
   }
-  // TFLite's RecalcBestDist: the closest non-conflicting object, lowest id
-  // on a tie; keeps the stale best object when there is none. An object
-  // does not conflict with i exactly when one of its free stretches holds
-  // all of i: then its distance is the gap to the stretch's ends. So the
-  // nearest object ending before i is the placed tensor t with the latest
-  // last task before i's first whose successor on its object starts after
-  // i's last (free_until_, by last-task rank), and the nearest starting
-  // after i mirrors it (free_since_, by first-task rank): two searches of
-  // O(log n), plus the tensors that tie with the nearest (equal last, or
-  // equal first, task) for the lowest id. An object has at most one such
-  // tensor on each side, so a side reports each object once.
-  void Recalculate(std::size_t i) {
+  // The nearest objects that do not conflict with i, from the placed
+  // tensors alone. An object does not conflict with i exactly when one of
+  // its free stretches holds all of i: then its distance is the gap to the
+  // stretch's ends. So the nearest object ending before i is the placed
+  // tensor t with the latest last task before i's first whose successor on
+  // its object starts after i's last (free_until_, by last-task rank), and
+  // the nearest starting after i mirrors it (free_since_, by first-task
+  // rank): two searches of O(log n), plus the tensors that tie with the
+  // nearest (equal last, or equal first, task). An object has at most one
+  // such tensor on each side, so a side reports each object once. Of the
+  // tied objects it returns the lowest id (TFLite's choice when it
+  // recalculates) and the one whose tensor at that distance was placed
+  // first (the one that became the best, see CheckWaiting).
+  struct Nearest {
+    std::uint64_t dist = kNone;
+    std::size_t lowest_object = kNone;
+    std::size_t first_object = kNone;
+    std::size_t first_step = kNone;
+  };
+  Nearest FindNearest(std::size_t i) {
     const UsageRecord& ri = r_[i];
-    std::uint64_t best = kNone;
-    std::size_t best_object = best_object_[i];
-    auto consider = [&](std::uint64_t gap, std::size_t object) {
-      if (gap < best || (gap == best && object < best_object)) {
-        best = gap;
-        best_object = object;
+    Nearest near;
+    std::uint64_t cost = kSearchCost;
+    auto consider = [&](std::uint64_t gap, std::size_t tensor) {
+      ++cost;
+      near.dist = gap;
+      near.lowest_object = std::min(near.lowest_object, object_of_[tensor]);
+      if (placed_at_[tensor] < near.first_step) {
+        near.first_step = placed_at_[tensor];
+        near.first_object = object_of_[tensor];
       }
     };
-    std::size_t visited = 0;
-    // Before i: ranks in by_last_ of the tensors that end before i starts.
-    const std::size_t ends_before = LastRankAbove(ri.first_task - 1);
-    const std::size_t nearest_before = free_until_.Last(0, ends_before, ri.last_task);
-    // After i: ranks in by_first_ of the tensors that start after i ends.
-    const std::size_t starts_after = FirstRankAbove(ri.last_task);
-    const std::size_t nearest_after = free_since_.First(starts_after, n_, ri.first_task);
+    // Before i: ranks in by_last_ of the tensors that end before i starts;
+    // after i: ranks in by_first_ of the tensors that start after i ends.
+    const std::size_t nearest_before = free_until_.Last(0, ends_before_[i], ri.last_task);
+    const std::size_t nearest_after = free_since_.First(starts_after_[i], n_, ri.first_task);
     std::uint64_t gap_before = kNone, gap_after = kNone;
     if (nearest_before != kNone)
       gap_before = static_cast<std::uint64_t>(ri.first_task - last_by_rank_[nearest_before]);
     if (nearest_after != kNone)
       gap_after = static_cast<std::uint64_t>(first_by_rank_[nearest_after] - ri.last_task);
+    // (A run of one, the usual case, is the nearest itself.)
     if (gap_before != kNone && gap_before <= gap_after) {
-      const std::size_t tied = LastRankAbove(last_by_rank_[nearest_before] - 1);
-      free_until_.ForEach(tied, nearest_before + 1, ri.last_task, [&](std::size_t rank) {
-        ++visited;
-        consider(gap_before, object_of_[by_last_[rank]]);
-      });
+      const std::size_t tied = last_run_begin_[nearest_before];
+      if (tied == nearest_before)
+        consider(gap_before, by_last_[nearest_before]);
+      else
+        free_until_.ForEach(tied, nearest_before + 1, ri.last_task,
+                            [&](std::size_t rank) { consider(gap_before, by_last_[rank]); });
     }
     if (gap_after != kNone && gap_after <= gap_before) {
-      const std::size_t tied_end = FirstRankAbove(first_by_rank_[nearest_after]);
-      free_since_.ForEach(nearest_after, tied_end, ri.first_task, [&](std::size_t rank) {
-        ++visited;
-        consider(gap_after, object_of_[by_first_[rank]]);
-      });
+      const std::size_t tied_end = first_run_end_[nearest_after];
+      if (tied_end == nearest_after + 1)
+        consider(gap_after, by_first_[nearest_after]);
+      else
+        free_since_.ForEach(nearest_after, tied_end, ri.first_task,
+                            [&](std::size_t rank) { consider(gap_after, by_first_[rank]); });
     }
-    budget_.Spend(visited);
-    SetBestDist(i, best);
-    best_object_[i] = best_object;
+    budget_.Spend(cost);
+    return near;
+  }
+  // TFLite's RecalcBestDist: the closest non-conflicting object, lowest id
+  // on a tie; keeps the stale best object when there is none.
+  void Recalculate(std::size_t i) {
+    const Nearest near = FindNearest(i);
+    SetBestDist(i, near.dist);
+    if (near.dist != kNone) best_object_[i] = near.lowest_object;
+  }
+
+  // Waiting tensors (positions after the competing one) are not kept up to
+  // date: their best distance and object are what they were at some
+  // earlier step (the start, their last recalculation, or the last check
+  // below that searched), and the placements that only bring them closer
+  // are skipped. That is enough to know their state at any
+  // later time: distances only shrink until an object conflicts, so the
+  // best distance is the nearest distance now (FindNearest), and the best
+  // object is the stored one while that distance has not changed (only a
+  // strictly closer object replaces it, and a recalculation would have
+  // been recorded), else the object that first came that close (it
+  // replaced the best then, and nothing strictly closer came since).
+  // Recalculations are what cannot be skipped: one happens when a tensor
+  // that conflicts with i lands on i's best object.
+  //
+  // b, conflicting with waiting tensor i, has just joined `object` in
+  // `stretch`: recalculates i if `object` was its best just before (its
+  // distance then, against the stored state and the nearest other
+  // objects), else stores i's state now when it was worked out anyway, so
+  // that the next check starts from a closer stored distance.
+  void CheckWaiting(std::size_t i, std::size_t object, const Stretch& stretch) {
+    const UsageRecord& ri = r_[i];
+    // Conflicting with i already: not a candidate (and not the best, or it
+    // would have been recalculated then).
+    if (!(stretch.prev_end < ri.first_task && ri.last_task < stretch.next_start)) return;
+    std::uint64_t gap_prev = kNone, gap_next = kNone;
+    if (stretch.prev != kNone) gap_prev = static_cast<std::uint64_t>(ri.first_task - stretch.prev_end);
+    if (stretch.next != kNone) gap_next = static_cast<std::uint64_t>(stretch.next_start - ri.last_task);
+    const std::uint64_t dist = std::min(gap_prev, gap_next);
+    const std::uint64_t stored = best_dist_[i];
+    // Farther than the best then (at most the stored distance): not it.
+    if (dist == kNone || dist > stored || (dist == stored && best_object_[i] != object)) return;
+    // The nearest other objects (b now keeps `object` out): i's state now.
+    const Nearest others = FindNearest(i);
+    bool was_best;
+    if (dist == stored) {
+      was_best = others.dist >= stored;  // nothing came closer: still the stored best
+    } else if (others.dist != dist) {
+      was_best = others.dist > dist;
+    } else {  // tied with others: the best is the object that came that close first
+      std::size_t step = kNone;
+      if (gap_prev == dist) step = placed_at_[stretch.prev];
+      if (gap_next == dist) step = std::min(step, placed_at_[stretch.next]);
+      was_best = step < others.first_step;
+    }
+    if (was_best) {  // TFLite's recalculation, as Recalculate (a stale object, where
+                     // none is left, is never read: no best distance means a new object)
+      best_dist_[i] = others.dist;
+      if (others.dist != kNone) best_object_[i] = others.lowest_object;
+      ++recalculated_;
+    } else if (others.dist != stored) {  // the best then, kept now
+      best_dist_[i] = others.dist;
+      best_object_[i] = others.first_object;
+    }
+  }
+  // A waiting tensor's position starts competing: its state now (CheckWaiting
+  // says why), then into the trees.
+  void Activate(std::size_t i) {
+    const Nearest near = FindNearest(i);
+    if (near.dist > best_dist_[i]) consistent_ = false;  // cannot happen: checked in Run
+    if (near.dist != best_dist_[i]) {
+      best_dist_[i] = near.dist;
+      best_object_[i] = near.first_object;
+    }
+    UpdateTrees(i);
   }
 
   std::span<const UsageRecord> r_;
@@ -575,7 +699,12 @@ class FastGreedyBySize {
   // task, kOpen when none); by first-task rank, where the stretch before it
   // begins (its predecessor's last task, -kOpen when none).
   KeyTree free_until_, free_since_;
-  std::vector<std::size_t> recalc_, improved_;
+  std::vector<std::size_t> recalc_, improved_, waiting_;
+  std::vector<std::size_t> placed_at_;  // per placed tensor: its step
+  std::size_t recalculated_ = 0;
+  std::vector<std::size_t> ends_before_, starts_after_;     // per tensor (FindNearest)
+  std::vector<std::size_t> last_run_begin_, first_run_end_;  // per rank (FindNearest)
+  bool consistent_ = true;
 };
 
 }  // namespace
