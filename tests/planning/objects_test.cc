@@ -165,6 +165,36 @@ TEST(ObjectsFastPaths, EqualReferenceOnLargerInputs) {
   }
 }
 
+// An allocation stream: most tensors freed within a few tasks, one in ten
+// living long, sizes from a few values. Few tensors are live at once against
+// n (the event-driven path runs), the sizes make many positions, and equal
+// sizes and gaps make ties: the waiting positions' states are worked out
+// late, ties between objects included (greedy_by_size's CheckWaiting).
+std::vector<UsageRecord> AllocationStream(std::uint64_t seed, std::size_t n) {
+  std::mt19937_64 rng(seed);
+  const std::uint64_t sizes[] = {64, 128, 256, 1024, 4096, 4096, 65536};
+  std::vector<UsageRecord> records;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto first = static_cast<TaskIndex>(i * (1 + rng() % 2));
+    const auto length = static_cast<TaskIndex>(rng() % 10 == 0 ? rng() % (n / 8) : rng() % 6);
+    records.push_back({sizes[rng() % 7], first, first + length});
+  }
+  return records;
+}
+
+TEST(GreedyBySize, EqualsReferenceOnAllocationStreams) {
+  PlanParams ref;
+  ref.reference = true;
+  for (std::uint64_t seed = 1; seed <= 16; ++seed) {
+    const auto records = AllocationStream(seed, 400 + seed * 100);
+    Result<ObjectsPlan> a = PlanObjects(records, ObjectsStrategy::kGreedyBySize);
+    Result<ObjectsPlan> b = PlanObjects(records, ObjectsStrategy::kGreedyBySize, ref);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(a->object_of, b->object_of) << "seed " << seed;
+    ASSERT_EQ(a->object_sizes, b->object_sizes);
+  }
+}
+
 // What min_cost_flow minimises: a new object costs the tensor's size; reusing
 // the object of the tensor before it costs the growth.
 internal::Uint128 FlowCost(std::span<const UsageRecord> records, const ObjectsPlan& plan) {
