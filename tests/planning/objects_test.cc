@@ -585,9 +585,10 @@ TEST(ExtentObjects, OneDimensionalOnlyStrategiesSayWhy) {
 // greedy_by_size's work budget grows with the time limit: 16,000 tensors
 // with disjoint lifetimes (each placement brings every later tensor closer,
 // 1.3e8 improvements of 12 units) need about 1.5e9 units, more than the 4e8
-// of the default 10 s and less than the 4e9 of 100 s and more. Units of work, not time: the same on any
-// machine (the limits are far above what the runs take, except in slow
-// sanitizer builds, where the first run may stop at its deadline instead).
+// of the default 10 s and less than the 4e9 of 100 s and more. Units of
+// work, not time: the same on any machine (the limits are far above what the
+// runs take, except in slow sanitizer builds, where the first run may stop at
+// its deadline instead).
 TEST(GreedyBySize, TheWorkBudgetGrowsWithTheTimeLimit) {
   std::vector<UsageRecord> records;
   for (int i = 0; i < 16'000; ++i)

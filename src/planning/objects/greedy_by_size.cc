@@ -24,11 +24,11 @@
 // b), walked only into subtrees that hold a hit; the next tensor comes from
 // an indexed binary heap. The waiting tensors (later positions) keep their
 // state of an earlier step: their state at any later time follows from it
-// and the placed tensors alone (see CheckWaiting), so the
-// placements that only bring them closer are skipped (three quarters of
-// all improvements on gpt2_medium_generate), and only the conflicts that
-// may hit their best object are checked, each with a search. Conflicts
-// come from an IntervalIndex over the unplaced tensors. Cost: O((n +
+// and the placed tensors alone (see CheckWaiting), so the placements that
+// only bring them closer are skipped (three quarters of all improvements
+// on gpt2_medium_generate), and only the conflicts that may hit their best
+// object are checked, each with a search. Conflicts come from an
+// IntervalIndex over the unplaced tensors. Cost: O((n +
 // changes + overlaps) log n), where changes (improved competing tensors)
 // grow quadratically when each placement brings most of them closer. When
 // a quarter of the tensors are live at once it would do more work than the
@@ -70,8 +70,8 @@ constexpr std::uint64_t kImprovedCost = 12;
 constexpr std::uint64_t kSearchCost = 18;
 // kMaxWork x (time limit / 10 s), between 1x and 10x: a longer time limit
 // lets inputs finish that need more work (gpt2_medium_generate needs about
-// 1.25e9 units: --time-limit 32 allows 1.28e9). No time limit (0 or infinite) keeps
-// kMaxWork, the cap that stops a runaway input.
+// 1.25e9 units: --time-limit 32 allows 1.28e9). No time limit (0 or
+// infinite) keeps kMaxWork, the cap that stops a runaway input.
 std::uint64_t MaxWork(const PlanParams& params) {
   const double t = params.time_limit_seconds;
   if (!(t > 10.0) || !std::isfinite(t)) return kMaxWork;
@@ -330,10 +330,14 @@ class FastGreedyBySize {
     }
     last_run_begin_.resize(n_);
     first_run_end_.resize(n_);
-    for (std::size_t k = 0; k < n_; ++k)
-      last_run_begin_[k] = k > 0 && last_by_rank_[k - 1] == last_by_rank_[k] ? last_run_begin_[k - 1] : k;
-    for (std::size_t k = n_; k-- > 0;)
-      first_run_end_[k] = k + 1 < n_ && first_by_rank_[k + 1] == first_by_rank_[k] ? first_run_end_[k + 1] : k + 1;
+    for (std::size_t k = 0; k < n_; ++k) {
+      const bool tied = k > 0 && last_by_rank_[k - 1] == last_by_rank_[k];
+      last_run_begin_[k] = tied ? last_run_begin_[k - 1] : k;
+    }
+    for (std::size_t k = n_; k-- > 0;) {
+      const bool tied = k + 1 < n_ && first_by_rank_[k + 1] == first_by_rank_[k];
+      first_run_end_[k] = tied ? first_run_end_[k + 1] : k + 1;
+    }
   }
 
   Result<ObjectsPlan> Run() {
@@ -349,7 +353,8 @@ class FastGreedyBySize {
       }
       const std::size_t b = Next();
       if (!consistent_)
-        return Internal("greedy_by_size: a waiting tensor's best distance grew without a recalculation");
+        return Internal("greedy_by_size: a waiting tensor's best distance grew without a "
+                        "recalculation");
       const bool new_object = best_dist_[b] == kNone;
       std::size_t object = best_object_[b];
       if (new_object) {
@@ -539,7 +544,8 @@ class FastGreedyBySize {
     if (next != kNone) free_since_.Set(slot_after_[next], r_[b].last_task);
     object_of_[b] = object;
     return {prev == kNone ? std::numeric_limits<TaskIndex>::min() : r_[prev].last_task,
-            next == kNone ? std::numeric_limits<TaskIndex>::max() : r_[next].first_task, prev, next};
+            next == kNone ? std::numeric_limits<TaskIndex>::max() : r_[next].first_task, prev,
+            next};
   }
   // The nearest objects that do not conflict with i, from the placed
   // tensors alone. An object does not conflict with i exactly when one of
@@ -635,8 +641,10 @@ class FastGreedyBySize {
     // would have been recalculated then).
     if (!(stretch.prev_end < ri.first_task && ri.last_task < stretch.next_start)) return;
     std::uint64_t gap_prev = kNone, gap_next = kNone;
-    if (stretch.prev != kNone) gap_prev = static_cast<std::uint64_t>(ri.first_task - stretch.prev_end);
-    if (stretch.next != kNone) gap_next = static_cast<std::uint64_t>(stretch.next_start - ri.last_task);
+    if (stretch.prev != kNone)
+      gap_prev = static_cast<std::uint64_t>(ri.first_task - stretch.prev_end);
+    if (stretch.next != kNone)
+      gap_next = static_cast<std::uint64_t>(stretch.next_start - ri.last_task);
     const std::uint64_t dist = std::min(gap_prev, gap_next);
     const std::uint64_t stored = best_dist_[i];
     // Farther than the best then (at most the stored distance): not it.
