@@ -28,13 +28,13 @@
 // only bring them closer are skipped (three quarters of all improvements
 // on gpt2_medium_generate), and only the conflicts that may hit their best
 // object are checked, each with a search. Conflicts come from an
-// IntervalIndex over the unplaced tensors. Cost: O((n +
-// changes + overlaps) log n), where changes (improved competing tensors)
-// grow quadratically when each placement brings most of them closer. When
-// a quarter of the tensors are live at once it would do more work than the
-// transcription, which then runs instead if its table fits; otherwise, on
-// inputs where most tensors overlap most others, it gives up with an error
-// after kMaxWork units (work_budget.h).
+// IntervalIndex over the unplaced tensors. Cost: O((n + changes + overlaps)
+// log n), where changes (improved competing tensors) grow quadratically when
+// each placement brings most of them closer. When a quarter of the tensors
+// are live at once it would do more work than the transcription, which then
+// runs instead if its table fits; otherwise, on inputs where most tensors
+// overlap most others, it gives up with an error after kMaxWork units
+// (work_budget.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -620,15 +620,15 @@ class FastGreedyBySize {
   // date: their best distance and object are what they were at some
   // earlier step (the start, their last recalculation, or the last check
   // below that searched), and the placements that only bring them closer
-  // are skipped. That is enough to know their state at any
-  // later time: distances only shrink until an object conflicts, so the
-  // best distance is the nearest distance now (FindNearest), and the best
-  // object is the stored one while that distance has not changed (only a
-  // strictly closer object replaces it, and a recalculation would have
-  // been recorded), else the object that first came that close (it
-  // replaced the best then, and nothing strictly closer came since).
-  // Recalculations are what cannot be skipped: one happens when a tensor
-  // that conflicts with i lands on i's best object.
+  // are skipped. That is enough to know their state at any later time:
+  // distances only shrink until an object conflicts, so the best distance
+  // is the nearest distance now (FindNearest), and the best object is the
+  // stored one while that distance has not changed (only a strictly closer
+  // object replaces it, and a recalculation would have been recorded), else
+  // the object that first came that close (it replaced the best then, and
+  // nothing strictly closer came since): CatchUp. Recalculations are what
+  // cannot be skipped: one happens when a tensor that conflicts with i
+  // lands on i's best object.
   //
   // b, conflicting with waiting tensor i, has just joined `object` in
   // `stretch`: recalculates i if `object` was its best just before (its
@@ -667,20 +667,23 @@ class FastGreedyBySize {
       best_dist_[i] = others.dist;
       if (others.dist != kNone) best_object_[i] = others.lowest_object;
       ++recalculated_;
-    } else if (others.dist != stored) {  // the best then, kept now
-      best_dist_[i] = others.dist;
-      best_object_[i] = others.first_object;
+    } else {  // the best then is still the best now
+      CatchUp(i, others);
     }
   }
-  // A waiting tensor's position starts competing: its state now (CheckWaiting
-  // says why), then into the trees.
-  void Activate(std::size_t i) {
-    const Nearest near = FindNearest(i);
+  // A waiting tensor's state now, from its stored state and `near`, the
+  // nearest objects now (see above).
+  void CatchUp(std::size_t i, const Nearest& near) {
     if (near.dist > best_dist_[i]) consistent_ = false;  // cannot happen: checked in Run
     if (near.dist != best_dist_[i]) {
       best_dist_[i] = near.dist;
       best_object_[i] = near.first_object;
     }
+  }
+  // A waiting tensor's position starts competing: its state now, then into
+  // the trees.
+  void Activate(std::size_t i) {
+    CatchUp(i, FindNearest(i));
     UpdateTrees(i);
   }
 
