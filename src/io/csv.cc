@@ -26,7 +26,7 @@ class CsvReader {
 
   Result<Problem> Read(std::istream& in) {
     io::CsvLines lines(in, source_);
-    std::vector<std::string> fields;
+    std::vector<std::string_view> fields;
     bool have_header = false;
     Problem problem;
     // Lines of the rows; duplicates are found by sorting after the read
@@ -87,7 +87,7 @@ class CsvReader {
     return Error("field '" + std::string(kColumnNames[c]) + "': " + what);
   }
 
-  Status ReadHeader(const std::vector<std::string>& fields) {
+  Status ReadHeader(const std::vector<std::string_view>& fields) {
     where_.fill(-1);
     header_.clear();
     for (std::size_t k = 0; k < fields.size(); ++k) {
@@ -117,27 +117,27 @@ class CsvReader {
     return Status::Ok();
   }
 
-  Result<std::uint64_t> Number(const std::vector<std::string>& f, Column c) const {
-    const std::string& s = f[static_cast<std::size_t>(where_[c])];
+  Result<std::uint64_t> Number(const std::vector<std::string_view>& f, Column c) const {
+    const std::string_view s = f[static_cast<std::size_t>(where_[c])];
     io::IntParse p = io::ParseUnsigned(s);
     if (!p.ok) return FieldError(c, p.error + ": " + io::Quote(s));
     return p.value;
   }
 
-  Result<TaskIndex> Task(const std::vector<std::string>& f, Column c) const {
+  Result<TaskIndex> Task(const std::vector<std::string_view>& f, Column c) const {
     TM_ASSIGN_OR_RETURN(std::uint64_t v, Number(f, c));
     if (v > static_cast<std::uint64_t>(kMaxTaskIndex) + 1)
       return FieldError(c, "task " + std::to_string(v) + " is beyond the supported range (2^62)");
     return static_cast<TaskIndex>(v);
   }
 
-  bool Present(const std::vector<std::string>& f, Column c) const {
+  bool Present(const std::vector<std::string_view>& f, Column c) const {
     return where_[c] >= 0 && !f[static_cast<std::size_t>(where_[c])].empty();
   }
 
-  Result<Buffer> ReadRow(const std::vector<std::string>& f) const {
+  Result<Buffer> ReadRow(const std::vector<std::string_view>& f) const {
     Buffer b;
-    b.id = f[static_cast<std::size_t>(where_[kId])];
+    b.id = std::string(f[static_cast<std::size_t>(where_[kId])]);
     if (b.id.empty()) return FieldError(kId, "empty id");
     TM_ASSIGN_OR_RETURN(b.size, Number(f, kSize));
     TM_ASSIGN_OR_RETURN(TaskIndex lower, Task(f, kLower));

@@ -64,7 +64,7 @@ Result<std::vector<IdOffset>> LoadOffsets(const std::string& path, const ReadLim
     if (format == InputFormat::kCsv) {
       auto read = internal::ReadInputFile(path, [&](std::istream& in) -> Result<std::optional<std::vector<IdOffset>>> {
         io::CsvLines lines(in, path);
-        std::vector<std::string> fields;
+        std::vector<std::string_view> fields;
         TM_ASSIGN_OR_RETURN(const bool any, lines.Next(&fields));
         if (!any || fields.size() != 2) return std::optional<std::vector<IdOffset>>();
         const bool id_first = fields[0] == "id" && fields[1] == "offset";
@@ -79,7 +79,7 @@ Result<std::vector<IdOffset>> LoadOffsets(const std::string& path, const ReadLim
           const io::IntParse off = io::ParseUnsigned(fields[id_first ? 1 : 0]);
           if (!off.ok)
             return lines.Error("field 'offset': " + off.error + ": " + io::Quote(fields[id_first ? 1 : 0]));
-          out.push_back({fields[id_first ? 0 : 1], off.value});
+          out.push_back({std::string(fields[id_first ? 0 : 1]), off.value});
         }
         return std::optional<std::vector<IdOffset>>(std::move(out));
       });

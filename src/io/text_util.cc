@@ -60,33 +60,48 @@ IntParse ParseUnsigned(std::string_view field) {
 }
 
 // Splits one CSV line. Fields may be double-quoted ("" escapes a quote).
-bool SplitCsv(std::string_view line, std::vector<std::string>* fields, std::string* error) {
+bool SplitCsv(std::string_view line, std::vector<std::string_view>* fields, std::string* unescaped,
+              std::string* error) {
   fields->clear();
-  std::string cur;
+  unescaped->clear();
+  // Unescaped text is never longer than the line: reserving it once keeps
+  // the views into it valid while it grows.
+  bool reserved = false;
   std::size_t i = 0;
   while (true) {
-    cur.clear();
     while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
     if (i < line.size() && line[i] == '"') {
-      ++i;
+      const std::size_t start = ++i;
+      std::size_t escaped_start = std::string::npos;  // where this field starts in *unescaped
       bool closed = false;
       while (i < line.size()) {
         if (line[i] == '"') {
           if (i + 1 < line.size() && line[i + 1] == '"') {
-            cur += '"';
+            if (escaped_start == std::string::npos) {
+              if (!reserved) unescaped->reserve(line.size());
+              reserved = true;
+              escaped_start = unescaped->size();
+              unescaped->append(line.substr(start, i - start));
+            }
+            *unescaped += '"';
             i += 2;
             continue;
           }
-          ++i;
           closed = true;
           break;
         }
-        cur += line[i++];
+        if (escaped_start != std::string::npos) *unescaped += line[i];
+        ++i;
       }
       if (!closed) {
         *error = "unterminated quoted field";
         return false;
       }
+      if (escaped_start == std::string::npos)
+        fields->push_back(line.substr(start, i - start));
+      else
+        fields->push_back(std::string_view(*unescaped).substr(escaped_start));
+      ++i;  // the closing quote
       while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
       if (i < line.size() && line[i] != ',') {
         *error = "text after a closing quote";
@@ -94,17 +109,17 @@ bool SplitCsv(std::string_view line, std::vector<std::string>* fields, std::stri
       }
     } else {
       const std::size_t start = i;
-      while (i < line.size() && line[i] != ',') ++i;
-      cur = std::string(io::Trim(line.substr(start, i - start)));
+      const std::size_t comma = line.find(',', i);
+      i = comma == std::string_view::npos ? line.size() : comma;
+      fields->push_back(io::Trim(line.substr(start, i - start)));
     }
-    fields->push_back(cur);
     if (i >= line.size()) break;
     ++i;  // the comma
   }
   return true;
 }
 
-Result<bool> CsvLines::Next(std::vector<std::string>* fields, std::size_t expected_fields) {
+Result<bool> CsvLines::Next(std::vector<std::string_view>* fields, std::size_t expected_fields) {
   while (std::getline(in_, text_)) {
     ++line_;
     if (Trim(text_).empty()) continue;
@@ -121,7 +136,7 @@ Result<bool> CsvLines::Next(std::vector<std::string>* fields, std::size_t expect
       line_ = first_line;
       return Error("NUL byte: not a text (CSV) file");
     }
-    if (!SplitCsv(text_, fields, &error_)) return Error(error_);
+    if (!SplitCsv(text_, fields, &unescaped_, &error_)) return Error(error_);
     if (expected_fields > 0 && fields->size() != expected_fields)
       return Error("expected " + std::to_string(expected_fields) +
                    " fields (as in the header), found " + std::to_string(fields->size()));

@@ -34,8 +34,12 @@ struct IntParse {
 IntParse ParseUnsigned(std::string_view field);
 
 // Splits one CSV line into trimmed fields. Fields may be double-quoted (""
-// escapes a quote). False + reason on a malformed line.
-bool SplitCsv(std::string_view line, std::vector<std::string>* fields, std::string* error);
+// escapes a quote). The fields view `line`, or `unescaped` for a quoted field
+// that holds "" (so both must outlive them); no copy otherwise, as this runs
+// once per line of files with millions of lines. False + reason on a
+// malformed line.
+bool SplitCsv(std::string_view line, std::vector<std::string_view>* fields, std::string* unescaped,
+              std::string* error);
 
 // Reads a CSV stream line by line: skips blank lines, splits fields, and
 // (when told how many the header had) checks each line has that many. Errors
@@ -44,14 +48,15 @@ class CsvLines {
  public:
   CsvLines(std::istream& in, std::string_view source) : in_(in), source_(source) {}
   // The next non-blank line's fields: true, false at the end, or an error.
-  Result<bool> Next(std::vector<std::string>* fields, std::size_t expected_fields = 0);
+  // The fields view this reader's line: valid until the next call.
+  Result<bool> Next(std::vector<std::string_view>* fields, std::size_t expected_fields = 0);
   std::size_t line() const { return line_; }
   Status Error(const std::string& what) const;  // "source:line: what"
 
  private:
   std::istream& in_;
   std::string_view source_;
-  std::string text_, error_;
+  std::string text_, unescaped_, error_;
   std::size_t line_ = 0;
 };
 

@@ -22,10 +22,14 @@ enum Column { kThread, kTime, kAction, kPointer, kSize, kStream, kNumColumns };
 constexpr std::array<std::string_view, kNumColumns> kColumnNames = {"Thread", "Time",    "Action",
                                                                     "Pointer", "Size", "Stream"};
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
+// ASCII case-insensitive equality (no copy: this runs once per line).
+bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);
+    if (x != y && std::tolower(x) != std::tolower(y)) return false;
+  }
+  return true;
 }
 
 // Decimal, or hexadecimal with a 0x prefix.
@@ -87,7 +91,7 @@ class TraceReader {
     Trace trace;
     trace.source = std::string(source_);
     io::CsvLines lines(in, source_);
-    std::vector<std::string> fields;
+    std::vector<std::string_view> fields;
     std::string error;
     bool have_header = false;
     std::unordered_map<std::uint64_t, std::uint64_t> live;  // pointer -> allocate event
@@ -100,16 +104,16 @@ class TraceReader {
         have_header = true;
         continue;
       }
-      const std::string action = Lower(io::Trim(Field(fields, kAction)));
+      const std::string_view action = io::Trim(Field(fields, kAction));
       TraceEvent e;
       e.line = line_no_;
-      if (action == "allocate failure") {
+      if (EqualsIgnoringCase(action, "allocate failure")) {
         ++trace.num_failed_allocations;
         continue;
       }
-      if (action == "allocate") {
+      if (EqualsIgnoringCase(action, "allocate")) {
         e.action = TraceAction::kAllocate;
-      } else if (action == "free") {
+      } else if (EqualsIgnoringCase(action, "free")) {
         e.action = TraceAction::kFree;
       } else {
         return FieldError(kAction, "unknown action " + io::Quote(Field(fields, kAction)) +
@@ -170,25 +174,25 @@ class TraceReader {
   Status FieldError(Column c, const std::string& what) const {
     return Error("field '" + std::string(kColumnNames[c]) + "': " + what);
   }
-  const std::string& Field(const std::vector<std::string>& f, Column c) const {
+  std::string_view Field(const std::vector<std::string_view>& f, Column c) const {
     return f[static_cast<std::size_t>(where_[c])];
   }
-  Status Number(const std::vector<std::string>& f, Column c, std::uint64_t* out) const {
+  Status Number(const std::vector<std::string_view>& f, Column c, std::uint64_t* out) const {
     std::string error;
     if (!ParseNumber(Field(f, c), out, &error))
       return FieldError(c, error + ": " + io::Quote(Field(f, c)));
     return Status::Ok();
   }
 
-  Status ReadHeader(const std::vector<std::string>& fields) {
+  Status ReadHeader(const std::vector<std::string_view>& fields) {
     where_.fill(-1);
     header_size_ = fields.size();
     for (std::size_t k = 0; k < fields.size(); ++k) {
-      std::string name = Lower(fields[k]);
-      if (k == 0 && name.compare(0, 3, "\xef\xbb\xbf") == 0) name.erase(0, 3);
+      std::string_view name = fields[k];
+      if (k == 0 && name.substr(0, 3) == "\xef\xbb\xbf") name.remove_prefix(3);
       int col = -1;
       for (int c = 0; c < kNumColumns; ++c)
-        if (Lower(kColumnNames[static_cast<std::size_t>(c)]) == name) col = c;
+        if (EqualsIgnoringCase(kColumnNames[static_cast<std::size_t>(c)], name)) col = c;
       if (col < 0)
         return Error("unknown column " + io::Quote(fields[k]) +
                      " (a trace has Thread,Time,Action,Pointer,Size,Stream)");

@@ -1,0 +1,125 @@
+// The CSV splitter every reader uses: fields are views into the line, or into
+// the unescaped text for quoted fields holding "", so they must come out as a
+// copying splitter would make them, and stay valid together.
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "io/text_util.h"
+
+namespace tensormem::io {
+namespace {
+
+// The splitter written plainly, one std::string per field: the reference.
+bool SplitCopying(std::string_view line, std::vector<std::string>* fields, std::string* error) {
+  fields->clear();
+  std::size_t i = 0;
+  while (true) {
+    std::string cur;
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    if (i < line.size() && line[i] == '"') {
+      ++i;
+      bool closed = false;
+      while (i < line.size()) {
+        if (line[i] == '"') {
+          if (i + 1 < line.size() && line[i + 1] == '"') {
+            cur += '"';
+            i += 2;
+            continue;
+          }
+          ++i;
+          closed = true;
+          break;
+        }
+        cur += line[i++];
+      }
+      if (!closed) {
+        *error = "unterminated quoted field";
+        return false;
+      }
+      while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+      if (i < line.size() && line[i] != ',') {
+        *error = "text after a closing quote";
+        return false;
+      }
+    } else {
+      const std::size_t start = i;
+      while (i < line.size() && line[i] != ',') ++i;
+      cur = std::string(Trim(line.substr(start, i - start)));
+    }
+    fields->push_back(cur);
+    if (i >= line.size()) break;
+    ++i;
+  }
+  return true;
+}
+
+std::vector<std::string> Split(std::string_view line, std::string* error = nullptr) {
+  std::vector<std::string_view> views;
+  std::string unescaped, why;
+  if (!SplitCsv(line, &views, &unescaped, &why)) {
+    if (error != nullptr) *error = why;
+    return {"<error>"};
+  }
+  return {views.begin(), views.end()};
+}
+
+TEST(SplitCsv, FieldsAreTrimmedAndQuotedOnesKeepTheirText) {
+  EXPECT_EQ(Split("a, b ,\tc\r"), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(Split(""), (std::vector<std::string>{""}));
+  EXPECT_EQ(Split("a,,"), (std::vector<std::string>{"a", "", ""}));
+  EXPECT_EQ(Split("\"a,b\", \" c \" ,d"), (std::vector<std::string>{"a,b", " c ", "d"}));
+  // Several escaped fields on one line: the views into the unescaped text
+  // must all stay valid (it is reserved once, never reallocated).
+  EXPECT_EQ(Split("\"x\"\"y\",\"\"\"\"\"\",plain,\"p\"\"q\"\"r\"\r"),
+            (std::vector<std::string>{"x\"y", "\"\"", "plain", "p\"q\"r"}));
+}
+
+TEST(SplitCsv, MalformedLinesSayWhy) {
+  std::string error;
+  EXPECT_EQ(Split("a,\"b", &error), (std::vector<std::string>{"<error>"}));
+  EXPECT_EQ(error, "unterminated quoted field");
+  EXPECT_EQ(Split("\"b\"x,c", &error), (std::vector<std::string>{"<error>"}));
+  EXPECT_EQ(error, "text after a closing quote");
+}
+
+TEST(SplitCsv, EqualsTheCopyingSplitterOnRandomLines) {
+  std::mt19937_64 rng(20261129);
+  const std::string alphabet = "ab\",,  \t\r\"";
+  for (int n = 0; n < 20000; ++n) {
+    std::string line(rng() % 24, ' ');
+    for (char& c : line) c = alphabet[rng() % alphabet.size()];
+    std::vector<std::string> expected;
+    std::string expected_error, error;
+    const bool ok = SplitCopying(line, &expected, &expected_error);
+    const std::vector<std::string> got = Split(line, &error);
+    if (ok) {
+      ASSERT_EQ(got, expected) << "line: " << line;
+    } else {
+      ASSERT_EQ(got, std::vector<std::string>{"<error>"}) << "line: " << line;
+      ASSERT_EQ(error, expected_error) << "line: " << line;
+    }
+  }
+}
+
+TEST(CsvLines, QuotedLineBreaksJoinLinesAndErrorsNameTheFirst) {
+  std::istringstream in("h1,h2\n\n\"a\nb\",c\nd,e\n\"open\n");
+  CsvLines lines(in, "t.csv");
+  std::vector<std::string_view> fields;
+  ASSERT_TRUE(*lines.Next(&fields));
+  EXPECT_EQ(fields, (std::vector<std::string_view>{"h1", "h2"}));
+  ASSERT_TRUE(*lines.Next(&fields, 2));
+  EXPECT_EQ(fields, (std::vector<std::string_view>{"a\nb", "c"}));
+  EXPECT_EQ(lines.line(), 4u);
+  ASSERT_TRUE(*lines.Next(&fields, 2));
+  EXPECT_EQ(fields, (std::vector<std::string_view>{"d", "e"}));
+  Result<bool> bad = lines.Next(&fields, 2);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "t.csv:6: unterminated quoted field");
+}
+
+}  // namespace
+}  // namespace tensormem::io
