@@ -27,6 +27,7 @@ enum class ObjectsStrategy {
   kGreedyByBreadth,  // widest tasks first, best-fitting non-conflicting object
   kGreedyBySize,     // size-distance priority over positional maximums
   kMinCostFlow,      // min-cost max-flow over "finished -> wants" reuse edges
+  kTightestFit,      // ours: size descending, the shortest free stretch of an object
   kGreedyBest,       // greedy_by_size, or greedy_by_breadth when strictly smaller
   kBest,             // ours: every fast strategy, keep the cheapest
 };

@@ -41,7 +41,7 @@ struct ObjectsEntry {
 constexpr ObjectsFn Sizes(ObjectsFn f) { return f; }
 constexpr ExtentObjectsFn Extents(ExtentObjectsFn f) { return f; }
 
-constexpr std::array<ObjectsEntry, 8> kObjectsTable = {{
+constexpr std::array<ObjectsEntry, 9> kObjectsTable = {{
     {ObjectsStrategy::kNaive, "naive", Sizes(planning::NaiveObjects), Extents(planning::NaiveObjects)},
     {ObjectsStrategy::kEquality, "equality", Sizes(planning::EqualityObjects),
      Extents(planning::EqualityObjects)},
@@ -50,6 +50,7 @@ constexpr std::array<ObjectsEntry, 8> kObjectsTable = {{
     {ObjectsStrategy::kGreedyByBreadth, "greedy_by_breadth", planning::GreedyByBreadthObjects, nullptr},
     {ObjectsStrategy::kGreedyBySize, "greedy_by_size", planning::GreedyBySizeObjects, nullptr},
     {ObjectsStrategy::kMinCostFlow, "min_cost_flow", planning::MinCostFlowObjects, nullptr},
+    {ObjectsStrategy::kTightestFit, "tightest_fit", planning::TightestFitObjects, nullptr},
     {ObjectsStrategy::kGreedyBest, "greedy_best", planning::GreedyBestObjects, nullptr},
     {ObjectsStrategy::kBest, "best", planning::BestObjects, nullptr},
 }};

@@ -1,7 +1,8 @@
 // best (objects), ours: run every fast strategy and keep the cheapest plan
 // (ties: the earlier in the list below); plan.strategy names the winner,
 // e.g. "best(greedy_by_size)". greedy_best is not run on its own: it is the
-// better of two candidates already in the list.
+// better of two candidates already in the list. tightest_fit runs first: it
+// takes milliseconds and often reaches the lower bound, which ends the race.
 //
 // So that best stays usable on large inputs, candidates predicted to be slow
 // are skipped: min_cost_flow above kMinCostFlowMaxRecords records (it takes
@@ -47,6 +48,7 @@ Result<ObjectsPlan> BestObjects(std::span<const UsageRecord> records, const Plan
       internal::SaturatingMul(records.size(), MaxLiveTensors(records));
   const bool dense = density_work > kMaxDensityWork;
   const Candidate candidates[] = {
+      {TightestFitObjects, ObjectsStrategy::kTightestFit, true},
       {GreedyBySizeObjects, ObjectsStrategy::kGreedyBySize, !dense},
       {GreedyByBreadthObjects, ObjectsStrategy::kGreedyByBreadth, !dense},
       {MinCostFlowObjects, ObjectsStrategy::kMinCostFlow, records.size() <= kMinCostFlowMaxRecords},

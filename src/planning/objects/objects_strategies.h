@@ -23,6 +23,8 @@ Result<ObjectsPlan> GreedyBySizeObjects(std::span<const UsageRecord> records,
                                         const PlanParams& params);
 Result<ObjectsPlan> MinCostFlowObjects(std::span<const UsageRecord> records,
                                        const PlanParams& params);
+Result<ObjectsPlan> TightestFitObjects(std::span<const UsageRecord> records,
+                                       const PlanParams& params);
 Result<ObjectsPlan> GreedyBestObjects(std::span<const UsageRecord> records,
                                       const PlanParams& params);
 Result<ObjectsPlan> BestObjects(std::span<const UsageRecord> records, const PlanParams& params);
