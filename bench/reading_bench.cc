@@ -45,7 +45,8 @@ void BM_LoadProblem(benchmark::State& state, const std::string& path) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * problem->buffers.size()));
 }
 
-std::vector<std::filesystem::path> Files(const std::filesystem::path& dir, std::string_view suffix) {
+std::vector<std::filesystem::path> Files(const std::filesystem::path& dir,
+                                         std::string_view suffix) {
   std::vector<std::filesystem::path> files;
   if (!std::filesystem::is_directory(dir)) return files;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
@@ -62,12 +63,13 @@ const bool kRegistered = [] {
     const std::string name = path.filename().string();
     benchmark::RegisterBenchmark(("traces/LoadTrace/" + name).c_str(), BM_LoadTrace, path.string())
         ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(("traces/LoadProblem/" + name).c_str(), BM_LoadProblem, path.string())
+    benchmark::RegisterBenchmark(("traces/LoadProblem/" + name).c_str(), BM_LoadProblem,
+                                 path.string())
         ->Unit(benchmark::kMillisecond);
   }
   for (const auto& path : Files(shared / "benchmarks/minimalloc", ".csv"))
-    benchmark::RegisterBenchmark(("minimalloc/LoadProblem/" + path.filename().string()).c_str(), BM_LoadProblem,
-                                 path.string())
+    benchmark::RegisterBenchmark(("minimalloc/LoadProblem/" + path.filename().string()).c_str(),
+                                 BM_LoadProblem, path.string())
         ->Unit(benchmark::kMicrosecond);
   return true;
 }();

@@ -184,8 +184,9 @@ Result<ObjectsPlan> Fast(std::span<const UsageRecord> records, const PlanParams&
   // tensors whose last task is < f.
   std::vector<std::size_t> by_last(n);
   std::iota(by_last.begin(), by_last.end(), 0);
-  std::stable_sort(by_last.begin(), by_last.end(),
-                   [&](std::size_t a, std::size_t b) { return records[a].last_task < records[b].last_task; });
+  std::stable_sort(by_last.begin(), by_last.end(), [&](std::size_t a, std::size_t b) {
+    return records[a].last_task < records[b].last_task;
+  });
   std::vector<TaskIndex> last_by_rank(n);
   std::vector<std::size_t> slot(n);
   for (std::size_t k = 0; k < n; ++k) {
@@ -193,8 +194,8 @@ Result<ObjectsPlan> Fast(std::span<const UsageRecord> records, const PlanParams&
     slot[by_last[k]] = k;
   }
   StretchTree closed(n);
-  std::vector<std::size_t> next(n, kNone);              // the tensor after it on its object
-  std::vector<std::size_t> first_of, last_of;           // per object
+  std::vector<std::size_t> next(n, kNone);     // the tensor after it on its object
+  std::vector<std::size_t> first_of, last_of;  // per object
   // Open stretches: after each object's last tensor, by (its last task,
   // object descending) so that the predecessor of a task is the latest, then
   // lowest object; before each object's first tensor, by (its first task,
@@ -234,7 +235,8 @@ Result<ObjectsPlan> Fast(std::span<const UsageRecord> records, const PlanParams&
       }
       auto before = before_first.upper_bound(std::pair<TaskIndex, std::size_t>{r.last_task, kNone});
       if (before != before_first.end()) {
-        const Choice c{true, static_cast<std::uint64_t>(before->first - r.last_task), before->second};
+        const Choice c{true, static_cast<std::uint64_t>(before->first - r.last_task),
+                       before->second};
         if (c < open) open = c;
       }
       best = open;
@@ -274,7 +276,8 @@ Result<ObjectsPlan> Fast(std::span<const UsageRecord> records, const PlanParams&
 
 }  // namespace
 
-Result<ObjectsPlan> TightestFitObjects(std::span<const UsageRecord> records, const PlanParams& params) {
+Result<ObjectsPlan> TightestFitObjects(std::span<const UsageRecord> records,
+                                       const PlanParams& params) {
   if (params.reference) return Reference(records, params);
   return Fast(records, params);
 }
