@@ -17,32 +17,32 @@
 namespace tensormem {
 namespace {
 
-void BM_LoadTrace(benchmark::State& state, const std::string& path) {
-  Result<Trace> trace = InvalidArgument("not run");
+// One load per iteration; `count` says how many events or buffers it read.
+template <typename Load, typename Count>
+void BM_Load(benchmark::State& state, const std::string& path, const char* what, Load load,
+             Count count) {
+  std::size_t items = 0;
   for (auto _ : state) {
-    trace = LoadTrace(path);
-    if (!trace.ok()) {
-      state.SkipWithError(trace.status().ToString().c_str());
+    auto loaded = load(path);
+    if (!loaded.ok()) {
+      state.SkipWithError(loaded.status().ToString().c_str());
       return;
     }
-    benchmark::DoNotOptimize(trace->events.data());
+    items = count(*loaded);
+    benchmark::DoNotOptimize(items);
   }
-  state.counters["events"] = static_cast<double>(trace->events.size());
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * trace->events.size()));
+  state.counters[what] = static_cast<double>(items);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * items));
+}
+
+void BM_LoadTrace(benchmark::State& state, const std::string& path) {
+  BM_Load(state, path, "events", [](const std::string& p) { return LoadTrace(p); },
+          [](const Trace& t) { return t.events.size(); });
 }
 
 void BM_LoadProblem(benchmark::State& state, const std::string& path) {
-  Result<Problem> problem = InvalidArgument("not run");
-  for (auto _ : state) {
-    problem = LoadProblem(path);
-    if (!problem.ok()) {
-      state.SkipWithError(problem.status().ToString().c_str());
-      return;
-    }
-    benchmark::DoNotOptimize(problem->buffers.data());
-  }
-  state.counters["buffers"] = static_cast<double>(problem->buffers.size());
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * problem->buffers.size()));
+  BM_Load(state, path, "buffers", [](const std::string& p) { return LoadProblem(p); },
+          [](const Problem& p) { return p.buffers.size(); });
 }
 
 std::vector<std::filesystem::path> Files(const std::filesystem::path& dir,
