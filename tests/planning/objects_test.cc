@@ -378,6 +378,28 @@ TEST(Best, StopsAtTheLowerBound) {
   EXPECT_LE(polls, alone + 2);  // the six others would poll at least once each
 }
 
+// greedy_in_order runs first, aside: when the time is up before the race
+// reaches it, best still returns its plan (it failed instead on 2 x 10^6
+// records at the default limit). Here a stop request from the second poll on
+// ends the race before its first candidate.
+TEST(Best, ReturnsGreedyInOrderWhenTheRaceEndsEarly) {
+  const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(3'000, 5);
+  int polls = 0;
+  PlanParams params;
+  params.should_stop = [&] { return ++polls > 1; };
+  Result<ObjectsPlan> best = PlanObjects(records, ObjectsStrategy::kBest, params);
+  ASSERT_TRUE(best.ok()) << best.status().ToString();
+  EXPECT_EQ(best->strategy, "best(greedy_in_order, time limit hit)");
+  Result<ObjectsPlan> in_order = PlanObjects(records, ObjectsStrategy::kGreedyInOrder);
+  ASSERT_TRUE(in_order.ok());
+  EXPECT_EQ(best->object_of, in_order->object_of);
+  // A stop request at the first poll skips it too: nothing to return.
+  polls = -1;
+  params.should_stop = [&] { return ++polls >= 0; };
+  EXPECT_EQ(PlanObjects(records, ObjectsStrategy::kBest, params).status().code(),
+            StatusCode::kDeadlineExceeded);
+}
+
 // ---------------------------------------------------------------- reallocation graph
 
 // The definition, by brute force: an edge root-v when every child of root
