@@ -6,6 +6,8 @@
 // positional maximums), `objects` the number of objects. A size a strategy
 // cannot do is skipped with the reason.
 //
+// `lower_bound` times ObjectsLowerBound alone on the same records, up to 10^6.
+//
 // min_cost_flow's default path differs from the faithful solver above 100
 // records (a windowed flow graph); the `mcf_window_cost` benchmarks measure
 // what that costs in plan size: counters geomean/min/max of windowed total /
@@ -134,6 +136,20 @@ void McfWindowCostMinimalloc(benchmark::State& state) {
   }
   ReportWindowCost(state, inputs);
 }
+
+// The lower bound every objects plan is reported against (and objects best
+// computes inside its time limit): the sum of positional maximums.
+void LowerBound(benchmark::State& state) {
+  const std::vector<UsageRecord>& records = Records(static_cast<std::size_t>(state.range(0)));
+  std::uint64_t bound = 0;
+  for (auto _ : state) {
+    bound = ObjectsLowerBound(records);
+    benchmark::DoNotOptimize(bound);
+  }
+  state.counters["bound"] = static_cast<double>(bound);
+}
+BENCHMARK(LowerBound)->Name("lower_bound")->Arg(10'000)->Arg(100'000)->Arg(1'000'000)
+    ->Unit(benchmark::kMillisecond);
 
 BENCHMARK(McfWindowCostNetwork)->Name("mcf_window_cost/network")->Arg(300)->Arg(500)
     ->Unit(benchmark::kMillisecond)->Iterations(1);

@@ -58,13 +58,14 @@ std::pair<std::uint64_t, TaskIndex> Sweep(ForEachSpan for_each_span) {
   return {capped, peak_task};
 }
 
-// Range add, global max over [0, n).
+// Range add, global max over [0, n). A node's max and pending add share a
+// cache line: at 10^6 ranges and more the tree outgrows the caches, and two
+// arrays cost two misses a node.
 class MaxAddTree {
  public:
   explicit MaxAddTree(std::size_t n) {
     while (leaves_ < n) leaves_ *= 2;
-    max_.assign(2 * leaves_, 0);
-    add_.assign(2 * leaves_, 0);
+    nodes_.assign(2 * leaves_, Node{});
   }
   // Adds 1 to [lo, hi] (inclusive), bottom-up: the canonical nodes take the
   // add, then the two boundary paths are recomputed. Iterative, so about
@@ -81,19 +82,24 @@ class MaxAddTree {
     Pull(l0);
     Pull(r0);
   }
-  std::int64_t Max() const { return max_[1]; }
+  std::int64_t Max() const { return nodes_[1].max; }
 
  private:
+  struct Node {
+    std::int64_t max = 0;  // the max below, including add
+    std::int64_t add = 0;  // pending add
+  };
   void Apply(std::size_t node) {
-    ++max_[node];
-    ++add_[node];
+    ++nodes_[node].max;
+    ++nodes_[node].add;
   }
   void Pull(std::size_t node) {
     for (node /= 2; node >= 1; node /= 2)
-      max_[node] = add_[node] + std::max(max_[2 * node], max_[2 * node + 1]);
+      nodes_[node].max =
+          nodes_[node].add + std::max(nodes_[2 * node].max, nodes_[2 * node + 1].max);
   }
   std::size_t leaves_ = 1;
-  std::vector<std::int64_t> max_, add_;  // per node: max below including add_; pending add
+  std::vector<Node> nodes_;
 };
 
 }  // namespace
@@ -162,11 +168,26 @@ std::uint64_t PeakLiveBytes(const Problem& problem, std::uint64_t alignment) {
 std::vector<std::uint64_t> PositionalMaximums(std::span<const UsageRecord> records) {
   std::vector<std::uint64_t> result;
   if (records.empty()) return result;
-  std::vector<TaskIndex> starts;
-  starts.reserve(records.size());
-  for (const UsageRecord& r : records) starts.push_back(r.first_task);
-  std::sort(starts.begin(), starts.end());
-  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  // Each record's range of distinct first tasks, [lo, hi), from two sorted
+  // passes instead of two binary searches per record (at 2 x 10^6 records
+  // those searches' cache misses were half the time).
+  const std::size_t n = records.size();
+  std::vector<std::pair<TaskIndex, std::size_t>> by_task(n);
+  for (std::size_t i = 0; i < n; ++i) by_task[i] = {records[i].first_task, i};
+  std::sort(by_task.begin(), by_task.end());
+  std::vector<TaskIndex> starts;  // distinct first tasks, ascending
+  std::vector<std::size_t> lo_of(n), hi_of(n);
+  for (const auto& [task, i] : by_task) {
+    if (starts.empty() || starts.back() != task) starts.push_back(task);
+    lo_of[i] = starts.size() - 1;
+  }
+  for (std::size_t i = 0; i < n; ++i) by_task[i] = {records[i].last_task, i};
+  std::sort(by_task.begin(), by_task.end());
+  std::size_t k = 0;  // distinct first tasks <= the current last task
+  for (const auto& [task, i] : by_task) {
+    while (k < starts.size() && starts[k] <= task) ++k;
+    hi_of[i] = k;
+  }
 
   // By size, largest first (ties by index). Sorting (size, index) pairs reads
   // memory in order: a stable sort of indices through the records took most
@@ -178,13 +199,8 @@ std::vector<std::uint64_t> PositionalMaximums(std::span<const UsageRecord> recor
   });
   MaxAddTree tree(starts.size());
   for (const auto& [size, i] : order) {
-    const UsageRecord& r = records[i];
-    const auto lo = static_cast<std::size_t>(
-        std::lower_bound(starts.begin(), starts.end(), r.first_task) - starts.begin());
-    const auto hi = static_cast<std::size_t>(
-        std::upper_bound(starts.begin(), starts.end(), r.last_task) - starts.begin());
-    tree.Add(lo, hi - 1);  // hi > lo: r's own first task is in range
-    while (static_cast<std::int64_t>(result.size()) < tree.Max()) result.push_back(r.size);
+    tree.Add(lo_of[i], hi_of[i] - 1);  // hi > lo: the record's own first task is in range
+    while (static_cast<std::int64_t>(result.size()) < tree.Max()) result.push_back(size);
   }
   return result;
 }

@@ -23,16 +23,23 @@ template <typename Record>
 Status CheckObjectTimelines(std::span<const Record> records,
                             const std::vector<std::size_t>& object_of, std::size_t num_objects,
                             bool (*occupies)(const Record&)) {
-  std::vector<std::size_t> order;
+  // (object, first task, index) keys sort in memory order: sorting indices
+  // through the records was a tenth of planning 2 x 10^6 records.
+  struct Key {
+    std::size_t object;
+    TaskIndex first;
+    std::size_t index;
+    bool operator<(const Key& o) const {
+      return std::tie(object, first, index) < std::tie(o.object, o.first, o.index);
+    }
+  };
+  std::vector<Key> order;
   order.reserve(records.size());
   for (std::size_t i = 0; i < records.size(); ++i)
-    if (occupies(records[i])) order.push_back(i);
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return std::tie(object_of[a], records[a].first_task, a) <
-           std::tie(object_of[b], records[b].first_task, b);
-  });
+    if (occupies(records[i])) order.push_back({object_of[i], records[i].first_task, i});
+  std::sort(order.begin(), order.end());
   for (std::size_t k = 1; k < order.size(); ++k) {
-    const std::size_t a = order[k - 1], b = order[k];
+    const std::size_t a = order[k - 1].index, b = order[k].index;
     if (object_of[a] != object_of[b]) continue;
     if (records[a].ConflictsWith(records[b]))
       return InvalidArgument(Tensor(a) + " [" + std::to_string(records[a].first_task) + ", " +

@@ -1,5 +1,7 @@
 #include "tensormem/validator.h"
 
+#include <random>
+
 #include <gtest/gtest.h>
 
 namespace tensormem {
@@ -89,6 +91,35 @@ TEST(ValidateObjects, ChecksIdsSizesAndConflicts) {
   ObjectsPlan bad_id = ok;
   bad_id.object_of = {0, 5, 0};
   EXPECT_FALSE(ValidateObjectsPlan(r, bad_id).ok());
+}
+
+// Conflicts found by sorting (object, first task) against every pair, on
+// records in random order with random objects (zero-byte tensors occupy
+// nothing); sizes always fit, so only conflicts decide.
+TEST(ValidateObjects, ConflictsMatchEveryPair) {
+  std::mt19937_64 rng(29);
+  int invalid = 0;
+  for (int round = 0; round < 400; ++round) {
+    const std::size_t n = 2 + rng() % 30, objects = 1 + rng() % 6;
+    std::vector<UsageRecord> r;
+    ObjectsPlan plan;
+    plan.object_sizes.assign(objects, 100);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto first = static_cast<TaskIndex>(rng() % 40);
+      const std::uint64_t size = rng() % 8 == 0 ? 0 : 1 + rng() % 100;
+      r.push_back({size, first, first + static_cast<TaskIndex>(rng() % 6)});
+      plan.object_of.push_back(rng() % objects);
+    }
+    bool conflict = false;
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = i + 1; j < n; ++j)
+        conflict |= plan.object_of[i] == plan.object_of[j] && r[i].size > 0 && r[j].size > 0 &&
+                    r[i].ConflictsWith(r[j]);
+    invalid += conflict;
+    EXPECT_EQ(ValidateObjectsPlan(r, plan).ok(), !conflict) << "round " << round;
+  }
+  EXPECT_GT(invalid, 50);
+  EXPECT_LT(invalid, 350);
 }
 
 TEST(ValidateObjects, ExtentsMustCoverEveryDimension) {
