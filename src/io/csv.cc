@@ -91,13 +91,11 @@ class CsvReader {
     where_.fill(-1);
     header_.clear();
     for (std::size_t k = 0; k < fields.size(); ++k) {
-      std::string name;
-      for (char c : fields[k]) name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (k == 0 && name.size() >= 3 && name.compare(0, 3, "\xef\xbb\xbf") == 0) name.erase(0, 3);
-      if (name == "begin") name = "lower";
+      const std::string_view name =
+          io::EqualsIgnoringCase(fields[k], "begin") ? std::string_view("lower") : fields[k];
       int col = -1;
       for (int c = 0; c < kNumColumns; ++c)
-        if (kColumnNames[static_cast<std::size_t>(c)] == name) col = c;
+        if (io::EqualsIgnoringCase(kColumnNames[static_cast<std::size_t>(c)], name)) col = c;
       if (col < 0)
         return Error("unknown column " + io::Quote(fields[k]) +
                      " (known: id, lower or begin, upper or end, size, alignment, offset, gaps)");

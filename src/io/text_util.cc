@@ -122,6 +122,7 @@ bool SplitCsv(std::string_view line, std::vector<std::string_view>* fields, std:
 Result<bool> CsvLines::Next(std::vector<std::string_view>* fields, std::size_t expected_fields) {
   while (std::getline(in_, text_)) {
     ++line_;
+    if (line_ == 1 && text_.starts_with("\xef\xbb\xbf")) text_.erase(0, 3);  // a BOM
     if (Trim(text_).empty()) continue;
     // A quoted field may hold a line break (an id with a newline, as the
     // writer quotes it): an odd number of quotes so far continues the line.

@@ -20,6 +20,16 @@ inline std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// ASCII case-insensitive equality, without a copy (the readers match header
+// names and trace actions with it, the latter once per line).
+inline bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return true;
+}
+
 // Shortened, printable copy of an offending value for error messages.
 std::string Quote(std::string_view s);
 // Text for SVG/HTML: <, >, &, " as entities; control bytes as '?'.
@@ -41,9 +51,10 @@ IntParse ParseUnsigned(std::string_view field);
 bool SplitCsv(std::string_view line, std::vector<std::string_view>* fields, std::string* unescaped,
               std::string* error);
 
-// Reads a CSV stream line by line: skips blank lines, splits fields, and
-// (when told how many the header had) checks each line has that many. Errors
-// name the source and the line.
+// Reads a CSV stream line by line: drops a UTF-8 byte-order mark at the
+// start of the file, skips blank lines, splits fields, and (when told how
+// many the header had) checks each line has that many. Errors name the
+// source and the line.
 class CsvLines {
  public:
   CsvLines(std::istream& in, std::string_view source) : in_(in), source_(source) {}

@@ -22,16 +22,6 @@ enum Column { kThread, kTime, kAction, kPointer, kSize, kStream, kNumColumns };
 constexpr std::array<std::string_view, kNumColumns> kColumnNames = {"Thread", "Time",    "Action",
                                                                     "Pointer", "Size", "Stream"};
 
-// ASCII case-insensitive equality (no copy: this runs once per line).
-bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);
-    if (x != y && std::tolower(x) != std::tolower(y)) return false;
-  }
-  return true;
-}
-
 // Decimal, or hexadecimal with a 0x prefix.
 bool ParseNumber(std::string_view s, std::uint64_t* out, std::string* error) {
   s = io::Trim(s);
@@ -107,13 +97,13 @@ class TraceReader {
       const std::string_view action = io::Trim(Field(fields, kAction));
       TraceEvent e;
       e.line = line_no_;
-      if (EqualsIgnoringCase(action, "allocate failure")) {
+      if (io::EqualsIgnoringCase(action, "allocate failure")) {
         ++trace.num_failed_allocations;
         continue;
       }
-      if (EqualsIgnoringCase(action, "allocate")) {
+      if (io::EqualsIgnoringCase(action, "allocate")) {
         e.action = TraceAction::kAllocate;
-      } else if (EqualsIgnoringCase(action, "free")) {
+      } else if (io::EqualsIgnoringCase(action, "free")) {
         e.action = TraceAction::kFree;
       } else {
         return FieldError(kAction, "unknown action " + io::Quote(Field(fields, kAction)) +
@@ -188,11 +178,9 @@ class TraceReader {
     where_.fill(-1);
     header_size_ = fields.size();
     for (std::size_t k = 0; k < fields.size(); ++k) {
-      std::string_view name = fields[k];
-      if (k == 0 && name.substr(0, 3) == "\xef\xbb\xbf") name.remove_prefix(3);
       int col = -1;
       for (int c = 0; c < kNumColumns; ++c)
-        if (EqualsIgnoringCase(kColumnNames[static_cast<std::size_t>(c)], name)) col = c;
+        if (io::EqualsIgnoringCase(kColumnNames[static_cast<std::size_t>(c)], fields[k])) col = c;
       if (col < 0)
         return Error("unknown column " + io::Quote(fields[k]) +
                      " (a trace has Thread,Time,Action,Pointer,Size,Stream)");

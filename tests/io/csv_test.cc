@@ -29,6 +29,16 @@ TEST(Csv, ReadsHalfOpenSpansAsInclusive) {
   EXPECT_EQ(p->buffers[1].first_task, 3);
 }
 
+// A byte-order mark before the header, names in any case, Begin for lower;
+// a BOM elsewhere is text (here: part of an id).
+TEST(Csv, ByteOrderMarkAndAnyCase) {
+  Result<Problem> p = Read("\xef\xbb\xbfID,Begin,UPPER,Size\n\xef\xbb\xbf" "a,0,2,8\n");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_EQ(p->buffers.size(), 1u);
+  EXPECT_EQ(p->buffers[0].id, "\xef\xbb\xbf" "a");
+  EXPECT_EQ(p->buffers[0].last_task, 1);
+}
+
 TEST(Csv, AcceptsBeginEndAnyOrderAndOptionalColumns) {
   Result<Problem> p = Read(
       "size,end,begin,id,alignment,offset,gaps\r\n"

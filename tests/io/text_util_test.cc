@@ -105,6 +105,25 @@ TEST(SplitCsv, EqualsTheCopyingSplitterOnRandomLines) {
   }
 }
 
+TEST(EqualsIgnoringCase, AsciiLettersOnly) {
+  EXPECT_TRUE(EqualsIgnoringCase("Allocate", "aLLOCATE"));
+  EXPECT_TRUE(EqualsIgnoringCase("", ""));
+  EXPECT_FALSE(EqualsIgnoringCase("free", "fre"));
+  EXPECT_FALSE(EqualsIgnoringCase("[", "{"));  // 0x5b and 0x7b differ by 0x20 but are no letters
+  EXPECT_FALSE(EqualsIgnoringCase("@", "`"));
+  EXPECT_FALSE(EqualsIgnoringCase("\xc9", "\xe9"));  // Latin-1 E/e acute: bytes, not letters
+}
+
+TEST(CsvLines, DropsAByteOrderMarkOnTheFirstLineOnly) {
+  std::istringstream in("\xef\xbb\xbfh1,h2\n\xef\xbb\xbfx,y\n");
+  CsvLines lines(in, "t.csv");
+  std::vector<std::string_view> fields;
+  ASSERT_TRUE(*lines.Next(&fields));
+  EXPECT_EQ(fields, (std::vector<std::string_view>{"h1", "h2"}));
+  ASSERT_TRUE(*lines.Next(&fields, 2));
+  EXPECT_EQ(fields, (std::vector<std::string_view>{"\xef\xbb\xbfx", "y"}));
+}
+
 TEST(CsvLines, QuotedLineBreaksJoinLinesAndErrorsNameTheFirst) {
   std::istringstream in("h1,h2\n\n\"a\nb\",c\nd,e\n\"open\n");
   CsvLines lines(in, "t.csv");
