@@ -28,7 +28,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
-#include <numeric>
+#include <tuple>
 #include <set>
 #include <utility>
 
@@ -57,14 +57,16 @@ struct Choice {
   }
 };
 
-// Larger first; ties by first task, then index (records arrive in task order).
+// Larger first; ties by index, which is first-task order (records arrive
+// sorted by first task). (size, index) pairs sort in memory order.
 std::vector<std::size_t> PlacementOrder(std::span<const UsageRecord> records) {
-  std::vector<std::size_t> order(records.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    if (records[a].size != records[b].size) return records[a].size > records[b].size;
-    return records[a].first_task < records[b].first_task;
+  std::vector<std::pair<std::uint64_t, std::size_t>> keyed(records.size());
+  for (std::size_t i = 0; i < records.size(); ++i) keyed[i] = {records[i].size, i};
+  std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
   });
+  std::vector<std::size_t> order(records.size());
+  for (std::size_t k = 0; k < keyed.size(); ++k) order[k] = keyed[k].second;
   return order;
 }
 
@@ -182,15 +184,13 @@ Result<ObjectsPlan> Fast(std::span<const UsageRecord> records, const PlanParams&
   plan.object_of.assign(n, 0);
   // Slots in last-task order; the prefix opened before task f is the
   // tensors whose last task is < f.
-  std::vector<std::size_t> by_last(n);
-  std::iota(by_last.begin(), by_last.end(), 0);
-  std::stable_sort(by_last.begin(), by_last.end(), [&](std::size_t a, std::size_t b) {
-    return records[a].last_task < records[b].last_task;
-  });
+  std::vector<std::pair<TaskIndex, std::size_t>> keyed(n);
+  for (std::size_t i = 0; i < n; ++i) keyed[i] = {records[i].last_task, i};
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<std::size_t> by_last(n), slot(n);
   std::vector<TaskIndex> last_by_rank(n);
-  std::vector<std::size_t> slot(n);
   for (std::size_t k = 0; k < n; ++k) {
-    last_by_rank[k] = records[by_last[k]].last_task;
+    std::tie(last_by_rank[k], by_last[k]) = keyed[k];
     slot[by_last[k]] = k;
   }
   StretchTree closed(n);
