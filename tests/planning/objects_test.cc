@@ -183,18 +183,23 @@ std::vector<UsageRecord> AllocationStream(std::uint64_t seed, std::size_t n) {
   return records;
 }
 
-TEST(GreedyBySize, EqualsReferenceOnAllocationStreams) {
+// greedy_by_size and tightest_fit, whose default paths are other algorithms
+// than their references.
+TEST(ObjectsFastPaths, EqualReferenceOnAllocationStreams) {
   PlanParams ref;
   ref.reference = true;
   for (std::uint64_t seed = 1; seed <= 16; ++seed) {
     const auto records = AllocationStream(seed, 400 + seed * 100);
-    // Below a quarter live at once: the event-driven path, not the transcription.
+    // Below a quarter live at once: greedy_by_size's event-driven path, not
+    // its transcription.
     ASSERT_LT(4 * MaxLiveTensors(records), records.size()) << "seed " << seed;
-    Result<ObjectsPlan> a = PlanObjects(records, ObjectsStrategy::kGreedyBySize);
-    Result<ObjectsPlan> b = PlanObjects(records, ObjectsStrategy::kGreedyBySize, ref);
-    ASSERT_TRUE(a.ok() && b.ok());
-    ASSERT_EQ(a->object_of, b->object_of) << "seed " << seed;
-    ASSERT_EQ(a->object_sizes, b->object_sizes);
+    for (ObjectsStrategy s : {ObjectsStrategy::kGreedyBySize, ObjectsStrategy::kTightestFit}) {
+      Result<ObjectsPlan> a = PlanObjects(records, s);
+      Result<ObjectsPlan> b = PlanObjects(records, s, ref);
+      ASSERT_TRUE(a.ok() && b.ok());
+      ASSERT_EQ(a->object_of, b->object_of) << Name(s) << " seed " << seed;
+      ASSERT_EQ(a->object_sizes, b->object_sizes) << Name(s);
+    }
   }
 }
 
@@ -235,19 +240,6 @@ TEST(TightestFit, FollowsItsRule) {
       EXPECT_EQ(plan->object_of, c.object_of) << c.what << ", reference " << reference;
       EXPECT_EQ(plan->object_sizes, c.object_sizes) << c.what << ", reference " << reference;
     }
-  }
-}
-
-TEST(TightestFit, EqualsReferenceOnAllocationStreams) {
-  PlanParams ref;
-  ref.reference = true;
-  for (std::uint64_t seed = 1; seed <= 16; ++seed) {
-    const auto records = AllocationStream(seed, 400 + seed * 100);
-    Result<ObjectsPlan> a = PlanObjects(records, ObjectsStrategy::kTightestFit);
-    Result<ObjectsPlan> b = PlanObjects(records, ObjectsStrategy::kTightestFit, ref);
-    ASSERT_TRUE(a.ok() && b.ok());
-    ASSERT_EQ(a->object_of, b->object_of) << "seed " << seed;
-    ASSERT_EQ(a->object_sizes, b->object_sizes);
   }
 }
 
