@@ -1,12 +1,15 @@
 #include "tensormem/lower_bounds.h"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <set>
 #include <utility>
 #include <vector>
 
 #include "core/checked_math.h"
+#include "core/positional_maximums.h"
+#include "core/sort_until.h"
 
 namespace tensormem {
 namespace {
@@ -165,16 +168,22 @@ std::uint64_t PeakLiveBytes(const Problem& problem, std::uint64_t alignment) {
 // over tasks (a range-add/max tree over the distinct first tasks, the only
 // tasks where a live set can be maximal) gives each rank its maximum the
 // moment the count first reaches it.
-std::vector<std::uint64_t> PositionalMaximums(std::span<const UsageRecord> records) {
-  std::vector<std::uint64_t> result;
-  if (records.empty()) return result;
+namespace internal {
+
+bool PositionalMaximumsUntil(std::span<const UsageRecord> records, Deadline* deadline,
+                             std::vector<std::uint64_t>* maxima) {
+  std::vector<std::uint64_t>& result = *maxima;
+  result.clear();
+  if (records.empty()) return true;
   // Each record's range of distinct first tasks, [lo, hi), from two sorted
   // passes instead of two binary searches per record (at 2 x 10^6 records
   // those searches' cache misses were half the time).
   const std::size_t n = records.size();
   std::vector<std::pair<TaskIndex, std::size_t>> by_task(n);
   for (std::size_t i = 0; i < n; ++i) by_task[i] = {records[i].first_task, i};
-  std::sort(by_task.begin(), by_task.end());
+  // Pairs are distinct, so the stable sort is the sort.
+  const std::less<std::pair<TaskIndex, std::size_t>> less;
+  if (!StableSortUntil(by_task, less, deadline)) return false;
   std::vector<TaskIndex> starts;  // distinct first tasks, ascending
   std::vector<std::size_t> lo_of(n), hi_of(n);
   for (const auto& [task, i] : by_task) {
@@ -182,7 +191,7 @@ std::vector<std::uint64_t> PositionalMaximums(std::span<const UsageRecord> recor
     lo_of[i] = starts.size() - 1;
   }
   for (std::size_t i = 0; i < n; ++i) by_task[i] = {records[i].last_task, i};
-  std::sort(by_task.begin(), by_task.end());
+  if (!StableSortUntil(by_task, less, deadline)) return false;
   std::size_t k = 0;  // distinct first tasks <= the current last task
   for (const auto& [task, i] : by_task) {
     while (k < starts.size() && starts[k] <= task) ++k;
@@ -194,14 +203,27 @@ std::vector<std::uint64_t> PositionalMaximums(std::span<const UsageRecord> recor
   // of a second at 10^6 records.
   std::vector<std::pair<std::uint64_t, std::size_t>> order(records.size());
   for (std::size_t i = 0; i < records.size(); ++i) order[i] = {records[i].size, i};
-  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
-  });
+  if (!StableSortUntil(
+          order,
+          [](const auto& a, const auto& b) {
+            return a.first != b.first ? a.first > b.first : a.second < b.second;
+          },
+          deadline))
+    return false;
   MaxAddTree tree(starts.size());
   for (const auto& [size, i] : order) {
+    if (deadline != nullptr && !deadline->Tick()) return false;
     tree.Add(lo_of[i], hi_of[i] - 1);  // hi > lo: the record's own first task is in range
     while (static_cast<std::int64_t>(result.size()) < tree.Max()) result.push_back(size);
   }
+  return true;
+}
+
+}  // namespace internal
+
+std::vector<std::uint64_t> PositionalMaximums(std::span<const UsageRecord> records) {
+  std::vector<std::uint64_t> result;
+  internal::PositionalMaximumsUntil(records, nullptr, &result);
   return result;
 }
 

@@ -1,9 +1,11 @@
 #include "planning/breadth_order.h"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 
 #include "core/checked_math.h"
+#include "core/sort_until.h"
 #include "planning/interval_index.h"
 
 namespace tensormem::planning {
@@ -16,6 +18,14 @@ bool LargerFirst(std::span<const UsageRecord> records, std::size_t a, std::size_
 }  // namespace
 
 std::vector<std::size_t> BreadthOrder(std::span<const UsageRecord> records) {
+  return *BreadthOrder(records, nullptr);
+}
+
+std::optional<std::vector<std::size_t>> BreadthOrder(std::span<const UsageRecord> records,
+                                                     internal::Deadline* deadline) {
+  // Every step below reads the deadline: at 10^6 records the order takes
+  // about a second, longer than a short time limit.
+  auto stop = [&](std::uint64_t steps) { return deadline != nullptr && !deadline->Tick(steps); };
   const std::size_t n = records.size();
   std::vector<std::size_t> order;
   order.reserve(n);
@@ -27,7 +37,7 @@ std::vector<std::size_t> BreadthOrder(std::span<const UsageRecord> records) {
     bounds.push_back(r.first_task);
     bounds.push_back(r.last_task + 1);
   }
-  std::sort(bounds.begin(), bounds.end());
+  if (!internal::StableSortUntil(bounds, std::less<TaskIndex>(), deadline)) return std::nullopt;
   bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
   auto index_of = [&](TaskIndex t) {
     return static_cast<std::size_t>(std::lower_bound(bounds.begin(), bounds.end(), t) -
@@ -50,8 +60,10 @@ std::vector<std::size_t> BreadthOrder(std::span<const UsageRecord> records) {
   }
   std::vector<std::size_t> intervals(bounds.size());
   std::iota(intervals.begin(), intervals.end(), 0);
-  std::stable_sort(intervals.begin(), intervals.end(),
-                   [&](std::size_t a, std::size_t b) { return breadth[a] > breadth[b]; });
+  if (!internal::StableSortUntil(
+          intervals, [&](std::size_t a, std::size_t b) { return breadth[a] > breadth[b]; },
+          deadline))
+    return std::nullopt;
 
   std::vector<TaskIndex> firsts(n), lasts(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -59,10 +71,14 @@ std::vector<std::size_t> BreadthOrder(std::span<const UsageRecord> records) {
     lasts[i] = records[i].last_task;
   }
   IntervalIndex unassigned(firsts, lasts);
-  for (std::size_t i = 0; i < n; ++i) unassigned.Insert(i);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (stop(1)) return std::nullopt;
+    unassigned.Insert(i);
+  }
   std::vector<std::size_t> live;
   for (std::size_t k : intervals) {
     if (order.size() == n) break;
+    if (stop(1 + live.size())) return std::nullopt;
     const TaskIndex t = bounds[k];
     live.clear();
     unassigned.ForEachOverlapping(t, t, [&](std::size_t i) { live.push_back(i); });

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "core/deadline.h"
 #include "tensormem/types.h"
 
 namespace tensormem::planning {
@@ -15,6 +17,9 @@ namespace tensormem::planning {
 // O(n log n): tasks with identical live sets (elementary intervals between
 // consecutive lifetime boundaries) are visited once.
 std::vector<std::size_t> BreadthOrder(std::span<const UsageRecord> records);
+// The same under a deadline (nullptr: none): nullopt once it passes.
+std::optional<std::vector<std::size_t>> BreadthOrder(std::span<const UsageRecord> records,
+                                                     internal::Deadline* deadline);
 
 // The literal per-task transcription (O(sum of lifetimes)), for tests.
 std::vector<std::size_t> BreadthOrderReference(std::span<const UsageRecord> records);

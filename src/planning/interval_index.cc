@@ -9,8 +9,12 @@ IntervalIndex::IntervalIndex(const std::vector<TaskIndex>& firsts,
                              const std::vector<TaskIndex>& lasts)
     : lasts_(lasts), sorted_(firsts.size()), rank_(firsts.size()) {
   std::iota(sorted_.begin(), sorted_.end(), 0);
-  std::stable_sort(sorted_.begin(), sorted_.end(),
-                   [&](std::size_t a, std::size_t b) { return firsts[a] < firsts[b]; });
+  // The strategies' records come in task order: then the identity is the
+  // stable order, without a sort through the firsts (a fifth of a second at
+  // 10^6 tensors).
+  if (!std::is_sorted(firsts.begin(), firsts.end()))
+    std::stable_sort(sorted_.begin(), sorted_.end(),
+                     [&](std::size_t a, std::size_t b) { return firsts[a] < firsts[b]; });
   sorted_first_.reserve(sorted_.size());
   for (std::size_t k = 0; k < sorted_.size(); ++k) {
     rank_[sorted_[k]] = k;

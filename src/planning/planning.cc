@@ -196,8 +196,10 @@ Result<ObjectsPlan> PlanObjects(std::span<const UsageRecord> records, ObjectsStr
                       }));
   plan.seconds = SecondsSince(start);
   if (plan.strategy.empty()) plan.strategy = std::string(Name(strategy));
-  // best computed the bound for its race (and set it); the others did not.
-  if (strategy != ObjectsStrategy::kBest) plan.lower_bound = ObjectsLowerBound(records);
+  // best computed the bound for its race (and set it) unless the deadline
+  // passed first; the others did not.
+  if (strategy != ObjectsStrategy::kBest || plan.lower_bound == 0)
+    plan.lower_bound = ObjectsLowerBound(records);
   if (params.validate)
     TM_RETURN_IF_ERROR(ValidateObjectsPlan(records, plan).WithContext(
         "internal error: strategy " + std::string(Name(strategy)) + " produced an invalid plan"));

@@ -59,7 +59,7 @@ bool TimeGroups(const Problem& problem, const std::vector<std::size_t>& buffers,
                 internal::Deadline* deadline, std::vector<std::vector<std::size_t>>* groups) {
   std::vector<std::uint32_t> order(buffers.size());  // positions by first task
   std::iota(order.begin(), order.end(), 0u);
-  if (!StableSortUntil(
+  if (!internal::StableSortUntil(
           order,
           [&](std::uint32_t a, std::uint32_t b) {
             return problem.buffers[buffers[a]].first_task < problem.buffers[buffers[b]].first_task;
@@ -119,7 +119,7 @@ bool RankItems(const Instance& inst, CanonicalOrder order, internal::Deadline* d
     }
     return std::make_tuple(0.0, 0.0, 0.0);
   };
-  if (!StableSortUntil(
+  if (!internal::StableSortUntil(
           idx, [&](std::uint32_t a, std::uint32_t b) { return key(a) < key(b); }, deadline))
     return false;
   ranks->resize(idx.size());
@@ -222,7 +222,7 @@ bool WholePeak(const Problem& problem, internal::Deadline* deadline, std::uint64
       any_pad |= pad > 0;
     });
   }
-  if (!StableSortUntil(
+  if (!internal::StableSortUntil(
           events,
           [](const Event& a, const Event& b) { return a.key < b.key; },
           deadline))
@@ -289,7 +289,7 @@ bool BuildInstance(const Problem& problem, const Group& group,
     if (!b.gaps.empty()) ForEachSegment(b, add_bounds);
   }
   for (const Buffer& c : clipped_fixed) ForEachSegment(c, add_bounds);
-  if (!StableSortUntil(bounds, std::less<TaskIndex>(), deadline)) return false;
+  if (!internal::StableSortUntil(bounds, std::less<TaskIndex>(), deadline)) return false;
   bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
   if (Expired(deadline)) return false;
   inst.section_start.assign(bounds.begin(), bounds.end() - 1);
@@ -377,7 +377,7 @@ bool BuildInstance(const Problem& problem, const Group& group,
     };
     std::vector<std::uint32_t> idx(inst.items.size());
     std::iota(idx.begin(), idx.end(), 0u);
-    if (!StableSortUntil(
+    if (!internal::StableSortUntil(
             idx, [&](std::uint32_t a, std::uint32_t b) { return cmp(a, b) < 0; }, deadline))
       return false;
     for (std::size_t k = 1; k < idx.size(); ++k) {
@@ -545,7 +545,7 @@ Result<Presolved> Presolve(const Problem& problem, const PresolveOptions& option
                          *problem.buffers[f].fixed_offset + s.hi, f});
       });
     }
-    if (!StableSortUntil(
+    if (!internal::StableSortUntil(
             rects, [](const Rect& a, const Rect& b) { return a.first < b.first; }, deadline))
       return out_of_time();
     std::vector<const Rect*> active;

@@ -12,7 +12,11 @@
 #include <gtest/gtest.h>
 
 #include "core/checked_math.h"
+#include "core/deadline.h"
+#include "core/positional_maximums.h"
+#include "core/sort_until.h"
 #include "harness/generators.h"
+#include "planning/breadth_order.h"
 #include "planning/objects/min_cost_flow.h"
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"
@@ -367,7 +371,14 @@ TEST(Best, StopsAtTheLowerBound) {
   ASSERT_TRUE(best.ok()) << best.status().ToString();
   EXPECT_EQ(best->strategy, "best(tightest_fit)");
   EXPECT_EQ(best->object_of, first->object_of);
-  EXPECT_LE(polls, alone + 2);  // the six others would poll at least once each
+  // best's own polls: its positional maximums' (computed once, within the
+  // limit) and two more (before greedy_in_order and before the first
+  // candidate); the six others would poll at least once each.
+  int bound_polls = 0;
+  internal::Deadline counting(0, [&] { return ++bound_polls < 0; });
+  std::vector<std::uint64_t> maxima;
+  ASSERT_TRUE(internal::PositionalMaximumsUntil(records, &counting, &maxima));
+  EXPECT_EQ(polls, alone + bound_polls + 2);
 }
 
 // greedy_in_order runs first, aside: when the time is up before the race
@@ -709,6 +720,69 @@ TEST(ObjectsDeadline, AStopRequestEndsTheIteratingStrategies) {
     EXPECT_TRUE(PlanObjects(records, s, params).ok()) << Name(s);
     EXPECT_GE(polls, 1) << Name(s);
   }
+}
+
+// The polls of a strategy before its first unit of work: a stop request at
+// poll k ends it "after 0 steps" exactly when k is at most that many (found
+// by bisection; each try runs the set-up again).
+int SetUpPolls(std::span<const UsageRecord> records, ObjectsStrategy s) {
+  auto ends_in_set_up = [&](int stop_at) {
+    int polls = 0;
+    PlanParams params;
+    params.should_stop = [&] { return ++polls >= stop_at; };
+    Result<ObjectsPlan> plan = PlanObjects(records, s, params);
+    EXPECT_EQ(plan.status().code(), StatusCode::kDeadlineExceeded) << Name(s);
+    return plan.status().message().find("after 0 steps") != std::string::npos;
+  };
+  int lo = 0, hi = 1;  // ends_in_set_up(lo) (vacuously for 0), !ends_in_set_up(hi)
+  while (ends_in_set_up(hi)) {
+    lo = hi;
+    hi *= 2;
+  }
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    (ends_in_set_up(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+// The set-ups read the limit too (sorts, the positional maximums, the
+// breadth order): at 10^6 records they took 1-2 s, past a short limit. Each
+// polls at least as often as the building blocks it runs do alone.
+TEST(ObjectsDeadline, TheSetUpsReadTheStopRequest) {
+  const std::vector<UsageRecord> records = internal::GenerateNetworkRecords(50'000, 3);
+  auto polls_of = [](auto&& run) {
+    int polls = 0;
+    internal::Deadline counting(0, [&] { return ++polls < 0; });
+    EXPECT_TRUE(run(&counting));
+    return polls;
+  };
+  const int sort = polls_of([&](internal::Deadline* d) {
+    std::vector<std::pair<TaskIndex, std::size_t>> keys(records.size());
+    return internal::StableSortUntil(keys, std::less<>(), d);
+  });
+  const int maxima = polls_of([&](internal::Deadline* d) {
+    std::vector<std::uint64_t> m;
+    return internal::PositionalMaximumsUntil(records, d, &m);
+  });
+  const int breadth = polls_of(
+      [&](internal::Deadline* d) { return planning::BreadthOrder(records, d).has_value(); });
+  ASSERT_GT(sort, 4);
+  // The positional maximums, then the two task orders.
+  EXPECT_GE(SetUpPolls(records, ObjectsStrategy::kGreedyBySize), maxima + 2 * sort);
+  EXPECT_GE(SetUpPolls(records, ObjectsStrategy::kGreedyByBreadth), breadth);
+  // The last-task order, then the placement order.
+  EXPECT_GE(SetUpPolls(records, ObjectsStrategy::kTightestFit), 2 * sort);
+  // The offsets greedy_by_breadth shares the breadth order.
+  int polls = 0;
+  PlanParams params;
+  params.should_stop = [&] { return ++polls >= 3; };
+  Result<OffsetsPlan> plan =
+      PlanOffsets(FromRecords(records), OffsetsStrategy::kGreedyByBreadth, params);
+  ASSERT_EQ(plan.status().code(), StatusCode::kDeadlineExceeded) << plan.status().ToString();
+  EXPECT_EQ(polls, 3);
+  EXPECT_NE(plan.status().message().find("after placing 0 of"), std::string::npos)
+      << plan.status().message();
 }
 
 }  // namespace

@@ -1787,28 +1787,5 @@ TEST(SolverRace, ThreadCounts) {
   EXPECT_EQ(r->threads, 1u);
 }
 
-// The presolve's split sort is std::stable_sort when its deadline does not
-// pass, and stops between runs and merges when it does.
-TEST(Solver, StableSortUntilIsAStableSort) {
-  std::mt19937_64 rng(7);
-  std::vector<std::pair<int, int>> v(100'000);
-  for (std::size_t i = 0; i < v.size(); ++i)
-    v[i] = {static_cast<int>(rng() % 1000), static_cast<int>(i)};
-  auto by_first = [](const std::pair<int, int>& a, const std::pair<int, int>& b) {
-    return a.first < b.first;
-  };
-  std::vector<std::pair<int, int>> expected = v;
-  std::stable_sort(expected.begin(), expected.end(), by_first);
-  std::vector<std::pair<int, int>> got = v;
-  internal::Deadline never(0, [] { return false; });
-  ASSERT_TRUE(solver::StableSortUntil(got, by_first, &never));
-  EXPECT_EQ(got, expected);
-  int polls = 0;
-  internal::Deadline soon(0, [&] { return ++polls >= 4; });
-  got = v;
-  EXPECT_FALSE(solver::StableSortUntil(got, by_first, &soon));
-  EXPECT_EQ(polls, 4);
-}
-
 }  // namespace
 }  // namespace tensormem

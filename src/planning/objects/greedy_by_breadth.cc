@@ -19,6 +19,7 @@
 // pays for objects that conflict with it. Same result as the reference.
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -90,7 +91,9 @@ Result<ObjectsPlan> Fast(std::span<const UsageRecord> records, const PlanParams&
     ++tests;
     return !Overlaps(intervals[object], r);
   };
-  for (std::size_t i : BreadthOrder(records)) {
+  const std::optional<std::vector<std::size_t>> order = BreadthOrder(records, budget.deadline());
+  if (!order) return budget.Error("greedy_by_breadth", records.size());
+  for (std::size_t i : *order) {
     const UsageRecord& r = records[i];
     budget.Spend(1 + tests);
     tests = 0;

@@ -38,8 +38,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <functional>
 #include <string>
+#include <utility>
 
+#include "core/positional_maximums.h"
+#include "core/sort_until.h"
 #include "planning/interval_index.h"
 #include "planning/objects/objects_strategies.h"
 #include "planning/objects/work_budget.h"
@@ -84,8 +88,8 @@ std::uint64_t MaxWork(const PlanParams& params) {
 constexpr std::int64_t kOpen = kMaxTaskIndex + 1;
 
 // position = last rank whose positional maximum is >= size.
-Result<std::vector<std::size_t>> Positions(std::span<const UsageRecord> records) {
-  const std::vector<std::uint64_t> maxima = PositionalMaximums(records);
+Result<std::vector<std::size_t>> Positions(std::span<const UsageRecord> records,
+                                           std::span<const std::uint64_t> maxima) {
   std::vector<std::size_t> positions(records.size());
   for (std::size_t i = 0; i < records.size(); ++i) {
     const auto pos = static_cast<std::size_t>(
@@ -132,8 +136,11 @@ struct PriorityInfo {
 };
 
 Result<ObjectsPlan> Reference(std::span<const UsageRecord> records,
-                              const std::vector<std::size_t>& positions) {
+                              const std::vector<std::size_t>& positions,
+                              internal::Deadline* deadline) {
   const std::size_t n = records.size();
+  // Each step scans every tensor; no cap but the time limit (n is bounded).
+  WorkBudget budget(std::numeric_limits<std::uint64_t>::max(), deadline);
   std::vector<PriorityInfo> info(n);
   for (std::size_t i = 0; i < n; ++i) {
     info[i].position = positions[i];
@@ -143,6 +150,8 @@ Result<ObjectsPlan> Reference(std::span<const UsageRecord> records,
   std::vector<char> placed(n, 0);
   plan.object_of.assign(n, 0);
   for (std::size_t step = 0; step < n; ++step) {
+    budget.Spend(n);
+    if (budget.Exhausted()) return budget.Error("greedy_by_size", n);
     std::size_t b = n;
     for (std::size_t i = 0; i < n; ++i)
       if (!placed[i] && (b == n || info[i].HigherThan(info[b]))) b = i;
@@ -280,9 +289,10 @@ class FastGreedyBySize {
   WorkBudget budget_;  // first: the constructor's own work counts
 
  public:
+  // deadline: the call's, started before the positional maximums.
   FastGreedyBySize(std::span<const UsageRecord> records, const std::vector<std::size_t>& positions,
-                   const PlanParams& params)
-      : budget_(MaxWork(params), &params),
+                   const PlanParams& params, internal::Deadline* deadline)
+      : budget_(MaxWork(params), deadline),
         r_(records),
         n_(records.size()),
         position_(positions),
@@ -295,13 +305,13 @@ class FastGreedyBySize {
         free_until_(n_, /*keep_min=*/false),
         free_since_(n_, /*keep_min=*/true) {
     heap_index_.assign(n_, kNone);
-    by_first_.resize(n_);
-    by_last_.resize(n_);
-    for (std::size_t i = 0; i < n_; ++i) by_first_[i] = by_last_[i] = i;
-    std::stable_sort(by_first_.begin(), by_first_.end(),
-                     [&](std::size_t a, std::size_t b) { return r_[a].first_task < r_[b].first_task; });
-    std::stable_sort(by_last_.begin(), by_last_.end(),
-                     [&](std::size_t a, std::size_t b) { return r_[a].last_task < r_[b].last_task; });
+    // (task, index) pairs sort in memory order; under the deadline, which
+    // the sorts of 10^6 tensors would otherwise overrun. Records arrive in
+    // task order, so the first sort is a pass over sorted runs.
+    by_first_ = RanksBy([&](std::size_t i) { return r_[i].first_task; });
+    if (stopped_) return;
+    by_last_ = RanksBy([&](std::size_t i) { return r_[i].last_task; });
+    if (stopped_) return;
     first_by_rank_.resize(n_);
     last_by_rank_.resize(n_);
     for (std::size_t k = 0; k < n_; ++k) {
@@ -341,6 +351,7 @@ class FastGreedyBySize {
   }
 
   Result<ObjectsPlan> Run() {
+    if (stopped_) return budget_.Error("greedy_by_size", n_);
     ObjectsPlan plan;
     plan.object_of.assign(n_, 0);
     for (std::size_t step = 0; step < n_; ++step) {
@@ -716,31 +727,67 @@ class FastGreedyBySize {
   std::vector<std::size_t> ends_before_, starts_after_;     // per tensor (FindNearest)
   std::vector<std::size_t> last_run_begin_, first_run_end_;  // per rank (FindNearest)
   bool consistent_ = true;
+  bool stopped_ = false;  // the deadline passed in the constructor
+
+  // Tensor indices by task(i), ties by index; empty and stopped_ when the
+  // deadline passes.
+  template <typename Task>
+  std::vector<std::size_t> RanksBy(Task task) {
+    std::vector<std::pair<TaskIndex, std::size_t>> keyed(n_);
+    for (std::size_t i = 0; i < n_; ++i) keyed[i] = {task(i), i};
+    if (!internal::StableSortUntil(keyed, std::less<std::pair<TaskIndex, std::size_t>>(),
+                                   budget_.deadline())) {
+      stopped_ = true;
+      return {};
+    }
+    std::vector<std::size_t> ranked(n_);
+    for (std::size_t k = 0; k < n_; ++k) ranked[k] = keyed[k].second;
+    return ranked;
+  }
 };
 
 }  // namespace
 
 Result<ObjectsPlan> GreedyBySizeObjects(std::span<const UsageRecord> records,
-                                        const PlanParams& params) {
-  TM_ASSIGN_OR_RETURN(std::vector<std::size_t> positions, Positions(records));
+                                        const PlanParams& params,
+                                        std::span<const std::uint64_t> maxima,
+                                        internal::Deadline* deadline) {
+  TM_ASSIGN_OR_RETURN(std::vector<std::size_t> positions, Positions(records, maxima));
   const std::size_t n = records.size();
   if (!params.reference) {
     // When a quarter of all tensors are live at once, the event-driven
     // version does more work than the transcription's n^2 scans; run the
     // transcription there if its table fits (same result either way).
-    const std::size_t most_live =
-        positions.empty() ? 0 : *std::max_element(positions.begin(), positions.end()) + 1;
+    const std::size_t most_live = maxima.size();
     if (4 * most_live >= n && n * most_live <= kReferenceMaxDistances) {
-      Result<ObjectsPlan> plan = Reference(records, positions);
+      Result<ObjectsPlan> plan = Reference(records, positions, deadline);
       if (plan.ok() || plan.status().code() != StatusCode::kResourceExhausted) return plan;
     }
-    return FastGreedyBySize(records, positions, params).Run();
+    return FastGreedyBySize(records, positions, params, deadline).Run();
   }
   if (n > kReferenceMaxRecords)
     return ResourceExhausted("greedy_by_size reference path is quadratic; " + std::to_string(n) +
                              " records exceed its limit of " +
                              std::to_string(kReferenceMaxRecords) + " (use the default path)");
-  return Reference(records, positions);
+  return Reference(records, positions, deadline);
+}
+
+Result<ObjectsPlan> GreedyBySizeObjects(std::span<const UsageRecord> records,
+                                        const PlanParams& params,
+                                        std::span<const std::uint64_t> maxima) {
+  internal::Deadline deadline(params.time_limit_seconds, params.should_stop);
+  return GreedyBySizeObjects(records, params, maxima, &deadline);
+}
+
+Result<ObjectsPlan> GreedyBySizeObjects(std::span<const UsageRecord> records,
+                                        const PlanParams& params) {
+  // One deadline from here on: the positional maximums take about a second
+  // at 10^6 records.
+  internal::Deadline deadline(params.time_limit_seconds, params.should_stop);
+  std::vector<std::uint64_t> maxima;
+  if (!internal::PositionalMaximumsUntil(records, &deadline, &maxima))
+    return WorkBudget(0, &deadline).Error("greedy_by_size", records.size());
+  return GreedyBySizeObjects(records, params, maxima, &deadline);
 }
 
 }  // namespace tensormem::planning

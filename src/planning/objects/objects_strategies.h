@@ -3,6 +3,9 @@
 // well formed; the dispatcher fills the metadata and validates the result.
 #pragma once
 
+#include <cstdint>
+#include <span>
+
 #include "tensormem/planning.h"
 
 namespace tensormem::planning {
@@ -21,6 +24,11 @@ Result<ObjectsPlan> GreedyByBreadthObjects(std::span<const UsageRecord> records,
                                            const PlanParams& params);
 Result<ObjectsPlan> GreedyBySizeObjects(std::span<const UsageRecord> records,
                                         const PlanParams& params);
+// With the records' positional maximums already known (objects best computes
+// them for its bound): the same plan without computing them again.
+Result<ObjectsPlan> GreedyBySizeObjects(std::span<const UsageRecord> records,
+                                        const PlanParams& params,
+                                        std::span<const std::uint64_t> maxima);
 Result<ObjectsPlan> MinCostFlowObjects(std::span<const UsageRecord> records,
                                        const PlanParams& params);
 Result<ObjectsPlan> TightestFitObjects(std::span<const UsageRecord> records,

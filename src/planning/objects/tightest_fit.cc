@@ -27,11 +27,14 @@
 #include <algorithm>
 #include <iterator>
 #include <limits>
+#include <functional>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <set>
 #include <utility>
 
+#include "core/sort_until.h"
 #include "planning/objects/objects_strategies.h"
 #include "planning/objects/work_budget.h"
 
@@ -58,13 +61,19 @@ struct Choice {
 };
 
 // Larger first; ties by index, which is first-task order (records arrive
-// sorted by first task). (size, index) pairs sort in memory order.
-std::vector<std::size_t> PlacementOrder(std::span<const UsageRecord> records) {
+// sorted by first task). (size, index) pairs sort in memory order, under the
+// deadline (a fifth of a second at 10^6 records): nullopt once it passes.
+std::optional<std::vector<std::size_t>> PlacementOrder(std::span<const UsageRecord> records,
+                                                       internal::Deadline* deadline) {
   std::vector<std::pair<std::uint64_t, std::size_t>> keyed(records.size());
   for (std::size_t i = 0; i < records.size(); ++i) keyed[i] = {records[i].size, i};
-  std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
-  });
+  if (!internal::StableSortUntil(
+          keyed,
+          [](const auto& a, const auto& b) {
+            return a.first != b.first ? a.first > b.first : a.second < b.second;
+          },
+          deadline))
+    return std::nullopt;
   std::vector<std::size_t> order(records.size());
   for (std::size_t k = 0; k < keyed.size(); ++k) order[k] = keyed[k].second;
   return order;
@@ -75,7 +84,9 @@ Result<ObjectsPlan> Reference(std::span<const UsageRecord> records, const PlanPa
   ObjectsPlan plan;
   plan.object_of.assign(records.size(), 0);
   std::vector<std::map<TaskIndex, TaskIndex>> objects;  // first task -> last task
-  for (std::size_t i : PlacementOrder(records)) {
+  const std::optional<std::vector<std::size_t>> order = PlacementOrder(records, budget.deadline());
+  if (!order) return budget.Error("tightest_fit (reference)", records.size());
+  for (std::size_t i : *order) {
     const UsageRecord& r = records[i];
     budget.Spend(objects.size() + 1);
     if (budget.Exhausted()) return budget.Error("tightest_fit (reference)", records.size());
@@ -186,7 +197,9 @@ Result<ObjectsPlan> Fast(std::span<const UsageRecord> records, const PlanParams&
   // tensors whose last task is < f.
   std::vector<std::pair<TaskIndex, std::size_t>> keyed(n);
   for (std::size_t i = 0; i < n; ++i) keyed[i] = {records[i].last_task, i};
-  std::sort(keyed.begin(), keyed.end());
+  if (!internal::StableSortUntil(keyed, std::less<std::pair<TaskIndex, std::size_t>>(),
+                                 budget.deadline()))
+    return budget.Error("tightest_fit", n);
   std::vector<std::size_t> by_last(n), slot(n);
   std::vector<TaskIndex> last_by_rank(n);
   for (std::size_t k = 0; k < n; ++k) {
@@ -214,7 +227,9 @@ Result<ObjectsPlan> Fast(std::span<const UsageRecord> records, const PlanParams&
                static_cast<std::uint64_t>(records[q].first_task - records[p].last_task),
                plan.object_of[p]);
   };
-  for (std::size_t t : PlacementOrder(records)) {
+  const std::optional<std::vector<std::size_t>> order = PlacementOrder(records, budget.deadline());
+  if (!order) return budget.Error("tightest_fit", n);
+  for (std::size_t t : *order) {
     const UsageRecord& r = records[t];
     if (budget.Exhausted()) return budget.Error("tightest_fit", n);
     std::uint64_t visited = 0;

@@ -22,12 +22,21 @@ namespace tensormem::planning {
 class WorkBudget {
  public:
   explicit WorkBudget(std::uint64_t limit, const PlanParams* params = nullptr) : limit_(limit) {
-    if (params) deadline_.emplace(params->time_limit_seconds, params->should_stop);
+    if (params) deadline_ = &own_.emplace(params->time_limit_seconds, params->should_stop);
   }
+  // A deadline the strategy's set-up already started (it is not copied:
+  // the set-up's time counts).
+  WorkBudget(std::uint64_t limit, internal::Deadline* deadline)
+      : limit_(limit), deadline_(deadline) {}
+  WorkBudget(const WorkBudget&) = delete;
+  WorkBudget& operator=(const WorkBudget&) = delete;
   void Spend(std::uint64_t units) {
     spent_ += units;
     if (deadline_) deadline_->Tick(units);
   }
+  // The call's deadline (nullptr without PlanParams), for set-ups that read
+  // it themselves (sorts, orders) before the first unit of work.
+  internal::Deadline* deadline() { return deadline_; }
   bool Exhausted() const { return spent_ > limit_ || (deadline_ && deadline_->expired()); }
   // The error to return once Exhausted().
   Status Error(std::string_view strategy, std::size_t num_records) const {
@@ -47,7 +56,8 @@ class WorkBudget {
  private:
   std::uint64_t limit_;
   std::uint64_t spent_ = 0;
-  std::optional<internal::Deadline> deadline_;
+  std::optional<internal::Deadline> own_;
+  internal::Deadline* deadline_ = nullptr;
 };
 
 }  // namespace tensormem::planning
