@@ -17,8 +17,12 @@
 // Default: the closed stretches sit in a segment tree indexed by the tensor
 // that opens them (in last-task order); a node keeps the latest end and the
 // smallest (length, object) below it. A tensor [f, l] searches the prefix of
-// stretches opened before f for one that ends after l, smaller child first,
-// pruning subtrees that end too early or cannot beat the best so far. The
+// stretches opened before f for one that ends after l, from the prefix's
+// right end leftwards (its canonical subtrees, then right child first),
+// pruning subtrees that end too early, whose smallest stretch cannot beat
+// the best so far, or whose latest opener a is so early that any stretch
+// there holding the tensor is longer than the best (at least l + 1 - a):
+// the last prune ends the search once the fits found are tight. The
 // open stretches are two ordered sets, by the last task of each object's
 // last tensor and by the first task of its first. A placement changes at
 // most two leaves and the sets. Same result as the reference. Both paths
@@ -32,6 +36,7 @@
 #include <optional>
 #include <tuple>
 #include <set>
+#include <span>
 #include <utility>
 
 #include "core/sort_until.h"
@@ -143,10 +148,29 @@ class StretchTree {
   // The shortest stretch (then lowest object) among slots [0, limit) whose
   // end is > last, as a closed Choice, and its slot (kNone: none);
   // `visited` counts the nodes looked at (the work budget's units).
-  Choice Best(std::size_t limit, TaskIndex last, std::size_t* slot, std::uint64_t* visited) const {
+  // opener_last[k]: the last task of slot k's opener (non-decreasing).
+  Choice Best(std::size_t limit, TaskIndex last, std::span<const TaskIndex> opener_last,
+              std::size_t* slot, std::uint64_t* visited) const {
     Node best;
     *slot = kNone;
-    if (limit > 0) Walk(1, 0, leaves_, limit, last, &best, slot, visited);
+    // The prefix's canonical subtrees from its right end leftwards (a finger
+    // search): a subtree opens no later than the ones to its right, so once
+    // its lower bound on length (Walk) is above the best, so is every
+    // subtree further left. The best fit is usually close to the tensor.
+    std::size_t l = leaves_, r = leaves_ + limit;
+    for (int level = 0; l < r; ++level, l /= 2, r /= 2) {
+      std::size_t node = kNone;
+      if (r & 1) {
+        node = --r;
+      } else if (l & 1) {  // only the root, when the prefix is every slot
+        node = l++;
+      }
+      if (node == kNone) continue;
+      const std::size_t lo = (node << level) - leaves_, hi = ((node + 1) << level) - leaves_;
+      ++*visited;
+      if (static_cast<std::uint64_t>(last + 1 - opener_last[hi - 1]) > best.length) break;
+      Walk(node, lo, hi, limit, last, opener_last, &best, slot, visited);
+    }
     if (*slot == kNone) return Choice{};
     return Choice{false, best.length, best.object};
   }
@@ -163,10 +187,16 @@ class StretchTree {
     return a.length != b.length ? a.length < b.length : a.object < b.object;
   }
   void Walk(std::size_t node, std::size_t lo, std::size_t hi, std::size_t limit, TaskIndex last,
-            Node* best, std::size_t* slot, std::uint64_t* visited) const {
+            std::span<const TaskIndex> opener_last, Node* best, std::size_t* slot,
+            std::uint64_t* visited) const {
     ++*visited;
     const Node& n = nodes_[node];
     if (lo >= limit || n.end <= last || !Smaller(n, *best)) return;
+    // A stretch here that holds the tensor ends after `last` and opens no
+    // later than the subtree's latest opener, so it is at least this long:
+    // the node's minimum may be a stretch that ends too early to count.
+    const TaskIndex latest_open = opener_last[std::min(hi, limit) - 1];
+    if (static_cast<std::uint64_t>(last + 1 - latest_open) > best->length) return;
     if (node >= leaves_) {
       *best = n;
       *slot = node - leaves_;
@@ -175,12 +205,12 @@ class StretchTree {
     const std::size_t mid = lo + (hi - lo) / 2;
     // The child with the smaller key first: a good stretch found early
     // prunes more of the other.
-    if (mid < limit && Smaller(nodes_[2 * node + 1], nodes_[2 * node])) {
-      Walk(2 * node + 1, mid, hi, limit, last, best, slot, visited);
-      Walk(2 * node, lo, mid, limit, last, best, slot, visited);
+    if (mid < limit) {
+      Walk(2 * node + 1, mid, hi, limit, last, opener_last, best, slot, visited);
+      Walk(2 * node, lo, mid, limit, last, opener_last, best, slot, visited);
     } else {
-      Walk(2 * node, lo, mid, limit, last, best, slot, visited);
-      Walk(2 * node + 1, mid, hi, limit, last, best, slot, visited);
+      Walk(2 * node, lo, mid, limit, last, opener_last, best, slot, visited);
+      Walk(2 * node + 1, mid, hi, limit, last, opener_last, best, slot, visited);
     }
   }
 
@@ -205,6 +235,14 @@ Result<ObjectsPlan> Fast(std::span<const UsageRecord> records, const PlanParams&
   for (std::size_t k = 0; k < n; ++k) {
     std::tie(last_by_rank[k], by_last[k]) = keyed[k];
     slot[by_last[k]] = k;
+  }
+  // Per tensor, the slots opened before its first task (last task < first):
+  // one pass, as records come in first-task order, instead of a binary
+  // search per placement (a cache miss per step at 10^6 tensors).
+  std::vector<std::size_t> prefix_of(n);
+  for (std::size_t i = 0, k = 0; i < n; ++i) {
+    while (k < n && last_by_rank[k] < records[i].first_task) ++k;
+    prefix_of[i] = k;
   }
   StretchTree closed(n);
   std::vector<std::size_t> next(n, kNone);     // the tensor after it on its object
@@ -233,11 +271,9 @@ Result<ObjectsPlan> Fast(std::span<const UsageRecord> records, const PlanParams&
     const UsageRecord& r = records[t];
     if (budget.Exhausted()) return budget.Error("tightest_fit", n);
     std::uint64_t visited = 0;
-    const std::size_t prefix = static_cast<std::size_t>(
-        std::upper_bound(last_by_rank.begin(), last_by_rank.end(), r.first_task - 1) -
-        last_by_rank.begin());
+    const std::size_t prefix = prefix_of[t];
     std::size_t opener_slot = kNone;  // the slot of the tensor before t's closed stretch
-    Choice best = closed.Best(prefix, r.last_task, &opener_slot, &visited);
+    Choice best = closed.Best(prefix, r.last_task, last_by_rank, &opener_slot, &visited);
     budget.Spend(visited + 2);
     if (best.object == kNone) {
       // Open stretches: the latest end of an object before f, the earliest
