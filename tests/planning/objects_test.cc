@@ -785,5 +785,25 @@ TEST(ObjectsDeadline, TheSetUpsReadTheStopRequest) {
       << plan.status().message();
 }
 
+// greedy_by_size runs its quadratic transcription when a quarter of the
+// tensors are live at once; it read no limit. A stop request at the first
+// poll after the set-up's now ends it after some steps.
+TEST(ObjectsDeadline, GreedyBySizeTranscriptionReadsTheStopRequest) {
+  const std::vector<UsageRecord> records =
+      internal::GenerateRandomRecords(6'000, 11, /*num_tasks=*/60, /*max_size=*/1 << 20);
+  ASSERT_GE(4 * MaxLiveTensors(records), records.size());  // the transcription's inputs
+  const int set_up = SetUpPolls(records, ObjectsStrategy::kGreedyBySize);
+  int polls = 0;
+  PlanParams params;
+  params.should_stop = [&] { return ++polls > set_up; };
+  Result<ObjectsPlan> plan = PlanObjects(records, ObjectsStrategy::kGreedyBySize, params);
+  ASSERT_EQ(plan.status().code(), StatusCode::kDeadlineExceeded) << plan.status().ToString();
+  EXPECT_EQ(polls, set_up + 1);
+  EXPECT_EQ(plan.status().message().find("after 0 steps"), std::string::npos)
+      << plan.status().message();
+  // Without a stop request it plans the input.
+  EXPECT_TRUE(PlanObjects(records, ObjectsStrategy::kGreedyBySize).ok());
+}
+
 }  // namespace
 }  // namespace tensormem
