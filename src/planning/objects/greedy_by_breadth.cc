@@ -18,6 +18,7 @@
 // smaller one) and stops at the first object without a conflict, so it only
 // pays for objects that conflict with it. Same result as the reference.
 #include <algorithm>
+#include <cstddef>
 #include <iterator>
 #include <optional>
 #include <set>
@@ -79,17 +80,70 @@ Result<ObjectsPlan> Reference(std::span<const UsageRecord> records, const PlanPa
   return plan;
 }
 
+// One object's lifetimes for the default path: disjoint, by first task, in
+// blocks of at most kBlock contiguous entries, with each block's first task
+// in one array. A test is two binary searches in contiguous memory, where a
+// std::set took about fifteen dependent cache misses (a third of the
+// strategy's time on gpt2_medium_generate and at 10^6 records). The same
+// answer as Overlaps above: the interval with the latest first task <= l is,
+// the intervals being disjoint, the one that ends last among those starting
+// by l.
+class FlatIntervals {
+ public:
+  bool Overlaps(const UsageRecord& r) const {
+    const std::size_t b = BlockOf(r.last_task);
+    if (b == kNone) return false;
+    const Block& block = blocks_[b];
+    auto it = std::upper_bound(block.begin(), block.end(), r.last_task,
+                               [](TaskIndex t, const Interval& x) { return t < x.first; });
+    return std::prev(it)->second >= r.first_task;  // the block's first starts by r.last_task
+  }
+  void Insert(const UsageRecord& r) {
+    const Interval x{r.first_task, r.last_task};
+    std::size_t b = BlockOf(r.first_task);
+    if (b == kNone) {  // before every interval: the first block's front
+      if (blocks_.empty()) {
+        blocks_.emplace_back();
+        firsts_.push_back(x.first);
+      }
+      b = 0;
+      firsts_[0] = x.first;
+    }
+    Block& block = blocks_[b];
+    block.insert(std::upper_bound(block.begin(), block.end(), x), x);
+    if (block.size() > kBlock) {
+      Block upper(block.begin() + kBlock / 2, block.end());
+      block.resize(kBlock / 2);
+      firsts_.insert(firsts_.begin() + static_cast<std::ptrdiff_t>(b) + 1, upper.front().first);
+      blocks_.insert(blocks_.begin() + static_cast<std::ptrdiff_t>(b) + 1, std::move(upper));
+    }
+  }
+
+ private:
+  using Interval = std::pair<TaskIndex, TaskIndex>;
+  using Block = std::vector<Interval>;
+  static constexpr std::size_t kBlock = 64;
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  // The last block whose first interval starts by t (kNone: none).
+  std::size_t BlockOf(TaskIndex t) const {
+    const auto it = std::upper_bound(firsts_.begin(), firsts_.end(), t);
+    return it == firsts_.begin() ? kNone : static_cast<std::size_t>(it - firsts_.begin()) - 1;
+  }
+  std::vector<TaskIndex> firsts_;
+  std::vector<Block> blocks_;
+};
+
 Result<ObjectsPlan> Fast(std::span<const UsageRecord> records, const PlanParams& params) {
   WorkBudget budget(kMaxConflictTests, &params);
   using Key = std::pair<std::uint64_t, std::size_t>;  // (size, id)
   ObjectsPlan plan;
   plan.object_of.assign(records.size(), 0);
-  std::vector<Intervals> intervals;
+  std::vector<FlatIntervals> intervals;
   std::set<Key> objects;
   std::uint64_t tests = 0;
   auto free_of_conflict = [&](std::size_t object, const UsageRecord& r) {
     ++tests;
-    return !Overlaps(intervals[object], r);
+    return !intervals[object].Overlaps(r);
   };
   const std::optional<std::vector<std::size_t>> order = BreadthOrder(records, budget.deadline());
   if (!order) return budget.Error("greedy_by_breadth", records.size());
@@ -130,7 +184,7 @@ Result<ObjectsPlan> Fast(std::span<const UsageRecord> records, const PlanParams&
       plan.object_sizes[best] = r.size;
       objects.insert({r.size, best});
     }
-    intervals[best].insert({r.first_task, r.last_task});
+    intervals[best].Insert(r);
     plan.object_of[i] = best;
   }
   return plan;
