@@ -37,8 +37,8 @@
 // (work_budget.h).
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <functional>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -746,12 +746,10 @@ class FastGreedyBySize {
   }
 };
 
-}  // namespace
-
-Result<ObjectsPlan> GreedyBySizeObjects(std::span<const UsageRecord> records,
-                                        const PlanParams& params,
-                                        std::span<const std::uint64_t> maxima,
-                                        internal::Deadline* deadline) {
+// Both entry points below, once the positional maximums are known.
+Result<ObjectsPlan> PlanWithMaxima(std::span<const UsageRecord> records, const PlanParams& params,
+                                   std::span<const std::uint64_t> maxima,
+                                   internal::Deadline* deadline) {
   TM_ASSIGN_OR_RETURN(std::vector<std::size_t> positions, Positions(records, maxima));
   const std::size_t n = records.size();
   if (!params.reference) {
@@ -772,11 +770,13 @@ Result<ObjectsPlan> GreedyBySizeObjects(std::span<const UsageRecord> records,
   return Reference(records, positions, deadline);
 }
 
+}  // namespace
+
 Result<ObjectsPlan> GreedyBySizeObjects(std::span<const UsageRecord> records,
                                         const PlanParams& params,
                                         std::span<const std::uint64_t> maxima) {
   internal::Deadline deadline(params.time_limit_seconds, params.should_stop);
-  return GreedyBySizeObjects(records, params, maxima, &deadline);
+  return PlanWithMaxima(records, params, maxima, &deadline);
 }
 
 Result<ObjectsPlan> GreedyBySizeObjects(std::span<const UsageRecord> records,
@@ -787,7 +787,7 @@ Result<ObjectsPlan> GreedyBySizeObjects(std::span<const UsageRecord> records,
   std::vector<std::uint64_t> maxima;
   if (!internal::PositionalMaximumsUntil(records, &deadline, &maxima))
     return WorkBudget(0, &deadline).Error("greedy_by_size", records.size());
-  return GreedyBySizeObjects(records, params, maxima, &deadline);
+  return PlanWithMaxima(records, params, maxima, &deadline);
 }
 
 }  // namespace tensormem::planning
