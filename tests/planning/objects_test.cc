@@ -396,6 +396,9 @@ TEST(Best, ReturnsGreedyInOrderWhenTheRaceEndsEarly) {
   Result<ObjectsPlan> in_order = PlanObjects(records, ObjectsStrategy::kGreedyInOrder);
   ASSERT_TRUE(in_order.ok());
   EXPECT_EQ(best->object_of, in_order->object_of);
+  // The stop came during best's positional maximums: the dispatcher
+  // computes the bound for the report instead.
+  EXPECT_EQ(best->lower_bound, ObjectsLowerBound(records));
   // A stop request at the first poll skips it too: nothing to return.
   polls = -1;
   params.should_stop = [&] { return ++polls >= 0; };
