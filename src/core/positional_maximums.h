@@ -17,4 +17,7 @@ namespace tensormem::internal {
 bool PositionalMaximumsUntil(std::span<const UsageRecord> records, Deadline* deadline,
                              std::vector<std::uint64_t>* maxima);
 
+// Their sum, saturating: ObjectsLowerBound from maximums already computed.
+std::uint64_t SumOfMaximums(std::span<const std::uint64_t> maxima);
+
 }  // namespace tensormem::internal

@@ -196,10 +196,10 @@ Result<ObjectsPlan> PlanObjects(std::span<const UsageRecord> records, ObjectsStr
                       }));
   plan.seconds = SecondsSince(start);
   if (plan.strategy.empty()) plan.strategy = std::string(Name(strategy));
-  // best computed the bound for its race (and set it) unless the deadline
-  // passed first; the others did not.
-  if (strategy != ObjectsStrategy::kBest || plan.lower_bound == 0)
-    plan.lower_bound = ObjectsLowerBound(records);
+  // Strategies that computed the positional maximums (best, greedy_by_size)
+  // set the bound; the others leave 0. (A true bound of 0, every size 0, is
+  // cheap to compute again.)
+  if (plan.lower_bound == 0) plan.lower_bound = ObjectsLowerBound(records);
   if (params.validate)
     TM_RETURN_IF_ERROR(ValidateObjectsPlan(records, plan).WithContext(
         "internal error: strategy " + std::string(Name(strategy)) + " produced an invalid plan"));

@@ -64,8 +64,7 @@ Result<ObjectsPlan> BestObjects(std::span<const UsageRecord> records, const Plan
   // time limit (about a second at 10^6 records).
   std::vector<std::uint64_t> maxima;
   const bool bound_known = internal::PositionalMaximumsUntil(records, &deadline, &maxima);
-  std::uint64_t lower_bound = 0;
-  for (std::uint64_t m : maxima) lower_bound = internal::SaturatingAdd(lower_bound, m);
+  const std::uint64_t lower_bound = internal::SumOfMaximums(maxima);
   const bool dense = internal::SaturatingMul(records.size(), maxima.size()) > kMaxDensityWork;
   const Candidate candidates[] = {
       {TightestFitObjects, ObjectsStrategy::kTightestFit, true},

@@ -787,7 +787,11 @@ Result<ObjectsPlan> GreedyBySizeObjects(std::span<const UsageRecord> records,
   std::vector<std::uint64_t> maxima;
   if (!internal::PositionalMaximumsUntil(records, &deadline, &maxima))
     return WorkBudget(0, &deadline).Error("greedy_by_size", records.size());
-  return PlanWithMaxima(records, params, maxima, &deadline);
+  TM_ASSIGN_OR_RETURN(ObjectsPlan plan, PlanWithMaxima(records, params, maxima, &deadline));
+  // The maximums are the report's bound too: the dispatcher need not
+  // compute them again.
+  plan.lower_bound = internal::SumOfMaximums(maxima);
+  return plan;
 }
 
 }  // namespace tensormem::planning

@@ -67,7 +67,7 @@ struct Choice {
 
 // Larger first; ties by index, which is first-task order (records arrive
 // sorted by first task). (size, index) pairs sort in memory order, under the
-// deadline (a fifth of a second at 10^6 records): nullopt once it passes.
+// deadline: nullopt once it passes.
 std::optional<std::vector<std::size_t>> PlacementOrder(std::span<const UsageRecord> records,
                                                        internal::Deadline* deadline) {
   std::vector<std::pair<std::uint64_t, std::size_t>> keyed(records.size());
@@ -169,7 +169,7 @@ class StretchTree {
       const std::size_t lo = (node << level) - leaves_, hi = ((node + 1) << level) - leaves_;
       ++*visited;
       if (static_cast<std::uint64_t>(last + 1 - opener_last[hi - 1]) > best.length) break;
-      Walk(node, lo, hi, limit, last, opener_last, &best, slot, visited);
+      Walk(node, lo, hi, last, opener_last, &best, slot, visited);
     }
     if (*slot == kNone) return Choice{};
     return Choice{false, best.length, best.object};
@@ -188,17 +188,18 @@ class StretchTree {
   static bool Smaller(const Node& a, const Node& b) {
     return a.length != b.length ? a.length < b.length : a.object < b.object;
   }
-  void Walk(std::size_t node, std::size_t lo, std::size_t hi, std::size_t limit, TaskIndex last,
+  // Within one canonical subtree of the prefix (every slot of [lo, hi) is
+  // in it).
+  void Walk(std::size_t node, std::size_t lo, std::size_t hi, TaskIndex last,
             std::span<const TaskIndex> opener_last, Node* best, std::size_t* slot,
             std::uint64_t* visited) const {
     ++*visited;
     const Node& n = nodes_[node];
-    if (lo >= limit || n.end <= last || !Smaller(n, *best)) return;
+    if (n.end <= last || !Smaller(n, *best)) return;
     // A stretch here that holds the tensor ends after `last` and opens no
     // later than the subtree's latest opener, so it is at least this long:
     // the node's minimum may be a stretch that ends too early to count.
-    const TaskIndex latest_open = opener_last[std::min(hi, limit) - 1];
-    if (static_cast<std::uint64_t>(last + 1 - latest_open) > best->length) return;
+    if (static_cast<std::uint64_t>(last + 1 - opener_last[hi - 1]) > best->length) return;
     if (node >= leaves_) {
       *best = n;
       *slot = node - leaves_;
@@ -207,13 +208,8 @@ class StretchTree {
     const std::size_t mid = lo + (hi - lo) / 2;
     // The right child first: its stretches open later, closer to the
     // tensor, and a tight fit found there prunes the left one by the bound.
-    if (mid < limit) {
-      Walk(2 * node + 1, mid, hi, limit, last, opener_last, best, slot, visited);
-      Walk(2 * node, lo, mid, limit, last, opener_last, best, slot, visited);
-    } else {
-      Walk(2 * node, lo, mid, limit, last, opener_last, best, slot, visited);
-      Walk(2 * node + 1, mid, hi, limit, last, opener_last, best, slot, visited);
-    }
+    Walk(2 * node + 1, mid, hi, last, opener_last, best, slot, visited);
+    Walk(2 * node, lo, mid, last, opener_last, best, slot, visited);
   }
 
   std::size_t leaves_ = 1;
