@@ -48,6 +48,10 @@ std::string_view Name(OffsetsStrategy strategy);
 // Accepts the snake_case names above ("greedy_by_size"); the error lists them.
 Result<ObjectsStrategy> ParseObjectsStrategy(std::string_view name);
 Result<OffsetsStrategy> ParseOffsetsStrategy(std::string_view name);
+// Every strategy, the near-linear ones first (objects: naive, equality,
+// greedy_in_order, tightest_fit; offsets: naive, greedy_in_order), best (and
+// exact) last: `tensormem plan -s all` runs them in this order under one
+// time limit, so a slow one cannot keep the fast ones from running.
 std::span<const ObjectsStrategy> AllObjectsStrategies();
 std::span<const OffsetsStrategy> AllOffsetsStrategies();
 

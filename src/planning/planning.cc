@@ -27,7 +27,8 @@ namespace {
 
 // One table per strategy family: enum value, name, implementation. Adding
 // a strategy is one row here (plus its enum value and its file); the
-// offsets table is in src/strategies/offsets_dispatch.cc.
+// offsets table is in src/strategies/offsets_dispatch.cc. Rows are in
+// AllObjectsStrategies' order: the near-linear strategies first, best last.
 using ObjectsFn = Result<ObjectsPlan> (*)(std::span<const UsageRecord>, const PlanParams&);
 using ExtentObjectsFn = Result<ExtentObjectsPlan> (*)(std::span<const ExtentRecord>, const PlanParams&);
 
@@ -47,10 +48,10 @@ constexpr std::array<ObjectsEntry, 9> kObjectsTable = {{
      Extents(planning::EqualityObjects)},
     {ObjectsStrategy::kGreedyInOrder, "greedy_in_order", Sizes(planning::GreedyInOrderObjects),
      Extents(planning::GreedyInOrderObjects)},
+    {ObjectsStrategy::kTightestFit, "tightest_fit", planning::TightestFitObjects, nullptr},
     {ObjectsStrategy::kGreedyByBreadth, "greedy_by_breadth", planning::GreedyByBreadthObjects, nullptr},
     {ObjectsStrategy::kGreedyBySize, "greedy_by_size", planning::GreedyBySizeObjects, nullptr},
     {ObjectsStrategy::kMinCostFlow, "min_cost_flow", planning::MinCostFlowObjects, nullptr},
-    {ObjectsStrategy::kTightestFit, "tightest_fit", planning::TightestFitObjects, nullptr},
     {ObjectsStrategy::kGreedyBest, "greedy_best", planning::GreedyBestObjects, nullptr},
     {ObjectsStrategy::kBest, "best", planning::BestObjects, nullptr},
 }};

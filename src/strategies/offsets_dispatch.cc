@@ -24,11 +24,11 @@ struct OffsetsEntry {
 
 constexpr std::array<OffsetsEntry, 8> kOffsetsTable = {{
     {OffsetsStrategy::kNaive, "naive", planning::NaiveOffsets},
+    {OffsetsStrategy::kGreedyInOrder, "greedy_in_order", planning::GreedyInOrderOffsets},
     {OffsetsStrategy::kGreedyBySize, "greedy_by_size", planning::GreedyBySizeOffsets},
     {OffsetsStrategy::kGreedyByBreadth, "greedy_by_breadth", planning::GreedyByBreadthOffsets},
     {OffsetsStrategy::kFromObjects, "from_objects", planning::FromObjectsOffsets},
     {OffsetsStrategy::kArena, "arena", planning::ArenaOffsets},
-    {OffsetsStrategy::kGreedyInOrder, "greedy_in_order", planning::GreedyInOrderOffsets},
     {OffsetsStrategy::kBest, "best", planning::BestOffsets},
     {OffsetsStrategy::kExact, "exact", planning::ExactOffsets},
 }};

@@ -14,6 +14,7 @@
 
 #include "harness/generators.h"
 #include "tensormem/io.h"
+#include "tensormem/planning.h"
 #include "tensormem/validator.h"
 #include "test_util.h"
 
@@ -67,10 +68,14 @@ TEST_F(CliTest, AllStrategiesAsJson) {
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["buffers"], 5);
   EXPECT_EQ(j["lower_bound"], 12);
-  ASSERT_GE(j["results"].size(), 6u);
+  ASSERT_EQ(j["results"].size(), AllOffsetsStrategies().size());
+  std::size_t k = 0;
   for (const auto& row : j["results"]) {
     EXPECT_GE(row["total"].get<std::uint64_t>(), 12u) << row;
     EXPECT_TRUE(row.contains("ratio") && row.contains("ms") && row.contains("strategy"));
+    // In the library's order ("best(greedy_by_size)" names best's winner).
+    EXPECT_EQ(row["strategy"].get<std::string>().rfind(std::string(Name(AllOffsetsStrategies()[k++])), 0), 0u)
+        << row;
   }
 }
 

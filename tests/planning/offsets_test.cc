@@ -308,6 +308,25 @@ TEST(Offsets, RejectsBadArguments) {
   for (ObjectsStrategy s : AllObjectsStrategies()) EXPECT_EQ(*ParseObjectsStrategy(Name(s)), s);
 }
 
+// `plan -s all` runs the lists in order under one time limit: the
+// near-linear strategies first, so that a slow one (greedy_by_size on
+// gpt2_medium_generate) cannot keep them from running, best and exact last.
+TEST(Offsets, TheListsPutTheNearLinearStrategiesFirst) {
+  const std::vector<OffsetsStrategy> offsets(AllOffsetsStrategies().begin(), AllOffsetsStrategies().end());
+  ASSERT_EQ(offsets.size(), 8u);
+  EXPECT_EQ(offsets[0], OffsetsStrategy::kNaive);
+  EXPECT_EQ(offsets[1], OffsetsStrategy::kGreedyInOrder);
+  EXPECT_EQ(offsets[6], OffsetsStrategy::kBest);
+  EXPECT_EQ(offsets[7], OffsetsStrategy::kExact);
+  const std::vector<ObjectsStrategy> objects(AllObjectsStrategies().begin(), AllObjectsStrategies().end());
+  ASSERT_EQ(objects.size(), 9u);
+  EXPECT_EQ(objects[0], ObjectsStrategy::kNaive);
+  EXPECT_EQ(objects[1], ObjectsStrategy::kEquality);
+  EXPECT_EQ(objects[2], ObjectsStrategy::kGreedyInOrder);
+  EXPECT_EQ(objects[3], ObjectsStrategy::kTightestFit);
+  EXPECT_EQ(objects[8], ObjectsStrategy::kBest);
+}
+
 TEST(Offsets, ObjectsToOffsetsAlignsObjects) {
   ObjectsPlan objects;
   objects.object_of = {1, 0};

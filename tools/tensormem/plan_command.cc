@@ -127,6 +127,14 @@ void Print(const PlanOptions& o, const Problem& problem, std::uint64_t lower_bou
   }
 }
 
+// "strategy: message", unless the message already starts with the strategy's
+// name (the objects strategies' work budgets name it).
+std::string WithStrategy(std::string_view strategy, const Status& status) {
+  const std::string& m = status.message();
+  const std::string prefix = std::string(strategy) + ": ";
+  return m.starts_with(prefix) ? m : prefix + m;
+}
+
 int RunPlan(const PlanOptions& o) {
   for (const std::string* out : {&o.out, &o.svg})
     if (Status st = CheckNotAnInput(*out, {o.input}); !st.ok()) return ReportError(st);
@@ -157,8 +165,10 @@ int RunPlan(const PlanOptions& o) {
   params.threads = o.threads;
   std::vector<Row> rows;
   // With 'all' the strategies share the one time limit: each gets what is
-  // left, and once nothing is left the rest are not run, with a note saying
-  // why (rather than each running with a nominal 1e-9 s and failing).
+  // left, in the library's order (cheapest first, so that one slow strategy
+  // cannot keep the fast ones from running), and once nothing is left the
+  // rest are not run, with a note saying why (rather than each running with
+  // a nominal 1e-9 s and failing).
   const auto planning_start = std::chrono::steady_clock::now();
   auto share_time = [&](std::string_view strategy) {
     if (o.time_limit > 0 && o.time_limit < 1e9) {
@@ -192,7 +202,7 @@ int RunPlan(const PlanOptions& o) {
         // With 'all', one strategy's failure (naive overflowing 64 bits)
         // does not sink the others.
         if (strategies.size() > 1 && plan.status().code() != StatusCode::kInvalidArgument) {
-          std::cerr << "tensormem: note: " << Name(s) << ": " << plan.status().message() << '\n';
+          std::cerr << "tensormem: note: " << WithStrategy(Name(s), plan.status()) << '\n';
           continue;
         }
         return ReportError(Hint(plan.status().WithContext(std::string(Name(s))), read_seconds));
@@ -242,7 +252,7 @@ int RunPlan(const PlanOptions& o) {
         graph ? PlanScratchArena(*graph, s, params) : PlanOffsets(problem, s, params);
     if (!plan.ok()) {
       if (strategies.size() > 1 && plan.status().code() != StatusCode::kInvalidArgument) {
-        std::cerr << "tensormem: note: " << Name(s) << ": " << plan.status().message() << '\n';
+        std::cerr << "tensormem: note: " << WithStrategy(Name(s), plan.status()) << '\n';
         continue;
       }
       return ReportError(Hint(plan.status().WithContext(std::string(Name(s))), read_seconds));
