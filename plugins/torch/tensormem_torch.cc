@@ -20,6 +20,7 @@
 
 #include "tensormem/allocators/physical_memory.h"
 #include "tensormem/allocators/vmm_allocator.h"
+#include "out_of_memory.h"
 
 #define TM_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -194,7 +195,10 @@ void* AllocateOrNull(ssize_t size, int device, void* stream) {
   Result<void*> p = vmm->AllocateAsync(static_cast<std::uint64_t>(size),
                                        reinterpret_cast<tensormem::StreamHandle>(stream), 512);
   if (!p.ok()) {
-    t_last_error = p.status().ToString();
+    t_last_error = p.status().code() == tensormem::StatusCode::kResourceExhausted
+                       ? tensormem::torch_plugin::OutOfMemoryMessage(static_cast<std::uint64_t>(size),
+                                                                      device, p.status())
+                       : p.status().ToString();
     return nullptr;
   }
   return *p;

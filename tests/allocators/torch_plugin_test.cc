@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "out_of_memory.h"
 #include "tensormem/allocators/physical_memory.h"
 
 namespace tensormem {
@@ -93,6 +94,19 @@ TEST(TorchPlugin, ExportsTheFunctionsPyTorchLoads) {
   EXPECT_NE(std::string(p.error_fn()).find("not in [0, 1]"), std::string::npos) << p.error_fn();
   p.fraction_fn(0.5, 999);
   EXPECT_NE(std::string(p.error_fn()).find("out of range"), std::string::npos) << p.error_fn();
+}
+
+// A refusal for want of memory reads as PyTorch's own, so that tools that
+// recognise an out-of-memory RuntimeError by its message recognise it: the
+// conditions below are Lightning's and toma's is_cuda_out_of_memory and
+// accelerate's should_reduce_batch_size.
+TEST(TorchPlugin, OutOfMemoryReadsAsPyTorchsOwn) {
+  const std::string m = torch_plugin::OutOfMemoryMessage(
+      std::uint64_t{1825361101}, 0, ResourceExhausted("vmm: out of memory allocating 1825361101 bytes"));
+  EXPECT_EQ(m.rfind("CUDA out of memory. Tried to allocate 1.7 GiB (1825361101 bytes) on GPU 0", 0), 0u) << m;
+  EXPECT_TRUE(m.find("CUDA") != std::string::npos && m.find("out of memory") != std::string::npos) << m;
+  EXPECT_NE(m.find("CUDA out of memory."), std::string::npos) << m;
+  EXPECT_NE(m.find("vmm: out of memory allocating 1825361101 bytes"), std::string::npos) << m;  // ours kept
 }
 
 TEST(TorchPlugin, AllocatesOnTheGpuOrSaysThereIsNone) {
