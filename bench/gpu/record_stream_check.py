@@ -78,8 +78,10 @@ try:
                           device="cuda")
     out["fraction_refused"] = False
     del too_big
-except RuntimeError:  # the plug-in's refusal, thrown through PyTorch (OutOfMemoryError is one too)
+except RuntimeError as e:  # the plug-in's refusal, thrown through PyTorch (OutOfMemoryError is one too)
     out["fraction_refused"] = True
+    # Worded as PyTorch's own, so that batch-size finders recognise it.
+    out["fraction_refusal_reads_as_oom"] = "CUDA out of memory." in str(e)
 torch.cuda.set_per_process_memory_fraction(1.0, 0)
 
 # CUDA graph capture: the plug-in has no graph pools, so an allocation on the
@@ -105,6 +107,7 @@ except Exception as e:  # noqa: BLE001
 out["ok"] = bool(out["wired"] and out["reused_without_record"] and not out["reused_while_side_busy"]
                  and out["frees_deferred"] == 1 and out["side_sum_correct"] and out["reused_after_side_done"]
                  and out["empty_cache_gave_back"] and out["fraction_refused"] and bool(out["fraction_limit"])
+                 and out.get("fraction_refusal_reads_as_oom", False)
                  and out["graph_capture"].startswith("refused")
                  and "CUDA graph" in out["graph_capture_reason"] and out["after_capture_alloc_ok"])
 print(json.dumps(out))
