@@ -2,12 +2,18 @@
 //  - Scaling: every offset strategy on 1k, 10k, 100k deep-network-like
 //    records (chains with skip connections, varied sizes), the scalable
 //    default against the faithful quadratic reference where it exists.
+//  - peak_live_bytes: the bound every offsets plan is reported against
+//    (computed by the dispatcher and again by `tensormem plan`), up to 10^6
+//    records: the network-like ones in task order and shuffled, and random
+//    lifetimes (many live at once).
 //  - MiniMalloc: every offset strategy on each "challenging" instance of
 //    ../shared/benchmarks/minimalloc, reporting total / lower bound.
 // Counters: total (bytes), lower_bound, ratio = total / lower bound.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <random>
 #include <string>
 
 #include "harness/generators.h"
@@ -43,6 +49,30 @@ void BM_Scaling(benchmark::State& state, OffsetsStrategy strategy, bool referenc
   Report(state, plan);
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * n));
 }
+
+enum class PeakInput { kNetwork, kShuffled, kRandom };
+void BM_PeakLiveBytes(benchmark::State& state, PeakInput input) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  // Random lifetimes: about half the tensors live at once (network: a few hundred).
+  Problem problem = FromRecords(input == PeakInput::kRandom
+                                    ? internal::GenerateRandomRecords(n, 42, static_cast<TaskIndex>(n), 1 << 20)
+                                    : internal::GenerateNetworkRecords(n, 42));
+  if (input == PeakInput::kShuffled)
+    std::shuffle(problem.buffers.begin(), problem.buffers.end(), std::mt19937_64(7));
+  std::uint64_t peak = 0;
+  for (auto _ : state) {
+    peak = PeakLiveBytes(problem, 64);
+    benchmark::DoNotOptimize(peak);
+  }
+  state.counters["peak"] = static_cast<double>(peak);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * n));
+}
+BENCHMARK_CAPTURE(BM_PeakLiveBytes, network, PeakInput::kNetwork)->Name("peak_live_bytes/network")
+    ->RangeMultiplier(10)->Range(10'000, 1'000'000)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PeakLiveBytes, shuffled, PeakInput::kShuffled)->Name("peak_live_bytes/shuffled")
+    ->RangeMultiplier(10)->Range(10'000, 1'000'000)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PeakLiveBytes, random, PeakInput::kRandom)->Name("peak_live_bytes/random")
+    ->RangeMultiplier(10)->Range(10'000, 1'000'000)->Unit(benchmark::kMillisecond);
 
 void BM_MiniMalloc(benchmark::State& state, std::string path, OffsetsStrategy strategy) {
   Result<Problem> problem = LoadProblem(path);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <random>
 
 #include <gtest/gtest.h>
 
@@ -98,6 +99,43 @@ TEST(LowerBounds, AlignmentPaddingBetweenLiveBuffersCounts) {
   EXPECT_EQ(PeakLiveBytes(p), 42u);
   p.buffers[0].alignment = 1;  // g = 1: no padding is forced
   EXPECT_EQ(PeakLiveBytes(p), 30u);
+}
+
+// The aligned bound from its definition: at each task, the live sizes
+// rounded up to the alignment, less the largest rounding among them.
+std::uint64_t BruteAlignedPeak(const std::vector<UsageRecord>& r, std::uint64_t align, TaskIndex tasks) {
+  std::uint64_t peak = 0;
+  for (TaskIndex t = 0; t < tasks; ++t) {
+    std::uint64_t live = 0, largest_pad = 0;
+    for (const auto& x : r)
+      if (x.size > 0 && x.first_task <= t && t <= x.last_task) {
+        const std::uint64_t rounded = (x.size + align - 1) / align * align;
+        live += rounded;
+        largest_pad = std::max(largest_pad, rounded - x.size);
+      }
+    peak = std::max(peak, live - largest_pad);
+  }
+  return peak;
+}
+
+// Records in any order (the sweep sorts only what is out of order), pads
+// below 2^16 (counted per value) and above (a multiset), and more than 2^16
+// spans live at once (past which the sweep sorts the ends it has yet to see).
+TEST(LowerBounds, PeakMatchesBruteForceInAnyOrderAlignmentAndDensity) {
+  for (std::uint64_t seed = 1; seed <= 60; ++seed) {
+    const std::uint64_t align = std::uint64_t{1} << (seed % 4 == 0 ? 20 : seed % 10);
+    auto r = internal::GenerateRandomRecords(1 + seed % 50, seed, 40, 3 << 20, /*zeros=*/true);
+    if (seed % 2 == 0) std::shuffle(r.begin(), r.end(), std::mt19937_64(seed));
+    const Problem p = FromRecords(r);
+    ASSERT_EQ(PeakLiveBytes(p, align), BruteAlignedPeak(r, align, 40)) << "seed " << seed;
+    ASSERT_EQ(PeakLiveBytes(r), BrutePeak(r)) << "seed " << seed;
+  }
+  for (const std::uint64_t align : {std::uint64_t{1}, std::uint64_t{64}, std::uint64_t{1} << 20}) {
+    auto r = internal::GenerateRandomRecords(140'000, 7, 30, 1 << 21);  // about half live at once
+    ASSERT_GT(MaxLiveTensors(r), std::size_t{1} << 16);
+    std::shuffle(r.begin(), r.end(), std::mt19937_64(3));
+    EXPECT_EQ(PeakLiveBytes(FromRecords(r), align), BruteAlignedPeak(r, align, 30)) << align;
+  }
 }
 
 TEST(LowerBounds, AlignedBoundNeverExceedsAPlan) {
