@@ -38,7 +38,8 @@ Status CheckProblem(const Problem& problem) {
     if (b.last_task < b.first_task)
       return InvalidArgument(Where(i, b) + ": lifetime ends (" + std::to_string(b.last_task) +
                              ") before it starts (" + std::to_string(b.first_task) + ")");
-    TM_RETURN_IF_ERROR(ValidateAlignment(b.alignment, Where(i, b)));
+    // Where() only on failure: a string per buffer was 5 % of reading 10^6.
+    if (!ValidateAlignment(b.alignment, "").ok()) return ValidateAlignment(b.alignment, Where(i, b));
     if (b.fixed_offset) {
       std::uint64_t end;
       if (!internal::CheckedAdd(*b.fixed_offset, b.size, &end))
@@ -51,15 +52,15 @@ Status CheckProblem(const Problem& problem) {
     TaskIndex prev_last = b.first_task - 1;
     for (std::size_t k = 0; k < b.gaps.size(); ++k) {
       const Gap& g = b.gaps[k];
-      const std::string gw = Where(i, b) + ": gap " + std::to_string(k);
-      if (g.last_task < g.first_task) return InvalidArgument(gw + ": ends before it starts");
+      auto gw = [&] { return Where(i, b) + ": gap " + std::to_string(k); };
+      if (g.last_task < g.first_task) return InvalidArgument(gw() + ": ends before it starts");
       if (g.first_task < b.first_task || g.last_task > b.last_task)
-        return InvalidArgument(gw + ": lies outside the buffer's lifetime");
+        return InvalidArgument(gw() + ": lies outside the buffer's lifetime");
       if (g.first_task <= prev_last)
-        return InvalidArgument(gw + ": overlaps or precedes the previous gap (gaps must be sorted "
+        return InvalidArgument(gw() + ": overlaps or precedes the previous gap (gaps must be sorted "
                                     "and disjoint)");
       if (g.has_window && (g.window_lo > g.window_hi || g.window_hi > b.size))
-        return InvalidArgument(gw + ": window [" + std::to_string(g.window_lo) + ", " +
+        return InvalidArgument(gw() + ": window [" + std::to_string(g.window_lo) + ", " +
                                std::to_string(g.window_hi) + ") is not inside the buffer's " +
                                std::to_string(b.size) + " bytes");
       prev_last = g.last_task;
