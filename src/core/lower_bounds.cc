@@ -25,12 +25,13 @@ struct Span {
 // alignment, so below 2^16 almost always: then a count per value and a bit
 // per value with a count (64-bit words, a summary word per 64 of them), the
 // largest found from at most 16 summary words; a std::multiset (a node per
-// span, a cache miss per level) otherwise. At 10^6 random lifetimes with
-// alignment 64 the multiset was most of PeakLiveBytes (now 4-5x faster).
+// span, a cache miss per level) otherwise, or when the arrays would outweigh
+// the spans. At 10^6 random lifetimes with alignment 64 the multiset was
+// most of PeakLiveBytes (now 4-5x faster).
 class LivePads {
  public:
-  explicit LivePads(std::uint64_t max_pad) {
-    if (max_pad < kSmall) {
+  LivePads(std::uint64_t max_pad, std::size_t spans) {
+    if (max_pad < kSmall && max_pad / 64 <= spans) {
       counts_.assign(max_pad + 1, 0);
       words_.assign(max_pad / 64 + 1, 0);
       summary_.assign(max_pad / 4096 + 1, 0);
@@ -65,8 +66,10 @@ class LivePads {
  private:
   static constexpr std::uint64_t kSmall = std::uint64_t{1} << 16;
   static std::uint64_t Bit(std::uint64_t k) { return std::uint64_t{1} << (k % 64); }
-  static std::size_t Highest(std::uint64_t word) { return 63 - static_cast<std::size_t>(std::countl_zero(word)); }
-  std::vector<std::uint32_t> counts_;
+  static std::size_t Highest(std::uint64_t word) {
+    return 63 - static_cast<std::size_t>(std::countl_zero(word));
+  }
+  std::vector<std::uint64_t> counts_;
   std::vector<std::uint64_t> words_, summary_;
   std::multiset<std::uint64_t> large_;
 };
@@ -101,7 +104,7 @@ std::pair<std::uint64_t, TaskIndex> Sweep(std::size_t spans, ForEachSpan for_eac
   if (!std::is_sorted(starts.begin(), starts.end(), by_first))
     std::sort(starts.begin(), starts.end(), by_first);
   internal::Uint128 live = 0, peak = 0;
-  LivePads pads(max_pad);  // only used when some span is padded
+  LivePads pads(any_pad ? max_pad : 0, starts.size());  // only used when some span is padded
   TaskIndex peak_task = 0;
   auto add = [&](const Span& s) {
     live += s.bytes;

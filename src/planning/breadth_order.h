@@ -15,7 +15,8 @@
 namespace tensormem::planning {
 
 // O(n log n): tasks with identical live sets (elementary intervals between
-// consecutive lifetime boundaries) are visited once.
+// consecutive lifetime boundaries) count once; a tensor's place is the best
+// breadth rank over its intervals, a range minimum.
 std::vector<std::size_t> BreadthOrder(std::span<const UsageRecord> records);
 // The same under a deadline (nullptr: none): nullopt once it passes.
 std::optional<std::vector<std::size_t>> BreadthOrder(std::span<const UsageRecord> records,

@@ -164,6 +164,13 @@ TEST(BreadthOrder, EqualsPerTaskTranscription) {
     auto r = internal::GenerateRandomRecords(1 + seed % 50, seed, 30, 50, true);
     ASSERT_EQ(planning::BreadthOrder(r), planning::BreadthOrderReference(r)) << seed;
   }
+  // Thousands of intervals: ranges that span many of the range minimum's
+  // blocks of 64, and ties of breadth among them (equal sizes).
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    auto r = seed % 2 == 0 ? internal::GenerateNetworkRecords(20'000, seed)
+                           : internal::GenerateRandomRecords(3'000, seed, 2'000, seed == 1 ? 4 : 1 << 20);
+    ASSERT_EQ(planning::BreadthOrder(r), planning::BreadthOrderReference(r)) << seed;
+  }
 }
 
 // Every strategy that runs on plain records, on every alignment.
