@@ -319,19 +319,15 @@ TEST(Offsets, RejectsBadArguments) {
 // near-linear strategies first, so that a slow one (greedy_by_size on
 // gpt2_medium_generate) cannot keep them from running, best and exact last.
 TEST(Offsets, TheListsPutTheNearLinearStrategiesFirst) {
-  const std::vector<OffsetsStrategy> offsets(AllOffsetsStrategies().begin(), AllOffsetsStrategies().end());
-  ASSERT_EQ(offsets.size(), 8u);
-  EXPECT_EQ(offsets[0], OffsetsStrategy::kNaive);
-  EXPECT_EQ(offsets[1], OffsetsStrategy::kGreedyInOrder);
-  EXPECT_EQ(offsets[6], OffsetsStrategy::kBest);
-  EXPECT_EQ(offsets[7], OffsetsStrategy::kExact);
-  const std::vector<ObjectsStrategy> objects(AllObjectsStrategies().begin(), AllObjectsStrategies().end());
-  ASSERT_EQ(objects.size(), 9u);
-  EXPECT_EQ(objects[0], ObjectsStrategy::kNaive);
-  EXPECT_EQ(objects[1], ObjectsStrategy::kEquality);
-  EXPECT_EQ(objects[2], ObjectsStrategy::kGreedyInOrder);
-  EXPECT_EQ(objects[3], ObjectsStrategy::kTightestFit);
-  EXPECT_EQ(objects[8], ObjectsStrategy::kBest);
+  using Off = OffsetsStrategy;
+  using Obj = ObjectsStrategy;
+  EXPECT_EQ(std::vector<Off>(AllOffsetsStrategies().begin(), AllOffsetsStrategies().end()),
+            (std::vector<Off>{Off::kNaive, Off::kGreedyInOrder, Off::kGreedyBySize, Off::kGreedyByBreadth,
+                              Off::kFromObjects, Off::kArena, Off::kBest, Off::kExact}));
+  EXPECT_EQ(std::vector<Obj>(AllObjectsStrategies().begin(), AllObjectsStrategies().end()),
+            (std::vector<Obj>{Obj::kNaive, Obj::kEquality, Obj::kGreedyInOrder, Obj::kTightestFit,
+                              Obj::kGreedyByBreadth, Obj::kGreedyBySize, Obj::kMinCostFlow, Obj::kGreedyBest,
+                              Obj::kBest}));
 }
 
 TEST(Offsets, ObjectsToOffsetsAlignsObjects) {
