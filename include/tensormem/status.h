@@ -41,7 +41,8 @@ class [[nodiscard]] Status {
   // "invalid argument: model.csv:3: field 'size': not a number: 'x'"
   std::string ToString() const;
 
-  // Prepends context ("while reading X: ") to the message; no-op when ok.
+  // Prepends context ("while reading X: ") to the message; no-op when ok
+  // or when the message already starts with "context: ".
   Status WithContext(std::string_view context) const;
 
  private:

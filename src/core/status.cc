@@ -30,6 +30,10 @@ std::string Status::ToString() const {
 
 Status Status::WithContext(std::string_view context) const {
   if (ok()) return *this;
+  // Already said: "min_cost_flow: min_cost_flow: ..." reads as a stutter.
+  if (message_.size() > context.size() + 1 && message_.starts_with(context) &&
+      message_.compare(context.size(), 2, ": ") == 0)
+    return *this;
   std::string m(context);
   m += ": ";
   m += message_;

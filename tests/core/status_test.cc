@@ -24,6 +24,11 @@ TEST(Status, OkAndError) {
   EXPECT_EQ(s.ToString(), "out of range: too big");
   EXPECT_EQ(s.WithContext("file.csv").message(), "file.csv: too big");
   EXPECT_TRUE(Status::Ok().WithContext("x").ok());
+  // Said once: a message that already names the context keeps it once.
+  const Status named = DeadlineExceeded("min_cost_flow: the time limit of 1 s was reached");
+  EXPECT_EQ(named.WithContext("min_cost_flow").message(), named.message());
+  EXPECT_EQ(named.WithContext("min_cost").message(), "min_cost: " + named.message());
+  EXPECT_EQ(Internal("min_cost_flow").WithContext("min_cost_flow").message(), "min_cost_flow: min_cost_flow");
 }
 
 TEST(Result, PropagatesErrors) {

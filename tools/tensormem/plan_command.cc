@@ -127,14 +127,6 @@ void Print(const PlanOptions& o, const Problem& problem, std::uint64_t lower_bou
   }
 }
 
-// "strategy: message", unless the message already starts with the strategy's
-// name (the objects strategies' work budgets name it).
-std::string WithStrategy(std::string_view strategy, const Status& status) {
-  const std::string& m = status.message();
-  const std::string prefix = std::string(strategy) + ": ";
-  return m.starts_with(prefix) ? m : prefix + m;
-}
-
 int RunPlan(const PlanOptions& o) {
   for (const std::string* out : {&o.out, &o.svg})
     if (Status st = CheckNotAnInput(*out, {o.input}); !st.ok()) return ReportError(st);
@@ -202,7 +194,7 @@ int RunPlan(const PlanOptions& o) {
         // With 'all', one strategy's failure (naive overflowing 64 bits)
         // does not sink the others.
         if (strategies.size() > 1 && plan.status().code() != StatusCode::kInvalidArgument) {
-          std::cerr << "tensormem: note: " << WithStrategy(Name(s), plan.status()) << '\n';
+          std::cerr << "tensormem: note: " << plan.status().WithContext(std::string(Name(s))).message() << '\n';
           continue;
         }
         return ReportError(Hint(plan.status().WithContext(std::string(Name(s))), read_seconds));
@@ -252,7 +244,7 @@ int RunPlan(const PlanOptions& o) {
         graph ? PlanScratchArena(*graph, s, params) : PlanOffsets(problem, s, params);
     if (!plan.ok()) {
       if (strategies.size() > 1 && plan.status().code() != StatusCode::kInvalidArgument) {
-        std::cerr << "tensormem: note: " << WithStrategy(Name(s), plan.status()) << '\n';
+        std::cerr << "tensormem: note: " << plan.status().WithContext(std::string(Name(s))).message() << '\n';
         continue;
       }
       return ReportError(Hint(plan.status().WithContext(std::string(Name(s))), read_seconds));
