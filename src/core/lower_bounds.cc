@@ -262,9 +262,12 @@ std::uint64_t PeakLiveBytes(const Problem& problem, std::uint64_t alignment) {
 // tasks where a live set can be maximal) gives each rank its maximum the
 // moment the count first reaches it.
 namespace internal {
+namespace {
 
-bool PositionalMaximumsUntil(std::span<const UsageRecord> records, Deadline* deadline,
-                             std::vector<std::uint64_t>* maxima) {
+// Counts fit 32 bits below narrow_limit records (the trees' counts are at
+// most the record count).
+bool PositionalMaximumsWith(std::span<const UsageRecord> records, Deadline* deadline,
+                            std::vector<std::uint64_t>* maxima, std::size_t narrow_limit) {
   std::vector<std::uint64_t>& result = *maxima;
   result.clear();
   if (records.empty()) return true;
@@ -317,12 +320,25 @@ bool PositionalMaximumsUntil(std::span<const UsageRecord> records, Deadline* dea
     }
     return true;
   };
-  if (n < (std::size_t{1} << 31)) {
+  if (n < narrow_limit) {
     MaxAddTree<std::int32_t> tree(starts.size());
     return insert(tree);
   }
   MaxAddTree<std::int64_t> tree(starts.size());
   return insert(tree);
+}
+
+}  // namespace
+
+bool PositionalMaximumsUntil(std::span<const UsageRecord> records, Deadline* deadline,
+                             std::vector<std::uint64_t>* maxima) {
+  return PositionalMaximumsWith(records, deadline, maxima, std::size_t{1} << 31);
+}
+
+std::vector<std::uint64_t> PositionalMaximumsWithWideCounts(std::span<const UsageRecord> records) {
+  std::vector<std::uint64_t> maxima;
+  PositionalMaximumsWith(records, nullptr, &maxima, 0);
+  return maxima;
 }
 
 std::uint64_t SumOfMaximums(std::span<const std::uint64_t> maxima) {

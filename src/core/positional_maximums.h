@@ -17,6 +17,10 @@ namespace tensormem::internal {
 bool PositionalMaximumsUntil(std::span<const UsageRecord> records, Deadline* deadline,
                              std::vector<std::uint64_t>* maxima);
 
+// The same with the 64-bit counts PositionalMaximumsUntil uses from 2^31
+// records on, whatever the count: for tests.
+std::vector<std::uint64_t> PositionalMaximumsWithWideCounts(std::span<const UsageRecord> records);
+
 // Their sum, saturating: ObjectsLowerBound from maximums already computed.
 std::uint64_t SumOfMaximums(std::span<const std::uint64_t> maxima);
 

@@ -140,6 +140,10 @@ std::optional<std::vector<std::size_t>> BreadthOrder(std::span<const UsageRecord
   return BreadthOrderOf<std::uint64_t>(records, deadline);
 }
 
+std::vector<std::size_t> BreadthOrderWithWideIndices(std::span<const UsageRecord> records) {
+  return *BreadthOrderOf<std::uint64_t>(records, nullptr);
+}
+
 std::vector<std::size_t> BreadthOrderReference(std::span<const UsageRecord> records) {
   std::vector<std::size_t> order;
   if (records.empty()) return order;

@@ -22,6 +22,10 @@ std::vector<std::size_t> BreadthOrder(std::span<const UsageRecord> records);
 std::optional<std::vector<std::size_t>> BreadthOrder(std::span<const UsageRecord> records,
                                                      internal::Deadline* deadline);
 
+// The same with the 64-bit indices BreadthOrder uses from 2^31 records on,
+// whatever the count: for tests.
+std::vector<std::size_t> BreadthOrderWithWideIndices(std::span<const UsageRecord> records);
+
 // The literal per-task transcription (O(sum of lifetimes)), for tests.
 std::vector<std::size_t> BreadthOrderReference(std::span<const UsageRecord> records);
 

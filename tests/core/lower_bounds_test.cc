@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/positional_maximums.h"
 #include "harness/generators.h"
 #include "tensormem/planning.h"
 
@@ -60,6 +61,19 @@ TEST(LowerBounds, MatchBruteForceOnRandomRecords) {
     ASSERT_EQ(PeakLiveBytes(r), BrutePeak(r)) << "seed " << seed;
     ASSERT_EQ(PositionalMaximums(r), BrutePositional(r)) << "seed " << seed;
     ASSERT_EQ(MaxLiveTensors(r), BrutePositional(r).size()) << "seed " << seed;  // zero sizes count
+  }
+}
+
+// The 64-bit counts (2^31 records and more) run the same code as the 32-bit
+// ones; too many records to test there, so they are forced here.
+TEST(LowerBounds, PositionalMaximumsWithWideCountsMatch) {
+  for (std::uint64_t seed = 1; seed <= 100; ++seed) {
+    auto r = internal::GenerateRandomRecords(1 + seed % 40, seed, 60, 100, /*zeros=*/true);
+    ASSERT_EQ(internal::PositionalMaximumsWithWideCounts(r), BrutePositional(r)) << "seed " << seed;
+  }
+  for (std::uint64_t seed = 1; seed <= 2; ++seed) {
+    auto r = internal::GenerateNetworkRecords(20'000, seed);
+    ASSERT_EQ(internal::PositionalMaximumsWithWideCounts(r), PositionalMaximums(r)) << "seed " << seed;
   }
 }
 

@@ -163,6 +163,8 @@ TEST(BreadthOrder, EqualsPerTaskTranscription) {
   for (std::uint64_t seed = 1; seed <= 100; ++seed) {
     auto r = internal::GenerateRandomRecords(1 + seed % 50, seed, 30, 50, true);
     ASSERT_EQ(planning::BreadthOrder(r), planning::BreadthOrderReference(r)) << seed;
+    // The 64-bit indices (2^31 records and more), forced.
+    ASSERT_EQ(planning::BreadthOrderWithWideIndices(r), planning::BreadthOrderReference(r)) << seed;
   }
   // Thousands of intervals: ranges that span many of the range minimum's
   // blocks of 64, and ties of breadth among them (equal sizes).
@@ -170,6 +172,7 @@ TEST(BreadthOrder, EqualsPerTaskTranscription) {
     auto r = seed % 2 == 0 ? internal::GenerateNetworkRecords(20'000, seed)
                            : internal::GenerateRandomRecords(3'000, seed, 2'000, seed == 1 ? 4 : 1 << 20);
     ASSERT_EQ(planning::BreadthOrder(r), planning::BreadthOrderReference(r)) << seed;
+    ASSERT_EQ(planning::BreadthOrderWithWideIndices(r), planning::BreadthOrderReference(r)) << seed;
   }
 }
 
