@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <streambuf>
 #include <string_view>
@@ -64,6 +65,10 @@ class GzipStream final : public std::istream {
 }  // namespace
 
 Result<std::unique_ptr<std::istream>> OpenInputFile(const std::string& path) {
+  // A directory opens as a stream on Linux and fails only at the first
+  // read, which could say no more than "read error".
+  if (std::error_code ec; std::filesystem::is_directory(path, ec))
+    return InvalidArgument(path + ": is a directory, not a file");
   auto plain = std::make_unique<std::ifstream>(path, std::ios::binary);
   if (!*plain) return NotFound(path + ": cannot open: " + std::strerror(errno));
   unsigned char magic[2] = {};

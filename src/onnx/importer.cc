@@ -8,7 +8,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <climits>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <set>
@@ -623,8 +626,11 @@ Result<OnnxModel> ImportOnnxBytes(std::string_view bytes, std::string_view sourc
 }
 
 Result<OnnxModel> ImportOnnxFile(const std::string& path, const OnnxImportParams& params) {
+  // A directory opens as a stream on Linux, and its "size" is 2^63 - 1.
+  if (std::error_code ec; std::filesystem::is_directory(path, ec))
+    return InvalidArgument(path + ": is a directory, not a file");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return NotFound(path + ": cannot open");
+  if (!in) return NotFound(path + ": cannot open: " + std::strerror(errno));
   const std::streamoff size = in.tellg();
   if (size < 0) return NotFound(path + ": cannot read");
   if (static_cast<std::uint64_t>(size) > params.max_file_bytes)

@@ -207,6 +207,16 @@ TEST_F(Hostile, SmallerOnes) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("cannot open"), std::string::npos) << r.out;
 
+  // A directory opens as a stream on Linux; it is named as one, not as a
+  // read error or a file of 2^63 - 1 bytes.
+  std::filesystem::create_directories(dir_ / "folder.onnx");
+  for (const char* command : {"plan .", "solve .", "replay .", "records .", "plan folder.onnx",
+                              "records folder.onnx"}) {
+    r = Cli(command);
+    EXPECT_EQ(r.code, 2) << command << ": " << r.out;
+    EXPECT_NE(r.out.find("is a directory"), std::string::npos) << command << ": " << r.out;
+  }
+
   // naive's total overflows 64 bits; the others plan it.
   Write("big.csv", "id,lower,upper,size\na,0,1,9223372036854775808\nb,1,2,9223372036854775808\n");
   r = Cli("plan big.csv --strategy all --time-limit 1");
