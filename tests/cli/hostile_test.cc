@@ -216,6 +216,16 @@ TEST_F(Hostile, SmallerOnes) {
     EXPECT_EQ(r.code, 2) << command << ": " << r.out;
     EXPECT_NE(r.out.find("is a directory"), std::string::npos) << command << ": " << r.out;
   }
+  // So is an output that is one: bad options (2), and no temporary file
+  // left beside it.
+  const std::string five = Write("five.csv", kFive);
+  for (const std::string out : {"-o folder.onnx", "--svg folder.onnx", "--html folder.onnx"}) {
+    r = Cli("plan " + five + " " + out);
+    EXPECT_EQ(r.code, 2) << out << ": " << r.out;
+    EXPECT_NE(r.out.find("folder.onnx: is a directory"), std::string::npos) << out << ": " << r.out;
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(dir_))
+    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
 
   // naive's total overflows 64 bits; the others plan it.
   Write("big.csv", "id,lower,upper,size\na,0,1,9223372036854775808\nb,1,2,9223372036854775808\n");

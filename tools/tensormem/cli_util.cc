@@ -90,6 +90,9 @@ Status WriteOutput(const std::string& path, const std::vector<std::string>& inpu
     return FlushStdout();
   }
   TM_RETURN_IF_ERROR(CheckNotAnInput(path, inputs));
+  // Refused before the temporary file goes into the directory's parent.
+  if (std::error_code ec; fs::is_directory(path, ec))
+    return InvalidArgument(path + ": is a directory, not a file");
   // The temporary file sits in the same directory, so the rename is atomic.
   std::string tmp = path + ".tmp.XXXXXX";
   const int fd = mkstemp(tmp.data());
