@@ -18,6 +18,8 @@
 #include <limits>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "harness/malloc_peers.h"
@@ -50,8 +52,15 @@ double ThreadCpuSeconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-std::string Where(const Trace& trace, const TraceEvent& e) {
-  return "replaying " + trace.source + ":" + std::to_string(e.line);
+// A failure at a trace event, as "vmm: trace.csv:12: out of memory ...":
+// the allocator named once (ours start their messages with their name),
+// then the line, then what happened.
+Status AtEvent(const Status& st, std::string_view name, const Trace& trace, const TraceEvent& e) {
+  if (st.ok()) return st;
+  std::string_view what = st.message();
+  const std::string prefix = std::string(name) + ": ";
+  if (what.starts_with(prefix)) what.remove_prefix(prefix.size());
+  return Status(st.code(), prefix + trace.source + ":" + std::to_string(e.line) + ": " + std::string(what));
 }
 
 // Replays every event; `sample` (after each allocation) returns the bytes
@@ -59,21 +68,32 @@ std::string Where(const Trace& trace, const TraceEvent& e) {
 // timed part, before the never-freed blocks are freed. `slots` (one per
 // event, null) is the caller's, allocated before a peer's baseline is taken
 // so that the replay's own bookkeeping is not counted as the peer's.
+// A failed event ends the pass; the blocks still live are freed first, so
+// that a pass in this process (--no-isolate, CUDA) leaves nothing behind
+// for the next allocator.
 template <typename Alloc, typename Free, typename Sample, typename After>
-Result<Pass> Loop(const Trace& trace, std::vector<void*>& slots, Alloc&& alloc, Free&& free_fn,
-                  Sample&& sample, After&& after) {
+Result<Pass> Loop(std::string_view name, const Trace& trace, std::vector<void*>& slots, Alloc&& alloc,
+                  Free&& free_fn, Sample&& sample, After&& after) {
   Pass pass;
+  auto fail = [&](const Status& st, const TraceEvent& e) {
+    for (void*& p : slots)
+      if (p != nullptr) (void)free_fn(std::exchange(p, nullptr));
+    return AtEvent(st, name, trace, e);
+  };
   const double cpu_start = ThreadCpuSeconds();
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
     if (e.action == TraceAction::kAllocate) {
       void* p = nullptr;
-      if (Status st = alloc(e.size, &p); !st.ok()) return st.WithContext(Where(trace, e));
+      if (Status st = alloc(e.size, &p); !st.ok()) return fail(st, e);
       slots[i] = p;
       pass.peak_reserved = std::max(pass.peak_reserved, sample());
     } else {
-      if (Status st = free_fn(slots[e.partner]); !st.ok()) return st.WithContext(Where(trace, e));
+      if (Status st = free_fn(slots[e.partner]); !st.ok()) {
+        slots[e.partner] = nullptr;  // refused: not freed again
+        return fail(st, e);
+      }
       slots[e.partner] = nullptr;
     }
   }
@@ -117,14 +137,14 @@ Result<Pass> ResourcePass(const Trace& trace, MemoryResource& r, std::uint64_t a
   };
   std::vector<void*> slots(trace.events.size(), nullptr);
   return Loop(
-      trace, slots, alloc, free_fn, [] { return std::uint64_t{0}; },
+      r.name(), trace, slots, alloc, free_fn, [] { return std::uint64_t{0}; },
       [&] {
         if (stats != nullptr) *stats = r.GetStats();
       });
 }
 
-Result<Pass> PeerPass(const Trace& trace, const replay::MallocPeer& peer, std::uint64_t alignment,
-                      bool sample) {
+Result<Pass> PeerPass(std::string_view name, const Trace& trace, const replay::MallocPeer& peer,
+                      std::uint64_t alignment, bool sample) {
   std::vector<void*> slots(trace.events.size(), nullptr);
   const std::uint64_t base = sample ? peer.Reserved() : 0;
   std::uint64_t last_request = 0;
@@ -139,12 +159,12 @@ Result<Pass> PeerPass(const Trace& trace, const replay::MallocPeer& peer, std::u
     return Status::Ok();
   };
   auto nothing = [] {};
-  if (!sample) return Loop(trace, slots, alloc, free_fn, [] { return std::uint64_t{0}; }, nothing);
+  if (!sample) return Loop(name, trace, slots, alloc, free_fn, [] { return std::uint64_t{0}; }, nothing);
   // Between samples the figure only falls (frees), so the last sample
   // stands in where the peer says it cannot have grown.
   std::uint64_t last = 0;
   return Loop(
-      trace, slots, alloc, free_fn,
+      name, trace, slots, alloc, free_fn,
       [&] {
         if (peer.ReservedMayHaveGrown(last_request, alignment)) {
           const std::uint64_t r = peer.Reserved();
@@ -240,9 +260,9 @@ Result<Pass> LocalPass(const Trace& trace, ReplayAllocator which, const ReplayPa
     if (params.device == ReplayDevice::kCuda)
       return InvalidArgument(std::string(Name(which)) + " allocates host memory: it cannot replay on cuda");
     TM_ASSIGN_OR_RETURN(replay::MallocPeer peer, replay::LoadMallocPeer(which));
-    TM_ASSIGN_OR_RETURN(Pass pass, PeerPass(trace, peer, params.alignment, sample));
+    TM_ASSIGN_OR_RETURN(Pass pass, PeerPass(Name(which), trace, peer, params.alignment, sample));
     if (!sample) {  // the warm pass: the same trace again over the heap the first left
-      TM_ASSIGN_OR_RETURN(Pass warm, PeerPass(trace, peer, params.alignment, false));
+      TM_ASSIGN_OR_RETURN(Pass warm, PeerPass(Name(which), trace, peer, params.alignment, false));
       pass.warm_seconds = warm.seconds;
     }
     return pass;
@@ -509,14 +529,14 @@ Result<ReplayPlacement> ReplayPlacements(const Trace& trace, ReplayAllocator all
     if (e.action == TraceAction::kAllocate) {
       Result<void*> p = ours.resource->Allocate(e.size, params.alignment);
       if (!p.ok()) {
-        failed = p.status().WithContext(Where(trace, e));
+        failed = AtEvent(p.status(), out.allocator, trace, e);
         break;
       }
       slots[i] = *p;
       address.push_back(reinterpret_cast<std::uintptr_t>(*p));
       sizes.push_back(e.size);
     } else {
-      failed = ours.resource->Deallocate(slots[e.partner]).WithContext(Where(trace, e));
+      failed = AtEvent(ours.resource->Deallocate(slots[e.partner]), out.allocator, trace, e);
       slots[e.partner] = nullptr;
     }
     out.reserved.push_back(ours.resource->GetStats().bytes_reserved);

@@ -81,7 +81,10 @@ TEST(Replay, ThroughACallersResource) {
   BfcAllocator tight(HostBackend(), small);
   Result<ReplayResult> fail = ReplayTraceThrough(trace, tight);
   ASSERT_FALSE(fail.ok());
-  EXPECT_NE(fail.status().message().find("replaying " + Bundled() + ":8: bfc: out of memory"), std::string::npos) << fail.status().message();
+  // The allocator named once, then the line, then what happened.
+  EXPECT_EQ(fail.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(fail.status().message().starts_with("bfc: " + Bundled() + ":8: out of memory")) << fail.status().message();
+  EXPECT_EQ(tight.GetStats().bytes_in_use, 0u);  // what the failed pass held was freed
 }
 
 TEST(Replay, MallocPeersInProcessAndIsolated) {

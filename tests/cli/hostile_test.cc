@@ -69,6 +69,32 @@ TEST_F(Hostile, NumericOptionsNeverWrapOrSaturate) {
   }
 }
 
+// An allocator refused memory (a limit here) fails the command, but the
+// others still run: a comparison under a limit shows which fit. The refusal
+// names the allocator once, then the trace line.
+TEST_F(Hostile, ReplayGoesOnPastAnAllocatorOutOfMemory) {
+  const std::string trace = std::string(TENSORMEM_SOURCE_DIR) + "/tests/allocators/data/small_step.csv";
+  for (const std::string isolate : {"", " --no-isolate"}) {
+    Outcome r = Cli("replay " + trace + " -a bfc,pool,bfc_compact --bfc-limit 200000 -r 1 --json" + isolate);
+    EXPECT_EQ(r.code, 1) << r.out;
+    const std::size_t brace = r.out.find('{');
+    ASSERT_NE(brace, std::string::npos) << r.out;
+    const auto j = nlohmann::json::parse(r.out.substr(brace, r.out.rfind('}') - brace + 1));
+    ASSERT_EQ(j["results"].size(), 1u) << r.out;
+    EXPECT_EQ(j["results"][0]["allocator"], "pool");
+    ASSERT_EQ(j["out_of_memory"].size(), 2u) << r.out;
+    EXPECT_EQ(j["out_of_memory"][0]["allocator"], "bfc");
+    EXPECT_EQ(j["out_of_memory"][1]["allocator"], "bfc_compact");
+    EXPECT_TRUE(j["out_of_memory"][0]["reason"].get<std::string>().starts_with(trace + ":8: out of memory")) << r.out;
+    EXPECT_NE(r.out.find("error: bfc: " + trace + ":8: out of memory"), std::string::npos) << r.out;
+  }
+  // Text: the table with the rows that ran, then the refusals.
+  Outcome r = Cli("replay " + trace + " -a bfc,pool --bfc-limit 200000 -r 1");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("\npool "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("bfc: replaying"), std::string::npos) << r.out;
+}
+
 // Item 4: an initial region of 0 doubled 0 forever; now refused up front.
 TEST_F(Hostile, ReplayBfcParametersAreValidatedBeforeAnyPass) {
   const std::string trace = std::string(TENSORMEM_SOURCE_DIR) + "/tests/allocators/data/small_step.csv";
@@ -93,8 +119,8 @@ TEST_F(Hostile, ReplayBfcParametersAreValidatedBeforeAnyPass) {
       // A vmm limit below a granule is known only once the device is:
       // refused then, as a bad parameter (exit 2) in a forked pass too (it
       // came back as out of memory, exit 1, with the allocator named twice).
-      {"-a vmm --vmm-limit 1", 2, "replay through vmm: vmm: memory_limit 1 is less than one granule"},
-      {"-a vmm --vmm-limit 1 --no-isolate", 2, "replay through vmm: vmm: memory_limit 1 is less than one granule"},
+      {"-a vmm --vmm-limit 1", 2, "error: vmm: memory_limit 1 is less than one granule"},
+      {"-a vmm --vmm-limit 1 --no-isolate", 2, "error: vmm: memory_limit 1 is less than one granule"},
   };
   for (const Case& c : cases) {
     const Outcome r = Cli("replay " + trace + " " + c.args);

@@ -151,6 +151,9 @@ int RunReplay(const ReplayOptions& o) {
 
   std::vector<ReplayResult> results;
   std::vector<std::pair<std::string, std::string>> skipped;
+  // Allocators refused memory during the replay (a limit, or the device):
+  // the others still run, so that a comparison under a limit shows which fit.
+  std::vector<std::pair<std::string, std::string>> out_of_memory;
   for (ReplayAllocator a : allocators) {
     if (params.device == ReplayDevice::kCuda && (IsMallocPeer(a) || a == ReplayAllocator::kSystem)) {
       if (o.allocator == "all") {
@@ -173,9 +176,20 @@ int RunReplay(const ReplayOptions& o) {
     Result<ReplayResult> r = a == ReplayAllocator::kBfcCompact
                                  ? ReplayTrace(*trace, ReplayAllocator::kBfc, *compact_params)
                                  : ReplayTrace(*trace, a, *bfc_params);
-    if (!r.ok()) return ReportError(r.status().WithContext("replay through " + std::string(Name(a))));
     // Name the tuned BFC so that its rows are not mistaken for TensorFlow's.
-    if (compact) r->allocator = "bfc_compact";
+    const std::string name = compact ? "bfc_compact" : std::string(Name(a));
+    if (!r.ok()) {
+      // Messages start with the allocator's own name ("bfc" for both BFCs).
+      std::string_view why = r.status().message();
+      if (const std::string own = std::string(Name(a == ReplayAllocator::kBfcCompact ? ReplayAllocator::kBfc : a)) + ": ";
+          why.starts_with(own))
+        why.remove_prefix(own.size());
+      if (r.status().code() != StatusCode::kResourceExhausted)
+        return ReportError(Status(r.status().code(), name + ": " + std::string(why)));
+      out_of_memory.emplace_back(name, std::string(why));
+      continue;
+    }
+    r->allocator = name;
     results.push_back(std::move(*r));
   }
 
@@ -220,6 +234,9 @@ int RunReplay(const ReplayOptions& o) {
     nlohmann::json skip = nlohmann::json::array();
     for (const auto& [name, why] : skipped) skip.push_back({{"allocator", name}, {"reason", why}});
     j["skipped"] = skip;
+    nlohmann::json refused = nlohmann::json::array();
+    for (const auto& [name, why] : out_of_memory) refused.push_back({{"allocator", name}, {"reason", why}});
+    j["out_of_memory"] = refused;
     std::cout << DumpJson(j, 1) << '\n';
   } else {
     std::cout << o.input << ": " << trace->events.size() << " events (" << trace->num_allocations
@@ -262,6 +279,9 @@ int RunReplay(const ReplayOptions& o) {
                 << '\n';
     for (const auto& [name, why] : skipped) std::cout << "  skipped " << name << ": " << why << '\n';
   }
+  // The comparison is printed whole; a refusal still fails the command.
+  for (const auto& [name, why] : out_of_memory) std::cerr << "tensormem: error: " << name << ": " << why << '\n';
+  if (!out_of_memory.empty()) return kExitFailure;
   if (results.empty()) {
     std::cerr << "tensormem: error: no allocator could replay the trace\n";
     return kExitFailure;
@@ -280,7 +300,7 @@ void AddReplayCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--allocator,-a", o->allocator,
                   "bfc, bfc_compact, vmm, pool, system, malloc, jemalloc, mimalloc, a comma-separated list of them, or all")
       ->capture_default_str();
-  cmd->add_flag("--json", o->json, "print one JSON object: the trace, then a row per allocator (\"results\") and the ones skipped");
+  cmd->add_flag("--json", o->json, "print one JSON object: the trace, then a row per allocator (\"results\"), the ones skipped and the ones refused memory (\"out_of_memory\")");
   cmd->add_option("--align", o->alignment,
                   "alignment of every allocation in bytes (a power of two)")
       ->capture_default_str()
