@@ -524,12 +524,17 @@ Result<ReplayPlacement> ReplayPlacements(const Trace& trace, ReplayAllocator all
   std::vector<std::uint64_t> sizes;
   std::vector<void*> slots(trace.events.size(), nullptr);
   Status failed = Status::Ok();
+  out.replayed = trace.events.size();
   for (std::size_t i = 0; i < trace.events.size() && failed.ok(); ++i) {
     const TraceEvent& e = trace.events[i];
     if (e.action == TraceAction::kAllocate) {
       Result<void*> p = ours.resource->Allocate(e.size, params.alignment);
       if (!p.ok()) {
         failed = AtEvent(p.status(), out.allocator, trace, e);
+        if (failed.code() == StatusCode::kResourceExhausted) {
+          out.refusal = std::exchange(failed, Status::Ok());
+          out.replayed = i;
+        }
         break;
       }
       slots[i] = *p;

@@ -88,11 +88,14 @@ TEST_F(Hostile, ReplayGoesOnPastAnAllocatorOutOfMemory) {
     EXPECT_TRUE(j["out_of_memory"][0]["reason"].get<std::string>().starts_with(trace + ":8: out of memory")) << r.out;
     EXPECT_NE(r.out.find("error: bfc: " + trace + ":8: out of memory"), std::string::npos) << r.out;
   }
-  // Text: the table with the rows that ran, then the refusals.
-  Outcome r = Cli("replay " + trace + " -a bfc,pool --bfc-limit 200000 -r 1");
+  // Text: the table with the rows that ran, then the refusals; the map
+  // (of bfc, the first of ours) shows the memory up to the refusal.
+  Outcome r = Cli("replay " + trace + " -a bfc,pool --bfc-limit 200000 -r 1 --html map.html");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("\npool "), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("bfc: replaying"), std::string::npos) << r.out;
+  const std::string map = testing::ReadFile(dir_ / "map.html");
+  EXPECT_NE(map.find("replayed through bfc up to line 8, where it ran out of memory"), std::string::npos);
 }
 
 // Item 4: an initial region of 0 doubled 0 forever; now refused up front.

@@ -95,5 +95,33 @@ TEST(ReplayPlacements, AddressesPerAllocationAndReservedPerEvent) {
   EXPECT_EQ(ReplayPlacements(trace, ReplayAllocator::kMalloc).status().code(), StatusCode::kUnimplemented);
 }
 
+// Refused memory part way (a limit below the 3 MB block): the placement and
+// the map cover the events before the refusal, the block allocated before
+// it and freed after it living to the end.
+TEST(ReplayPlacements, UpToTheRefusal) {
+  const Trace trace = SmallTrace();
+  ReplayParams params;
+  params.bfc.memory_limit = 2'000'000;
+  params.vmm.memory_limit = 2u << 20;
+  for (ReplayAllocator a : {ReplayAllocator::kBfc, ReplayAllocator::kVmm}) {
+    Result<ReplayPlacement> r = ReplayPlacements(trace, a, params);
+    ASSERT_TRUE(r.ok()) << Name(a) << ": " << r.status().ToString();
+    EXPECT_EQ(r->refusal.code(), StatusCode::kResourceExhausted) << Name(a);
+    EXPECT_TRUE(r->refusal.message().starts_with(std::string(Name(a)) + ": small.csv:3: ")) << r->refusal.message();
+    EXPECT_EQ(r->replayed, 1u);
+    ASSERT_EQ(r->offsets.size(), 1u);
+    ASSERT_EQ(r->reserved.size(), 1u);
+    std::ostringstream out;
+    ASSERT_TRUE(WriteReplayHtmlMap(out, trace, *r).ok()) << Name(a);
+    EXPECT_NE(out.str().find("const IP=\"line\",IN=[2]"), std::string::npos) << Name(a);
+    EXPECT_NE(out.str().find("up to line 3, where it ran out of memory"), std::string::npos) << Name(a);
+  }
+  // Replayed whole: nothing refused.
+  Result<ReplayPlacement> whole = ReplayPlacements(trace, ReplayAllocator::kPool);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_TRUE(whole->refusal.ok());
+  EXPECT_EQ(whole->replayed, trace.events.size());
+}
+
 }  // namespace
 }  // namespace tensormem

@@ -150,7 +150,14 @@ struct ReplayPlacement {
   std::uint64_t top = 0;  // max(offset + size)
   // Per event: the allocator's bytes reserved after it.
   std::vector<std::uint64_t> reserved;
+  // Events replayed: all of them, or those before the allocation the
+  // allocator refused for want of memory (`refusal`, ResourceExhausted
+  // naming the line; Ok otherwise). The offsets and reserved bytes cover
+  // those events, so the map shows the memory up to the refusal.
+  std::size_t replayed = 0;
+  Status refusal;
 };
+// Other failures (a bad free, bad parameters) are errors.
 Result<ReplayPlacement> ReplayPlacements(const Trace& trace, ReplayAllocator allocator,
                                          const ReplayParams& params = {});
 
