@@ -112,6 +112,8 @@ TEST_F(Hostile, ReplayBfcParametersAreValidatedBeforeAnyPass) {
       {"-a bfc --bfc-growth reserve_all", 2, "finite memory_limit"},
       {"-a bfc --bfc-growth sideways", 2, "known: doubling, on_demand, reserve_all"},
       {"-a bfc --bfc-preset tiny", 2, "known: tensorflow, compact"},
+      {"-a bfc,pool,bfc", 2, "--allocator: 'bfc' is listed twice"},
+      {"-a bfc,bfc_compact --bfc-preset compact", 2, "'bfc_compact' is listed twice (bfc with --bfc-preset compact"},
       // Item 17: --align everywhere; --alignment kept as a hidden alias.
       {"-a system --align 128 --no-isolate -r 1", 0, "system"},
       {"-a system --alignment 128 --no-isolate -r 1", 0, "system"},

@@ -126,6 +126,20 @@ int RunReplay(const ReplayOptions& o) {
       const std::size_t comma = std::min(o.allocator.find(',', from), o.allocator.size());
       Result<ReplayAllocator> a = ParseReplayAllocator(std::string_view(o.allocator).substr(from, comma - from));
       if (!a.ok()) return ReportError(a.status());
+      // Twice would replay it twice and print two rows for one allocator
+      // (bfc under the compact preset is bfc_compact).
+      auto same = [&](ReplayAllocator b) {
+        auto key = [&](ReplayAllocator x) {
+          return x == ReplayAllocator::kBfc && *preset == BfcPreset::kCompact ? ReplayAllocator::kBfcCompact : x;
+        };
+        return key(b) == key(*a);
+      };
+      if (std::any_of(allocators.begin(), allocators.end(), same)) {
+        const bool bfc = *a == ReplayAllocator::kBfc || *a == ReplayAllocator::kBfcCompact;
+        return ReportError(InvalidArgument(
+            "--allocator: '" + std::string(Name(*a)) + "' is listed twice" +
+            (bfc && *preset == BfcPreset::kCompact ? " (bfc with --bfc-preset compact is bfc_compact)" : "")));
+      }
       allocators.push_back(*a);
       from = comma + 1;
     }
