@@ -262,6 +262,12 @@ class Importer {
       for (auto& vi : *g->mutable_input()) {
         if (vi.name() != name) continue;
         auto* shape = vi.mutable_type()->mutable_tensor_type()->mutable_shape();
+        // A declared rank is the graph's contract: another one fails only
+        // later, at the first node, as an unknown shape.
+        if (vi.type().tensor_type().has_shape() && shape->dim_size() > 0 &&
+            static_cast<std::size_t>(shape->dim_size()) != dims.size())
+          return Error("--input-shape " + name + ": " + std::to_string(dims.size()) +
+                       " dimensions given, the model declares " + std::to_string(shape->dim_size()));
         shape->clear_dim();
         for (std::int64_t d : dims) {
           if (d < 0) return Error("--input-shape " + name + ": negative dimension");

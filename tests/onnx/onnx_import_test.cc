@@ -145,6 +145,15 @@ TEST(OnnxImport, SymbolicDimensionsNeedValues) {
   m = Import(b, s);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->shapes[static_cast<std::size_t>(Find(*m, "out"))], (std::vector<std::int64_t>{7, 4}));
+  // Another rank than the declared one is refused up front, not at the
+  // first node as an unknown shape.
+  OnnxImportParams rank;
+  rank.input_shapes["x"] = {7, 4};
+  m = Import(b, rank);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("--input-shape x: 2 dimensions given, the model declares 3"),
+            std::string::npos)
+      << m.status().message();
   s.dims["batch"] = -3;
   EXPECT_FALSE(Import(b, s).ok());
 }
