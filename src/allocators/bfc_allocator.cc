@@ -584,11 +584,13 @@ Result<void*> BfcAllocator::DoAllocate(std::uint64_t bytes, std::uint64_t alignm
     if (void* p = s.Find(rounded, bytes, alignment)) return p;
   }
   ++s.stats.num_failed_allocs;
+  std::string report = s.Report(s.params.report_max_chunks);
+  if (report.ends_with('\n')) report.pop_back();  // the message's last line, not a blank one after it
   return ResourceExhausted("bfc: out of memory allocating " + std::to_string(bytes) +
                            " bytes (rounded to " + std::to_string(rounded) + ", alignment " +
                            std::to_string(alignment) + ")" +
                            (s.backend_refusal.empty() ? "" : "; the backend refused: " + s.backend_refusal) +
-                           "\n" + s.Report(s.params.report_max_chunks));
+                           "\n" + report);
 }
 
 Status BfcAllocator::DoDeallocate(void* pointer) {
@@ -657,6 +659,8 @@ std::string BfcAllocator::State::Report(std::size_t max_chunks) const {
       << ", reserved " << total_region_bytes << " in " << regions.size() << " regions, in use "
       << stats.bytes_in_use << ", free " << free_bytes << ", largest free block " << LargestFree()
       << '\n';
+  // Nothing reserved yet (the first region refused): no empty sections.
+  if (regions.empty()) return out.str();
   // Per-bin totals over every chunk (used chunks counted in the bin of their size).
   struct BinTotals {
     std::uint64_t chunks = 0, bytes = 0, in_use_chunks = 0, in_use_bytes = 0, requested = 0;

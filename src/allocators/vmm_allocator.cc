@@ -912,8 +912,10 @@ struct VmmAllocator::State {
   }
 
   Status Exhausted(std::uint64_t bytes, const std::string& why) {
+    std::string report = Report(params.report_max_blocks);
+    if (report.ends_with('\n')) report.pop_back();  // the message's last line, not a blank one after it
     return ResourceExhausted("vmm: out of memory allocating " + std::to_string(bytes) + " bytes (" +
-                             HumanBytes(bytes) + "): " + why + "\n" + Report(params.report_max_blocks));
+                             HumanBytes(bytes) + "): " + why + "\n" + report);
   }
 
   // Merges free neighbours a (lower) and b (higher) when their tags allow.
