@@ -18,6 +18,7 @@
 #include "harness/generators.h"
 #include "planning/breadth_order.h"
 #include "planning/objects/min_cost_flow.h"
+#include "planning/objects/work_budget.h"
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"
 #include "tensormem/validator.h"
@@ -809,6 +810,25 @@ TEST(ObjectsDeadline, GreedyBySizeTranscriptionReadsTheStopRequest) {
   PlanParams untimed;
   untimed.time_limit_seconds = 0;
   EXPECT_TRUE(PlanObjects(records, ObjectsStrategy::kGreedyBySize, untimed).ok());
+}
+
+// A strategy that gives up suggests the near-linear ones, never itself.
+TEST(WorkBudget, GivingUpSuggestsTheOthers) {
+  for (const char* strategy : {"min_cost_flow", "tightest_fit", "greedy_in_order (reallocation graph)",
+                               "greedy_by_size"}) {
+    planning::WorkBudget budget(1);
+    budget.Spend(2);
+    ASSERT_TRUE(budget.Exhausted());
+    const Status st = budget.Error(strategy, 7);
+    EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+    const std::string& m = st.message();
+    const std::string name = std::string(strategy).substr(0, std::string(strategy).find(' '));
+    const std::size_t open = m.rfind('(');
+    ASSERT_NE(open, std::string::npos) << m;
+    EXPECT_EQ(m.find(name, open), std::string::npos) << m;
+    EXPECT_NE(m.find("equality", open), std::string::npos) << m;
+    EXPECT_TRUE(m.starts_with(std::string(strategy) + " gave up after 1 steps on 7 tensors")) << m;
+  }
 }
 
 }  // namespace

@@ -44,13 +44,21 @@ class WorkBudget {
       return DeadlineExceeded(std::string(strategy) + ": " + deadline_->Why() +
                               " was reached after " + std::to_string(spent_) + " steps on " +
                               std::to_string(num_records) + " tensors");
+    // The strategies to try instead: the near-linear ones, less this one
+    // (the list named min_cost_flow as fast in min_cost_flow's own message).
+    std::string instead;
+    for (std::string_view other : {"tightest_fit", "greedy_in_order", "equality"}) {
+      if (strategy.starts_with(other)) continue;
+      instead += instead.empty() ? "" : ", ";
+      instead += other;
+    }
     return ResourceExhausted(std::string(strategy) + " gave up after " + std::to_string(limit_) +
                              " steps on " + std::to_string(num_records) +
                              " tensors: its work grows quadratically on this input (most "
                              "tensors overlapping most others or, for greedy_by_size, each "
                              "placement bringing most of the others closer), too much to "
-                             "finish in reasonable time (greedy_in_order, equality and "
-                             "min_cost_flow stay fast)");
+                             "finish in reasonable time (" + instead +
+                             " are near-linear on most inputs; best keeps the cheapest plan that finished)");
   }
 
  private:
