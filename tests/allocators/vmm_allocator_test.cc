@@ -1031,7 +1031,11 @@ TEST(VmmAllocator, SeededStressFromSeveralThreadsKeepsEveryPattern) {
     clock.join();
     for (const InFlight& f : in_flight) m->DestroyEvent(f.event);
     const VmmAllocator::Counters c = v->counters();  // before the release below waits
-    if (lag != 0) {
+    // Only a device that never finishes unless waited for makes the waits
+    // certain: 100 steps behind, the clock thread may run them all out
+    // before a free or a re-stitch looks (it did under ASan, once in eight).
+    const bool never_done = lag == std::uint64_t{1} << 40;
+    if (never_done) {
       EXPECT_GT(c.frees_deferred, 0u) << "no free waited for the other stream";
     }
     ASSERT_TRUE(v->ReleaseCachedMemory().ok());  // finishes the frees still waiting
@@ -1040,7 +1044,7 @@ TEST(VmmAllocator, SeededStressFromSeveralThreadsKeepsEveryPattern) {
     EXPECT_EQ(s.num_allocs, s.num_frees);
     EXPECT_EQ(s.bytes_reserved, m->granules_held() * m->granularity());
     EXPECT_LE(s.peak_bytes_reserved, 1024 * kMiB);
-    if (lag != 0) {
+    if (never_done) {
       EXPECT_GT(c.synchronizations + c.event_waits, 0u) << "the wait paths were not taken";
     }
     std::printf("lag %llu: %llu re-stitched, %llu synchronizations, %llu fence waits, %llu frees deferred\n",
