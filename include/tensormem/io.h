@@ -52,11 +52,13 @@ enum class InputFormat { kCsv, kJson, kTrace, kOnnx };
 
 // Decides by content (JSON starts with '{' or '['; a trace CSV has the header
 // Thread,Time,Action,...; ONNX is binary protobuf) and falls back to the
-// extension. Trace and ONNX inputs are read by their own modules.
+// extension. Trace and ONNX inputs are read by their own modules. "-" is
+// standard input (gzip-compressed or not), looked at without consuming it.
 Result<InputFormat> DetectInputFormat(const std::string& path);
 
 // Reads a CSV or JSON planning problem, or an allocation trace as one (see
-// trace.h), from a file ("-" = CSV on standard input).
+// trace.h), from a file, gzip-compressed or not ("-" = standard input, any
+// of these; messages call it <stdin>).
 Result<Problem> LoadProblem(const std::string& path, const ReadLimits& limits = {});
 
 // A plan's offsets by buffer id, from a file: a CSV whose header is exactly

@@ -56,6 +56,7 @@ struct Trace {
 
 // Limits bound memory on hostile input (max_buffers bounds the events).
 Result<Trace> ReadTrace(std::istream& in, std::string_view source, const ReadLimits& limits = {});
+// "-" reads standard input (gzip-compressed or not).
 Result<Trace> LoadTrace(const std::string& path, const ReadLimits& limits = {});
 
 // The planning problem of a trace (see above); alignment 1 for every buffer.

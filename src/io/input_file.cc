@@ -2,6 +2,7 @@
 // (read in 256 KiB pieces) when the file starts with the gzip magic bytes.
 #include "io/input_file.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -23,6 +24,11 @@ class GzipBuffer final : public std::streambuf {
 
   const std::string& error() const { return error_; }
   std::uint64_t decompressed() const { return decompressed_; }
+  // The bytes read ahead and not yet consumed (filled first when empty).
+  std::string_view Ahead() {
+    if (gptr() == egptr()) underflow();
+    return {gptr(), static_cast<std::size_t>(egptr() - gptr())};
+  }
 
  protected:
   int_type underflow() override {
@@ -57,6 +63,7 @@ class GzipStream final : public std::istream {
   explicit GzipStream(gzFile file) : std::istream(nullptr), buffer_(file) { rdbuf(&buffer_); }
 
   const GzipBuffer& buffer() const { return buffer_; }
+  GzipBuffer& buffer() { return buffer_; }
 
  private:
   GzipBuffer buffer_;
@@ -83,6 +90,29 @@ Result<std::unique_ptr<std::istream>> OpenInputFile(const std::string& path) {
   gzFile file = gzopen(path.c_str(), "rb");
   if (file == nullptr) return NotFound(path + ": cannot open as gzip: " + std::strerror(errno));
   return std::unique_ptr<std::istream>(new GzipStream(file));
+}
+
+Result<std::istream*> StandardInput() {
+  // Once per process, never destroyed (standard input lives as long as it):
+  // zlib reads gzip data and passes anything else through as it is.
+  static const Result<GzipStream*> opened = []() -> Result<GzipStream*> {
+    const int fd = ::dup(STDIN_FILENO);
+    if (fd < 0) return NotFound(std::string(kStandardInputName) + ": cannot open: " + std::strerror(errno));
+    gzFile file = gzdopen(fd, "rb");
+    if (file == nullptr) {
+      ::close(fd);
+      return NotFound(std::string(kStandardInputName) + ": cannot open");
+    }
+    return new GzipStream(file);
+  }();
+  if (!opened.ok()) return opened.status();
+  return static_cast<std::istream*>(*opened);
+}
+
+std::string_view PeekStandardInput() {
+  Result<std::istream*> in = StandardInput();
+  if (!in.ok()) return {};
+  return static_cast<GzipStream*>(*in)->buffer().Ahead();
 }
 
 Status InputFileError(const std::istream& in, const std::string& path) {

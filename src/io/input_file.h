@@ -6,6 +6,7 @@
 #include <istream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "tensormem/status.h"
@@ -15,17 +16,37 @@ namespace tensormem::internal {
 // NotFound naming the path when it cannot be opened.
 Result<std::unique_ptr<std::istream>> OpenInputFile(const std::string& path);
 
+// "-" in a path: standard input, named so in messages.
+inline constexpr const char* kStandardInputName = "<stdin>";
+
+// Standard input, gzip-compressed or not, as one stream per process (what
+// "-" reads).
+Result<std::istream*> StandardInput();
+// Its bytes read ahead and not yet consumed (at most the 256 KiB buffer;
+// empty at its end or when it cannot be read): the format is told from
+// them before a reader takes the stream.
+std::string_view PeekStandardInput();
+
 // After reading a stream from OpenInputFile: InvalidArgument naming the path
 // and zlib's reason when the gzip data was truncated or corrupt (the stream
 // then simply ended early, so a reader alone could not tell); Ok otherwise.
 Status InputFileError(const std::istream& in, const std::string& path);
 
-// Opens `path`, runs `read(stream)` and returns its result, unless the gzip
-// data was bad: that error comes first, as it explains the reader's.
+// Opens `path` ("-": standard input), runs `read(stream, source)` with the
+// name messages give it ("<stdin>" for "-") and returns its result, unless
+// the gzip data was bad: that error comes first, as it explains the reader's.
 template <typename Read>
-auto ReadInputFile(const std::string& path, Read&& read) -> decltype(read(std::declval<std::istream&>())) {
+auto ReadInputFile(const std::string& path, Read&& read)
+    -> decltype(read(std::declval<std::istream&>(), std::declval<const std::string&>())) {
+  if (path == "-") {
+    TM_ASSIGN_OR_RETURN(std::istream * in, StandardInput());
+    const std::string source = kStandardInputName;
+    auto result = read(*in, source);
+    if (Status error = InputFileError(*in, source); !error.ok()) return error;
+    return result;
+  }
   TM_ASSIGN_OR_RETURN(std::unique_ptr<std::istream> in, OpenInputFile(path));
-  auto result = read(*in);
+  auto result = read(*in, path);
   if (Status error = InputFileError(*in, path); !error.ok()) return error;
   return result;
 }

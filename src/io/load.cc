@@ -3,6 +3,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -21,11 +22,17 @@ bool EndsWith(const std::string& s, std::string_view suffix) {
 }  // namespace
 
 Result<InputFormat> DetectInputFormat(const std::string& path) {
-  if (path == "-") return InputFormat::kCsv;
-  TM_ASSIGN_OR_RETURN(std::unique_ptr<std::istream> in, internal::OpenInputFile(path));
+  std::string_view h;
   char head[64] = {};
-  in->read(head, sizeof head - 1);
-  const std::string_view h(head, static_cast<std::size_t>(in->gcount()));
+  std::unique_ptr<std::istream> file;
+  if (path == "-") {  // looked at without consuming it: the reader takes it next
+    TM_RETURN_IF_ERROR(internal::StandardInput().status());
+    h = internal::PeekStandardInput().substr(0, sizeof head - 1);
+  } else {
+    TM_ASSIGN_OR_RETURN(file, internal::OpenInputFile(path));
+    file->read(head, sizeof head - 1);
+    h = std::string_view(head, static_cast<std::size_t>(file->gcount()));
+  }
   if (EndsWith(path, ".onnx")) return InputFormat::kOnnx;
   std::size_t i = 0;
   if (h.substr(0, 3) == "\xef\xbb\xbf") i = 3;
@@ -33,26 +40,30 @@ Result<InputFormat> DetectInputFormat(const std::string& path) {
   if (i < h.size() && (h[i] == '{' || h[i] == '[')) return InputFormat::kJson;
   if (h.substr(i, 19) == "Thread,Time,Action,") return InputFormat::kTrace;
   // Binary: a protobuf ModelProto starts with field 1 (ir_version, varint),
-  // tag 0x08; other binary (a CSV with a NUL byte) is read, and refused, as CSV.
+  // tag 0x08, which no text problem does (models exported by PyTorch have no
+  // NUL byte near the start: without a name ending in .onnx, as on standard
+  // input, that tag tells them); other binary (a CSV with a NUL byte) is
+  // read, and refused, as CSV.
+  if (!h.empty() && h[0] == '\x08') return InputFormat::kOnnx;
   for (char c : h)
-    if (c == '\0') return !h.empty() && h[0] == '\x08' ? InputFormat::kOnnx : InputFormat::kCsv;
+    if (c == '\0') return InputFormat::kCsv;
   if (EndsWith(path, ".json")) return InputFormat::kJson;
   return InputFormat::kCsv;
 }
 
 Result<Problem> LoadProblem(const std::string& path, const ReadLimits& limits) {
   TM_ASSIGN_OR_RETURN(InputFormat format, DetectInputFormat(path));
-  if (path == "-") return ReadProblemCsv(std::cin, "<stdin>", limits);
   if (format == InputFormat::kOnnx)
-    return InvalidArgument(path + ": an ONNX model: import it with the ONNX importer");
-  return internal::ReadInputFile(path, [&](std::istream& in) -> Result<Problem> {
+    return InvalidArgument((path == "-" ? std::string(internal::kStandardInputName) : path) +
+                           ": an ONNX model: import it with the ONNX importer");
+  return internal::ReadInputFile(path, [&](std::istream& in, const std::string& source) -> Result<Problem> {
     switch (format) {
-      case InputFormat::kCsv: return ReadProblemCsv(in, path, limits);
-      case InputFormat::kJson: return ReadProblemJson(in, path, limits);
-      case InputFormat::kTrace: return ReadTraceProblem(in, path, limits);
+      case InputFormat::kCsv: return ReadProblemCsv(in, source, limits);
+      case InputFormat::kJson: return ReadProblemJson(in, source, limits);
+      case InputFormat::kTrace: return ReadTraceProblem(in, source, limits);
       case InputFormat::kOnnx: break;
     }
-    return InvalidArgument(path + ": unknown input format");
+    return InvalidArgument(source + ": unknown input format");
   });
 }
 
@@ -62,7 +73,7 @@ Result<std::vector<IdOffset>> LoadOffsets(const std::string& path, const ReadLim
   if (path != "-") {
     TM_ASSIGN_OR_RETURN(InputFormat format, DetectInputFormat(path));
     if (format == InputFormat::kCsv) {
-      auto read = internal::ReadInputFile(path, [&](std::istream& in) -> Result<std::optional<std::vector<IdOffset>>> {
+      auto read = internal::ReadInputFile(path, [&](std::istream& in, const std::string&) -> Result<std::optional<std::vector<IdOffset>>> {
         io::CsvLines lines(in, path);
         std::vector<std::string_view> fields;
         TM_ASSIGN_OR_RETURN(const bool any, lines.Next(&fields));

@@ -209,7 +209,8 @@ Result<Trace> ReadTrace(std::istream& in, std::string_view source, const ReadLim
 }
 
 Result<Trace> LoadTrace(const std::string& path, const ReadLimits& limits) {
-  return internal::ReadInputFile(path, [&](std::istream& in) { return ReadTrace(in, path, limits); });
+  return internal::ReadInputFile(
+      path, [&](std::istream& in, const std::string& source) { return ReadTrace(in, source, limits); });
 }
 
 Problem TraceToProblem(const Trace& trace) {

@@ -209,6 +209,47 @@ TEST_F(Hostile, GapBeyondTheTaskRangeIsRefused) {
 // Item 12: ids with a newline round-trip; conflicting fixed offsets are bad
 // input; SVG labels near 2^62; NUL bytes and missing files named as such;
 // 'all' survives one strategy overflowing.
+// "-" reads standard input in every format a file may have, gzip-compressed
+// or not, and messages call it <stdin>; a model cannot come that way.
+TEST_F(Hostile, StandardInputIsAnyFormat) {
+  Write("five.csv", kFive);
+  Write("five.json", "{\"buffers\":[{\"id\":\"a\",\"lower\":0,\"upper\":3,\"size\":4},"
+                     "{\"id\":\"b\",\"lower\":1,\"upper\":2,\"size\":4}]}");
+  Write("trace.csv", "Thread,Time,Action,Pointer,Size,Stream\n0,0,allocate,0x10,100,0\n0,1,free,0x10,100,0\n");
+  ASSERT_EQ(RunShell("cd " + dir_.string() + " && gzip -c five.csv > five.csv.gz && gzip -c trace.csv > trace.csv.gz && "
+                     "head -c 30 five.csv.gz > cut.csv.gz")
+                .code,
+            0);
+  struct Case {
+    std::string command;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{{"plan - < five.csv", "<stdin>: 5 buffers"},
+                                         {"plan - < five.json", "<stdin>: 2 buffers"},
+                                         {"plan - < trace.csv", "<stdin>: 1 buffers"},
+                                         {"plan - < five.csv.gz", "<stdin>: 5 buffers"},
+                                         {"plan - --objects < trace.csv.gz", "<stdin>: 1 buffers"},
+                                         {"solve - < five.json", "<stdin>: 2 buffers"},
+                                         {"replay - -a pool -r 1 < trace.csv.gz", "<stdin>: 2 events"}}) {
+    const Outcome r = Cli(c.command);
+    EXPECT_EQ(r.code, 0) << c.command << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.says), std::string::npos) << c.command << "\n" << r.out;
+  }
+  const std::string model = std::string(TENSORMEM_SOURCE_DIR) + "/examples/resnet18.onnx";
+  for (const Case& c : std::vector<Case>{
+           {"plan - < /dev/null", "<stdin>: empty file"},
+           {"plan - < " + model, "<stdin>: an ONNX model"},
+           {"solve - < " + model, "tensormem records MODEL.onnx"},
+           {"records - < " + model, "<stdin>: an ONNX model"},
+           {"plan - < five.json --objects -s nosuch", "unknown objects strategy"},
+           {"plan - < " + std::string(TENSORMEM_SHARED_DIR) + "/nothing-here", "No such file"},
+           {"plan - < cut.csv.gz", "<stdin>: truncated gzip data"}}) {
+    const Outcome r = Cli(c.command);
+    EXPECT_NE(r.code, 0) << c.command << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.says), std::string::npos) << c.command << "\n" << r.out;
+  }
+}
+
 TEST_F(Hostile, SmallerOnes) {
   Write("nl.json", R"({"buffers": [{"id": "a\nb", "lower": 0, "upper": 2, "size": 8},)"
                    R"( {"id": "c", "lower": 1, "upper": 3, "size": 8}]})");

@@ -48,6 +48,9 @@ Result<std::pair<std::string, std::string>> SplitAssign(const std::string& arg, 
 
 Result<GraphInput> LoadGraphInput(const std::string& path, const GraphInputOptions& o,
                                   std::uint64_t alignment) {
+  if (path == "-")
+    return InvalidArgument("<stdin>: an ONNX model: give its file's path (models are not read from "
+                           "standard input)");
   OnnxImportParams ip;
   for (const std::string& d : o.dims) {
     TM_ASSIGN_OR_RETURN(auto kv, SplitAssign(d, "--dim"));

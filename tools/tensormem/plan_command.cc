@@ -105,7 +105,7 @@ void Print(const PlanOptions& o, const Problem& problem, std::uint64_t lower_bou
               << graph->folded_nodes << " shape nodes folded), " << graph->graph.tensors.size()
               << " tensors, imported in " << FormatDouble(graph->import_seconds * 1e3, 1)
               << " ms; scratch arena (alignment " << graph->params.alignment << "):\n";
-  std::cout << o.input << ": " << problem.buffers.size() << " buffers";
+  std::cout << InputName(o.input) << ": " << problem.buffers.size() << " buffers";
   // Reading is not planning: the time limit covers only the strategies.
   if (!graph) std::cout << " read in " << FormatDouble(read_seconds * 1e3, 0) << " ms";
   std::cout << ", " << (o.objects ? "shared objects" : "offsets") << ", lower bound "
@@ -212,7 +212,7 @@ int RunPlan(const PlanOptions& o) {
       // Both maps draw the objects laid back to back: lay them out once.
       Result<OffsetsPlan> laid = ObjectsToOffsets(*best, 1);
       if (!laid.ok()) return ReportError(laid.status());
-      const std::string title = o.input + " \u2014 objects " + best->strategy + " laid back to back";
+      const std::string title = InputName(o.input) + " \u2014 objects " + best->strategy + " laid back to back";
       if (!o.svg.empty()) {
         SvgOptions so;
         so.title = title;
@@ -261,14 +261,14 @@ int RunPlan(const PlanOptions& o) {
   }
   if (!o.svg.empty()) {
     SvgOptions so;
-    so.title = o.input + " — " + best->strategy;
+    so.title = InputName(o.input) + " — " + best->strategy;
     so.lower_bound = best->lower_bound;
     Status st = WriteFile(o, o.svg, [&](std::ostream& f) { return WriteSvg(f, problem, *best, so); });
     if (!st.ok()) return ReportError(st);
   }
   if (!o.html.empty()) {
     HtmlMapOptions ho;
-    ho.title = o.input + " \u2014 " + best->strategy;
+    ho.title = InputName(o.input) + " \u2014 " + best->strategy;
     ho.lower_bound = best->lower_bound;
     Status st = WriteFile(o, o.html, [&](std::ostream& f) { return WriteHtmlMap(f, problem, *best, ho); });
     if (!st.ok()) return ReportError(st);
@@ -284,8 +284,8 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       "plan", "Plan an arena (offsets) or shared objects for a problem file and report each "
               "plan against its lower bound");
   cmd->add_option("INPUT", o->input,
-                  "problem: MiniMalloc CSV or JSON ('-' = CSV on stdin), an allocation trace, "
-                  "or an ONNX model")
+                  "problem: MiniMalloc CSV or JSON, an allocation trace, or an ONNX model; "
+                  "gzip-compressed or not; '-' = standard input (not for ONNX)")
       ->required();
   cmd->add_option("--strategy,-s", o->strategy, "strategy name, or 'all'")->capture_default_str();
   cmd->add_flag("--objects", o->objects, "plan shared objects instead of offsets");

@@ -32,7 +32,7 @@ int RunRecords(const RecordsOptions& o) {
   // A missing or unreadable file says so, not "not an ONNX model".
   if (Result<InputFormat> f = DetectInputFormat(o.input); !f.ok()) return ReportError(f.status());
   if (!IsGraphInput(o.input))
-    return ReportError(InvalidArgument(o.input + ": not an ONNX model (records are derived from a "
+    return ReportError(InvalidArgument(InputName(o.input) + ": not an ONNX model (records are derived from a "
                                                   "graph; problem files already are records)"));
   Result<GraphInput> g = LoadGraphInput(o.input, o.graph, o.align);
   if (!g.ok()) return ReportError(g.status());

@@ -253,7 +253,7 @@ int RunReplay(const ReplayOptions& o) {
     j["out_of_memory"] = refused;
     std::cout << DumpJson(j, 1) << '\n';
   } else {
-    std::cout << o.input << ": " << trace->events.size() << " events (" << trace->num_allocations
+    std::cout << InputName(o.input) << ": " << trace->events.size() << " events (" << trace->num_allocations
               << " allocations, " << trace->num_frees << " frees, " << trace->num_never_freed
               << " never freed), alignment " << o.alignment << ", median of " << o.repetitions
               << " passes\n";
@@ -310,7 +310,9 @@ void AddReplayCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "replay", "Replay an allocation trace (RAPIDS replay-log CSV) through the allocators and "
                 "malloc peers: time per operation, peak in use, peak reserved");
-  cmd->add_option("TRACE", o->input, "trace CSV: Thread,Time,Action,Pointer,Size,Stream")->required();
+  cmd->add_option("TRACE", o->input,
+                  "trace CSV: Thread,Time,Action,Pointer,Size,Stream; gzip-compressed or not; '-' = standard input")
+      ->required();
   cmd->add_option("--allocator,-a", o->allocator,
                   "bfc, bfc_compact, vmm, pool, system, malloc, jemalloc, mimalloc, a comma-separated list of them, or all")
       ->capture_default_str();

@@ -83,11 +83,14 @@ int RunSolve(const SolveOptions& o) {
   if (!loaded.ok()) {
     // A model is planned by `plan`; `solve` takes its records (say how).
     // The format is looked at again only here, on the way out.
-    if (Result<InputFormat> f = DetectInputFormat(o.input); f.ok() && *f == InputFormat::kOnnx)
-      return ReportError(InvalidArgument(o.input + ": an ONNX model; solve takes a problem file: write the model's "
-                                         "records with `tensormem records " + o.input +
-                                         " --out records.csv`, then solve that (or `tensormem plan " + o.input +
+    if (Result<InputFormat> f = DetectInputFormat(o.input); f.ok() && *f == InputFormat::kOnnx) {
+      // Models are read from files only: name one in the suggestion.
+      const std::string model = o.input == "-" ? "MODEL.onnx" : o.input;
+      return ReportError(InvalidArgument(InputName(o.input) + ": an ONNX model; solve takes a problem file: write the model's "
+                                         "records with `tensormem records " + model +
+                                         " --out records.csv`, then solve that (or `tensormem plan " + model +
                                          " -s exact`)"));
+    }
     return ReportError(loaded.status());
   }
   // Reading is not solving: the time limit covers the solve only.
@@ -157,7 +160,7 @@ int RunSolve(const SolveOptions& o) {
     }
     std::cout << DumpJson(j) << '\n';
   } else {
-    std::cout << o.input << ": " << problem.buffers.size() << " buffers, " << r.partitions
+    std::cout << InputName(o.input) << ": " << problem.buffers.size() << " buffers, " << r.partitions
               << " partition(s), "
               << (params.goal == SolveGoal::kFit
                       ? "fit in " + WithThousands(*capacity) + " bytes"
@@ -199,7 +202,7 @@ void AddSolveCommand(CLI::App& app, int* exit_code) {
       "Exact offsets: does the problem fit in a capacity (yes with a plan, no with a proof, or "
       "unknown at the limit), or the smallest arena. Exit 0 plan, 3 infeasible, 4 unknown, "
       "2 bad input");
-  cmd->add_option("INPUT", o->input, "problem: MiniMalloc CSV, JSON or allocation trace ('-' = CSV on stdin)")
+  cmd->add_option("INPUT", o->input, "problem: MiniMalloc CSV, JSON or allocation trace, gzip-compressed or not ('-' = standard input)")
       ->required();
   cmd->add_option("--capacity,-c", o->capacity,
                   "bytes the arena must fit in (default: the input's own capacity, if any)")
