@@ -56,10 +56,14 @@ def strategies(objects: bool = False) -> List[str]:
 
 
 def plan(sizes: Union[ArrayLike, Problem], first: Optional[ArrayLike] = None,
-         last: Optional[ArrayLike] = None, strategy: str = "best", alignment: int = 64,
+         last: Optional[ArrayLike] = None, strategy: str = "best", alignment: Optional[int] = None,
          objects: bool = False, time_limit: float = 10.0, threads: int = 1) -> Plan:
     """Plans memory for buffers: ``sizes[i]`` bytes live during tasks
     ``first[i]..last[i]`` (inclusive). Or pass a :class:`Problem` alone.
+
+    ``alignment`` (bytes, a power of two) defaults to 64 for arrays (tensors,
+    as for an ONNX model's records) and to 1 for a :class:`Problem`, whose
+    buffers carry their own alignments: the defaults of ``tensormem plan``.
 
     Returns a :class:`Plan`: ``offsets`` (NumPy uint64), ``total``,
     ``lower_bound``, ``ratio``, ``strategy``, ``seconds``; ``objects=True``
@@ -73,12 +77,12 @@ def plan(sizes: Union[ArrayLike, Problem], first: Optional[ArrayLike] = None,
     if isinstance(sizes, Problem):
         if first is not None or last is not None:
             raise ValueError("plan(problem, ...): first and last come from the problem")
-        return _tm._plan_problem(sizes, strategy, _count("alignment", alignment), objects, time_limit,
-                                 _count("threads", threads))
+        return _tm._plan_problem(sizes, strategy, _count("alignment", 1 if alignment is None else alignment),
+                                 objects, time_limit, _count("threads", threads))
     if first is None or last is None:
         raise ValueError("plan(sizes, first, last): first and last are required with sizes")
-    return _tm._plan_arrays(sizes, first, last, strategy, _count("alignment", alignment), objects, time_limit,
-                            _count("threads", threads))
+    return _tm._plan_arrays(sizes, first, last, strategy, _count("alignment", 64 if alignment is None else alignment),
+                            objects, time_limit, _count("threads", threads))
 
 
 def solve(problem: Union[Problem, PathLike], capacity: Optional[int] = None,
