@@ -1,5 +1,7 @@
 // OpenInputFile: a plain std::ifstream, or an istream over a zlib gzFile
 // (read in 256 KiB pieces) when the file starts with the gzip magic bytes.
+// StandardInput: always through zlib (it passes plain data through), since
+// a pipe cannot be rewound after its magic bytes are read.
 #include "io/input_file.h"
 
 #include <unistd.h>
