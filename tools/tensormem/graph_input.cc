@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "cli_util.h"
 #include "tensormem/io.h"
 #if TENSORMEM_HAVE_ONNX
 #include "tensormem/onnx.h"
@@ -86,8 +87,8 @@ Result<GraphInput> LoadGraphInput(const std::string& path, const GraphInputOptio
 
 Result<GraphInput> LoadGraphInput(const std::string& path, const GraphInputOptions&,
                                   std::uint64_t) {
-  return Unimplemented(path + ": an ONNX model, but this tensormem was built without the ONNX "
-                              "importer (libonnx and protobuf were not found)");
+  return Unimplemented(InputName(path) + ": an ONNX model, but this tensormem was built without the ONNX "
+                                         "importer (libonnx and protobuf were not found)");
 }
 
 #endif
