@@ -61,6 +61,9 @@ Result<InputFormat> DetectInputFormat(const std::string& path);
 // of these; messages call it <stdin>).
 Result<Problem> LoadProblem(const std::string& path, const ReadLimits& limits = {});
 
+// An input as messages and reports name it: "<stdin>" for "-", else the path.
+std::string InputName(const std::string& path);
+
 // A plan's offsets by buffer id, from a file: a CSV whose header is exactly
 // `id` and `offset` (in either order), or any problem LoadProblem reads with
 // an offset on every buffer (what `solve --out` and `plan --out` write).

@@ -99,11 +99,11 @@ Result<std::istream*> StandardInput() {
   // zlib reads gzip data and passes anything else through as it is.
   static const Result<GzipStream*> opened = []() -> Result<GzipStream*> {
     const int fd = ::dup(STDIN_FILENO);
-    if (fd < 0) return NotFound(std::string(kStandardInputName) + ": cannot open: " + std::strerror(errno));
+    if (fd < 0) return NotFound(InputName("-") + ": cannot open: " + std::strerror(errno));
     gzFile file = gzdopen(fd, "rb");
     if (file == nullptr) {
       ::close(fd);
-      return NotFound(std::string(kStandardInputName) + ": cannot open");
+      return NotFound(InputName("-") + ": cannot open");
     }
     return new GzipStream(file);
   }();
@@ -125,3 +125,9 @@ Status InputFileError(const std::istream& in, const std::string& path) {
 }
 
 }  // namespace tensormem::internal
+
+namespace tensormem {
+
+std::string InputName(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+
+}  // namespace tensormem

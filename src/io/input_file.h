@@ -9,15 +9,13 @@
 #include <string_view>
 #include <utility>
 
+#include "tensormem/io.h"
 #include "tensormem/status.h"
 
 namespace tensormem::internal {
 
 // NotFound naming the path when it cannot be opened.
 Result<std::unique_ptr<std::istream>> OpenInputFile(const std::string& path);
-
-// "-" in a path: standard input, named so in messages.
-inline constexpr const char* kStandardInputName = "<stdin>";
 
 // Standard input, gzip-compressed or not, as one stream per process (what
 // "-" reads).
@@ -40,7 +38,7 @@ auto ReadInputFile(const std::string& path, Read&& read)
     -> decltype(read(std::declval<std::istream&>(), std::declval<const std::string&>())) {
   if (path == "-") {
     TM_ASSIGN_OR_RETURN(std::istream * in, StandardInput());
-    const std::string source = kStandardInputName;
+    const std::string source = InputName(path);
     auto result = read(*in, source);
     if (Status error = InputFileError(*in, source); !error.ok()) return error;
     return result;

@@ -51,9 +51,6 @@ std::string DumpJson(const nlohmann::json& j, int indent = -1);
 Status WriteOutput(const std::string& path, const std::vector<std::string>& inputs,
                    const std::function<Status(std::ostream&)>& write);
 
-// An input as messages and reports name it: "-" is "<stdin>".
-inline std::string InputName(const std::string& input) { return input == "-" ? "<stdin>" : input; }
-
 // InvalidArgument when `path` names one of `inputs` (same file, by inode):
 // checked before any work so that nothing is printed for a refused run.
 Status CheckNotAnInput(const std::string& path, const std::vector<std::string>& inputs);

@@ -50,7 +50,7 @@ Result<std::pair<std::string, std::string>> SplitAssign(const std::string& arg, 
 Result<GraphInput> LoadGraphInput(const std::string& path, const GraphInputOptions& o,
                                   std::uint64_t alignment) {
   if (path == "-")
-    return InvalidArgument("<stdin>: an ONNX model: give its file's path (models are not read from "
+    return InvalidArgument(InputName(path) + ": an ONNX model: give its file's path (models are not read from "
                            "standard input)");
   OnnxImportParams ip;
   for (const std::string& d : o.dims) {
