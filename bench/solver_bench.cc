@@ -137,7 +137,7 @@ void BM_PerfectPacking(benchmark::State& state) {
   state.counters["best_ratio"] =
       last.has_plan ? static_cast<double>(last.height) / static_cast<double>(optimum) : 0;
   state.counters["heur_ratio"] =
-      static_cast<double>(last.heuristic_height) / static_cast<double>(optimum);
+      last.heuristic_height ? static_cast<double>(*last.heuristic_height) / static_cast<double>(optimum) : 0;
   state.SetLabel(std::string(tensormem::Name(last.status)));
 }
 

@@ -324,9 +324,10 @@ struct SolveResult {
   // Searches that raced (SolverParams::threads, 0 resolved); nodes and the
   // probes' counts are of all of them.
   unsigned threads = 1;
-  // Height of the best heuristic plan the search started from (0 when the
-  // heuristics were not run).
-  std::uint64_t heuristic_height = 0;
+  // Height of the best heuristic plan the search started from; none when no
+  // heuristic ran (an answer before them, or a start plan without them). A
+  // plan of zero-byte buffers has height 0, so 0 could not say "none".
+  std::optional<std::uint64_t> heuristic_height;
   // Why the answer is infeasible or unknown, in words.
   std::string reason;
   // kInfeasible with compute_iis: buffer indices (ascending) of a subset that

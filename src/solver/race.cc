@@ -268,7 +268,7 @@ Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params
     out.deep_probe_proofs += r.deep_probe_proofs;
     out.relay_samples += r.relay_samples;
     out.relay_sample_plans += r.relay_sample_plans;
-    if (r.heuristic_height > 0 && (out.heuristic_height == 0 || r.heuristic_height < out.heuristic_height))
+    if (r.heuristic_height && (!out.heuristic_height || *r.heuristic_height < *out.heuristic_height))
       out.heuristic_height = r.heuristic_height;
   }
   out.seconds = seconds();

@@ -805,8 +805,9 @@ Result<SolveResult> Solve::Run() {
     }
   }
   result_.heuristic_height =
-      initial_taken ? heuristic_total.value_or(0)
-                    : std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
+      initial_taken ? heuristic_total
+                    : std::optional<std::uint64_t>(
+                          std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX));
   Publish();
   if (params_.time_limit_seconds <= 0) return Finish();
 

@@ -162,6 +162,7 @@ TEST_F(CliTest, SolveWithThreads) {
   EXPECT_EQ(j["threads"], 3);
   EXPECT_EQ(j["height"], 12);
   EXPECT_EQ(j["status"], "optimal");
+  EXPECT_GE(j["heuristic"], 12);
   r = Cli("solve " + in + " --start " + out + " --json --time-limit 0");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(nlohmann::json::parse(r.out)["start"], 12);
@@ -170,6 +171,8 @@ TEST_F(CliTest, SolveWithThreads) {
   j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["status"], "infeasible");
   EXPECT_FALSE(j["infeasible_subset_ids"].empty());
+  // Proven from the peak before any heuristic ran: no heuristic height, not 0.
+  EXPECT_TRUE(j["heuristic"].is_null()) << r.out;
 }
 
 TEST_F(CliTest, BadInputExitsWithTwoAndNamesFileLineField) {

@@ -138,7 +138,8 @@ int RunSolve(const SolveOptions& o) {
                         {"threads", r.threads},
                         {"buffers", problem.buffers.size()},
                         {"partitions", r.partitions},
-                        {"heuristic", r.heuristic_height},
+                        {"heuristic", r.heuristic_height ? nlohmann::json(*r.heuristic_height)
+                                                         : nlohmann::json(nullptr)},
                         {"restriction_bound", r.restriction_bound},
                         {"deep_probes", r.deep_probes},
                         {"deep_probe_plans", r.deep_probe_plans},
@@ -170,8 +171,8 @@ int RunSolve(const SolveOptions& o) {
     std::cout << "status:      " << Name(r.status) << '\n';
     if (r.has_plan) std::cout << "height:      " << WithThousands(r.height) << '\n';
     std::cout << "lower bound: " << WithThousands(r.lower_bound) << '\n';
-    if (r.heuristic_height > 0)
-      std::cout << "heuristic:   " << WithThousands(r.heuristic_height) << '\n';
+    if (r.heuristic_height)
+      std::cout << "heuristic:   " << WithThousands(*r.heuristic_height) << '\n';
     if (start_plan) std::cout << "start:       " << WithThousands(start_plan->total) << " (" << o.start << ")\n";
     if (r.has_plan) std::cout << "gap:         " << FormatDouble(r.gap * 100, 3) << "%\n";
     std::cout << "seconds:     " << FormatDouble(r.seconds, 3) << " (reading the input: "
