@@ -33,7 +33,10 @@ def test_capacity_infeasible_with_subset():
     prob = tm.Problem.from_arrays([10, 10, 10], [0, 0, 0], [1, 1, 1])
     r = tm.solve(prob, capacity=25, iis=True)
     assert r.status == "infeasible" and r.offsets is None
-    assert len(r.infeasible_subset) >= 3 - 0 or r.infeasible_subset
+    # Any two fit in 25 bytes, so the irreducible subset is all three.
+    assert sorted(r.infeasible_subset) == [0, 1, 2]
+    # Proven from the peak (30 > 25) before any heuristic ran.
+    assert r.heuristic_height is None
 
 
 def test_capacity_fits():
