@@ -207,7 +207,7 @@ ObjectsStrategy ObjectsByName(const std::string& name) { return Take(ParseObject
 PyPlan DoPlan(std::vector<UsageRecord> records, std::shared_ptr<const Problem> problem,
               const std::string& strategy, std::uint64_t alignment, bool objects,
               double time_limit, std::uint64_t threads) {
-  Check(ValidateAlignment(alignment, "alignment"), false);
+  Check(ValidateAlignment(alignment, "plan"), false);
   // Above what unsigned holds: a ValueError here; the rest PlanParams checks.
   if (threads > std::numeric_limits<unsigned>::max())
     throw py::value_error("threads must be at most " + std::to_string(kMaxPlanThreads) +
@@ -638,6 +638,8 @@ PYBIND11_MODULE(_tensormem, m) {
       [](const std::shared_ptr<PyProblem>& p, std::optional<std::uint64_t> capacity, double time_limit,
          bool minimize, std::uint64_t node_limit, std::uint64_t alignment, bool iis,
          const py::object& start, std::uint64_t threads) {
+        // Before the start is read at it; "solve", not SolverParams's name.
+        Check(ValidateAlignment(alignment, "solve"), false);
         SolverParams params;
         // SolveOffsets checks the count; here only that it survives the narrowing.
         if (threads > std::numeric_limits<unsigned>::max())

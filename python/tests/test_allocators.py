@@ -56,8 +56,14 @@ def test_bad_parameters():
     with pytest.raises(ValueError, match="split_granularity 48 is not a power of two"):
         tm.BufferPool(split_granularity=48)
     # One meaning of alignment: a power of two, named in the error.
-    with pytest.raises(ValueError, match="alignment: alignment 3 is not a power of two"):
+    with pytest.raises(ValueError, match="^plan: alignment 3 is not a power of two"):
         tm.plan([8, 8], [0, 0], [1, 1], alignment=3)
+    # The function's name, not the C++ parameter struct's, and before a start is read at it.
+    problem = tm.Problem.from_arrays([8, 8], [0, 0], [1, 1])
+    with pytest.raises(ValueError, match="^solve: alignment 3 is not a power of two"):
+        tm.solve(problem, alignment=3)
+    with pytest.raises(ValueError, match="^solve: alignment 3 is not a power of two"):
+        tm.solve(problem, alignment=3, start=[0, 8])
 
 
 def test_vmm_allocator():
