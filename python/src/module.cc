@@ -204,14 +204,25 @@ std::uint64_t NonNegative(const py::object& value, const std::string& name) {
 OffsetsStrategy OffsetsByName(const std::string& name) { return Take(ParseOffsetsStrategy(name)); }
 ObjectsStrategy ObjectsByName(const std::string& name) { return Take(ParseObjectsStrategy(name)); }
 
+// The time limit and thread count as Python names them ("plan: time_limit
+// ..."), checked here so that no C++ parameter struct's name reaches a caller.
+void CheckTimeAndThreads(const char* function, double time_limit, std::uint64_t threads,
+                         unsigned max_threads) {
+  if (!(time_limit >= 0)) {
+    std::ostringstream why;
+    why << function << ": time_limit must be >= 0 seconds (math.inf for none), got " << time_limit;
+    throw py::value_error(why.str());
+  }
+  if (threads > max_threads)
+    throw py::value_error(std::string(function) + ": threads must be at most " + std::to_string(max_threads) +
+                          " (0: one per hardware thread), got " + std::to_string(threads));
+}
+
 PyPlan DoPlan(std::vector<UsageRecord> records, std::shared_ptr<const Problem> problem,
               const std::string& strategy, std::uint64_t alignment, bool objects,
               double time_limit, std::uint64_t threads) {
   Check(ValidateAlignment(alignment, "plan"), false);
-  // Above what unsigned holds: a ValueError here; the rest PlanParams checks.
-  if (threads > std::numeric_limits<unsigned>::max())
-    throw py::value_error("threads must be at most " + std::to_string(kMaxPlanThreads) +
-                          " (0: one per hardware thread), got " + std::to_string(threads));
+  CheckTimeAndThreads("plan", time_limit, threads, kMaxPlanThreads);
   PyPlan out;
   out.objects = objects;
   out.alignment = alignment;
@@ -640,11 +651,8 @@ PYBIND11_MODULE(_tensormem, m) {
          const py::object& start, std::uint64_t threads) {
         // Before the start is read at it; "solve", not SolverParams's name.
         Check(ValidateAlignment(alignment, "solve"), false);
+        CheckTimeAndThreads("solve", time_limit, threads, kMaxSolverThreads);
         SolverParams params;
-        // SolveOffsets checks the count; here only that it survives the narrowing.
-        if (threads > std::numeric_limits<unsigned>::max())
-          throw py::value_error("threads must be at most " + std::to_string(kMaxSolverThreads) + ", got " +
-                                std::to_string(threads));
         params.threads = static_cast<unsigned>(threads);
         // A start: one offset per buffer, a plan of the problem (the
         // validator's word, capacity aside), else ValueError.

@@ -1,3 +1,4 @@
+import math
 import os
 import signal
 import threading
@@ -46,8 +47,19 @@ def test_capacity_fits():
 
 
 def test_bad_input():
-    with pytest.raises(ValueError):
-        tm.solve(tm.Problem.from_arrays([1], [0], [0]), time_limit=-1)
+    # Python's parameter names, not the C++ structs' (SolverParams::...).
+    prob = tm.Problem.from_arrays([1], [0], [0])
+    with pytest.raises(ValueError, match=r"^solve: time_limit must be >= 0 seconds \(math.inf for none\), got -1$"):
+        tm.solve(prob, time_limit=-1)
+    with pytest.raises(ValueError, match="^solve: time_limit must be >= 0 seconds .* got nan$"):
+        tm.solve(prob, time_limit=float("nan"))
+    with pytest.raises(ValueError, match=r"^solve: threads must be at most 256 \(0: one per hardware thread\), got 257$"):
+        tm.solve(prob, threads=257)
+    with pytest.raises(ValueError, match="^plan: time_limit must be >= 0 seconds .* got -0.5$"):
+        tm.plan(prob, time_limit=-0.5)
+    with pytest.raises(ValueError, match=r"^plan: threads must be at most 256 .* got 257$"):
+        tm.plan(prob, threads=257)
+    assert tm.solve(prob, time_limit=math.inf).status == "optimal"
 
 
 @pytest.mark.parametrize("threads", [1, 3])
@@ -77,7 +89,7 @@ def test_threads():
     assert len(raced.offsets) == 5
     with pytest.raises(ValueError, match="threads must be at most 256"):
         tm.solve(prob, threads=257)
-    with pytest.raises(ValueError, match="threads must be at most 256, got 4294967296"):
+    with pytest.raises(ValueError, match="threads must be at most 256 .*, got 4294967296"):
         tm.solve(prob, threads=1 << 32)  # would wrap to 0 in the narrowing
     with pytest.raises(ValueError, match="threads must be non-negative"):
         tm.solve(prob, threads=-1)
