@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -63,6 +64,14 @@ Result<Problem> LoadProblem(const std::string& path, const ReadLimits& limits = 
 
 // An input as messages and reports name it: "<stdin>" for "-", else the path.
 std::string InputName(const std::string& path);
+
+// Writes the file `path` through `write`, whole or not at all: into a
+// temporary file beside it, renamed into place only when everything was
+// written, so a failed write (a full disk, an error from `write`) leaves any
+// old file as it was and no temporary one. A directory is refused
+// (InvalidArgument "PATH: is a directory, not a file") before anything is
+// written; a file that cannot be created is NotFound with the system's reason.
+Status WriteFileWhole(const std::string& path, const std::function<Status(std::ostream&)>& write);
 
 // A plan's offsets by buffer id, from a file: a CSV whose header is exactly
 // `id` and `offset` (in either order), or any problem LoadProblem reads with

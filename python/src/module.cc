@@ -259,12 +259,18 @@ PyPlan DoPlan(std::vector<UsageRecord> records, std::shared_ptr<const Problem> p
   return out;
 }
 
+// A path argument: a str or any os.PathLike (a pathlib.Path), as the
+// package's loaders take.
+std::string PathArg(const py::object& path) {
+  const py::object name = py::module_::import("os").attr("fspath")(path);
+  if (!py::isinstance<py::str>(name))
+    throw py::type_error("path must be a str or an os.PathLike of str, not bytes");
+  return name.cast<std::string>();
+}
+
+// As the CLI writes: whole or not at all, a directory refused.
 void WriteTo(const std::string& path, const std::function<Status(std::ostream&)>& write) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) Raise(NotFound(path + ": cannot open for writing"));
-  Check(write(f));
-  f.close();
-  if (!f) Raise(Internal(path + ": write failed"));
+  Check(WriteFileWhole(path, write));
 }
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
@@ -503,7 +509,8 @@ PYBIND11_MODULE(_tensormem, m) {
       .def("__len__", [](const PyPlan& p) { return p.offsets.offsets.size(); })
       .def(
           "to_html",
-          [](PyPlan& p, const std::string& path, const std::string& title) {
+          [](PyPlan& p, const py::object& path_arg, const std::string& title) {
+            const std::string path = PathArg(path_arg);
             HtmlMapOptions o;
             o.title = title.empty() ? "tensormem plan \u2014 " + p.offsets.strategy : title;
             o.lower_bound = p.offsets.lower_bound;
@@ -514,7 +521,8 @@ PYBIND11_MODULE(_tensormem, m) {
           "Writes the interactive memory map (one self-contained HTML file)")
       .def(
           "to_svg",
-          [](PyPlan& p, const std::string& path, const std::string& title) {
+          [](PyPlan& p, const py::object& path_arg, const std::string& title) {
+            const std::string path = PathArg(path_arg);
             SvgOptions o;
             o.title = title;
             o.lower_bound = p.offsets.lower_bound;
@@ -524,7 +532,8 @@ PYBIND11_MODULE(_tensormem, m) {
           py::arg("path"), py::arg("title") = "", "Writes the SVG memory map (small plans)")
       .def(
           "write",
-          [](PyPlan& p, const std::string& path) {
+          [](PyPlan& p, const py::object& path_arg) {
+            const std::string path = PathArg(path_arg);
             const Problem& problem = p.GetProblem();
             if (p.objects)
               WriteTo(path, [&](std::ostream& f) { return WriteObjectsCsv(f, problem, p.object_plan); });

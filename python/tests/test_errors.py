@@ -54,8 +54,25 @@ def test_malformed_file_names_line_and_field(tmp_path):
 
 def test_write_to_a_missing_folder():
     p = tm.plan([1], [0], [0])
-    with pytest.raises(FileNotFoundError, match="cannot open"):
+    with pytest.raises(FileNotFoundError, match="cannot open for writing: No such file or directory"):
         p.to_html("/no/such/dir/map.html")
+
+
+def test_write_to_a_directory_or_failing_leaves_nothing(tmp_path):
+    # As the CLI's outputs: a directory refused, and a file appears whole or not at all.
+    p = tm.plan([1], [0], [0])
+    with pytest.raises(ValueError, match="is a directory, not a file"):
+        p.write(tmp_path)
+    with pytest.raises(ValueError, match="is a directory, not a file"):
+        tm.write_problem(tmp_path, tm.Problem.from_arrays([1], [0], [0]))
+    out = tmp_path / "plan.csv"
+    p.write(out)  # a pathlib.Path, as the loaders take
+    p.to_html(tmp_path / "map.html")
+    p.to_svg(str(tmp_path / "map.svg"))
+    assert out.read_text().startswith("id,")
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["map.html", "map.svg", "plan.csv"]
+    with pytest.raises(TypeError, match="path must be a str"):
+        p.write(bytes(out))
 
 
 def test_error_type_is_exported():

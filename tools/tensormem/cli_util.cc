@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tensormem/io.h"
+
 namespace tensormem::cli {
 
 int ReportError(const Status& status) {
@@ -84,40 +86,12 @@ std::string Shorten(const std::string& s) {
 
 Status WriteOutput(const std::string& path, const std::vector<std::string>& inputs,
                    const std::function<Status(std::ostream&)>& write) {
-  namespace fs = std::filesystem;
   if (path == "-") {
     TM_RETURN_IF_ERROR(write(std::cout));
     return FlushStdout();
   }
   TM_RETURN_IF_ERROR(CheckNotAnInput(path, inputs));
-  // Refused before the temporary file goes into the directory's parent.
-  if (std::error_code ec; fs::is_directory(path, ec))
-    return InvalidArgument(path + ": is a directory, not a file");
-  // The temporary file sits in the same directory, so the rename is atomic.
-  std::string tmp = path + ".tmp.XXXXXX";
-  const int fd = mkstemp(tmp.data());
-  if (fd < 0) return NotFound(path + ": cannot open for writing: " + std::strerror(errno));
-  ::close(fd);
-  Status st = [&]() -> Status {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return NotFound(path + ": cannot open for writing");
-    TM_RETURN_IF_ERROR(write(f));
-    f.close();
-    if (!f) return Internal(path + ": write failed");
-    // Keep the permissions an ordinary new file gets (mkstemp uses 0600).
-    const mode_t mask = ::umask(0);
-    ::umask(mask);
-    std::error_code ec;
-    fs::permissions(tmp, static_cast<fs::perms>(0666 & ~mask), ec);
-    fs::rename(tmp, path, ec);
-    if (ec) return Internal(path + ": cannot write: " + ec.message());
-    return Status::Ok();
-  }();
-  if (!st.ok()) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-  }
-  return st;
+  return WriteFileWhole(path, write);
 }
 
 Status CheckNotAnInput(const std::string& path, const std::vector<std::string>& inputs) {
