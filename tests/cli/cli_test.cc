@@ -278,6 +278,10 @@ TEST_F(CliTest, TheTimeLimitCoversEveryStrategyAndReadingIsReportedApart) {
               std::string::npos)
         << all.out;
   }
+  // -t, as solve spells it too.
+  CliRun short_flag = Cli("plan " + in + " --strategy best -t 0.000000001");
+  EXPECT_EQ(short_flag.code, 1) << short_flag.out;
+  EXPECT_NE(short_flag.out.find("allow more with --time-limit"), std::string::npos) << short_flag.out;
   CliRun ok = Cli("plan " + in + " --time-limit 60");
   ASSERT_EQ(ok.code, 0) << ok.out;
   EXPECT_NE(ok.out.find("20000 buffers read in "), std::string::npos) << ok.out;

@@ -299,7 +299,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--svg", o->svg, "write a memory map (x = task, y = address)");
   cmd->add_option("--html", o->html,
                   "write an interactive memory map (one self-contained HTML file: zoom, pan, hover)");
-  cmd->add_option("--time-limit", o->time_limit,
+  cmd->add_option("--time-limit,-t", o->time_limit,
                   "seconds for the whole planning, every strategy (reading the input is not "
                   "counted); a strategy that cannot finish fails, best keeps the candidates that "
                   "did, and with 'all' the strategies that find none of it left are not run; 0: "
