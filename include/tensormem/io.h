@@ -64,6 +64,9 @@ Result<Problem> LoadProblem(const std::string& path, const ReadLimits& limits = 
 
 // An input as messages and reports name it: "<stdin>" for "-", else the path.
 std::string InputName(const std::string& path);
+// InvalidArgument for an ONNX model on standard input ("-"): models are read
+// from their files (the importer takes a path), so the message asks for one.
+Status OnnxOnStandardInputError();
 
 // Writes the file `path` through `write`, whole or not at all: into a
 // temporary file beside it, renamed into place only when everything was

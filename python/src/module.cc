@@ -282,6 +282,7 @@ std::shared_ptr<PyProblem> RecordsFromOnnx(const std::string& path,
                                            const std::map<std::string, std::vector<std::int64_t>>& shapes,
                                            const std::map<std::string, std::int64_t>& dims,
                                            std::uint64_t alignment) {
+  if (path == "-") Raise(OnnxOnStandardInputError());
   OnnxImportParams ip;
   ip.input_shapes = shapes;
   ip.dims = dims;
@@ -299,7 +300,7 @@ std::shared_ptr<PyProblem> RecordsFromOnnx(const std::string& path,
   Take(std::move(*model));
   auto out = std::make_shared<PyProblem>();
   out->problem = std::move(Take(std::move(*plan)).scratch);
-  out->source = path;
+  out->source = InputName(path);
   return out;
 }
 #endif
@@ -307,6 +308,7 @@ std::shared_ptr<PyProblem> RecordsFromOnnx(const std::string& path,
 std::shared_ptr<PyProblem> LoadAnyProblem(const std::string& path) {
   Result<InputFormat> format = DetectInputFormat(path);
   if (format.ok() && *format == InputFormat::kOnnx) {
+    if (path == "-") Raise(OnnxOnStandardInputError());
 #if TENSORMEM_PY_HAVE_ONNX
     return RecordsFromOnnx(path, {}, {}, 64);
 #else
@@ -320,7 +322,7 @@ std::shared_ptr<PyProblem> LoadAnyProblem(const std::string& path) {
   }
   auto out = std::make_shared<PyProblem>();
   out->problem = Take(std::move(*r));
-  out->source = path;
+  out->source = InputName(path);
   return out;
 }
 

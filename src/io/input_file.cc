@@ -130,4 +130,9 @@ namespace tensormem {
 
 std::string InputName(const std::string& path) { return path == "-" ? "<stdin>" : path; }
 
+Status OnnxOnStandardInputError() {
+  return InvalidArgument(InputName("-") +
+                         ": an ONNX model: give its file's path (models are not read from standard input)");
+}
+
 }  // namespace tensormem

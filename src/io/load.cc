@@ -53,9 +53,10 @@ Result<InputFormat> DetectInputFormat(const std::string& path) {
 
 Result<Problem> LoadProblem(const std::string& path, const ReadLimits& limits) {
   TM_ASSIGN_OR_RETURN(InputFormat format, DetectInputFormat(path));
-  if (format == InputFormat::kOnnx)
-    return InvalidArgument(InputName(path) +
-                           ": an ONNX model: import it with the ONNX importer");
+  if (format == InputFormat::kOnnx) {
+    if (path == "-") return OnnxOnStandardInputError();
+    return InvalidArgument(path + ": an ONNX model: import it with the ONNX importer");
+  }
   return internal::ReadInputFile(path, [&](std::istream& in, const std::string& source) -> Result<Problem> {
     switch (format) {
       case InputFormat::kCsv: return ReadProblemCsv(in, source, limits);
