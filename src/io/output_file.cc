@@ -16,9 +16,37 @@ namespace tensormem {
 
 Status WriteFileWhole(const std::string& path, const std::function<Status(std::ostream&)>& write) {
   namespace fs = std::filesystem;
+  std::error_code ec;  // (set for a file that does not exist yet: not an error here)
+  const fs::file_status status = fs::status(path, ec);  // through symbolic links
   // Refused before a temporary file goes into the directory's parent.
-  if (std::error_code ec; fs::is_directory(path, ec))
-    return InvalidArgument(path + ": is a directory, not a file");
+  if (fs::is_directory(status)) return InvalidArgument(path + ": is a directory, not a file");
+  // A device, pipe or socket (/dev/null, a FIFO) is written to as it is:
+  // renaming a file over it would replace it (as root, /dev/null itself) and
+  // its reader would get nothing. So is anything under /dev or /proc:
+  // /dev/stdout redirected to a file is that file's open descriptor, which a
+  // rename would leave behind with the rest of the output.
+  const bool special = path.starts_with("/dev/") || path.starts_with("/proc/");
+  if (special || (fs::exists(status) && !fs::is_regular_file(status))) {
+    std::ofstream f(path, std::ios::binary);
+    if (!f) return NotFound(path + ": cannot open for writing: " + std::strerror(errno));
+    TM_RETURN_IF_ERROR(write(f));
+    f.close();
+    if (!f) return Internal(path + ": write failed");
+    return Status::Ok();
+  }
+  // A symbolic link keeps pointing where it did: the file it names is
+  // replaced, not the link.
+  // (Followed link by link: a dangling one names the file to create.)
+  fs::path resolved = path;
+  for (int hop = 0; fs::is_symlink(fs::symlink_status(resolved, ec)); ++hop) {
+    std::error_code link_error;
+    const fs::path next = fs::read_symlink(resolved, link_error);
+    if (link_error || hop == 40)
+      return NotFound(path + ": cannot follow its symbolic link: " +
+                      (link_error ? link_error.message() : "too many levels of symbolic links"));
+    resolved = next.is_absolute() ? next : resolved.parent_path() / next;
+  }
+  const std::string target = resolved.string();
   // The temporary file sits in the same directory, so the rename is atomic.
   // Created with O_EXCL and mode 0666, so the umask gives it the permissions
   // an ordinary new file gets (mkstemp's 0600 would need the process-wide
@@ -27,7 +55,7 @@ Status WriteFileWhole(const std::string& path, const std::function<Status(std::o
   std::string tmp;
   int fd = -1;
   for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
+    tmp = target + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
     fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0 && errno != EEXIST) break;
   }
@@ -39,15 +67,12 @@ Status WriteFileWhole(const std::string& path, const std::function<Status(std::o
     TM_RETURN_IF_ERROR(write(f));
     f.close();
     if (!f) return Internal(path + ": write failed");
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec) return Internal(path + ": cannot write: " + ec.message());
+    std::error_code rename_error;
+    fs::rename(tmp, target, rename_error);
+    if (rename_error) return Internal(path + ": cannot write: " + rename_error.message());
     return Status::Ok();
   }();
-  if (!st.ok()) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-  }
+  if (!st.ok()) fs::remove(tmp, ec);
   return st;
 }
 

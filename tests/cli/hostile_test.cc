@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -298,6 +299,25 @@ TEST_F(Hostile, SmallerOnes) {
   }
   for (const auto& entry : std::filesystem::directory_iterator(dir_))
     EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
+  // A pipe is written to, not replaced (as root, -o /dev/null replaced
+  // /dev/null with a regular file; a pipe here, so that a regression cannot
+  // break the machine's); /dev/stdout reaches standard output also when that
+  // is a file (a rename would have left the table behind in the old one).
+  ASSERT_EQ(::mkfifo((dir_ / "pipe").c_str(), 0600), 0);
+  const std::string in_dir = "cd " + dir_.string() + " && ";
+  r = RunShell("(" + in_dir + "{ cat pipe > from_pipe.csv & " + testing::CliPath() + " plan " + five +
+               " -o pipe; wait; })");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(std::filesystem::is_fifo(dir_ / "pipe"));
+  std::ifstream piped(dir_ / "from_pipe.csv");
+  std::string header;
+  std::getline(piped, header);
+  EXPECT_EQ(header, "id,lower,upper,size,offset");
+  r = RunShell("(" + in_dir + testing::CliPath() + " plan " + five +
+               " -o /dev/stdout > to_stdout.txt; cat to_stdout.txt)");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("id,lower,upper,size,offset"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("best(greedy_in_order)"), std::string::npos) << r.out;
 
   // naive's total overflows 64 bits; the others plan it.
   Write("big.csv", "id,lower,upper,size\na,0,1,9223372036854775808\nb,1,2,9223372036854775808\n");

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -90,6 +91,48 @@ TEST_F(WriteFileWholeTest, PermissionsFollowTheUmask) {
   struct stat info {};
   ASSERT_EQ(::stat(out.c_str(), &info), 0);
   EXPECT_EQ(info.st_mode & 0777, 0644u) << "not mkstemp's 0600";
+}
+
+// A pipe (or a device) is written to, not replaced by a renamed file (as
+// root, `-o /dev/null` replaced /dev/null); a symbolic link keeps its target.
+TEST_F(WriteFileWholeTest, DevicesPipesAndLinksStayWhatTheyAre) {
+  auto hello = [](std::ostream& o) {
+    o << "hello\n";
+    return Status::Ok();
+  };
+  // (A pipe, not /dev/null: were this to regress, a test run as root would
+  // replace the machine's /dev/null.)
+
+  const fs::path fifo = dir_ / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] { got = Read(fifo); });
+  const Status st = WriteFileWhole(fifo.string(), hello);
+  reader.join();
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(got, "hello\n");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+
+  const fs::path target = dir_ / "target.csv";
+  const fs::path link = dir_ / "link.csv";
+  { std::ofstream(target) << "old\n"; }
+  fs::create_symlink(target, link);
+  ASSERT_TRUE(WriteFileWhole(link.string(), hello).ok());
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(Read(target), "hello\n");
+  // A dangling link: its target is created.
+  fs::remove(target);
+  ASSERT_TRUE(WriteFileWhole(link.string(), hello).ok());
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(Read(target), "hello\n");
+  EXPECT_EQ(Others(dir_ / "none"), 3) << "pipe, target and link; no temporary file";
+  // A loop of links is an error naming the path, not a hang.
+  fs::create_symlink(dir_ / "b", dir_ / "a");
+  fs::create_symlink(dir_ / "a", dir_ / "b");
+  const Status loop = WriteFileWhole((dir_ / "a").string(), hello);
+  EXPECT_EQ(loop.code(), StatusCode::kNotFound);
+  EXPECT_EQ(loop.message(), (dir_ / "a").string() +
+                                ": cannot follow its symbolic link: too many levels of symbolic links");
 }
 
 TEST_F(WriteFileWholeTest, RefusesADirectoryAndNamesAMissingParent) {

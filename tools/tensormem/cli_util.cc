@@ -86,7 +86,9 @@ std::string Shorten(const std::string& s) {
 
 Status WriteOutput(const std::string& path, const std::vector<std::string>& inputs,
                    const std::function<Status(std::ostream&)>& write) {
-  if (path == "-") {
+  // /dev/stdout too: opened again it is a second descriptor of the same
+  // file, whose writes and std::cout's would overwrite each other there.
+  if (path == "-" || path == "/dev/stdout") {
     TM_RETURN_IF_ERROR(write(std::cout));
     return FlushStdout();
   }

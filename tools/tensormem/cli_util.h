@@ -44,10 +44,10 @@ std::string FormatDouble(double v, int decimals);
 // U+FFFD instead of an exception.
 std::string DumpJson(const nlohmann::json& j, int indent = -1);
 
-// Writes an output file: "-" is standard output; otherwise WriteFileWhole
-// (io.h: whole or not at all, so a failed run never leaves half a file).
-// Refuses (InvalidArgument) an output that is one of `inputs` (same file, by
-// inode).
+// Writes an output file: "-" (or /dev/stdout) is standard output; otherwise
+// WriteFileWhole (io.h: whole or not at all, so a failed run never leaves
+// half a file). Refuses (InvalidArgument) an output that is one of `inputs`
+// (same file, by inode).
 Status WriteOutput(const std::string& path, const std::vector<std::string>& inputs,
                    const std::function<Status(std::ostream&)>& write);
 
