@@ -59,14 +59,20 @@ Result<InputFormat> DetectInputFormat(const std::string& path);
 
 // Reads a CSV or JSON planning problem, or an allocation trace as one (see
 // trace.h), from a file, gzip-compressed or not ("-" = standard input, any
-// of these; messages call it <stdin>).
+// of these; messages call it <stdin>; a pipe is read as a stream too).
 Result<Problem> LoadProblem(const std::string& path, const ReadLimits& limits = {});
 
 // An input as messages and reports name it: "<stdin>" for "-", else the path.
 std::string InputName(const std::string& path);
-// InvalidArgument for an ONNX model on standard input ("-"): models are read
-// from their files (the importer takes a path), so the message asks for one.
-Status OnnxOnStandardInputError();
+// Whether `path` is read as a stream, once, from its start: "-" (standard
+// input) and whatever exists and is neither a regular file nor a directory
+// (a pipe, a process substitution's /dev/fd/N, a device). Such an input is
+// opened once per process, and its format told from the bytes read ahead.
+bool IsStreamInput(const std::string& path);
+// InvalidArgument for an ONNX model given as a stream (IsStreamInput):
+// models are read from their files (the importer takes a path), so the
+// message asks for one.
+Status OnnxNotFromAFileError(const std::string& path);
 
 // Writes the file `path` through `write`, whole or not at all: into a
 // temporary file beside it, renamed into place only when everything was

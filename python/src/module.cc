@@ -282,7 +282,7 @@ std::shared_ptr<PyProblem> RecordsFromOnnx(const std::string& path,
                                            const std::map<std::string, std::vector<std::int64_t>>& shapes,
                                            const std::map<std::string, std::int64_t>& dims,
                                            std::uint64_t alignment) {
-  if (path == "-") Raise(OnnxOnStandardInputError());
+  if (IsStreamInput(path)) Raise(OnnxNotFromAFileError(path));
   OnnxImportParams ip;
   ip.input_shapes = shapes;
   ip.dims = dims;
@@ -308,7 +308,7 @@ std::shared_ptr<PyProblem> RecordsFromOnnx(const std::string& path,
 std::shared_ptr<PyProblem> LoadAnyProblem(const std::string& path) {
   Result<InputFormat> format = DetectInputFormat(path);
   if (format.ok() && *format == InputFormat::kOnnx) {
-    if (path == "-") Raise(OnnxOnStandardInputError());
+    if (IsStreamInput(path)) Raise(OnnxNotFromAFileError(path));
 #if TENSORMEM_PY_HAVE_ONNX
     return RecordsFromOnnx(path, {}, {}, 64);
 #else

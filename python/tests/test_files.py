@@ -63,7 +63,7 @@ def test_standard_input(examples):
     # A model there is refused with the way to give it, with or without the importer.
     model = (examples / "resnet18.onnx").read_bytes()
     expected = ("ERR ValueError <stdin>: an ONNX model: give its file's path "
-                "(models are not read from standard input)")
+                "(models are not read from standard input or pipes)")
     assert _load_from_stdin(model) == expected
     if tm.HAVE_ONNX:
         assert _load_from_stdin(model, "tm.records_from_onnx('-')") == expected

@@ -1,9 +1,11 @@
 // OpenInputFile: a plain std::ifstream, or an istream over a zlib gzFile
 // (read in 256 KiB pieces) when the file starts with the gzip magic bytes.
-// StandardInput: always through zlib (it passes plain data through), since
-// a pipe cannot be rewound after its magic bytes are read.
+// StreamInput (standard input, a pipe, a device): always through zlib (it
+// passes plain data through), since a pipe cannot be rewound after its
+// magic bytes are read.
 #include "io/input_file.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -12,6 +14,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <streambuf>
 #include <string_view>
 #include <vector>
@@ -94,25 +98,32 @@ Result<std::unique_ptr<std::istream>> OpenInputFile(const std::string& path) {
   return std::unique_ptr<std::istream>(new GzipStream(file));
 }
 
-Result<std::istream*> StandardInput() {
-  // Once per process, never destroyed (standard input lives as long as it):
-  // zlib reads gzip data and passes anything else through as it is.
-  static const Result<GzipStream*> opened = []() -> Result<GzipStream*> {
-    const int fd = ::dup(STDIN_FILENO);
-    if (fd < 0) return NotFound(InputName("-") + ": cannot open: " + std::strerror(errno));
-    gzFile file = gzdopen(fd, "rb");
-    if (file == nullptr) {
-      ::close(fd);
-      return NotFound(InputName("-") + ": cannot open");
-    }
-    return new GzipStream(file);
-  }();
-  if (!opened.ok()) return opened.status();
-  return static_cast<std::istream*>(*opened);
+Result<std::istream*> StreamInput(const std::string& path) {
+  // Once per path and process, never destroyed (a pipe read again would give
+  // nothing): zlib reads gzip data and passes anything else through.
+  static std::mutex mutex;
+  static auto* opened = new std::map<std::string, Result<GzipStream*>>();
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = opened->find(path);
+  if (it == opened->end()) {
+    Result<GzipStream*> stream = [&]() -> Result<GzipStream*> {
+      const int fd = path == "-" ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return NotFound(InputName(path) + ": cannot open: " + std::strerror(errno));
+      gzFile file = gzdopen(fd, "rb");
+      if (file == nullptr) {
+        ::close(fd);
+        return NotFound(InputName(path) + ": cannot open");
+      }
+      return new GzipStream(file);
+    }();
+    it = opened->emplace(path, std::move(stream)).first;
+  }
+  if (!it->second.ok()) return it->second.status();
+  return static_cast<std::istream*>(*it->second);
 }
 
-std::string_view PeekStandardInput() {
-  Result<std::istream*> in = StandardInput();
+std::string_view PeekStreamInput(const std::string& path) {
+  Result<std::istream*> in = StreamInput(path);
   if (!in.ok()) return {};
   return static_cast<GzipStream*>(*in)->buffer().Ahead();
 }
@@ -130,9 +141,18 @@ namespace tensormem {
 
 std::string InputName(const std::string& path) { return path == "-" ? "<stdin>" : path; }
 
-Status OnnxOnStandardInputError() {
-  return InvalidArgument(InputName("-") +
-                         ": an ONNX model: give its file's path (models are not read from standard input)");
+bool IsStreamInput(const std::string& path) {
+  if (path == "-") return true;
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  return std::filesystem::exists(status) && !std::filesystem::is_regular_file(status) &&
+         !std::filesystem::is_directory(status);
+}
+
+Status OnnxNotFromAFileError(const std::string& path) {
+  return InvalidArgument(InputName(path) +
+                         ": an ONNX model: give its file's path (models are not read from standard "
+                         "input or pipes)");
 }
 
 }  // namespace tensormem

@@ -17,27 +17,27 @@ namespace tensormem::internal {
 // NotFound naming the path when it cannot be opened.
 Result<std::unique_ptr<std::istream>> OpenInputFile(const std::string& path);
 
-// Standard input, gzip-compressed or not, as one stream per process (what
-// "-" reads).
-Result<std::istream*> StandardInput();
+// A stream input (IsStreamInput in io.h: "-", a pipe, a device),
+// gzip-compressed or not, as one stream per path and process.
+Result<std::istream*> StreamInput(const std::string& path);
 // Its bytes read ahead and not yet consumed (at most the 256 KiB buffer;
 // empty at its end or when it cannot be read): the format is told from
 // them before a reader takes the stream.
-std::string_view PeekStandardInput();
+std::string_view PeekStreamInput(const std::string& path);
 
 // After reading a stream from OpenInputFile: InvalidArgument naming the path
 // and zlib's reason when the gzip data was truncated or corrupt (the stream
 // then simply ended early, so a reader alone could not tell); Ok otherwise.
 Status InputFileError(const std::istream& in, const std::string& path);
 
-// Opens `path` ("-": standard input), runs `read(stream, source)` with the
+// Opens `path` ("-": standard input; a pipe or a device as a stream), runs `read(stream, source)` with the
 // name messages give it ("<stdin>" for "-") and returns its result, unless
 // the gzip data was bad: that error comes first, as it explains the reader's.
 template <typename Read>
 auto ReadInputFile(const std::string& path, Read&& read)
     -> decltype(read(std::declval<std::istream&>(), std::declval<const std::string&>())) {
-  if (path == "-") {
-    TM_ASSIGN_OR_RETURN(std::istream * in, StandardInput());
+  if (IsStreamInput(path)) {
+    TM_ASSIGN_OR_RETURN(std::istream * in, StreamInput(path));
     const std::string source = InputName(path);
     auto result = read(*in, source);
     if (Status error = InputFileError(*in, source); !error.ok()) return error;

@@ -25,9 +25,9 @@ Result<InputFormat> DetectInputFormat(const std::string& path) {
   std::string_view h;
   char head[64] = {};
   std::unique_ptr<std::istream> file;
-  if (path == "-") {  // looked at without consuming it: the reader takes it next
-    TM_RETURN_IF_ERROR(internal::StandardInput().status());
-    h = internal::PeekStandardInput().substr(0, sizeof head - 1);
+  if (IsStreamInput(path)) {  // looked at without consuming it: the reader takes it next
+    TM_RETURN_IF_ERROR(internal::StreamInput(path).status());
+    h = internal::PeekStreamInput(path).substr(0, sizeof head - 1);
   } else {
     TM_ASSIGN_OR_RETURN(file, internal::OpenInputFile(path));
     file->read(head, sizeof head - 1);
@@ -54,7 +54,7 @@ Result<InputFormat> DetectInputFormat(const std::string& path) {
 Result<Problem> LoadProblem(const std::string& path, const ReadLimits& limits) {
   TM_ASSIGN_OR_RETURN(InputFormat format, DetectInputFormat(path));
   if (format == InputFormat::kOnnx) {
-    if (path == "-") return OnnxOnStandardInputError();
+    if (IsStreamInput(path)) return OnnxNotFromAFileError(path);
     return InvalidArgument(path + ": an ONNX model: import it with the ONNX importer");
   }
   return internal::ReadInputFile(path, [&](std::istream& in, const std::string& source) -> Result<Problem> {

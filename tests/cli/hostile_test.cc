@@ -249,6 +249,30 @@ TEST_F(Hostile, StandardInputIsAnyFormat) {
     EXPECT_NE(r.code, 0) << c.command << "\n" << r.out;
     EXPECT_NE(r.out.find(c.says), std::string::npos) << c.command << "\n" << r.out;
   }
+  // A pipe by its path (/dev/stdin on a pipe, a named pipe, bash's <(...))
+  // is read the same way: once, its format told from the bytes read ahead
+  // (it said "empty file": the format check had read what the reader wanted).
+  ASSERT_EQ(::mkfifo((dir_ / "pipe").c_str(), 0600), 0);
+  const std::string cli = testing::CliPath();
+  const std::string failing = "false ";  // (marks the cases that must fail)
+  for (const Case& c : std::vector<Case>{
+           {"cat five.json | " + cli + " plan /dev/stdin", "/dev/stdin: 2 buffers"},
+           {"cat five.csv.gz | " + cli + " solve /dev/stdin", "/dev/stdin: 5 buffers"},
+           {"cat trace.csv.gz | " + cli + " replay /dev/stdin -a pool -r 1", "/dev/stdin: 2 events"},
+           {"{ cat five.csv > pipe & " + cli + " plan pipe --objects; }", "pipe: 5 buffers"},
+           {failing + "cat " + model + " | " + cli + " plan /dev/stdin",
+            "/dev/stdin: an ONNX model: give its file's path (models are not read from standard input or pipes)"},
+           {failing + "cat " + model + " | " + cli + " records /dev/stdin", "/dev/stdin: an ONNX model"},
+           {failing + "cat " + model + " | " + cli + " solve /dev/stdin", "tensormem records MODEL.onnx"}}) {
+    const bool fails = c.command.starts_with(failing);
+    const std::string command = fails ? c.command.substr(failing.size()) : c.command;
+    const Outcome r = RunShell("(cd " + dir_.string() + " && " + command + ")");
+    if (fails)
+      EXPECT_NE(r.code, 0) << command << "\n" << r.out;
+    else
+      EXPECT_EQ(r.code, 0) << command << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.says), std::string::npos) << command << "\n" << r.out;
+  }
 }
 
 TEST_F(Hostile, SmallerOnes) {

@@ -49,7 +49,7 @@ Result<std::pair<std::string, std::string>> SplitAssign(const std::string& arg, 
 
 Result<GraphInput> LoadGraphInput(const std::string& path, const GraphInputOptions& o,
                                   std::uint64_t alignment) {
-  if (path == "-") return OnnxOnStandardInputError();
+  if (IsStreamInput(path)) return OnnxNotFromAFileError(path);
   OnnxImportParams ip;
   for (const std::string& d : o.dims) {
     TM_ASSIGN_OR_RETURN(auto kv, SplitAssign(d, "--dim"));

@@ -85,7 +85,7 @@ int RunSolve(const SolveOptions& o) {
     // The format is looked at again only here, on the way out.
     if (Result<InputFormat> f = DetectInputFormat(o.input); f.ok() && *f == InputFormat::kOnnx) {
       // Models are read from files only: name one in the suggestion.
-      const std::string model = o.input == "-" ? "MODEL.onnx" : o.input;
+      const std::string model = IsStreamInput(o.input) ? "MODEL.onnx" : o.input;
       return ReportError(InvalidArgument(InputName(o.input) + ": an ONNX model; solve takes a problem file: write the model's "
                                          "records with `tensormem records " + model +
                                          " --out records.csv`, then solve that (or `tensormem plan " + model +
