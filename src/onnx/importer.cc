@@ -633,8 +633,12 @@ Result<OnnxModel> ImportOnnxBytes(std::string_view bytes, std::string_view sourc
 
 Result<OnnxModel> ImportOnnxFile(const std::string& path, const OnnxImportParams& params) {
   // A directory opens as a stream on Linux, and its "size" is 2^63 - 1.
-  if (std::error_code ec; std::filesystem::is_directory(path, ec))
-    return InvalidArgument(path + ": is a directory, not a file");
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(status)) return InvalidArgument(path + ": is a directory, not a file");
+  // A pipe or a device has no size to read the model whole by.
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    return InvalidArgument(path + ": not a regular file (a pipe or a device): give the model file's path");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return NotFound(path + ": cannot open: " + std::strerror(errno));
   const std::streamoff size = in.tellg();

@@ -263,6 +263,10 @@ TEST(OnnxImport, NonOnnxBytesAreRefused) {
     EXPECT_NE(m.status().message().find("junk.onnx"), std::string::npos);
   }
   EXPECT_EQ(ImportOnnxFile("/nonexistent/model.onnx").status().code(), StatusCode::kNotFound);
+  // A device (or a pipe) has no size to read a model whole by: said so.
+  const Status device = ImportOnnxFile("/dev/null").status();
+  EXPECT_EQ(device.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(device.message(), "/dev/null: not a regular file (a pipe or a device): give the model file's path");
   OnnxImportParams small;
   small.max_file_bytes = 10;
   EXPECT_FALSE(ImportOnnxBytes(ShapeSubgraph({2, 3, 4}).Bytes(), "big.onnx", small).ok());
