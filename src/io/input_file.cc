@@ -98,15 +98,39 @@ Result<std::unique_ptr<std::istream>> OpenInputFile(const std::string& path) {
   return std::unique_ptr<std::istream>(new GzipStream(file));
 }
 
-Result<std::istream*> StreamInput(const std::string& path) {
-  // Once per path and process, never destroyed (a pipe read again would give
-  // nothing): zlib reads gzip data and passes anything else through.
-  static std::mutex mutex;
-  static auto* opened = new std::map<std::string, Result<GzipStream*>>();
-  const std::lock_guard<std::mutex> lock(mutex);
-  auto it = opened->find(path);
-  if (it == opened->end()) {
-    Result<GzipStream*> stream = [&]() -> Result<GzipStream*> {
+namespace {
+
+// A stream input open now: one reader at a time holds `reading`.
+struct OpenStream {
+  std::mutex reading;
+  std::unique_ptr<GzipStream> stream;
+};
+
+// By path; never destroyed (standard input stays open as long as the
+// process, and a reader may still hold an entry at exit).
+std::mutex stream_inputs_mutex;
+std::map<std::string, std::shared_ptr<OpenStream>>& StreamInputs() {
+  static auto* opened = new std::map<std::string, std::shared_ptr<OpenStream>>();
+  return *opened;
+}
+
+// What a StreamInputHold keeps: the entry, locked for its reader.
+struct Held {
+  std::shared_ptr<OpenStream> entry;
+  std::unique_lock<std::mutex> lock;
+};
+
+}  // namespace
+
+Result<StreamInputHold> HoldStreamInput(const std::string& path) {
+  // Opened once and kept until read (the format check's read-ahead stays
+  // there for the reader): zlib reads gzip data and passes anything else
+  // through. A failure to open is not kept: the next call tries again.
+  std::shared_ptr<OpenStream> entry;
+  {
+    const std::lock_guard<std::mutex> lock(stream_inputs_mutex);
+    auto it = StreamInputs().find(path);
+    if (it == StreamInputs().end()) {
       const int fd = path == "-" ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) return NotFound(InputName(path) + ": cannot open: " + std::strerror(errno));
       gzFile file = gzdopen(fd, "rb");
@@ -114,18 +138,33 @@ Result<std::istream*> StreamInput(const std::string& path) {
         ::close(fd);
         return NotFound(InputName(path) + ": cannot open");
       }
-      return new GzipStream(file);
-    }();
-    it = opened->emplace(path, std::move(stream)).first;
+      auto opened = std::make_shared<OpenStream>();
+      opened->stream = std::make_unique<GzipStream>(file);
+      it = StreamInputs().emplace(path, std::move(opened)).first;
+    }
+    entry = it->second;
   }
-  if (!it->second.ok()) return it->second.status();
-  return static_cast<std::istream*>(*it->second);
+  // Outside the registry's lock: another reader of this input may hold it
+  // for a whole read.
+  auto held = std::make_shared<Held>();
+  held->lock = std::unique_lock<std::mutex>(entry->reading);
+  held->entry = std::move(entry);
+  StreamInputHold hold;
+  hold.stream = held->entry->stream.get();
+  hold.keep = std::move(held);
+  return hold;
 }
 
-std::string_view PeekStreamInput(const std::string& path) {
-  Result<std::istream*> in = StreamInput(path);
-  if (!in.ok()) return {};
-  return static_cast<GzipStream*>(*in)->buffer().Ahead();
+void ReleaseStreamInput(const std::string& path) {
+  if (path == "-") return;  // read to its end: reading it again gives nothing, as it should
+  const std::lock_guard<std::mutex> lock(stream_inputs_mutex);
+  StreamInputs().erase(path);  // (a reader holding it keeps it until done)
+}
+
+std::string PeekStreamInput(const std::string& path, std::size_t max_bytes) {
+  Result<StreamInputHold> hold = HoldStreamInput(path);
+  if (!hold.ok()) return {};
+  return std::string(static_cast<GzipStream*>(hold->stream)->buffer().Ahead().substr(0, max_bytes));
 }
 
 Status InputFileError(const std::istream& in, const std::string& path) {

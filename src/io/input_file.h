@@ -3,6 +3,7 @@
 // Compression is recognised by its magic bytes, whatever the file's name.
 #pragma once
 
+#include <cstddef>
 #include <istream>
 #include <memory>
 #include <string>
@@ -18,12 +19,20 @@ namespace tensormem::internal {
 Result<std::unique_ptr<std::istream>> OpenInputFile(const std::string& path);
 
 // A stream input (IsStreamInput in io.h: "-", a pipe, a device),
-// gzip-compressed or not, as one stream per path and process.
-Result<std::istream*> StreamInput(const std::string& path);
-// Its bytes read ahead and not yet consumed (at most the 256 KiB buffer;
-// empty at its end or when it cannot be read): the format is told from
-// them before a reader takes the stream.
-std::string_view PeekStreamInput(const std::string& path);
+// gzip-compressed or not, opened once per path and kept until read: `stream`
+// is valid, and no other thread reads it, while `keep` lives.
+struct StreamInputHold {
+  std::istream* stream = nullptr;
+  std::shared_ptr<void> keep;
+};
+Result<StreamInputHold> HoldStreamInput(const std::string& path);
+// Up to `max_bytes` of its bytes read ahead and not yet consumed (at most
+// the 256 KiB buffer; empty at its end or when it cannot be opened): the
+// format is told from them before a reader takes the stream.
+std::string PeekStreamInput(const std::string& path, std::size_t max_bytes);
+// Closes a stream input once read, so that a named pipe opened again gets
+// its next writer's data (standard input stays: read again, it is empty).
+void ReleaseStreamInput(const std::string& path);
 
 // After reading a stream from OpenInputFile: InvalidArgument naming the path
 // and zlib's reason when the gzip data was truncated or corrupt (the stream
@@ -37,10 +46,12 @@ template <typename Read>
 auto ReadInputFile(const std::string& path, Read&& read)
     -> decltype(read(std::declval<std::istream&>(), std::declval<const std::string&>())) {
   if (IsStreamInput(path)) {
-    TM_ASSIGN_OR_RETURN(std::istream * in, StreamInput(path));
+    TM_ASSIGN_OR_RETURN(StreamInputHold hold, HoldStreamInput(path));
     const std::string source = InputName(path);
-    auto result = read(*in, source);
-    if (Status error = InputFileError(*in, source); !error.ok()) return error;
+    auto result = read(*hold.stream, source);
+    Status error = InputFileError(*hold.stream, source);
+    ReleaseStreamInput(path);
+    if (!error.ok()) return error;
     return result;
   }
   TM_ASSIGN_OR_RETURN(std::unique_ptr<std::istream> in, OpenInputFile(path));

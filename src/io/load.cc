@@ -24,10 +24,12 @@ bool EndsWith(const std::string& s, std::string_view suffix) {
 Result<InputFormat> DetectInputFormat(const std::string& path) {
   std::string_view h;
   char head[64] = {};
+  std::string ahead;
   std::unique_ptr<std::istream> file;
   if (IsStreamInput(path)) {  // looked at without consuming it: the reader takes it next
-    TM_RETURN_IF_ERROR(internal::StreamInput(path).status());
-    h = internal::PeekStreamInput(path).substr(0, sizeof head - 1);
+    TM_RETURN_IF_ERROR(internal::HoldStreamInput(path).status());
+    ahead = internal::PeekStreamInput(path, sizeof head - 1);
+    h = ahead;
   } else {
     TM_ASSIGN_OR_RETURN(file, internal::OpenInputFile(path));
     file->read(head, sizeof head - 1);

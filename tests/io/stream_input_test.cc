@@ -1,0 +1,77 @@
+// Inputs that are streams (IsStreamInput): a named pipe by its path is read
+// once, its format told from the bytes read ahead (not consumed), and opened
+// afresh for its next writer.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tensormem/io.h"
+#include "tensormem/trace.h"
+
+namespace tensormem {
+namespace {
+
+namespace fs = std::filesystem;
+
+class StreamInputTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("tm_stream_input_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    pipe_ = (dir_ / "pipe").string();
+    ASSERT_EQ(::mkfifo(pipe_.c_str(), 0600), 0);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Writes `text` into the pipe from another thread (the open blocks until
+  // a reader opens it).
+  std::thread Writer(std::string text) const {
+    return std::thread([path = pipe_, text = std::move(text)] { std::ofstream(path) << text; });
+  }
+
+  fs::path dir_;
+  std::string pipe_;
+};
+
+TEST_F(StreamInputTest, ANamedPipeIsAnyFormatAndOpensAfreshForEachWriter) {
+  EXPECT_TRUE(IsStreamInput(pipe_));
+  EXPECT_TRUE(IsStreamInput("-"));
+  EXPECT_FALSE(IsStreamInput(dir_.string()));
+  EXPECT_FALSE(IsStreamInput((dir_ / "missing.csv").string()));
+  {
+    std::ofstream((dir_ / "file.csv").string()) << "id,lower,upper,size\n";
+  }
+  EXPECT_FALSE(IsStreamInput((dir_ / "file.csv").string()));
+
+  std::thread csv = Writer("id,lower,upper,size\na,0,2,8\nb,1,3,8\nc,4,5,8\n");
+  Result<Problem> p = LoadProblem(pipe_);
+  csv.join();
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->buffers.size(), 3u);
+
+  // The next writer's data, in another format: the first stream was closed.
+  std::thread json = Writer(R"({"buffers":[{"id":"x","lower":0,"upper":1,"size":4}]})");
+  p = LoadProblem(pipe_);
+  json.join();
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->buffers.size(), 1u);
+
+  std::thread trace = Writer("Thread,Time,Action,Pointer,Size,Stream\n0,0,allocate,0x10,100,0\n0,1,free,0x10,100,0\n");
+  Result<Trace> t = LoadTrace(pipe_);
+  trace.join();
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->events.size(), 2u);
+  EXPECT_EQ(t->source, pipe_);
+}
+
+}  // namespace
+}  // namespace tensormem
