@@ -13,23 +13,15 @@
 #include <gtest/gtest.h>
 
 #include "tensormem/io.h"
+#include "test_util.h"
 
 namespace tensormem {
 namespace {
 
 namespace fs = std::filesystem;
 
-class WriteFileWholeTest : public ::testing::Test {
+class WriteFileWholeTest : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("tm_output_file_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   static std::string Read(const fs::path& p) {
     std::ifstream f(p, std::ios::binary);
     std::ostringstream s;
@@ -42,8 +34,6 @@ class WriteFileWholeTest : public ::testing::Test {
     for (const auto& e : fs::directory_iterator(dir_)) n += e.path() != keep;
     return n;
   }
-
-  fs::path dir_;
 };
 
 TEST_F(WriteFileWholeTest, WritesAndReplaces) {

@@ -13,24 +13,20 @@
 
 #include "tensormem/io.h"
 #include "tensormem/trace.h"
+#include "test_util.h"
 
 namespace tensormem {
 namespace {
 
 namespace fs = std::filesystem;
 
-class StreamInputTest : public ::testing::Test {
+class StreamInputTest : public testing::TempDirTest {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("tm_stream_input_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    TempDirTest::SetUp();
     pipe_ = (dir_ / "pipe").string();
     ASSERT_EQ(::mkfifo(pipe_.c_str(), 0600), 0);
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   // Writes `text` into the pipe from another thread (the open blocks until
   // a reader opens it).
@@ -38,7 +34,6 @@ class StreamInputTest : public ::testing::Test {
     return std::thread([path = pipe_, text = std::move(text)] { std::ofstream(path) << text; });
   }
 
-  fs::path dir_;
   std::string pipe_;
 };
 
