@@ -260,8 +260,8 @@ TEST_F(Hostile, StandardInputIsAnyFormat) {
            {"cat five.csv.gz | " + cli + " solve /dev/stdin", "/dev/stdin: 5 buffers"},
            {"cat trace.csv.gz | " + cli + " replay /dev/stdin -a pool -r 1", "/dev/stdin: 2 events"},
            {"{ cat five.csv > pipe & " + cli + " plan pipe --objects; }", "pipe: 5 buffers"},
-           {failing + "cat " + model + " | " + cli + " plan /dev/stdin",
-            "/dev/stdin: an ONNX model: give its file's path (models are not read from standard input or pipes)"},
+           // (The rest of the message differs in a build without the importer.)
+           {failing + "cat " + model + " | " + cli + " plan /dev/stdin", "/dev/stdin: an ONNX model"},
            {failing + "cat " + model + " | " + cli + " records /dev/stdin", "/dev/stdin: an ONNX model"},
            {failing + "cat " + model + " | " + cli + " solve /dev/stdin", "tensormem records MODEL.onnx"}}) {
     const bool fails = c.command.starts_with(failing);

@@ -66,6 +66,14 @@ TEST_F(StreamInputTest, ANamedPipeIsAnyFormatAndOpensAfreshForEachWriter) {
   ASSERT_TRUE(t.ok()) << t.status().message();
   EXPECT_EQ(t->events.size(), 2u);
   EXPECT_EQ(t->source, pipe_);
+
+  // A model (protobuf field 1 first) is refused, asking for its file.
+  std::thread model = Writer(std::string("\x08\x07\x12\x07pytorch", 11));
+  p = LoadProblem(pipe_);
+  model.join();
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().message(), pipe_ + ": an ONNX model: give its file's path (models are not read "
+                                          "from standard input or pipes)");
 }
 
 }  // namespace
