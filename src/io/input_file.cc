@@ -161,10 +161,9 @@ void ReleaseStreamInput(const std::string& path) {
   StreamInputs().erase(path);  // (a reader holding it keeps it until done)
 }
 
-std::string PeekStreamInput(const std::string& path, std::size_t max_bytes) {
-  Result<StreamInputHold> hold = HoldStreamInput(path);
-  if (!hold.ok()) return {};
-  return std::string(static_cast<GzipStream*>(hold->stream)->buffer().Ahead().substr(0, max_bytes));
+Result<std::string> PeekStreamInput(const std::string& path, std::size_t max_bytes) {
+  TM_ASSIGN_OR_RETURN(StreamInputHold hold, HoldStreamInput(path));
+  return std::string(static_cast<GzipStream*>(hold.stream)->buffer().Ahead().substr(0, max_bytes));
 }
 
 Status InputFileError(const std::istream& in, const std::string& path) {

@@ -27,9 +27,9 @@ struct StreamInputHold {
 };
 Result<StreamInputHold> HoldStreamInput(const std::string& path);
 // Up to `max_bytes` of its bytes read ahead and not yet consumed (at most
-// the 256 KiB buffer; empty at its end or when it cannot be opened): the
-// format is told from them before a reader takes the stream.
-std::string PeekStreamInput(const std::string& path, std::size_t max_bytes);
+// the 256 KiB buffer; empty at its end), or NotFound when it cannot be
+// opened: the format is told from them before a reader takes the stream.
+Result<std::string> PeekStreamInput(const std::string& path, std::size_t max_bytes);
 // Closes a stream input once read, so that a named pipe opened again gets
 // its next writer's data (standard input stays: read again, it is empty).
 void ReleaseStreamInput(const std::string& path);

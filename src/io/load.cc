@@ -27,8 +27,7 @@ Result<InputFormat> DetectInputFormat(const std::string& path) {
   std::string ahead;
   std::unique_ptr<std::istream> file;
   if (IsStreamInput(path)) {  // looked at without consuming it: the reader takes it next
-    TM_RETURN_IF_ERROR(internal::HoldStreamInput(path).status());
-    ahead = internal::PeekStreamInput(path, sizeof head - 1);
+    TM_ASSIGN_OR_RETURN(ahead, internal::PeekStreamInput(path, sizeof head - 1));
     h = ahead;
   } else {
     TM_ASSIGN_OR_RETURN(file, internal::OpenInputFile(path));

@@ -25,15 +25,17 @@ Status WriteFileWhole(const std::string& path, const std::function<Status(std::o
   // its reader would get nothing. So is anything under /dev or /proc:
   // /dev/stdout redirected to a file is that file's open descriptor, which a
   // rename would leave behind with the rest of the output.
-  const bool special = path.starts_with("/dev/") || path.starts_with("/proc/");
-  if (special || (fs::exists(status) && !fs::is_regular_file(status))) {
-    std::ofstream f(path, std::ios::binary);
+  // Writes `file` through `write` (messages name `path`).
+  auto write_to = [&](const std::string& file) -> Status {
+    std::ofstream f(file, std::ios::binary | std::ios::trunc);
     if (!f) return NotFound(path + ": cannot open for writing: " + std::strerror(errno));
     TM_RETURN_IF_ERROR(write(f));
     f.close();
     if (!f) return Internal(path + ": write failed");
     return Status::Ok();
-  }
+  };
+  const bool special = path.starts_with("/dev/") || path.starts_with("/proc/");
+  if (special || (fs::exists(status) && !fs::is_regular_file(status))) return write_to(path);
   // A symbolic link keeps pointing where it did: the file it names is
   // replaced, not the link.
   // (Followed link by link: a dangling one names the file to create.)
@@ -62,11 +64,7 @@ Status WriteFileWhole(const std::string& path, const std::function<Status(std::o
   if (fd < 0) return NotFound(path + ": cannot open for writing: " + std::strerror(errno));
   ::close(fd);
   Status st = [&]() -> Status {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return NotFound(path + ": cannot open for writing");
-    TM_RETURN_IF_ERROR(write(f));
-    f.close();
-    if (!f) return Internal(path + ": write failed");
+    TM_RETURN_IF_ERROR(write_to(tmp));
     std::error_code rename_error;
     fs::rename(tmp, target, rename_error);
     if (rename_error) return Internal(path + ": cannot write: " + rename_error.message());

@@ -2,7 +2,6 @@
 
 #include <charconv>
 
-#include "cli_util.h"
 #include "tensormem/io.h"
 #if TENSORMEM_HAVE_ONNX
 #include "tensormem/onnx.h"
