@@ -169,6 +169,22 @@ struct SolverParams {
   // second, 19,911 nodes), which the descent from the best plan, led by the
   // configuration that found the last plan, did not reach within 60 s.
   bool bound_probe = true;
+  // A capacity above the proven bound (both goals ask for a plan within it
+  // first): the fit question at the capacity takes turns of
+  // fit_descent_nodes nodes with the descent (kDescent, its bound probe and
+  // deep probes included), which stops once its plan fits. The probe at the
+  // capacity keeps its own searches, so it stays complete (a proof that
+  // nothing fits) at half the nodes; the descent, which begins at the bound,
+  // often reaches a plan below the capacity first, where the searches with
+  // slack prune least: MiniMalloc J's 374 buffers of 3 KiB and more fit
+  // 993,280 bytes in 452,293 nodes (the descent's plan at their bound,
+  // 985,088), against 1,153,681 for the fit question alone, and an answer
+  // still unknown at the limit carries the descent's plan (docs/solver.md).
+  // The first turn is the fit question's, so a fit found within it is
+  // unchanged; the others can take up to twice the nodes.
+  // fit_descent_nodes > 0 (checked).
+  bool fit_descent = true;
+  std::uint64_t fit_descent_nodes = std::uint64_t{1} << 16;
   // kDescent: once the descent has spent descent_probe_nodes at one height
   // without a plan, every descent probe is followed by a deep probe of the
   // restarting configurations (SearchConfig::restarts) alone, with
@@ -316,6 +332,11 @@ struct SolveResult {
   // lowered the best plan.
   std::uint64_t relay_samples = 0;
   std::uint64_t relay_sample_plans = 0;
+  // SolverParams::fit_descent: the descent's turns beside the fit question,
+  // and how many of them ended with a plan within the capacity (0 or 1 per
+  // solve; racing, summed over the searches).
+  std::uint64_t fit_descent_turns = 0;
+  std::uint64_t fit_descent_plans = 0;
   // (height - lower_bound) / height; 0 when optimal, 1 without a plan.
   double gap = 1.0;
   double seconds = 0;

@@ -644,6 +644,8 @@ PYBIND11_MODULE(_tensormem, m) {
       .def_property_readonly("relay_height", [](const PySolveResult& s) { return s.r.relay_height; })
       .def_property_readonly("relay_samples", [](const PySolveResult& s) { return s.r.relay_samples; })
       .def_property_readonly("relay_sample_plans", [](const PySolveResult& s) { return s.r.relay_sample_plans; })
+      .def_property_readonly("fit_descent_turns", [](const PySolveResult& s) { return s.r.fit_descent_turns; })
+      .def_property_readonly("fit_descent_plans", [](const PySolveResult& s) { return s.r.fit_descent_plans; })
       .def_property_readonly("threads", [](const PySolveResult& s) { return s.r.threads; })
       .def_property_readonly("offsets", [](py::object self) -> py::object {
         PySolveResult& s = self.cast<PySolveResult&>();

@@ -28,6 +28,7 @@ def test_minimize_small_is_optimal():
     assert r.restriction_bound == 0 and r.deep_probes == r.deep_probe_plans == r.deep_probe_proofs == 0
     assert r.relay_buffers == r.relay_height == 0  # solved before the relay probe's turn
     assert r.relay_samples == r.relay_sample_plans == 0
+    assert r.fit_descent_turns == r.fit_descent_plans == 0  # no capacity: no fit question
 
 
 def test_capacity_infeasible_with_subset():

@@ -266,6 +266,8 @@ Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params
     out.deep_probes += r.deep_probes;
     out.deep_probe_plans += r.deep_probe_plans;
     out.deep_probe_proofs += r.deep_probe_proofs;
+    out.fit_descent_turns += r.fit_descent_turns;
+    out.fit_descent_plans += r.fit_descent_plans;
     out.relay_samples += r.relay_samples;
     out.relay_sample_plans += r.relay_sample_plans;
     if (r.heuristic_height && (!out.heuristic_height || *r.heuristic_height < *out.heuristic_height))

@@ -7,8 +7,10 @@
 // 2. Incumbents: the best heuristic on the whole problem (kBest's heuristic
 //    part, or SolverParams::initial_plan when better) and the same heuristic on
 //    each partition; the arena is the highest partition.
-// 3. kFit: each partition above the capacity is probed at the capacity with
-//    no budget but the solve's limits.
+// 3. A capacity (kFit, or kMinimize within one): each partition above it is
+//    probed at the capacity with no budget but the solve's limits; with
+//    slack above the proven bound (SolverParams::fit_descent) in turns with
+//    the descent below, whose plan within the capacity is an answer too.
 //    kMinimize: anytime bisection on the height between the proven lower
 //    bound and the best plan: each probe asks every partition above the
 //    target to fit under it with a node budget. A plan lowers the upper
@@ -86,6 +88,9 @@ struct Part {
   std::unique_ptr<PartitionSolver> solver;
   // The deep probe's (SolverParams::deep_probe), made on its first turn.
   std::unique_ptr<PartitionSolver> deep;
+  // The fit question's beside the descent (SolverParams::fit_descent),
+  // made on its first turn: kept at the capacity while the descent moves.
+  std::unique_ptr<PartitionSolver> fit;
   std::vector<std::uint64_t> offsets;  // per item
   std::uint64_t height = 0;
   bool has_plan = false;
@@ -190,13 +195,20 @@ class Solve {
     return follow_frontier_ ? std::min(own, race_->best.load(std::memory_order_relaxed)) : own;
   }
   void Publish();
+  // Which of a part's solvers a probe uses.
+  enum class Engine { kOwn, kDeep, kFit };
   // Every partition fits under `target`: kFound, or why not; on
   // kExhausted, *proven is the least height the failing partition can have.
-  // `deep`: the parts' deep-probe solvers instead of their own.
   SearchOutcome TryTarget(std::uint64_t target, std::uint64_t budget, std::uint64_t* proven,
-                          bool deep = false);
+                          Engine engine = Engine::kOwn);
   void Minimize();
-  void Descend();
+  // The descent (MinimizeSearch::kDescent), resumable: each call goes on
+  // where the last stopped, until the limits, the bound, `quota` more nodes
+  // or (kFit) a plan within the capacity.
+  void Descend(std::uint64_t quota = UINT64_MAX);
+  // SolverParams::fit_descent: the fit question at the capacity and the
+  // descent in turns, until a plan fits, a proof, or the limits.
+  SearchOutcome FitBesideDescent();
   // Every search of a partition stopped at `target` for memory
   // (SolverParams::search_memory_bytes): said in the answer.
   void NoteMemory(std::uint64_t target) {
@@ -245,6 +257,15 @@ class Solve {
   std::vector<Part> parts_;
   std::optional<OffsetsPlan> global_;  // heuristic / initial plan of the whole problem
   std::uint64_t lower_bound_ = 0;
+  // The descent's state between calls of Descend.
+  struct DescentState {
+    bool started = false;
+    bool deep = false;  // the deep probe can run
+    std::uint64_t ub = 0, step = 0, budget = 0;
+    std::uint64_t spent_here = 0;  // nodes spent at the current target
+    std::uint64_t last_target = UINT64_MAX;
+  };
+  DescentState descent_;
   // Restriction bound: task windows [first, last] still to try, and the best
   // bound proven on one.
   std::vector<std::pair<TaskIndex, TaskIndex>> windows_;
@@ -336,11 +357,15 @@ void Solve::Publish() {
 }
 
 SearchOutcome Solve::TryTarget(std::uint64_t target, std::uint64_t budget, std::uint64_t* proven,
-                               bool deep) {
+                               Engine engine) {
   for (Part& p : parts_) {
     if (p.height <= target) continue;
-    if (deep && !p.deep) p.deep = std::make_unique<PartitionSolver>(*p.inst, deep_params_);
-    PartitionSolver& solver = deep ? *p.deep : *p.solver;
+    if (engine == Engine::kDeep && !p.deep)
+      p.deep = std::make_unique<PartitionSolver>(*p.inst, deep_params_);
+    if (engine == Engine::kFit && !p.fit) p.fit = std::make_unique<PartitionSolver>(*p.inst, params_);
+    PartitionSolver& solver = engine == Engine::kDeep  ? *p.deep
+                              : engine == Engine::kFit ? *p.fit
+                                                       : *p.solver;
     const SearchOutcome out = solver.Probe(target, budget, control_);
     if (out == SearchOutcome::kLimit && solver.gave_up()) NoteMemory(target);
     if (out == SearchOutcome::kLimit && solver.general_unproven() && general_note_.empty())
@@ -396,70 +421,82 @@ void Solve::Minimize() {
 // until descent_probe_nodes were spent there; then the step halves. Once the
 // step is down to one byte (one granule, after rounding) the searches there
 // go on until the limits: the fit question just below the best plan.
-void Solve::Descend() {
-  // ub: the frontier (this search's best plan, or a racing search's).
-  std::uint64_t ub = Frontier(std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX));
-  if (ub <= lower_bound_) return;
-  std::uint64_t step = std::max<std::uint64_t>((ub - lower_bound_) / 64, 1);
-  const std::uint64_t budget = std::max<std::uint64_t>(params_.probe_node_budget, 1);
-  if (params_.bound_probe) {
-    // The bound itself: one slice per configuration (see SolverParams).
-    std::uint64_t slices = 0;
-    for (const Part& p : parts_)
-      slices = std::max<std::uint64_t>(
-          slices, std::max<std::uint64_t>({params_.portfolio_slice_nodes, 1,
-                                           params_.portfolio_slice_nodes > 1
-                                               ? p.inst->items.size() + 1
-                                               : 1}));
-    const std::uint64_t configs = std::max<std::size_t>(params_.portfolio.size(), 1);
-    const std::uint64_t budget_here = slices > UINT64_MAX / configs ? UINT64_MAX : slices * configs;
-    std::uint64_t proven = lower_bound_ + 1;
-    const SearchOutcome out = TryTarget(lower_bound_, budget_here, &proven);
-    if (out == SearchOutcome::kFound) {
-      ub = std::min(ub, AssembledHeight());
-    } else if (out == SearchOutcome::kExhausted) {
-      lower_bound_ = std::max(lower_bound_, proven);
+void Solve::Descend(std::uint64_t quota) {
+  DescentState& d = descent_;
+  const std::uint64_t first_node = control_.nodes();
+  const auto quota_spent = [&] { return control_.nodes() - first_node >= quota; };
+  // kFit (beside the fit question): done once the plan fits.
+  const auto fits = [&](std::uint64_t ub) {
+    return params_.goal == SolveGoal::kFit && capacity_ && ub <= *capacity_;
+  };
+  if (d.started) {
+    // Resumed: the fit question or the relay probe may have lowered the plan.
+    d.ub = std::min({d.ub, AssembledHeight(), global_ ? global_->total : UINT64_MAX});
+  } else {
+    d.started = true;
+    // ub: the frontier (this search's best plan, or a racing search's).
+    d.ub = Frontier(std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX));
+    if (d.ub <= lower_bound_) return;
+    d.step = std::max<std::uint64_t>((d.ub - lower_bound_) / 64, 1);
+    d.budget = std::max<std::uint64_t>(params_.probe_node_budget, 1);
+    if (params_.bound_probe) {
+      // The bound itself: one slice per configuration (see SolverParams).
+      std::uint64_t slices = 0;
+      for (const Part& p : parts_)
+        slices = std::max<std::uint64_t>(
+            slices, std::max<std::uint64_t>({params_.portfolio_slice_nodes, 1,
+                                             params_.portfolio_slice_nodes > 1
+                                                 ? p.inst->items.size() + 1
+                                                 : 1}));
+      const std::uint64_t configs = std::max<std::size_t>(params_.portfolio.size(), 1);
+      const std::uint64_t budget_here = slices > UINT64_MAX / configs ? UINT64_MAX : slices * configs;
+      std::uint64_t proven = lower_bound_ + 1;
+      const SearchOutcome out = TryTarget(lower_bound_, budget_here, &proven);
+      if (out == SearchOutcome::kFound) {
+        d.ub = std::min(d.ub, AssembledHeight());
+      } else if (out == SearchOutcome::kExhausted) {
+        lower_bound_ = std::max(lower_bound_, proven);
+      }
+      Publish();
+      d.ub = Frontier(d.ub);
+      if (d.ub <= lower_bound_ || control_.stopped()) return;
+      d.step = std::max<std::uint64_t>((d.ub - lower_bound_) / 64, 1);
     }
-    Publish();
-    ub = Frontier(ub);
-    if (ub <= lower_bound_ || control_.stopped()) return;
-    step = std::max<std::uint64_t>((ub - lower_bound_) / 64, 1);
+    // The deep probe needs a restarting configuration, and partitions the
+    // skyline engine searches (the general engine would only start over).
+    d.deep = params_.deep_probe && !deep_params_.portfolio.empty();
+    for (const Part& p : parts_) d.deep = d.deep && !p.inst->needs_general;
   }
-  // The deep probe needs a restarting configuration, and partitions the
-  // skyline engine searches (the general engine would only start over).
-  bool deep = params_.deep_probe && !deep_params_.portfolio.empty();
-  for (const Part& p : parts_) deep = deep && !p.inst->needs_general;
-  std::uint64_t spent_here = 0;  // nodes spent at the current target
-  std::uint64_t last_target = UINT64_MAX;
-  while (!control_.stopped()) {
-    ub = Frontier(ub);
-    if (ub <= lower_bound_) break;
-    step = std::clamp<std::uint64_t>(step, 1, ub - lower_bound_);
-    const std::uint64_t target = ub - step;
-    if (target != last_target) spent_here = 0;
-    last_target = target;
+  const std::uint64_t budget = d.budget;
+  while (!control_.stopped() && !quota_spent()) {
+    d.ub = Frontier(d.ub);
+    if (d.ub <= lower_bound_ || fits(d.ub)) break;
+    d.step = std::clamp<std::uint64_t>(d.step, 1, d.ub - lower_bound_);
+    const std::uint64_t target = d.ub - d.step;
+    if (target != d.last_target) d.spent_here = 0;
+    d.last_target = target;
     std::uint64_t proven = target + 1;
     const std::uint64_t before = control_.nodes();
     const SearchOutcome out = TryTarget(target, budget, &proven);
-    spent_here += control_.nodes() - before;
+    d.spent_here += control_.nodes() - before;
     if (out == SearchOutcome::kFound) {
-      ub = std::min(ub, AssembledHeight());
-      step = step > UINT64_MAX / 2 ? step : step * 2;
+      d.ub = std::min(d.ub, AssembledHeight());
+      d.step = d.step > UINT64_MAX / 2 ? d.step : d.step * 2;
     } else if (out == SearchOutcome::kExhausted) {
       lower_bound_ = std::max(lower_bound_, proven);
-      step = std::max<std::uint64_t>(step / 2, 1);
+      d.step = std::max<std::uint64_t>(d.step / 2, 1);
     } else if (!control_.stopped() && control_.nodes() == before) {
       // Every search stopped for memory at this height, or the general
       // engine searched through it without a proof: a higher one (they start
       // over there), down to one granule below the best plan.
-      if (step == 1) break;
-      step = std::max<std::uint64_t>(step / 2, 1);
-    } else if (!control_.stopped() && spent_here >= params_.descent_probe_nodes) {
-      step = std::max<std::uint64_t>(step / 2, 1);
+      if (d.step == 1) break;
+      d.step = std::max<std::uint64_t>(d.step / 2, 1);
+    } else if (!control_.stopped() && d.spent_here >= params_.descent_probe_nodes) {
+      d.step = std::max<std::uint64_t>(d.step / 2, 1);
     }
-    const bool stalled = out == SearchOutcome::kLimit && spent_here >= params_.descent_probe_nodes;
+    const bool stalled = out == SearchOutcome::kLimit && d.spent_here >= params_.descent_probe_nodes;
     if (params_.relay_probe && stalled && control_.nodes() >= params_.relay_after_nodes &&
-        ub > lower_bound_ && !control_.stopped()) {
+        d.ub > lower_bound_ && !control_.stopped()) {
       // The first stall after relay_after_nodes: the relay probe's turn
       // (once per solve), the later ones relay samples' (see SolverParams).
       if (relay_pending_) {
@@ -467,19 +504,19 @@ void Solve::Descend() {
       } else {
         RelaySample();
       }
-      ub = Frontier(std::min({ub, AssembledHeight(), global_ ? global_->total : UINT64_MAX}));
+      d.ub = Frontier(std::min({d.ub, AssembledHeight(), global_ ? global_->total : UINT64_MAX}));
     }
-    if (deep && stalled && ub > lower_bound_ && !control_.stopped()) {
+    if (d.deep && stalled && d.ub > lower_bound_ && !control_.stopped()) {
       // The descent is stalled: the deep probe's turn (see SolverParams).
       const std::uint64_t deep_target =
-          lower_bound_ + (ub - lower_bound_) / params_.deep_probe_divisor;
+          lower_bound_ + (d.ub - lower_bound_) / params_.deep_probe_divisor;
       std::uint64_t deep_proven = deep_target + 1;
       const SearchOutcome deep_out =
           TryTarget(deep_target, internal::SaturatingMul(budget, params_.deep_probe_weight),
-                    &deep_proven, /*deep=*/true);
+                    &deep_proven, Engine::kDeep);
       ++result_.deep_probes;
       if (deep_out == SearchOutcome::kFound) {
-        ub = std::min(ub, AssembledHeight());
+        d.ub = std::min(d.ub, AssembledHeight());
         ++result_.deep_probe_plans;
       } else if (deep_out == SearchOutcome::kExhausted) {
         result_.deep_probe_proofs += deep_proven > lower_bound_;
@@ -489,6 +526,42 @@ void Solve::Descend() {
     Publish();
     RestrictionStep();
   }
+}
+
+// The fit question at the capacity and the descent take turns of
+// fit_descent_nodes: the fit question first (most fits with slack come
+// within it), its searches kept at the capacity (Engine::kFit), so it goes
+// on where it stopped and stays a complete search. A plan of the descent
+// within the capacity is an answer; a bound the descent proves above the
+// capacity is a proof. The relay probe runs once the solve has spent
+// relay_after_nodes, as with the fit question alone.
+SearchOutcome Solve::FitBesideDescent() {
+  const std::uint64_t slice = params_.fit_descent_nodes;
+  const auto plan_fits = [&] {
+    return std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX) <= *capacity_;
+  };
+  // Racing, another search's plan fits: this one goes on to minimise (the
+  // caller), or stops with the race (kFit).
+  while (!control_.stopped() && Frontier(UINT64_MAX) > *capacity_) {
+    const std::uint64_t before = control_.nodes();
+    const SearchOutcome out = TryTarget(*capacity_, slice, nullptr, Engine::kFit);
+    if (out != SearchOutcome::kLimit || control_.stopped()) return out;
+    Descend(slice);
+    ++result_.fit_descent_turns;
+    // The relay probe once the solve has spent relay_after_nodes, as the
+    // fit question alone has it (the descent's stalls may come later).
+    if (params_.relay_probe && control_.nodes() >= params_.relay_after_nodes && !control_.stopped())
+      RelayProbe();
+    Publish();
+    if (plan_fits()) {
+      ++result_.fit_descent_plans;
+      return SearchOutcome::kFound;
+    }
+    if (lower_bound_ > *capacity_) return SearchOutcome::kExhausted;
+    // Neither spent a node (every search stopped for memory): no change to come.
+    if (control_.nodes() == before) break;
+  }
+  return plan_fits() ? SearchOutcome::kFound : SearchOutcome::kLimit;
 }
 
 // The windows of the restriction bound: around the highest load points
@@ -596,6 +669,9 @@ bool Solve::NestedParams(std::uint64_t node_budget, double share, SolverParams* 
   sp->on_progress = nullptr;
   sp->initial_plan = nullptr;
   sp->threads = 1;  // nested in one search of a race, or in a solve of one
+  // The relay probe's and samples' fit questions are short: the descent
+  // beside them would halve what they get.
+  sp->fit_descent = false;
   sp->node_limit = node_budget;
   if (params_.node_limit > 0) {
     const std::uint64_t left =
@@ -813,30 +889,36 @@ Result<SolveResult> Solve::Run() {
 
   const std::uint64_t best = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
   if (capacity_ && Frontier(best) > *capacity_) {
-    // Fit first (both goals need a plan within the capacity). With the
-    // relay probe, the search gets relay_after_nodes first, then the merged
-    // problem its turn, then the search goes on where it stopped.
-    SearchOutcome out = SearchOutcome::kLimit;
-    if (params_.relay_probe) {
-      out = TryTarget(*capacity_, std::max<std::uint64_t>(params_.relay_after_nodes, 1), nullptr);
-      if (out == SearchOutcome::kLimit && !control_.stopped()) {
-        RelayProbe();
-        if (std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX) <= *capacity_)
-          out = SearchOutcome::kFound;
+    // Fit first (both goals need a plan within the capacity).
+    bool beside = params_.fit_descent && *capacity_ > lower_bound_ &&
+                  params_.minimize_search == MinimizeSearch::kDescent;
+    for (const Part& p : parts_) beside = beside && !p.inst->needs_general;
+    SearchOutcome out = beside ? FitBesideDescent() : SearchOutcome::kLimit;
+    if (!beside) {
+      // With the relay probe, the search gets relay_after_nodes first, then
+      // the merged problem its turn, then the search goes on where it
+      // stopped.
+      if (params_.relay_probe) {
+        out = TryTarget(*capacity_, std::max<std::uint64_t>(params_.relay_after_nodes, 1), nullptr);
+        if (out == SearchOutcome::kLimit && !control_.stopped()) {
+          RelayProbe();
+          if (std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX) <= *capacity_)
+            out = SearchOutcome::kFound;
+        }
       }
-    }
-    // Racing to minimise, a search stops fitting once another has fitted
-    // (slices of 2^16 nodes continue one search; it descends from there).
-    // Not with the general engine, which starts over at every probe.
-    bool sliced = follow_frontier_ && params_.goal == SolveGoal::kMinimize;
-    for (const Part& p : parts_) sliced = sliced && !p.inst->needs_general;
-    const std::uint64_t slice = sliced ? std::uint64_t{1} << 16 : UINT64_MAX;
-    while (out == SearchOutcome::kLimit && !control_.stopped() && Frontier(best) > *capacity_) {
-      const std::uint64_t before = control_.nodes();
-      out = TryTarget(*capacity_, slice, nullptr);
-      // One probe unless sliced; a probe that spent no node (a search that
-      // cannot go on, e.g. the general engine's dead end) will not change.
-      if (!sliced || control_.nodes() == before) break;
+      // Racing to minimise, a search stops fitting once another has fitted
+      // (slices of 2^16 nodes continue one search; it descends from there).
+      // Not with the general engine, which starts over at every probe.
+      bool sliced = follow_frontier_ && params_.goal == SolveGoal::kMinimize;
+      for (const Part& p : parts_) sliced = sliced && !p.inst->needs_general;
+      const std::uint64_t slice = sliced ? std::uint64_t{1} << 16 : UINT64_MAX;
+      while (out == SearchOutcome::kLimit && !control_.stopped() && Frontier(best) > *capacity_) {
+        const std::uint64_t before = control_.nodes();
+        out = TryTarget(*capacity_, slice, nullptr);
+        // One probe unless sliced; a probe that spent no node (a search that
+        // cannot go on, e.g. the general engine's dead end) will not change.
+        if (!sliced || control_.nodes() == before) break;
+      }
     }
     if (out == SearchOutcome::kExhausted) {
       Infeasible("the search proved that no placement fits in " + std::to_string(*capacity_) +
@@ -930,6 +1012,8 @@ Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& par
     return InvalidArgument("deep_probe_divisor must be > 0 (or deep_probe off)");
   if (params.deep_probe && params.deep_probe_weight == 0)
     return InvalidArgument("deep_probe_weight must be > 0 (or deep_probe off)");
+  if (params.fit_descent && params.fit_descent_nodes == 0)
+    return InvalidArgument("fit_descent_nodes must be > 0 (or fit_descent off)");
   if (params.relay_probe && !(params.relay_share > 0 && params.relay_share <= 1))
     return InvalidArgument("relay_share must be in (0, 1] (or relay_probe off)");
   if (params.relay_probe && params.relay_node_budget == 0)

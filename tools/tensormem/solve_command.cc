@@ -148,6 +148,8 @@ int RunSolve(const SolveOptions& o) {
                         {"relay_height", r.relay_height},
                         {"relay_samples", r.relay_samples},
                         {"relay_sample_plans", r.relay_sample_plans},
+                        {"fit_descent_turns", r.fit_descent_turns},
+                        {"fit_descent_plans", r.fit_descent_plans},
                         {"goal", params.goal == SolveGoal::kFit ? "fit" : "minimize"}};
     j["capacity"] = capacity ? nlohmann::json(*capacity) : nlohmann::json(nullptr);
     if (start_plan) j["start"] = start_plan->total;
