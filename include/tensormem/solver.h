@@ -170,21 +170,24 @@ struct SolverParams {
   // configuration that found the last plan, did not reach within 60 s.
   bool bound_probe = true;
   // A capacity above the proven bound (both goals ask for a plan within it
-  // first): the fit question at the capacity takes turns of
-  // fit_descent_nodes nodes with the descent (kDescent, its bound probe and
-  // deep probes included), which stops once its plan fits. The probe at the
-  // capacity keeps its own searches, so it stays complete (a proof that
-  // nothing fits) at half the nodes; the descent, which begins at the bound,
+  // first): the fit question at the capacity takes turns with the descent
+  // (kDescent, its bound probe and deep probes included), which stops once
+  // its plan fits. The descent's turns are fit_descent_nodes nodes and
+  // fit_descent_share of the nodes (the fit question's turns are the rest;
+  // its turn comes first). The probe at the capacity keeps its own
+  // searches, so it stays complete (a proof that nothing fits) at its share
+  // of the nodes; the descent, which begins at the bound,
   // often reaches a plan below the capacity first, where the searches with
   // slack prune least: MiniMalloc J's 374 buffers of 3 KiB and more fit
   // 993,280 bytes in 452,293 nodes (the descent's plan at their bound,
   // 985,088), against 1,153,681 for the fit question alone, and an answer
   // still unknown at the limit carries the descent's plan (docs/solver.md).
-  // The first turn is the fit question's, so a fit found within it is
-  // unchanged; the others can take up to twice the nodes.
-  // fit_descent_nodes > 0 (checked).
+  // A fit found within the fit question's first turn is unchanged; the
+  // others can take up to 1 / (1 - fit_descent_share) times the nodes.
+  // fit_descent_nodes > 0, fit_descent_share in (0, 1) (checked).
   bool fit_descent = true;
-  std::uint64_t fit_descent_nodes = std::uint64_t{1} << 16;
+  std::uint64_t fit_descent_nodes = std::uint64_t{1} << 15;
+  double fit_descent_share = 0.25;
   // kDescent: once the descent has spent descent_probe_nodes at one height
   // without a plan, every descent probe is followed by a deep probe of the
   // restarting configurations (SearchConfig::restarts) alone, with

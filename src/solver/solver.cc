@@ -528,15 +528,20 @@ void Solve::Descend(std::uint64_t quota) {
   }
 }
 
-// The fit question at the capacity and the descent take turns of
-// fit_descent_nodes: the fit question first (most fits with slack come
-// within it), its searches kept at the capacity (Engine::kFit), so it goes
+// The fit question at the capacity and the descent take turns, the
+// descent's fit_descent_nodes and fit_descent_share of the nodes: the fit
+// question first (most fits with slack come within it), its searches kept at the capacity (Engine::kFit), so it goes
 // on where it stopped and stays a complete search. A plan of the descent
 // within the capacity is an answer; a bound the descent proves above the
 // capacity is a proof. The relay probe runs once the solve has spent
 // relay_after_nodes, as with the fit question alone.
 SearchOutcome Solve::FitBesideDescent() {
-  const std::uint64_t slice = params_.fit_descent_nodes;
+  const std::uint64_t descent_turn = params_.fit_descent_nodes;
+  // The fit question's turn, at least one node.
+  const double ratio = (1 - params_.fit_descent_share) / params_.fit_descent_share;
+  const double fit_nodes = std::ceil(static_cast<double>(descent_turn) * ratio);
+  const std::uint64_t fit_turn =
+      fit_nodes >= 1.8e19 ? UINT64_MAX : std::max<std::uint64_t>(static_cast<std::uint64_t>(fit_nodes), 1);
   const auto plan_fits = [&] {
     return std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX) <= *capacity_;
   };
@@ -544,9 +549,9 @@ SearchOutcome Solve::FitBesideDescent() {
   // caller), or stops with the race (kFit).
   while (!control_.stopped() && Frontier(UINT64_MAX) > *capacity_) {
     const std::uint64_t before = control_.nodes();
-    const SearchOutcome out = TryTarget(*capacity_, slice, nullptr, Engine::kFit);
+    const SearchOutcome out = TryTarget(*capacity_, fit_turn, nullptr, Engine::kFit);
     if (out != SearchOutcome::kLimit || control_.stopped()) return out;
-    Descend(slice);
+    Descend(descent_turn);
     ++result_.fit_descent_turns;
     // The relay probe once the solve has spent relay_after_nodes, as the
     // fit question alone has it (the descent's stalls may come later).
@@ -1014,6 +1019,8 @@ Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& par
     return InvalidArgument("deep_probe_weight must be > 0 (or deep_probe off)");
   if (params.fit_descent && params.fit_descent_nodes == 0)
     return InvalidArgument("fit_descent_nodes must be > 0 (or fit_descent off)");
+  if (params.fit_descent && !(params.fit_descent_share > 0 && params.fit_descent_share < 1))
+    return InvalidArgument("fit_descent_share must be in (0, 1) (or fit_descent off)");
   if (params.relay_probe && !(params.relay_share > 0 && params.relay_share <= 1))
     return InvalidArgument("relay_share must be in (0, 1] (or relay_probe off)");
   if (params.relay_probe && params.relay_node_budget == 0)
