@@ -179,7 +179,7 @@ struct SolverParams {
   // of the nodes; the descent, which begins at the bound,
   // often reaches a plan below the capacity first, where the searches with
   // slack prune least: MiniMalloc J's 374 buffers of 3 KiB and more fit
-  // 993,280 bytes in 452,293 nodes (the descent's plan at their bound,
+  // 993,280 bytes in 845,509 nodes (the descent's plan at their bound,
   // 985,088), against 1,153,681 for the fit question alone, and an answer
   // still unknown at the limit carries the descent's plan (docs/solver.md).
   // A fit found within the fit question's first turn is unchanged; the

@@ -187,6 +187,11 @@ class Solve {
   // The limit passed before any heuristic plan: an answer without a plan.
   Result<SolveResult> OutOfTime(const Status& why);
   std::uint64_t AssembledHeight() const;
+  // This search's best plan: the partitions' assembled, or the whole
+  // problem's (heuristic, initial or relay) when lower.
+  std::uint64_t OwnBest() const {
+    return std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
+  }
   std::vector<std::uint64_t> AssembledOffsets() const;
   // The height the descent works below: `own` (this search's best plan),
   // or, following the race's frontier (SolverParams::threads), a racing
@@ -382,7 +387,7 @@ SearchOutcome Solve::TryTarget(std::uint64_t target, std::uint64_t budget, std::
 
 void Solve::Minimize() {
   if (params_.minimize_search == MinimizeSearch::kDescent) return Descend();
-  std::uint64_t ub = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
+  std::uint64_t ub = OwnBest();
   std::uint64_t soft = lower_bound_;
   std::uint64_t budget = std::max<std::uint64_t>(params_.probe_node_budget, 1);
   while (!control_.stopped()) {
@@ -431,11 +436,11 @@ void Solve::Descend(std::uint64_t quota) {
   };
   if (d.started) {
     // Resumed: the fit question or the relay probe may have lowered the plan.
-    d.ub = std::min({d.ub, AssembledHeight(), global_ ? global_->total : UINT64_MAX});
+    d.ub = std::min(d.ub, OwnBest());
   } else {
     d.started = true;
     // ub: the frontier (this search's best plan, or a racing search's).
-    d.ub = Frontier(std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX));
+    d.ub = Frontier(OwnBest());
     if (d.ub <= lower_bound_) return;
     d.step = std::max<std::uint64_t>((d.ub - lower_bound_) / 64, 1);
     d.budget = std::max<std::uint64_t>(params_.probe_node_budget, 1);
@@ -504,7 +509,7 @@ void Solve::Descend(std::uint64_t quota) {
       } else {
         RelaySample();
       }
-      d.ub = Frontier(std::min({d.ub, AssembledHeight(), global_ ? global_->total : UINT64_MAX}));
+      d.ub = Frontier(std::min(d.ub, OwnBest()));
     }
     if (d.deep && stalled && d.ub > lower_bound_ && !control_.stopped()) {
       // The descent is stalled: the deep probe's turn (see SolverParams).
@@ -543,7 +548,7 @@ SearchOutcome Solve::FitBesideDescent() {
   const std::uint64_t fit_turn =
       fit_nodes >= 1.8e19 ? UINT64_MAX : std::max<std::uint64_t>(static_cast<std::uint64_t>(fit_nodes), 1);
   const auto plan_fits = [&] {
-    return std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX) <= *capacity_;
+    return OwnBest() <= *capacity_;
   };
   // Racing, another search's plan fits: this one goes on to minimise (the
   // caller), or stops with the race (kFit).
@@ -697,7 +702,7 @@ bool Solve::NestedParams(std::uint64_t node_budget, double share, SolverParams* 
 void Solve::RelayProbe() {
   if (!relay_pending_) return;
   relay_pending_ = false;
-  const std::uint64_t best = Frontier(std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX));
+  const std::uint64_t best = Frontier(OwnBest());
   if (best <= lower_bound_ || (capacity_ && params_.goal == SolveGoal::kFit && best <= *capacity_) ||
       problem_.buffers.size() > params_.relay_max_buffers)
     return;
@@ -750,7 +755,7 @@ bool Solve::AdoptRelayPlan(const OffsetsPlan& merged_plan, std::uint64_t best) {
 void Solve::RelaySample() {
   if (!params_.relay_samples || !relay_chains_ || control_.stopped()) return;
   if (relay_nodes_ > control_.nodes() - relay_nodes_) return;
-  const std::uint64_t best = Frontier(std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX));
+  const std::uint64_t best = Frontier(OwnBest());
   if (best <= lower_bound_) return;
   // Heights of one granule are one question (a plan's height rounds up to
   // it); partitions of different granules: bytes.
@@ -888,11 +893,11 @@ Result<SolveResult> Solve::Run() {
   result_.heuristic_height =
       initial_taken ? heuristic_total
                     : std::optional<std::uint64_t>(
-                          std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX));
+                          OwnBest());
   Publish();
   if (params_.time_limit_seconds <= 0) return Finish();
 
-  const std::uint64_t best = std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX);
+  const std::uint64_t best = OwnBest();
   if (capacity_ && Frontier(best) > *capacity_) {
     // Fit first (both goals need a plan within the capacity).
     bool beside = params_.fit_descent && *capacity_ > lower_bound_ &&
@@ -907,7 +912,7 @@ Result<SolveResult> Solve::Run() {
         out = TryTarget(*capacity_, std::max<std::uint64_t>(params_.relay_after_nodes, 1), nullptr);
         if (out == SearchOutcome::kLimit && !control_.stopped()) {
           RelayProbe();
-          if (std::min(AssembledHeight(), global_ ? global_->total : UINT64_MAX) <= *capacity_)
+          if (OwnBest() <= *capacity_)
             out = SearchOutcome::kFound;
         }
       }
