@@ -661,7 +661,7 @@ PYBIND11_MODULE(_tensormem, m) {
       "_solve",
       [](const std::shared_ptr<PyProblem>& p, std::optional<std::uint64_t> capacity, double time_limit,
          bool minimize, std::uint64_t node_limit, std::uint64_t alignment, bool iis,
-         const py::object& start, std::uint64_t threads) {
+         const py::object& start, std::uint64_t threads, bool fit_descent) {
         // Before the start is read at it; "solve", not SolverParams's name.
         Check(ValidateAlignment(alignment, "solve"), false);
         CheckTimeAndThreads("solve", time_limit, threads, kMaxSolverThreads);
@@ -684,6 +684,7 @@ PYBIND11_MODULE(_tensormem, m) {
         params.node_limit = node_limit;
         params.alignment = alignment;
         params.compute_iis = iis;
+        params.fit_descent = fit_descent;
         // Ctrl-C: look at Python's signals at most every 50 ms (with the GIL);
         // a pending KeyboardInterrupt stops the search and is raised below.
         bool interrupted = false;
@@ -708,7 +709,7 @@ PYBIND11_MODULE(_tensormem, m) {
       },
       py::arg("problem"), py::arg("capacity"), py::arg("time_limit"), py::arg("minimize"),
       py::arg("node_limit"), py::arg("alignment"), py::arg("iis"), py::arg("start") = py::none(),
-      py::arg("threads") = 1);
+      py::arg("threads") = 1, py::arg("fit_descent") = true);
 
   // Allocators.
   m.def("_non_negative", &NonNegative, py::arg("value"), py::arg("name"),

@@ -87,7 +87,8 @@ def plan(sizes: Union[ArrayLike, Problem], first: Optional[ArrayLike] = None,
 
 def solve(problem: Union[Problem, PathLike], capacity: Optional[int] = None,
           time_limit: float = 10.0, minimize: bool = False, node_limit: int = 0,
-          alignment: int = 1, iis: bool = False, start=None, threads: int = 1) -> SolveResult:
+          alignment: int = 1, iis: bool = False, start=None, threads: int = 1,
+          fit_descent: bool = True) -> SolveResult:
     """The exact offset solver. Without a capacity (or with ``minimize``):
     the smallest arena, anytime, with a proven lower bound. With one: a plan
     that fits (``status == "feasible"``/``"optimal"``), ``"infeasible"`` (a
@@ -97,6 +98,9 @@ def solve(problem: Union[Problem, PathLike], capacity: Optional[int] = None,
     ``threads``: searches racing on threads, each in its own buffer order,
     sharing plans and bounds (0: one per hardware thread); beyond 1 the
     answer may differ between runs.
+    ``fit_descent=False``: a fit question with slack searches at the
+    capacity alone, without minimise's descent beside it (``solve
+    --no-fit-descent``).
     Ctrl-C stops the search and raises ``KeyboardInterrupt``.
     """
     if not isinstance(problem, Problem):
@@ -105,7 +109,7 @@ def solve(problem: Union[Problem, PathLike], capacity: Optional[int] = None,
         time_limit = float("inf")
     return _tm._solve(problem, _count("capacity", capacity, optional=True), float(time_limit), minimize,
                       _count("node_limit", node_limit), _count("alignment", alignment), iis, start,
-                      _count("threads", threads))
+                      _count("threads", threads), bool(fit_descent))
 
 
 def load_problem(path: PathLike) -> Problem:

@@ -31,6 +31,18 @@ def test_minimize_small_is_optimal():
     assert r.fit_descent_turns == r.fit_descent_plans == 0  # no capacity: no fit question
 
 
+def test_fit_descent_beside_the_fit_question(shared):
+    # J at 1,000,448 (above its bound): unknown within the nodes either way,
+    # but with the descent beside it (the default) its plan is the descent's,
+    # below the heuristic's; fit_descent=False searches at the capacity alone.
+    prob = tm.load_problem(shared / "benchmarks" / "minimalloc" / "J.1048576.csv")
+    beside = tm.solve(prob, capacity=1000448, node_limit=150000, time_limit=60)
+    alone = tm.solve(prob, capacity=1000448, node_limit=150000, time_limit=60, fit_descent=False)
+    assert beside.status == alone.status == "unknown"
+    assert beside.fit_descent_turns >= 1 and alone.fit_descent_turns == alone.fit_descent_plans == 0
+    assert beside.height < alone.height == alone.heuristic_height
+
+
 def test_capacity_infeasible_with_subset():
     prob = tm.Problem.from_arrays([10, 10, 10], [0, 0, 0], [1, 1, 1])
     r = tm.solve(prob, capacity=25, iis=True)

@@ -175,6 +175,24 @@ TEST_F(CliTest, SolveWithThreads) {
   EXPECT_TRUE(j["heuristic"].is_null()) << r.out;
 }
 
+// solve --no-fit-descent: the fit question with slack searches at the
+// capacity alone (SolverParams::fit_descent, echoed in the JSON); the answer
+// is the same question's.
+TEST_F(CliTest, SolveWithoutTheFitDescent) {
+  const std::string in = Write("five.csv", kFive);
+  for (const bool off : {false, true}) {
+    CliRun r = Cli("solve " + in + " --capacity 14 --json --time-limit 5" + (off ? " --no-fit-descent" : ""));
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["fit_descent"], !off) << r.out;
+    EXPECT_EQ(j["goal"], "fit");
+    EXPECT_LE(j["height"].get<std::uint64_t>(), 14u);
+    if (off) {
+      EXPECT_EQ(j["fit_descent_turns"], 0) << r.out;
+    }
+  }
+}
+
 TEST_F(CliTest, BadInputExitsWithTwoAndNamesFileLineField) {
   CliRun r = Cli("plan " + Write("bad.csv", "id,lower,upper,size\na,0,1,4\nb,0,1,x\n"));
   EXPECT_EQ(r.code, 2);

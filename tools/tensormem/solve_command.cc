@@ -42,6 +42,7 @@ struct SolveOptions {
   bool progress = false;
   bool iis = false;
   bool restriction_bound = false;
+  bool no_fit_descent = false;
   std::string start;
   unsigned threads = 1;
 };
@@ -106,6 +107,7 @@ int RunSolve(const SolveOptions& o) {
   params.alignment = o.align;
   params.progress_to_stderr = o.progress;
   params.restriction_bound = o.restriction_bound;
+  params.fit_descent = !o.no_fit_descent;
   params.compute_iis = o.iis;
   params.threads = o.threads;
   std::optional<OffsetsPlan> start_plan;
@@ -148,6 +150,7 @@ int RunSolve(const SolveOptions& o) {
                         {"relay_height", r.relay_height},
                         {"relay_samples", r.relay_samples},
                         {"relay_sample_plans", r.relay_sample_plans},
+                        {"fit_descent", params.fit_descent},
                         {"fit_descent_turns", r.fit_descent_turns},
                         {"fit_descent_plans", r.fit_descent_plans},
                         {"goal", params.goal == SolveGoal::kFit ? "fit" : "minimize"}};
@@ -232,6 +235,9 @@ void AddSolveCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--restriction-bound", o->restriction_bound,
                 "minimise: also prove bounds on the buffers of time windows around the load "
                 "peaks (SolverParams::restriction_bound; helps where the hard part is local)");
+  cmd->add_flag("--no-fit-descent", o->no_fit_descent,
+                "a fit question with slack: search at the capacity alone, without minimise's "
+                "descent from the bound beside it (SolverParams::fit_descent = false)");
   cmd->add_option("--start", o->start,
                   "a plan to start from, checked by the validator: a problem file with an offset "
                   "per buffer (as -o writes it) or a CSV of id,offset rows");
