@@ -184,7 +184,8 @@ struct SolverParams {
   // still unknown at the limit carries the descent's plan (docs/solver.md).
   // A fit found within the fit question's first turn is unchanged; the
   // others can take up to 1 / (1 - fit_descent_share) times the nodes.
-  // fit_descent_nodes > 0, fit_descent_share in (0, 1) (checked).
+  // fit_descent_nodes > 0, fit_descent_share in (0, 1) (checked). Off:
+  // `solve --no-fit-descent`, Python's solve(fit_descent=False).
   bool fit_descent = true;
   std::uint64_t fit_descent_nodes = std::uint64_t{1} << 15;
   double fit_descent_share = 0.25;
