@@ -535,11 +535,12 @@ void Solve::Descend(std::uint64_t quota) {
 
 // The fit question at the capacity and the descent take turns, the
 // descent's fit_descent_nodes and fit_descent_share of the nodes: the fit
-// question first (most fits with slack come within it), its searches kept at the capacity (Engine::kFit), so it goes
-// on where it stopped and stays a complete search. A plan of the descent
-// within the capacity is an answer; a bound the descent proves above the
-// capacity is a proof. The relay probe runs once the solve has spent
-// relay_after_nodes, as with the fit question alone.
+// question first (most fits with slack come within it), its searches kept
+// at the capacity (Engine::kFit), so it goes on where it stopped and stays
+// a complete search. A plan of the descent within the capacity is an
+// answer; a bound the descent proves above the capacity is a proof. The
+// relay probe runs once the solve has spent relay_after_nodes, as with the
+// fit question alone.
 SearchOutcome Solve::FitBesideDescent() {
   const std::uint64_t descent_turn = params_.fit_descent_nodes;
   // The fit question's turn, at least one node.
@@ -891,9 +892,7 @@ Result<SolveResult> Solve::Run() {
     }
   }
   result_.heuristic_height =
-      initial_taken ? heuristic_total
-                    : std::optional<std::uint64_t>(
-                          OwnBest());
+      initial_taken ? heuristic_total : std::optional<std::uint64_t>(OwnBest());
   Publish();
   if (params_.time_limit_seconds <= 0) return Finish();
 
