@@ -198,7 +198,9 @@ bool WholePeak(const Problem& problem, internal::Deadline* deadline, std::uint64
   // sort's merge buffer were the presolve's peak (55 MB with 32-byte events
   // grown by doubling).
   struct Event {
-    TaskIndex key;  // 2 x task + kind: 0 = starts at task, 1 = ends after task (tasks <= 2^62)
+    // 2 x task + kind: 0 = starts at task, 1 = ends after task. Unsigned:
+    // a task may be kMaxTaskIndex = 2^62, and 2^63 + 1 overflows TaskIndex.
+    std::uint64_t key;
     std::uint64_t bytes, pad;
     std::uint32_t kind() const { return static_cast<std::uint32_t>(key & 1); }
   };
@@ -217,8 +219,8 @@ bool WholePeak(const Problem& problem, internal::Deadline* deadline, std::uint64
       if (g == 1 || !internal::CheckedAlignUp(s.hi - s.lo, g, &rounded)) rounded = s.hi - s.lo;
       if (rounded == 0) return;
       const std::uint64_t pad = rounded - (s.hi - s.lo);
-      events.push_back({2 * s.first_task, rounded, pad});
-      events.push_back({2 * s.last_task + 1, rounded, pad});
+      events.push_back({2 * static_cast<std::uint64_t>(s.first_task), rounded, pad});
+      events.push_back({2 * static_cast<std::uint64_t>(s.last_task) + 1, rounded, pad});
       any_pad |= pad > 0;
     });
   }

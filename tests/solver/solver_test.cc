@@ -1279,6 +1279,31 @@ TEST(Solver, ExactStrategyThroughTheDispatcher) {
   EXPECT_LE(plan->total, best->total);
 }
 
+// Tasks may reach kMaxTaskIndex = 2^62: the whole-problem peak (the lower
+// bound) keys its events by 2 x task + 1, which passes INT64_MAX there. In
+// signed keys the end of the long buffer wrapped to the front, the live bytes
+// went below zero, and the bound came out as 2^64 - 1 (found by
+// scripts/hostile_campaign.py --seed 1202 under UBSan).
+TEST(Solver, TasksUpToTheLargestTaskIndex) {
+  Problem p;
+  p.buffers = {{"long", 4, 5, kMaxTaskIndex}, {"short", 2, 0, 1}, {"last", 3, kMaxTaskIndex, kMaxTaskIndex}};
+  SolverParams params;
+  params.time_limit_seconds = 10;
+  Result<SolveResult> r = SolveOffsets(p, params);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, SolveStatus::kOptimal);
+  EXPECT_EQ(r->lower_bound, 7u);
+  EXPECT_EQ(r->height, 7u);
+  ASSERT_TRUE(r->has_plan);
+  EXPECT_TRUE(ValidateOffsetsPlan(p, r->plan).ok());
+  params.goal = SolveGoal::kFit;
+  params.capacity = 7;
+  r = SolveOffsets(p, params);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->status == SolveStatus::kFeasible || r->status == SolveStatus::kOptimal);
+  EXPECT_EQ(r->height, 7u);
+}
+
 TEST(Solver, BadInput) {
   Problem p = FromRecords(std::vector<UsageRecord>{{4, 0, 2}});
   SolverParams params;
