@@ -1282,8 +1282,9 @@ TEST(Solver, ExactStrategyThroughTheDispatcher) {
 // Tasks may reach kMaxTaskIndex = 2^62: the whole-problem peak (the lower
 // bound) keys its events by 2 x task + 1, which passes INT64_MAX there. In
 // signed keys the end of the long buffer wrapped to the front, the live bytes
-// went below zero, and the bound came out as 2^64 - 1 (found by
-// scripts/hostile_campaign.py --seed 1202 under UBSan).
+// went below zero, and the bound came out as 2^64 - 1: the fit question below
+// was answered infeasible (minimise happened to answer right). Found by
+// scripts/hostile_campaign.py --seed 1202 under UBSan.
 TEST(Solver, TasksUpToTheLargestTaskIndex) {
   Problem p;
   p.buffers = {{"long", 4, 5, kMaxTaskIndex}, {"short", 2, 0, 1}, {"last", 3, kMaxTaskIndex, kMaxTaskIndex}};
