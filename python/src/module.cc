@@ -646,6 +646,7 @@ PYBIND11_MODULE(_tensormem, m) {
       .def_property_readonly("relay_sample_plans", [](const PySolveResult& s) { return s.r.relay_sample_plans; })
       .def_property_readonly("fit_descent_turns", [](const PySolveResult& s) { return s.r.fit_descent_turns; })
       .def_property_readonly("fit_descent_plans", [](const PySolveResult& s) { return s.r.fit_descent_plans; })
+      .def_property_readonly("weighted_turn", [](const PySolveResult& s) { return s.r.weighted_turn; })
       .def_property_readonly("threads", [](const PySolveResult& s) { return s.r.threads; })
       .def_property_readonly("offsets", [](py::object self) -> py::object {
         PySolveResult& s = self.cast<PySolveResult&>();
@@ -661,7 +662,7 @@ PYBIND11_MODULE(_tensormem, m) {
       "_solve",
       [](const std::shared_ptr<PyProblem>& p, std::optional<std::uint64_t> capacity, double time_limit,
          bool minimize, std::uint64_t node_limit, std::uint64_t alignment, bool iis,
-         const py::object& start, std::uint64_t threads, bool fit_descent) {
+         const py::object& start, std::uint64_t threads, bool fit_descent, bool weighted_restarts) {
         // Before the start is read at it; "solve", not SolverParams's name.
         Check(ValidateAlignment(alignment, "solve"), false);
         CheckTimeAndThreads("solve", time_limit, threads, kMaxSolverThreads);
@@ -685,6 +686,7 @@ PYBIND11_MODULE(_tensormem, m) {
         params.alignment = alignment;
         params.compute_iis = iis;
         params.fit_descent = fit_descent;
+        if (weighted_restarts) params.portfolio = WeightedRestartsPortfolio();
         // Ctrl-C: look at Python's signals at most every 50 ms (with the GIL);
         // a pending KeyboardInterrupt stops the search and is raised below.
         bool interrupted = false;
@@ -709,7 +711,7 @@ PYBIND11_MODULE(_tensormem, m) {
       },
       py::arg("problem"), py::arg("capacity"), py::arg("time_limit"), py::arg("minimize"),
       py::arg("node_limit"), py::arg("alignment"), py::arg("iis"), py::arg("start") = py::none(),
-      py::arg("threads") = 1, py::arg("fit_descent") = true);
+      py::arg("threads") = 1, py::arg("fit_descent") = true, py::arg("weighted_restarts") = false);
 
   // Allocators.
   m.def("_non_negative", &NonNegative, py::arg("value"), py::arg("name"),

@@ -88,7 +88,7 @@ def plan(sizes: Union[ArrayLike, Problem], first: Optional[ArrayLike] = None,
 def solve(problem: Union[Problem, PathLike], capacity: Optional[int] = None,
           time_limit: float = 10.0, minimize: bool = False, node_limit: int = 0,
           alignment: int = 1, iis: bool = False, start=None, threads: int = 1,
-          fit_descent: bool = True) -> SolveResult:
+          fit_descent: bool = True, weighted_restarts: bool = False) -> SolveResult:
     """The exact offset solver. Without a capacity (or with ``minimize``):
     the smallest arena, anytime, with a proven lower bound. With one: a plan
     that fits (``status == "feasible"``/``"optimal"``), ``"infeasible"`` (a
@@ -101,6 +101,10 @@ def solve(problem: Union[Problem, PathLike], capacity: Optional[int] = None,
     ``fit_descent=False``: a fit question with slack searches at the
     capacity alone, without minimise's descent beside it (``solve
     --no-fit-descent``).
+    ``weighted_restarts=True``: one search that restarts in the order its
+    failures teach it, instead of the portfolio (``solve
+    --weighted-restarts``): for instances whose hardness is fragmentation
+    rather than the peak, such as MiniMalloc J; slower on most others.
     Ctrl-C stops the search and raises ``KeyboardInterrupt``.
     """
     if not isinstance(problem, Problem):
@@ -109,7 +113,7 @@ def solve(problem: Union[Problem, PathLike], capacity: Optional[int] = None,
         time_limit = float("inf")
     return _tm._solve(problem, _count("capacity", capacity, optional=True), float(time_limit), minimize,
                       _count("node_limit", node_limit), _count("alignment", alignment), iis, start,
-                      _count("threads", threads), bool(fit_descent))
+                      _count("threads", threads), bool(fit_descent), bool(weighted_restarts))
 
 
 def load_problem(path: PathLike) -> Problem:

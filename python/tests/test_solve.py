@@ -43,6 +43,19 @@ def test_fit_descent_beside_the_fit_question(shared):
     assert beside.height < alone.height == alone.heuristic_height
 
 
+def test_weighted_restarts_prove_the_same_minimum():
+    # One complete search instead of the portfolio: the same proven minima,
+    # and a proof that nothing fits below them.
+    for seed in range(4):
+        prob = hard(24, seed)
+        default = tm.solve(prob, time_limit=20)
+        weighted = tm.solve(prob, time_limit=20, weighted_restarts=True)
+        assert default.status == weighted.status == "optimal"
+        assert default.height == weighted.height
+        below = tm.solve(prob, capacity=weighted.height - 1, time_limit=20, weighted_restarts=True)
+        assert below.status == "infeasible"
+
+
 def test_capacity_infeasible_with_subset():
     prob = tm.Problem.from_arrays([10, 10, 10], [0, 0, 0], [1, 1, 1])
     r = tm.solve(prob, capacity=25, iis=True)

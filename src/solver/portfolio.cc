@@ -154,9 +154,13 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
     std::unique_ptr<SkylineSearch>& search = searches_[slot];
     const SearchConfig& config = portfolio[slot];
     // A restarting configuration's run ends after Luby(run) x a few nodes per item.
+    // Weighted restarts learn once per run: shorter runs, more lessons.
     const auto run_budget = [&] {
-      return std::max<std::uint64_t>(slice, 2 * inst_.items.size()) *
-             Luby(std::max<std::uint64_t>(runs_[slot], 1));
+      std::uint64_t unit = std::max<std::uint64_t>(slice, 2 * inst_.items.size());
+      if (config.weighted)
+        unit = std::max<std::uint64_t>(
+            1, static_cast<std::uint64_t>(params_.weighted_run_scale * static_cast<double>(unit)));
+      return unit * Luby(std::max<std::uint64_t>(runs_[slot], 1));
     };
     if (search && config.restarts && run_nodes_[slot] >= run_budget()) search.reset();
     if (!search) {
@@ -178,6 +182,13 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
         ++runs_[slot];
         run_nodes_[slot] = 0;
         options.shuffle_seed = 0x5DEECE66Dull * runs_[slot] + 11 * slot + 1;
+        if (config.weighted) {
+          if (const std::vector<std::uint32_t>* ranks = WeightedRanks(slot, inst)) {
+            options.ranks = ranks;
+            options.shuffle_seed = 0;
+          }
+          options.section_failures = &section_failures_[slot];
+        }
       }
       search = std::make_unique<SkylineSearch>(inst_, options);
       search->Start(capacity);
@@ -222,6 +233,46 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
       if (portfolio[largest_at].restarts) --runs_[largest_at];  // the same run again
     }
   }
+}
+
+const std::vector<std::uint32_t>* PartitionSolver::WeightedRanks(
+    std::size_t slot, const std::vector<std::uint32_t>& ranks) {
+  const std::size_t configs = std::max(params_.portfolio.size(), slot + 1);
+  if (section_failures_.size() < configs) {
+    section_failures_.resize(configs);
+    section_weights_.resize(configs);
+    weighted_ranks_.resize(configs);
+  }
+  const std::size_t sections = inst_.num_sections;
+  std::vector<std::uint32_t>& failures = section_failures_[slot];
+  std::vector<double>& weights = section_weights_[slot];
+  failures.resize(sections, 0);
+  weights.resize(sections, 0.0);
+  for (std::size_t s = 0; s < sections; ++s) {
+    weights[s] = weights[s] * params_.restart_weight_decay + failures[s];
+    failures[s] = 0;
+  }
+  const std::size_t n = inst_.items.size();
+  std::vector<double> item_weight(n, 0.0);
+  bool any = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Item& it = inst_.items[i];
+    for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
+      for (std::uint32_t s = inst_.pieces[q].begin; s < inst_.pieces[q].end; ++s)
+        item_weight[i] += weights[s];
+    any = any || item_weight[i] > 0;
+  }
+  if (!any) return nullptr;
+  std::vector<std::uint32_t> by_weight(n);
+  for (std::uint32_t i = 0; i < n; ++i) by_weight[i] = i;
+  std::sort(by_weight.begin(), by_weight.end(), [&](std::uint32_t a, std::uint32_t b) {
+    if (item_weight[a] != item_weight[b]) return item_weight[a] > item_weight[b];
+    return ranks[a] < ranks[b];
+  });
+  std::vector<std::uint32_t>& out = weighted_ranks_[slot];
+  out.assign(n, 0);
+  for (std::uint32_t k = 0; k < n; ++k) out[by_weight[k]] = k;
+  return &out;
 }
 
 }  // namespace tensormem::solver

@@ -81,6 +81,16 @@ class PartitionSolver {
   std::vector<std::unique_ptr<SkylineSearch>> searches_;
   // Restarting configurations: runs started, and nodes of the current run.
   std::vector<std::uint64_t> runs_, run_nodes_;
+  // Weighted restarts (SearchConfig::weighted), per configuration: the
+  // failures per section of the current run, the decayed weights of the
+  // runs before it (kept across capacities), and the order made from them.
+  std::vector<std::vector<std::uint32_t>> section_failures_;
+  std::vector<std::vector<double>> section_weights_;
+  std::vector<std::vector<std::uint32_t>> weighted_ranks_;
+  // Folds the last run's failures into the weights of configuration `slot`
+  // and returns the order for its next run (null: no failure seen yet).
+  const std::vector<std::uint32_t>* WeightedRanks(std::size_t slot,
+                                                  const std::vector<std::uint32_t>& ranks);
   // Configurations stopped for good at capacity_ (their path outgrew
   // SolverParams::search_memory_bytes).
   std::vector<std::uint8_t> over_memory_;

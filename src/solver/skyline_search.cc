@@ -319,10 +319,25 @@ bool SkylineSearch::SectionsHold(std::uint32_t item, std::uint32_t comp) const {
   const std::uint64_t o = offset_[item];
   for (std::uint32_t k = it.piece_begin; k < it.piece_end; ++k) {
     const Piece& p = inst_.pieces[k];
-    if (!SumFits(o, p.hi, remaining_.Max(p.begin, p.end), capacity_)) return false;
+    if (!SumFits(o, p.hi, remaining_.Max(p.begin, p.end), capacity_)) {
+      BlameSections(p.begin, p.end);
+      return false;
+    }
   }
   const Comp& c = comps_[comp];
   return SumFits(o, remaining_.Max(c.sec_lo, c.sec_hi), capacity_);
+}
+
+void SkylineSearch::BlameSections(std::uint32_t lo, std::uint32_t hi) const {
+  if (options_.section_failures == nullptr) return;
+  for (std::uint32_t s = lo; s < hi; ++s) ++(*options_.section_failures)[s];
+}
+
+void SkylineSearch::BlameItem(std::uint32_t item) const {
+  if (options_.section_failures == nullptr) return;
+  const Item& it = inst_.items[item];
+  for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
+    BlameSections(inst_.pieces[q].begin, inst_.pieces[q].end);
 }
 
 // Brings the skyline offsets of `comp` up to date after `placed` went down,
@@ -341,7 +356,10 @@ bool SkylineSearch::Update(std::uint32_t comp, std::uint32_t placed) {
       am_old_.push_back(am_[y]);
       am_[y] = LowestFreeOffset(inst_, it, top);
     }
-    if (!SumFits(am_[y], it.height, capacity_)) return false;
+    if (!SumFits(am_[y], it.height, capacity_)) {
+      BlameItem(y);
+      return false;
+    }
     if (options_.dominance && SumFits(am_[y], it.height, o)) return false;
   }
   return true;
@@ -456,7 +474,10 @@ bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
         const Piece& pc = inst_.pieces[q];
         sums_.Add(pc.begin - c.sec_lo, pc.end - c.sec_lo, pc.hi);
       }
-      if (!SumFits(r, sums_.Max(), capacity_)) return false;
+      if (!SumFits(r, sums_.Max(), capacity_)) {
+        BlameItem(y);  // the tree does not say which section
+        return false;
+      }
     }
     return true;
   }
@@ -468,7 +489,10 @@ bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
       const Piece& pc = inst_.pieces[q];
       for (std::uint32_t s = pc.begin; s < pc.end; ++s) {
         sum[s] += pc.hi;  // <= the section's unplaced bytes: no overflow
-        if (!SumFits(r, sum[s], capacity_)) return false;
+        if (!SumFits(r, sum[s], capacity_)) {
+          BlameSections(s, s + 1);
+          return false;
+        }
       }
     }
   }

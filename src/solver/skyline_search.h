@@ -105,6 +105,9 @@ struct SkylineOptions {
   // Nonzero: Continue stops (kLimit, over_memory() true, resumable) before a
   // node when GrowingBytes() exceeds it.
   std::size_t max_growing_bytes = 0;
+  // Non-null (one entry per section): every failed check of a section adds
+  // one to its entry (weighted restarts, SearchConfig::weighted).
+  std::vector<std::uint32_t>* section_failures = nullptr;
 };
 
 class SkylineSearch {
@@ -204,6 +207,10 @@ class SkylineSearch {
   bool Place(std::uint32_t item, std::uint32_t comp, std::uint64_t offset);
   void Block(std::uint32_t section, std::uint64_t level);
   bool SectionsHold(std::uint32_t item, std::uint32_t comp) const;
+  // Weighted restarts: a failed check names sections [lo, hi), or those
+  // `item` spans.
+  void BlameSections(std::uint32_t lo, std::uint32_t hi) const;
+  void BlameItem(std::uint32_t item) const;
   bool Update(std::uint32_t comp, std::uint32_t placed);
   std::uint64_t Release(std::uint32_t item, std::uint64_t level) const;
   bool ReleasesFit(std::uint32_t comp, std::uint64_t level);

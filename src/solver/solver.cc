@@ -25,6 +25,7 @@
 // 4. The plan is assembled and checked by ValidateOffsetsPlan; an
 //    infeasible answer can carry an irreducible infeasible subset (iis.h).
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cmath>
 #include <functional>
@@ -74,6 +75,10 @@ std::vector<SearchConfig> DefaultPortfolio() {
       // Perfectly packed (zero-slack) problems: best fit, with restarts.
       {Branching::kLeftFit, CanonicalOrder::kTotalFirst, true},
   };
+}
+
+std::vector<SearchConfig> WeightedRestartsPortfolio() {
+  return {{Branching::kLowest, CanonicalOrder::kLongestFirst, /*restarts=*/true, /*weighted=*/true}};
 }
 
 namespace {
@@ -156,7 +161,8 @@ class Solve {
         control_(params.time_limit_seconds, params.node_limit, params.progress_to_stderr,
                  params.on_progress, params.progress_interval_seconds),
         race_(race),
-        follow_frontier_(race != nullptr && follow_frontier) {
+        follow_frontier_(race != nullptr && follow_frontier),
+        shown_limit_(params.time_limit_seconds) {
     if (race_ == nullptr) {
       control_.SetShouldStop(params.should_stop);
     } else {
@@ -178,6 +184,9 @@ class Solve {
   }
 
   Result<SolveResult> Run();
+  // The time limit the answer's reason names: the caller's, when this solve
+  // has a share of it (SolverParams::weighted_share).
+  void ShowLimit(double seconds) { shown_limit_ = seconds; }
 
  private:
   void Infeasible(std::string reason, std::vector<std::size_t> culprits);
@@ -293,6 +302,7 @@ class Solve {
   std::vector<std::size_t> culprits_;
   std::string memory_note_;
   std::string general_note_;  // GeneralSearch::exhausted_unproven, said in the answer
+  double shown_limit_;
 };
 
 HeuristicLimit Solve::Remaining() const {
@@ -311,7 +321,7 @@ Result<SolveResult> Solve::OutOfTime(const Status& why) {
   if (const double limit = params_.time_limit_seconds;
       limit > 0 && limit < 1e9 && control_.Seconds() >= limit) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, "the time limit of %.3g s was reached", limit);
+    std::snprintf(buf, sizeof buf, "the time limit of %.3g s was reached", shown_limit_);
     what = buf;
   }
   // The whole problem's heuristic plan, when there is one, is still the answer.
@@ -808,7 +818,7 @@ Result<SolveResult> Solve::Run() {
       std::ostringstream why;
       if (const double limit = params_.time_limit_seconds;
           limit > 0 && limit < 1e9 && control_.Seconds() >= limit) {
-        why << "the time limit of " << limit << " s was spent in the presolve of "
+        why << "the time limit of " << shown_limit_ << " s was spent in the presolve of "
             << problem_.buffers.size() << " buffers";
       } else {
         why << "the stop request (SolverParams::should_stop) came during the presolve of "
@@ -856,7 +866,7 @@ Result<SolveResult> Solve::Run() {
   if (const double limit = params_.time_limit_seconds;
       limit > 0 && limit < 1e9 && control_.Seconds() >= limit) {
     std::ostringstream why;
-    why << "the time limit of " << limit << " s was spent in the presolve of "
+    why << "the time limit of " << shown_limit_ << " s was spent in the presolve of "
         << problem_.buffers.size() << " buffers";
     return OutOfTime(DeadlineExceeded(why.str()));
   }
@@ -1004,6 +1014,71 @@ Result<SolveResult> Solve::Finish() {
 
 }  // namespace
 
+namespace {
+
+// The default portfolio, then weighted restarts from its best plan
+// (SolverParams::weighted_share).
+Result<SolveResult> SolveInTurn(const Problem& problem, const SolverParams& params,
+                                        std::optional<std::uint64_t> capacity) {
+  const auto start = std::chrono::steady_clock::now();
+  SolverParams first = params;
+  first.time_limit_seconds = params.time_limit_seconds * (1 - params.weighted_share);
+  // Whether the caller's hook stopped the first search (asked no more often
+  // than without the turn).
+  bool stopped = false;
+  if (params.should_stop)
+    first.should_stop = [&] {
+      stopped = stopped || params.should_stop();
+      return stopped;
+    };
+  auto first_solve = std::make_unique<Solve>(problem, first, capacity);
+  first_solve->ShowLimit(params.time_limit_seconds);
+  Result<SolveResult> r = first_solve->Run();
+  first_solve.reset();
+  if (!r.ok()) return r;
+  SolveResult& a = *r;
+  const bool out_of_nodes = params.node_limit != 0 && a.nodes >= params.node_limit;
+  if (a.status != SolveStatus::kFeasible || stopped || out_of_nodes) return r;
+  SolverParams second = params;
+  second.portfolio = WeightedRestartsPortfolio();
+  const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  second.time_limit_seconds = std::max(params.time_limit_seconds - spent, 0.0);
+  if (params.node_limit != 0) second.node_limit = params.node_limit - a.nodes;
+  // From the best plan: the heuristics ran already.
+  if (a.has_plan) second.initial_plan = &a.plan;
+  if (second.time_limit_seconds <= 0) return r;
+  auto second_solve = std::make_unique<Solve>(problem, second, capacity);
+  second_solve->ShowLimit(params.time_limit_seconds);
+  Result<SolveResult> r2 = second_solve->Run();
+  second_solve.reset();
+  if (!r2.ok()) return r2;
+  SolveResult& b = *r2;
+  SolveResult out = b.has_plan && (!a.has_plan || b.height <= a.height) ? b : a;
+  out.lower_bound = std::max(a.lower_bound, b.lower_bound);
+  out.restriction_bound = std::max(a.restriction_bound, b.restriction_bound);
+  if (out.has_plan) {
+    out.status = out.height == out.lower_bound ? SolveStatus::kOptimal : SolveStatus::kFeasible;
+    out.gap = out.height == 0 ? 0.0
+                              : static_cast<double>(out.height - out.lower_bound) /
+                                    static_cast<double>(out.height);
+    if (out.status == SolveStatus::kOptimal) out.reason.clear();
+  }
+  out.deep_probes = a.deep_probes + b.deep_probes;
+  out.deep_probe_plans = a.deep_probe_plans + b.deep_probe_plans;
+  out.deep_probe_proofs = a.deep_probe_proofs + b.deep_probe_proofs;
+  out.relay_samples = a.relay_samples + b.relay_samples;
+  out.relay_sample_plans = a.relay_sample_plans + b.relay_sample_plans;
+  out.fit_descent_turns = a.fit_descent_turns + b.fit_descent_turns;
+  out.fit_descent_plans = a.fit_descent_plans + b.fit_descent_plans;
+  out.nodes = a.nodes + b.nodes;
+  out.heuristic_height = a.heuristic_height;
+  out.weighted_turn = true;
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+}  // namespace
+
 Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& params) {
   TM_RETURN_IF_ERROR(ValidateAlignment(params.alignment, "SolverParams::alignment"));
   if (std::isnan(params.time_limit_seconds) || params.time_limit_seconds < 0)
@@ -1031,6 +1106,15 @@ Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& par
     return InvalidArgument("relay_node_budget must be > 0 (or relay_probe off)");
   if (params.relay_probe && params.relay_samples && params.relay_sample_nodes == 0)
     return InvalidArgument("relay_sample_nodes must be > 0 (or relay_samples off)");
+  if (!(params.restart_weight_decay >= 0 && params.restart_weight_decay <= 1))
+    return InvalidArgument("restart_weight_decay must be in [0, 1], got " +
+                           std::to_string(params.restart_weight_decay));
+  if (!(params.weighted_share >= 0 && params.weighted_share < 1))
+    return InvalidArgument("weighted_share must be in [0, 1), got " +
+                           std::to_string(params.weighted_share));
+  if (!(params.weighted_run_scale > 0 && params.weighted_run_scale <= 16))
+    return InvalidArgument("weighted_run_scale must be in (0, 16], got " +
+                           std::to_string(params.weighted_run_scale));
   TM_RETURN_IF_ERROR(CheckProblem(problem));
   const std::optional<std::uint64_t> capacity = params.capacity ? params.capacity : problem.capacity;
   if (params.goal == SolveGoal::kFit && !capacity)
@@ -1044,10 +1128,18 @@ Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& par
                           : params.threads;
   // A race needs a search: time_limit 0 runs the heuristics alone.
   if (threads > 1 && params.time_limit_seconds > 0) return solver::SolveRace(problem, params, threads);
-  // On the heap: the state is large, and SolveOffsets nests (IIS tests).
-  auto solve = std::make_unique<Solve>(problem, params, capacity);
-  return solve->Run();
+  const bool in_turn = params.goal == SolveGoal::kMinimize && params.weighted_share > 0 &&
+                       std::isfinite(params.time_limit_seconds) && params.time_limit_seconds > 0 &&
+                       params.portfolio == DefaultPortfolio();
+  if (!in_turn) {
+    // On the heap: the state is large, and SolveOffsets nests (IIS tests).
+    auto solve = std::make_unique<Solve>(problem, params, capacity);
+    return solve->Run();
+  }
+  return SolveInTurn(problem, params, capacity);
 }
+
+
 
 Result<SolveResult> solver::SolveRaceMember(const Problem& problem, const SolverParams& params,
                                             RaceShared* race, bool follow_frontier) {

@@ -193,6 +193,29 @@ TEST_F(CliTest, SolveWithoutTheFitDescent) {
   }
 }
 
+// solve --weighted-restarts: the weighted restarting search alone
+// (WeightedRestartsPortfolio, echoed in the JSON) is complete: the same
+// proven minimum as the portfolio's, and a proof that nothing fits below it.
+TEST_F(CliTest, SolveWithWeightedRestarts) {
+  const std::string in = Write("five.csv", kFive);
+  std::uint64_t heights[2] = {0, 0};
+  for (const bool weighted : {false, true}) {
+    const std::string flag = weighted ? " --weighted-restarts" : "";
+    CliRun r = Cli("solve " + in + " --json --time-limit 5" + flag);
+    ASSERT_EQ(r.code, 0) << r.out;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["weighted_restarts"], weighted) << r.out;
+    EXPECT_EQ(j["weighted_turn"], false) << r.out;  // proven at once: no turn
+    EXPECT_EQ(j["status"], "optimal") << r.out;
+    heights[weighted] = j["height"].get<std::uint64_t>();
+    r = Cli("solve " + in + " --json --time-limit 5 --capacity " + std::to_string(heights[weighted] - 1) + flag);
+    EXPECT_EQ(r.code, 3) << r.out;
+    j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["status"], "infeasible") << r.out;
+  }
+  EXPECT_EQ(heights[0], heights[1]);
+}
+
 TEST_F(CliTest, BadInputExitsWithTwoAndNamesFileLineField) {
   CliRun r = Cli("plan " + Write("bad.csv", "id,lower,upper,size\na,0,1,4\nb,0,1,x\n"));
   EXPECT_EQ(r.code, 2);

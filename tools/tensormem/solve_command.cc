@@ -43,6 +43,7 @@ struct SolveOptions {
   bool iis = false;
   bool restriction_bound = false;
   bool no_fit_descent = false;
+  bool weighted_restarts = false;
   std::string start;
   unsigned threads = 1;
 };
@@ -108,6 +109,7 @@ int RunSolve(const SolveOptions& o) {
   params.progress_to_stderr = o.progress;
   params.restriction_bound = o.restriction_bound;
   params.fit_descent = !o.no_fit_descent;
+  if (o.weighted_restarts) params.portfolio = WeightedRestartsPortfolio();
   params.compute_iis = o.iis;
   params.threads = o.threads;
   std::optional<OffsetsPlan> start_plan;
@@ -151,6 +153,8 @@ int RunSolve(const SolveOptions& o) {
                         {"relay_samples", r.relay_samples},
                         {"relay_sample_plans", r.relay_sample_plans},
                         {"fit_descent", params.fit_descent},
+                        {"weighted_restarts", o.weighted_restarts},
+                        {"weighted_turn", r.weighted_turn},
                         {"fit_descent_turns", r.fit_descent_turns},
                         {"fit_descent_plans", r.fit_descent_plans},
                         {"goal", params.goal == SolveGoal::kFit ? "fit" : "minimize"}};
@@ -238,6 +242,10 @@ void AddSolveCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-fit-descent", o->no_fit_descent,
                 "a fit question with slack: search at the capacity alone, without minimise's "
                 "descent from the bound beside it (SolverParams::fit_descent = false)");
+  cmd->add_flag("--weighted-restarts", o->weighted_restarts,
+                "search with restarts ordered by where earlier runs failed, alone instead of the "
+                "portfolio (WeightedRestartsPortfolio; helps where the hardness is fragmentation, "
+                "as on MiniMalloc J)");
   cmd->add_option("--start", o->start,
                   "a plan to start from, checked by the validator: a problem file with an offset "
                   "per buffer (as -o writes it) or a CSV of id,offset rows");
