@@ -1012,14 +1012,10 @@ Result<SolveResult> Solve::Finish() {
   return std::move(r);
 }
 
-}  // namespace
-
-namespace {
-
 // The default portfolio, then weighted restarts from its best plan
 // (SolverParams::weighted_share).
 Result<SolveResult> SolveInTurn(const Problem& problem, const SolverParams& params,
-                                        std::optional<std::uint64_t> capacity) {
+                                std::optional<std::uint64_t> capacity) {
   const auto start = std::chrono::steady_clock::now();
   SolverParams first = params;
   first.time_limit_seconds = params.time_limit_seconds * (1 - params.weighted_share);

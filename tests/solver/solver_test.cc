@@ -1849,8 +1849,8 @@ TEST(Solver, WeightedRestartsProveMiniMallocJOptimal) {
 // (scripts/research/overlap_local_search.cc from a start by
 // point_restriction.py; docs/solver.md, "A plan of J at 993,280"), kept as
 // offsets and checked here by the independent validator. It is what item 2
-// of the minimise goal asks the solver to reach; the solver's own best on J
-// is higher.
+// of the minimise goal asks the solver to reach; the solver itself now
+// proves J's optimum, the peak (WeightedRestartsProveMiniMallocJOptimal).
 TEST(Solver, MiniMallocJFitsWithinHalfAPercentOfItsBound) {
   TM_REQUIRE_SHARED("benchmarks/minimalloc/J.1048576.csv");
   Result<Problem> p =
