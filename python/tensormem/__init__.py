@@ -96,7 +96,8 @@ def solve(problem: Union[Problem, PathLike], capacity: Optional[int] = None,
     ``start``: offsets to start from, one per buffer (e.g. a previous
     result's ``offsets``); they must form a plan (``ValueError`` otherwise).
     ``threads``: searches racing on threads, each in its own buffer order,
-    sharing plans and bounds (0: one per hardware thread); beyond 1 the
+    sharing plans and bounds (0: one per hardware thread); minimising, every
+    second one restarts by weights as ``weighted_restarts``; beyond 1 the
     answer may differ between runs.
     ``fit_descent=False``: a fit question with slack searches at the
     capacity alone, without minimise's descent beside it (``solve

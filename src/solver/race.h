@@ -8,7 +8,8 @@
 // any has proven (valid for all: the same buffers), and "done" (the
 // optimum proven, nothing fits, or a fit found). Their plans stay their
 // own; the answer is the lowest, mapped back to the problem's order and
-// validated.
+// validated. Minimising with the default portfolio, the odd searches run
+// WeightedRestartsPortfolio() instead: the two prove different instances.
 #pragma once
 
 #include <atomic>

@@ -1885,6 +1885,37 @@ TEST(Solver, MiniMallocJFitsWithinHalfAPercentOfItsBound) {
 
 // ---- Racing searches (SolverParams::threads) -----------------------------
 
+// Minimising with the default portfolio, a race's odd searches run weighted
+// restarts (search 1 in the problem's order): two searches prove MiniMalloc
+// J optimal, which the portfolio alone does not (16.5 s on this 2-core host;
+// docs/solver.md, "Racing searches"). A generous limit: this checks the
+// proof, not the time, on a machine CTest may keep busy.
+TEST(SolverRace, TwoSearchesProveMiniMallocJOptimal) {
+#if !defined(NDEBUG) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "an optimised build's test (two searches of about 1.6 M nodes each)";
+#endif
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+  GTEST_SKIP() << "an optimised build's test (two searches of about 1.6 M nodes each)";
+#endif
+#endif
+  TM_REQUIRE_SHARED("benchmarks/minimalloc/J.1048576.csv");
+  Result<Problem> p =
+      LoadProblem((testing::SharedDir() / "benchmarks/minimalloc/J.1048576.csv").string());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  p->capacity.reset();
+  SolverParams params;
+  params.threads = 2;
+  params.time_limit_seconds = 600;
+  Result<SolveResult> r = SolveOffsets(*p, params);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->has_plan);
+  EXPECT_TRUE(ValidateOffsetsPlan(*p, r->plan).ok());
+  EXPECT_EQ(r->threads, 2u);
+  EXPECT_EQ(r->status, SolveStatus::kOptimal);
+  EXPECT_EQ(r->height, 989'184u);
+}
+
 // The race against brute force: plain, aligned, fixed offsets and gaps,
 // minimise and fit, with 2-4 searches (each in its own buffer order; the
 // answer mapped back to the problem's).

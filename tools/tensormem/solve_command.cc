@@ -251,7 +251,8 @@ void AddSolveCommand(CLI::App& app, int* exit_code) {
                   "per buffer (as -o writes it) or a CSV of id,offset rows");
   cmd->add_option("--threads", o->threads,
                   "searches racing on threads, each in its own buffer order, sharing plans and "
-                  "bounds (0: one per hardware thread); beyond 1 the answer may differ between runs")
+                  "bounds; minimising, every second one restarts by weights as --weighted-restarts "
+                  "(0: one per hardware thread); beyond 1 the answer may differ between runs")
       ->capture_default_str()
       ->check(CLI::Range(0u, kMaxSolverThreads));
   cmd->callback([o, exit_code] { *exit_code = RunSolve(*o); });
