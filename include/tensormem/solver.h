@@ -341,9 +341,9 @@ struct SolverParams {
   // the odd searches run WeightedRestartsPortfolio() instead, search 1 in
   // the problem's order (two searches prove MiniMalloc J optimal in 16.5 s
   // on two cores; without a race it takes the weighted turn, 46.7 s). The
-  // order breaks the searches' ties, and
-  // on hard instances results spread widely between orders (MiniMalloc J at
-  // 60 s: 1.43-2.91 % above its bound over six orders). They share the
+  // order breaks the searches' ties, and on hard instances results spread
+  // widely between orders (MiniMalloc J at 60 s: 1.43-2.91 % above its
+  // bound over six orders). They share the
   // lowest plan height and the highest proven bound: searches 1.. descend
   // below the lowest plan of any, search 0 keeps its own descent (so a race
   // searches at least as well as one thread, on a busier machine), and all

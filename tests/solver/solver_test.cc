@@ -151,6 +151,31 @@ SolverParams Exact() {
   return params;
 }
 
+// ---- MiniMalloc J (../shared) and the long searches on it -----------------
+
+constexpr const char* kMiniMallocJ = "benchmarks/minimalloc/J.1048576.csv";
+
+Result<Problem> LoadMiniMallocJ() { return LoadProblem((testing::SharedDir() / kMiniMallocJ).string()); }
+
+// Searches of millions of nodes run in optimised builds without sanitizers.
+#if !defined(NDEBUG) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kOptimisedBuild = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kOptimisedBuild = false;
+#else
+constexpr bool kOptimisedBuild = true;
+#endif
+#else
+constexpr bool kOptimisedBuild = true;
+#endif
+
+// Skips the current test (with the reason) outside such builds.
+#define TM_REQUIRE_OPTIMISED_BUILD(search)                                                \
+  do {                                                                                    \
+    if (!kOptimisedBuild) GTEST_SKIP() << "an optimised build's test (" << (search) << ")"; \
+  } while (0)
+
 TEST(SolverBruteForce, MinimumHeightOnRandomPlainProblems) {
   std::mt19937_64 rng(7);
   for (int t = 0; t < 300; ++t) {
@@ -1742,9 +1767,8 @@ TEST(Solver, TheDescentBesideTheFitQuestionAnswersItSooner) {
 #ifndef NDEBUG
   GTEST_SKIP() << "an optimised build's test (two searches of 700,000 nodes)";
 #endif
-  TM_REQUIRE_SHARED("benchmarks/minimalloc/J.1048576.csv");
-  Result<Problem> j =
-      LoadProblem((testing::SharedDir() / "benchmarks/minimalloc/J.1048576.csv").string());
+  TM_REQUIRE_SHARED(kMiniMallocJ);
+  Result<Problem> j = LoadMiniMallocJ();
   ASSERT_TRUE(j.ok()) << j.status().ToString();
   Problem p;
   for (const Buffer& b : j->buffers)
@@ -1777,9 +1801,8 @@ TEST(Solver, TheDescentBesideTheFitQuestionAnswersItSooner) {
 // answer names the caller's limit. Not with weighted_share 0, nor where the
 // portfolio proves the optimum (a small problem), nor for a fit question.
 TEST(Solver, WeightedRestartsTakeTheRestOfTheTimeAfterThePortfolio) {
-  TM_REQUIRE_SHARED("benchmarks/minimalloc/J.1048576.csv");
-  Result<Problem> p =
-      LoadProblem((testing::SharedDir() / "benchmarks/minimalloc/J.1048576.csv").string());
+  TM_REQUIRE_SHARED(kMiniMallocJ);
+  Result<Problem> p = LoadMiniMallocJ();
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   p->capacity.reset();
   for (const double share : {0.5, 0.0}) {
@@ -1819,17 +1842,9 @@ TEST(Solver, WeightedRestartsTakeTheRestOfTheTimeAfterThePortfolio) {
 // changes the descent's path (at 2 M nodes it ends at 1,008,640); about
 // 20 s here, so optimised builds without sanitizers only.
 TEST(Solver, WeightedRestartsProveMiniMallocJOptimal) {
-#if !defined(NDEBUG) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "an optimised build's test (a search of 1.7 M nodes)";
-#endif
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-  GTEST_SKIP() << "an optimised build's test (a search of 1.7 M nodes)";
-#endif
-#endif
-  TM_REQUIRE_SHARED("benchmarks/minimalloc/J.1048576.csv");
-  Result<Problem> p =
-      LoadProblem((testing::SharedDir() / "benchmarks/minimalloc/J.1048576.csv").string());
+  TM_REQUIRE_OPTIMISED_BUILD("a search of 1.7 M nodes");
+  TM_REQUIRE_SHARED(kMiniMallocJ);
+  Result<Problem> p = LoadMiniMallocJ();
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   p->capacity.reset();
   SolverParams params;
@@ -1852,9 +1867,8 @@ TEST(Solver, WeightedRestartsProveMiniMallocJOptimal) {
 // of the minimise goal asks the solver to reach; the solver itself now
 // proves J's optimum, the peak (WeightedRestartsProveMiniMallocJOptimal).
 TEST(Solver, MiniMallocJFitsWithinHalfAPercentOfItsBound) {
-  TM_REQUIRE_SHARED("benchmarks/minimalloc/J.1048576.csv");
-  Result<Problem> p =
-      LoadProblem((testing::SharedDir() / "benchmarks/minimalloc/J.1048576.csv").string());
+  TM_REQUIRE_SHARED(kMiniMallocJ);
+  Result<Problem> p = LoadMiniMallocJ();
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   std::ifstream in(std::string(TENSORMEM_SOURCE_DIR) + "/tests/solver/data/J.993280.offsets.csv");
   ASSERT_TRUE(in) << "tests/solver/data/J.993280.offsets.csv";
@@ -1888,20 +1902,12 @@ TEST(Solver, MiniMallocJFitsWithinHalfAPercentOfItsBound) {
 // Minimising with the default portfolio, a race's odd searches run weighted
 // restarts (search 1 in the problem's order): two searches prove MiniMalloc
 // J optimal, which the portfolio alone does not (16.5 s on this 2-core host;
-// docs/solver.md, "Racing searches"). A generous limit: this checks the
+// docs/solver.md, "Racing searches with weighted restarts"). A generous limit: this checks the
 // proof, not the time, on a machine CTest may keep busy.
 TEST(SolverRace, TwoSearchesProveMiniMallocJOptimal) {
-#if !defined(NDEBUG) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "an optimised build's test (two searches of about 1.6 M nodes each)";
-#endif
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-  GTEST_SKIP() << "an optimised build's test (two searches of about 1.6 M nodes each)";
-#endif
-#endif
-  TM_REQUIRE_SHARED("benchmarks/minimalloc/J.1048576.csv");
-  Result<Problem> p =
-      LoadProblem((testing::SharedDir() / "benchmarks/minimalloc/J.1048576.csv").string());
+  TM_REQUIRE_OPTIMISED_BUILD("two searches of about 1.6 M nodes each");
+  TM_REQUIRE_SHARED(kMiniMallocJ);
+  Result<Problem> p = LoadMiniMallocJ();
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   p->capacity.reset();
   SolverParams params;
