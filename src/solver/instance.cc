@@ -348,7 +348,9 @@ bool BuildInstance(const Problem& problem, const Group& group,
     }
     it.obstacle_end = static_cast<std::uint32_t>(inst.obstacle_refs.size());
     std::sort(inst.obstacle_refs.begin() + it.obstacle_begin, inst.obstacle_refs.end(),
-              [](const ObstacleRef& l, const ObstacleRef& r) { return l.lo < r.lo; });
+              [](const ObstacleRef& l, const ObstacleRef& r) {
+                return std::tie(l.lo, l.hi, l.obstacle) < std::tie(r.lo, r.hi, r.obstacle);
+              });
     inst.items.push_back(it);
   }
   if (peak_g == 0) peak_g = 1;

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
-#include <random>
+#include <span>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -21,6 +21,7 @@
 
 #include "core/checked_math.h"
 #include "solver/search_control.h"
+#include "solver/shuffle.h"
 #include "tensormem/validator.h"
 
 namespace tensormem::solver {
@@ -131,8 +132,7 @@ Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params
     m.order.resize(n);
     std::iota(m.order.begin(), m.order.end(), std::size_t{0});
     if (shuffled(k)) {
-      std::mt19937_64 rng(k);
-      std::shuffle(m.order.begin(), m.order.end(), rng);
+      ShuffleFromSeed(std::span<std::size_t>(m.order), k);
       m.problem.capacity = problem.capacity;
       m.problem.buffers.reserve(n);
       for (std::size_t i : m.order) m.problem.buffers.push_back(problem.buffers[i]);

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <bit>
+#include <span>
 #include <tuple>
 #include <cstdio>
 #include <cstdlib>
 
 #include "core/checked_math.h"
+#include "solver/shuffle.h"
 
 namespace tensormem::solver {
 namespace {
@@ -463,9 +465,16 @@ bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
       return true;
     });
   }
-  // Ties in any order: a group's sums are exact once all of it is in.
-  std::sort(releases_.begin(), releases_.end(),
-            [](const auto& a, const auto& b) { return a.first > b.first; });
+  // The check's answer does not depend on the order of equal releases (a
+  // group's sums are exact once all of it is in), but the blame does: it
+  // goes to the item, or the section, where the sums first fail. Ties go by
+  // the search's rank, not the standard library's sort, so weighted restarts
+  // follow the same path with every library (libstdc++ and libc++ break
+  // std::sort's ties differently, and MiniMalloc J's proof follows the blame).
+  std::sort(releases_.begin(), releases_.end(), [this](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first > b.first;
+    return std::tie(rank_[a.second], a.second) < std::tie(rank_[b.second], b.second);
+  });
   if (trees) {
     sums_.Reset(leaves);
     for (const auto& [r, y] : releases_) {
@@ -528,8 +537,12 @@ bool SkylineSearch::HolesFit(std::uint32_t comp, std::uint64_t level) {
     const std::uint32_t y = pool_[k];
     releases_.push_back({Release(y, level), y});
   }
-  std::sort(releases_.begin(), releases_.end(),
-            [](const auto& a, const auto& b) { return a.first > b.first; });
+  // Ties by rank, as in ReleasesFit: the prefixes checked below (and so the
+  // answer) follow the order, which must not be the library's.
+  std::sort(releases_.begin(), releases_.end(), [this](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first > b.first;
+    return std::tie(rank_[a.second], a.second) < std::tie(rank_[b.second], b.second);
+  });
   std::vector<std::uint64_t>& sum = section_scratch_;
   for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) sum[s] = 0, min_scratch_[s] = UINT64_MAX;
   for (const auto& [r, y] : releases_) {
@@ -897,15 +910,7 @@ void SkylineSearch::Start(std::uint64_t capacity) {
     for (std::size_t i = 0; i < n; ++i) rank_[i] = inst_.items[i].rank;
   }
   if (options_.shuffle_seed != 0) {
-    // Fisher-Yates with a splitmix64 stream: the same seed, the same order.
-    std::uint64_t state = options_.shuffle_seed;
-    for (std::size_t i = n; i > 1; --i) {
-      std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-      z ^= z >> 31;
-      std::swap(rank_[i - 1], rank_[static_cast<std::size_t>(z % i)]);
-    }
+    ShuffleFromSeed(std::span<std::uint32_t>(rank_), options_.shuffle_seed);
   }
   rank_trail_.clear();
   total_.assign(n, 0);

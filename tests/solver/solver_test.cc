@@ -10,6 +10,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <span>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -21,6 +22,7 @@
 #include "harness/perfect_packing.h"
 #include "solver/instance.h"
 #include "solver/relay.h"
+#include "solver/shuffle.h"
 #include "solver/skyline_search.h"
 #include "tensormem/io.h"
 #include "test_util.h"
@@ -1857,6 +1859,55 @@ TEST(Solver, WeightedRestartsProveMiniMallocJOptimal) {
   EXPECT_EQ(r->status, SolveStatus::kOptimal);
   EXPECT_EQ(r->height, 989'184u);
   EXPECT_EQ(r->lower_bound, 989'184u);
+}
+
+// The search is the same with every compiler and standard library: ties
+// it breaks itself (the releases' blame, race orders) do not go to
+// std::sort or std::shuffle, whose results differ between libstdc++ and
+// libc++ (J's proof follows the blame: with libc++ the first version of
+// weighted restarts did not prove it). A plan's offsets after 20,000 nodes
+// of weighted restarts on J fingerprint the path; CI builds with both
+// libraries, so a path that depends on one fails in the other. The
+// fingerprint changes with any change to the search: update it then.
+TEST(Solver, WeightedRestartsFollowOnePathWithEveryLibrary) {
+  TM_REQUIRE_SHARED(kMiniMallocJ);
+  Result<Problem> p = LoadMiniMallocJ();
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  p->capacity.reset();
+  SolverParams params;
+  params.portfolio = WeightedRestartsPortfolio();
+  params.node_limit = 20'000;
+  params.time_limit_seconds = 600;
+  Result<SolveResult> r = SolveOffsets(*p, params);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->has_plan);
+  EXPECT_TRUE(ValidateOffsetsPlan(*p, r->plan).ok());
+  std::uint64_t fingerprint = 0xCBF29CE484222325ull;  // FNV-1a over the offsets
+  for (std::uint64_t offset : r->plan.offsets) {
+    for (int byte = 0; byte < 8; ++byte) {
+      fingerprint ^= (offset >> (8 * byte)) & 0xFF;
+      fingerprint *= 0x100000001B3ull;
+    }
+  }
+  EXPECT_EQ(r->height, 1'050'624u);
+  EXPECT_EQ(fingerprint, 0x16ED2D495454CF0Eull) << std::hex << fingerprint;
+}
+
+// ShuffleFromSeed's orders are its own (splitmix64), not the library's.
+TEST(Solver, ShuffleFromSeedIsTheSameWithEveryLibrary) {
+  std::vector<int> v(10);
+  std::iota(v.begin(), v.end(), 0);
+  solver::ShuffleFromSeed(std::span<int>(v), 1);
+  EXPECT_EQ(v, (std::vector<int>{4, 2, 8, 1, 9, 3, 0, 6, 7, 5}));
+  std::vector<int> w(10);
+  std::iota(w.begin(), w.end(), 0);
+  solver::ShuffleFromSeed(std::span<int>(w), 1);
+  EXPECT_EQ(v, w);
+  std::vector<int> sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int> iota(10);
+  std::iota(iota.begin(), iota.end(), 0);
+  EXPECT_EQ(sorted, iota);
 }
 
 // MiniMalloc J fits 993,280 bytes, 0.41 % above its bound (the peak,
