@@ -337,13 +337,14 @@ struct SolverParams {
   // Searches racing on the problem, each on its own thread (1: the calling
   // thread alone; 0: one per hardware thread; at most kMaxSolverThreads).
   // The first searches the buffers in the problem's order, search k > 0 in
-  // an order shuffled from seed k. Minimising with the default portfolio,
-  // the odd searches run WeightedRestartsPortfolio() instead, search 1 in
-  // the problem's order (two searches prove MiniMalloc J optimal in 16.5 s
-  // on two cores; without a race it takes the weighted turn, 46.7 s). The
-  // order breaks the searches' ties, and on hard instances results spread
-  // widely between orders (MiniMalloc J at 60 s: 1.43-2.91 % above its
-  // bound over six orders). They share the
+  // an order shuffled from seed k (the same with every standard library).
+  // Minimising with the default portfolio, the odd searches run
+  // WeightedRestartsPortfolio() instead, search 1 in the problem's order
+  // (two searches prove MiniMalloc J optimal in 19.4 s on two cores; without
+  // a race it takes the weighted turn, 46.6 s). The order breaks the
+  // searches' ties, and on hard instances results spread widely between
+  // orders (MiniMalloc J at 60 s: 1.43-2.91 % above its bound over six
+  // orders). They share the
   // lowest plan height and the highest proven bound: searches 1.. descend
   // below the lowest plan of any, search 0 keeps its own descent (so a race
   // searches at least as well as one thread, on a busier machine), and all
