@@ -467,14 +467,9 @@ bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
   }
   // The check's answer does not depend on the order of equal releases (a
   // group's sums are exact once all of it is in), but the blame does: it
-  // goes to the item, or the section, where the sums first fail. Ties go by
-  // the search's rank, not the standard library's sort, so weighted restarts
-  // follow the same path with every library (libstdc++ and libc++ break
-  // std::sort's ties differently, and MiniMalloc J's proof follows the blame).
-  std::sort(releases_.begin(), releases_.end(), [this](const auto& a, const auto& b) {
-    if (a.first != b.first) return a.first > b.first;
-    return std::tie(rank_[a.second], a.second) < std::tie(rank_[b.second], b.second);
-  });
+  // goes to the item, or the section, where the sums first fail, and weighted
+  // restarts follow the blame (MiniMalloc J's proof with them).
+  SortReleasesHighestFirst();
   if (trees) {
     sums_.Reset(leaves);
     for (const auto& [r, y] : releases_) {
@@ -522,6 +517,13 @@ std::uint64_t SkylineSearch::HoleBytes(std::uint32_t s, std::uint64_t from, std:
   return usable;
 }
 
+void SkylineSearch::SortReleasesHighestFirst() {
+  std::sort(releases_.begin(), releases_.end(), [this](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first > b.first;
+    return std::tie(rank_[a.second], a.second) < std::tie(rank_[b.second], b.second);
+  });
+}
+
 // Per section, the unplaced items stacked from the highest release down (as
 // in ReleasesFit): those released at R or above lie in [R, capacity), clear
 // of the obstacles and of each other, so their bytes must fit in the holes
@@ -537,12 +539,8 @@ bool SkylineSearch::HolesFit(std::uint32_t comp, std::uint64_t level) {
     const std::uint32_t y = pool_[k];
     releases_.push_back({Release(y, level), y});
   }
-  // Ties by rank, as in ReleasesFit: the prefixes checked below (and so the
-  // answer) follow the order, which must not be the library's.
-  std::sort(releases_.begin(), releases_.end(), [this](const auto& a, const auto& b) {
-    if (a.first != b.first) return a.first > b.first;
-    return std::tie(rank_[a.second], a.second) < std::tie(rank_[b.second], b.second);
-  });
+  // The prefixes checked below, and so the answer, follow the order.
+  SortReleasesHighestFirst();
   std::vector<std::uint64_t>& sum = section_scratch_;
   for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) sum[s] = 0, min_scratch_[s] = UINT64_MAX;
   for (const auto& [r, y] : releases_) {

@@ -215,6 +215,10 @@ class SkylineSearch {
   std::uint64_t Release(std::uint32_t item, std::uint64_t level) const;
   bool ReleasesFit(std::uint32_t comp, std::uint64_t level);
   bool HolesFit(std::uint32_t comp, std::uint64_t level);
+  // Sorts releases_ highest first, equal releases by the search's rank (then
+  // the item): the order is the search's own, the same with every standard
+  // library (std::sort breaks ties differently in libstdc++ and libc++).
+  void SortReleasesHighestFirst();
   // Free bytes of section s in [from, capacity_) in holes between obstacles
   // of at least min_size bytes.
   std::uint64_t HoleBytes(std::uint32_t s, std::uint64_t from, std::uint64_t min_size) const;
