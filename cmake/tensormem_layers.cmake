@@ -1,4 +1,4 @@
-# The library's layers (docs/layers.md). Each layer is an OBJECT library
+# The library's layers (docs/design/layers.md). Each layer is an OBJECT library
 # tensormem_<layer>; the one installed archive `tensormem`
 # (tensormem::tensormem) holds the objects of them all.
 #

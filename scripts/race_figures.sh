@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The racing searches' figures of docs/solver.md ("Racing searches"): the
+# The racing searches' figures of docs/design/solver.md ("Racing searches"): the
 # MiniMalloc challenging instances minimised with each thread count, one
 # run at a time (a race needs the machine's cores to itself).
 # Usage: scripts/race_figures.sh [build-dir] [seconds] [thread counts...]

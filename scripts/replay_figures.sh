@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Replays every trace in the shared folder through every allocator (BFC with
 # TensorFlow's defaults and with the compact preset) and prints one table per
-# trace: the figures of docs/allocators.md.
+# trace: the figures of docs/design/allocators.md.
 # Usage: scripts/replay_figures.sh [build-dir] [repetitions]
 set -euo pipefail
 cd "$(dirname "$0")/.."

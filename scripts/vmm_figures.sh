@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The vmm figures of docs/allocators.md: every shared trace (plain and
+# The vmm figures of docs/design/allocators.md: every shared trace (plain and
 # .csv.gz) through vmm, bfc_compact and glibc malloc in one run each, on the
 # host (or --device cuda where a GPU is: then malloc is left out).
 # Usage: scripts/vmm_figures.sh [build-dir] [repetitions] [device] [replay flags...]

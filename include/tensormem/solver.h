@@ -9,7 +9,7 @@
 // from the best heuristic plan and tightened probe by probe. Anytime: when
 // the time or node limit hits it returns the best valid plan found with its
 // proven lower bound and gap. Deterministic for a given input and node limit
-// (time only decides when to stop). docs/solver.md says how it works.
+// (time only decides when to stop). docs/design/solver.md says how it works.
 #pragma once
 
 #include <cstddef>
@@ -85,7 +85,7 @@ struct SearchConfig {
   // over the sections it spans; heaviest first, ties in `order`. Where the
   // hardness is fragmentation away from the peak, that learns which buffers
   // to place early (MiniMalloc J: its optimum proven in under 20 s, against
-  // 1.83 % above it at 60 s for the portfolio; docs/solver.md). Still
+  // 1.83 % above it at 60 s for the portfolio; docs/design/solver.md). Still
   // complete: only the static order changes.
   bool weighted = false;
 
@@ -113,7 +113,7 @@ std::vector<SearchConfig> DefaultPortfolio();
 // Weighted restarts alone (kLowest, kLongestFirst, SearchConfig::weighted):
 // all the nodes go to the search that learns from its failures. Not a
 // member of the default portfolio: shared out among its searches it gets
-// too few runs to learn, and other instances lose (docs/solver.md,
+// too few runs to learn, and other instances lose (docs/design/solver.md,
 // "Weighted restarts"). Minimise gives it the rest of the time after the
 // portfolio instead (SolverParams::weighted_share).
 std::vector<SearchConfig> WeightedRestartsPortfolio();
@@ -162,13 +162,13 @@ struct SolverParams {
   bool dominance = true;
   // Prune when the buffers that can still go to the current level cannot
   // tile the sections with zero slack left (plain problems; see
-  // docs/solver.md).
+  // docs/design/solver.md).
   bool tiling_inference = true;
   // Zero-slack partitions (the same live bytes in every time section, as in
   // perfect packings) also run the time sweep, forwards and backwards, side
   // by side with the portfolio (about two thirds of the time), and two
   // more pairs with other pairing orders once the first has stalled.
-  // See docs/solver.md.
+  // See docs/design/solver.md.
   bool time_sweep = true;
   // Search configurations, run side by side: each in turn continues its own
   // search for portfolio_slice_nodes nodes.
@@ -181,7 +181,7 @@ struct SolverParams {
   // MiniMalloc J minimised for 60 s with WeightedRestartsPortfolio: decay
   // 0.2 and runs of half length prove its optimum (the peak) in 23 s;
   // decay 0.2 with full runs ends at 994,304, 0.5 at 999,424
-  // (docs/solver.md, "Weighted restarts").
+  // (docs/design/solver.md, "Weighted restarts").
   double restart_weight_decay = 0.2;
   double weighted_run_scale = 0.5;
   // Minimise with a finite time limit and the default portfolio, on one
@@ -190,7 +190,7 @@ struct SolverParams {
   // WeightedRestartsPortfolio, starting from the best plan. Neither search
   // finishes all eleven MiniMalloc challenging instances within 60 s (the
   // portfolio: J 1.83 % above its bound; the weighted search: D 1.25 %),
-  // the two in turn prove all eleven optimal (docs/solver.md). In [0, 1)
+  // the two in turn prove all eleven optimal (docs/design/solver.md). In [0, 1)
   // (checked); 0: the portfolio alone.
   double weighted_share = 0.5;
   // Minimise: node budget of the first probes (all partitions and
@@ -221,13 +221,13 @@ struct SolverParams {
   // slack prune least: MiniMalloc J's 374 buffers of 3 KiB and more fit
   // 993,280 bytes in 845,509 nodes (the descent's plan at their bound,
   // 985,088), against 1,153,681 for the fit question alone, and an answer
-  // still unknown at the limit carries the descent's plan (docs/solver.md).
+  // still unknown at the limit carries the descent's plan (docs/design/solver.md).
   // A fit found within the fit question's first turn is unchanged; the
   // others take about 1 / (1 - fit_descent_share) times the nodes, and more
   // where a descent turn overruns (it ends between probes, and a relay
   // sample or deep probe may follow the last): 1.06-1.52x was measured on
   // 47 fit questions, against 0.51x and 0.55x where the descent answered
-  // first (docs/solver.md).
+  // first (docs/design/solver.md).
   // fit_descent_nodes > 0, fit_descent_share in (0, 1) (checked). Off:
   // `solve --no-fit-descent`, Python's solve(fit_descent=False).
   bool fit_descent = true;
@@ -240,7 +240,7 @@ struct SolverParams {
   // 1/deep_probe_divisor of the gap. Their runs sample plans at random
   // orders; on MiniMalloc D the chance that a run fits hardly depends on
   // the height between 0.1 % and 2 % above the bound, while the descent
-  // only asks just below its best plan (docs/solver.md), and once stalled
+  // only asks just below its best plan (docs/design/solver.md), and once stalled
   // rarely gains more than a granule: hence the weight (D reaches 0.10 %
   // at 5.05 M nodes with 4, 6.49 M with 1; with 8 at 3.96 M, but J ends a
   // granule higher at 60 s). The deep probe keeps its own searches (with a
@@ -268,7 +268,7 @@ struct SolverParams {
   // holds more than restriction_max_buffers buffers or all of them.
   // Off by default: on the MiniMalloc set and the shared traces no window
   // proved more than the peak, and the windows cost up to half the nodes
-  // (docs/solver.md); on for problems whose hard part is local in time.
+  // (docs/design/solver.md); on for problems whose hard part is local in time.
   bool restriction_bound = false;
   std::uint64_t restriction_node_budget = std::uint64_t{1} << 14;
   std::size_t restriction_windows = 16;
@@ -308,7 +308,7 @@ struct SolverParams {
   // relay_share of the remaining time; a plan becomes the incumbent where
   // better. Which heights fit within a budget is luck (MiniMalloc J: about
   // half of those 1-3 % above the bound at 2^19 nodes, where the descent of
-  // J itself stalls 3.3 % above it; docs/solver.md). relay_sample_nodes > 0
+  // J itself stalls 3.3 % above it; docs/design/solver.md). relay_sample_nodes > 0
   // (checked).
   bool relay_samples = true;
   std::uint64_t relay_sample_nodes = std::uint64_t{1} << 18;

@@ -1,6 +1,6 @@
 // Research tool, not part of the library: repair a start plan of a MiniMalloc
 // CSV into a plan within HEIGHT bytes by local search over the offsets
-// (docs/solver.md, "A plan of J at 993,280").
+// (docs/design/solver.md, "A plan of J at 993,280").
 //
 // Weighted min-conflicts ("breakout"): the cost is the sum over every two
 // buffers live at once of weight x the bytes their offset ranges share. A

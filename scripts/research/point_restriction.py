@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Research driver, not part of the library: a start plan for
 overlap_local_search.cc from restrictions of a problem to sets of task points
-(docs/solver.md, "A plan of J at 993,280").
+(docs/design/solver.md, "A plan of J at 993,280").
 
 Every two buffers that are live at once are both live at the later of their
 first tasks, so a problem is the same as its restriction to its start points
@@ -21,7 +21,7 @@ problem: a proof) or unknown. Two fixed buffers that meet only inside a gap
 are not checked (R(S) never sees them together): they are what the local
 search repairs; the number of such pairs is printed.
 
-Two options (docs/solver.md, "Restrictions repaired by local search"):
+Two options (docs/design/solver.md, "Restrictions repaired by local search"):
 --local-search LS: where the exact solve of R(S) is unknown, repair the
 previous step's plan of R(S) (new buffers, or all at the first step, at 0) with LS (overlap_local_search, --ls-steps steps,
 --ls-seeds seeds, offsets in --granule units); --add-violations N: once every
@@ -87,7 +87,7 @@ def solve(tm, path, cap, limit):
         os.remove(out)
     # The search at the capacity alone: the plans of R(S) decide the start, and
     # with the descent beside it (the default since 2026-12-01) J's loop ends
-    # unknown at step 13 in both tries (docs/solver.md, "A plan of J at 993,280").
+    # unknown at step 13 in both tries (docs/design/solver.md, "A plan of J at 993,280").
     p = subprocess.run([tm, "solve", path, "--capacity", str(cap), "--time-limit", str(limit), "--json",
                         "--no-fit-descent", "-o", out],
                        capture_output=True, text=True)

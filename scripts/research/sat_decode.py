@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reads a SAT solver's answer to sat_order_encoding's CNF (research tool,
-docs/solver.md "A SAT model of the fit question") and writes the plan as the
+docs/design/solver.md "A SAT model of the fit question") and writes the plan as the
 problem's CSV with an offset column, after checking that no two buffers live
 at once overlap.
 

@@ -1,7 +1,7 @@
 // Research tool, not part of the library: a MiniMalloc CSV's fit question
 // ("do the buffers fit in HEIGHT bytes?") as a SAT problem in DIMACS CNF,
 // to compare a CDCL solver (Debian's cadical) with `tensormem solve
-// --capacity` (docs/solver.md, "A SAT model of the fit question").
+// --capacity` (docs/design/solver.md, "A SAT model of the fit question").
 //
 // Offsets count in granules (GRANULE must divide every size and HEIGHT).
 // Order encoding: y(i, v) = [offset_i >= v] for v in 1..HEIGHT - size_i,

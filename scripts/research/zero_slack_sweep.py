@@ -3,7 +3,7 @@
 
 Not part of the library: the prototype of src/solver/time_sweep.h (the C++
 port, with backjumping and capped enumerations, runs in the solver). Kept
-to try changes to the pairing order quickly (docs/solver.md, "Perfect
+to try changes to the pairing order quickly (docs/design/solver.md, "Perfect
 packings: the time sweep").
 
 The idea. When every time section is exactly full (its live bytes equal the
@@ -21,7 +21,7 @@ the pairing at each boundary (a subset-sum question). The plan is rebuilt
 backwards from tree snapshots: the last stack is any frontier; each earlier
 stack is the snapshot's frontier ordered by the offsets already fixed.
 
-Limits found (see docs/solver.md): the pairing enumeration is capped (blocks
+Limits found (see docs/design/solver.md): the pairing enumeration is capped (blocks
 of up to 5 + 1 pivot items on the side with fewer items when that side has
 more than 15), so a "none" is not a proof. Pairings whose subsets are dense
 enough for equal sums to be chance are tried after the coarse pairing.

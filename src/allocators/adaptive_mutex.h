@@ -30,7 +30,7 @@ class AdaptiveMutex {
   // holder that frees and allocates again re-takes the lock within
   // nanoseconds of releasing it, so a waiter needs many looks to catch it
   // free: 1,000 beat 100 and 300. The yields let a descheduled holder run
-  // when threads outnumber cores (figures in docs/allocators.md).
+  // when threads outnumber cores (figures in docs/design/allocators.md).
   static constexpr int kSpins = 1000;
   static constexpr int kYieldEvery = 100;
 

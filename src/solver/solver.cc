@@ -21,7 +21,7 @@
 //    Between probes, the restriction bound: the buffers live in a time
 //    window around a highest load point are minimised by a nested solve
 //    (a bounded budget); a bound proven on a subset of the buffers is one of
-//    the whole problem (docs/solver.md).
+//    the whole problem (docs/design/solver.md).
 // 4. The plan is assembled and checked by ValidateOffsetsPlan; an
 //    infeasible answer can carry an irreducible infeasible subset (iis.h).
 #include <algorithm>
@@ -64,7 +64,7 @@ std::string_view Name(SolveStatus status) {
 
 std::vector<SearchConfig> DefaultPortfolio() {
   // Ordered by how soon each found plans on the MiniMalloc benchmark (see
-  // docs/solver.md): no single one finds them all quickly.
+  // docs/design/solver.md): no single one finds them all quickly.
   return {
       {Branching::kLowest, CanonicalOrder::kLongestFirst},
       {Branching::kLowest, CanonicalOrder::kTotalFirst},
@@ -758,7 +758,7 @@ bool Solve::AdoptRelayPlan(const OffsetsPlan& merged_plan, std::uint64_t best) {
 
 // Fit questions on the merged problem find plans at heights the descent of
 // the problem itself does not reach (MiniMalloc J: at 2^19 nodes about half
-// of the heights 1-3 % above the bound fit, docs/solver.md), but which
+// of the heights 1-3 % above the bound fit, docs/design/solver.md), but which
 // heights is luck: the samples spread over the upper half of the gap below
 // the best plan by a golden-ratio sequence, no height twice at one budget
 // (when they are all asked, the budget doubles). The relay probe's and the

@@ -129,7 +129,7 @@ TEST(Models, ImportPlanAndRunEveryModel) {
     ++models;
   }
   EXPECT_EQ(models, 20);
-  // Against peak live bytes at alignment 64 (see docs/graph_planner.md):
+  // Against peak live bytes at alignment 64 (see docs/design/graph_planner.md):
   // convnext_tiny (no greedy order reaches it) and shufflenet (alignment
   // padding alone) stay above.
   EXPECT_GE(at_bound, 18);

@@ -1919,7 +1919,7 @@ TEST(Solver, ShuffleFromSeedIsTheSameWithEveryLibrary) {
 // MiniMalloc J fits 993,280 bytes, 0.41 % above its bound (the peak,
 // 989,184): a plan found by the research local search
 // (scripts/research/overlap_local_search.cc from a start by
-// point_restriction.py; docs/solver.md, "A plan of J at 993,280"), kept as
+// point_restriction.py; docs/design/solver.md, "A plan of J at 993,280"), kept as
 // offsets and checked here by the independent validator. It is what item 2
 // of the minimise goal asks the solver to reach; the solver itself now
 // proves J's optimum, the peak (WeightedRestartsProveMiniMallocJOptimal).
@@ -1959,7 +1959,7 @@ TEST(Solver, MiniMallocJFitsWithinHalfAPercentOfItsBound) {
 // Minimising with the default portfolio, a race's odd searches run weighted
 // restarts (search 1 in the problem's order): two searches prove MiniMalloc
 // J optimal, which the portfolio alone does not (19.4 s on this 2-core host;
-// docs/solver.md, "Racing searches with weighted restarts"). A generous limit: this checks the
+// docs/design/solver.md, "Racing searches with weighted restarts"). A generous limit: this checks the
 // proof, not the time, on a machine CTest may keep busy.
 TEST(SolverRace, TwoSearchesProveMiniMallocJOptimal) {
   TM_REQUIRE_OPTIMISED_BUILD("two searches of about 1.4 M nodes each");

@@ -316,7 +316,7 @@ class TimeSweepPerfectPacking : public ::testing::TestWithParam<bool> {};
 
 TEST_P(TimeSweepPerfectPacking, FitsAtTheOptimumAndValidates) {
   // Node-limited, so machine independent. The prototype fit all of these
-  // forwards; backwards fits most (docs/solver.md).
+  // forwards; backwards fits most (docs/design/solver.md).
   int fits = 0, runs = 0;
   for (std::size_t n : {20u, 60u, 100u, 200u}) {
     for (std::uint64_t seed = 1; seed <= 5; ++seed) {
@@ -356,7 +356,7 @@ TEST(TimeSweep, ThousandBuffersFitOneWayOrTheOther) {
 }
 
 // Seeds the base sweeps once missed (N = 1,000, seeds 1-200: 195 fit
-// within 20 s, docs/solver.md). 96 and 151: the first pass of the
+// within 20 s, docs/design/solver.md). 96 and 151: the first pass of the
 // enumeration ran into the cap and starved the pass with one dense group;
 // each pass now has its own cap, and they fit forwards in a few hundred
 // pairings. 11: a coarse pairing (a chance twin, then the rest of the

@@ -19,7 +19,7 @@
 //   longer fits. Then it frees regions that are wholly unused (garbage
 //   collection) and tries again; then it fails with an out-of-memory report:
 //   per-bin totals, the chunk map and the largest free block.
-// - Thread-safe: one lock, which spins before it sleeps (docs/allocators.md).
+// - Thread-safe: one lock, which spins before it sleeps (docs/design/allocators.md).
 //
 // Options, with TensorFlow's behaviour as the default: `growth` (kDoubling
 // is TensorFlow's allow_growth, kReserveAll its default without it; ours:

@@ -22,7 +22,7 @@
 //   lifetimes (event i is task i; a chunk never freed lives to the end),
 //   plans offsets with tensormem::PlanOffsets, allocates one arena block of
 //   the planned size and makes Address(chunk) = arena + offset.
-// - Thread-safe: one lock, which spins before it sleeps (docs/allocators.md).
+// - Thread-safe: one lock, which spins before it sleeps (docs/design/allocators.md).
 #pragma once
 
 #include <cstdint>

@@ -21,7 +21,7 @@
 // backwards from "i wants" with node potentials (reduced costs stay
 // non-negative), which touches only the neighbourhood of the window. The
 // flow is optimal for the windowed graph, not for TFLite's full one, so its
-// plans differ; docs/shared_objects.md has the measured difference in plan
+// plans differ; docs/design/shared_objects.md has the measured difference in plan
 // size. About 0.3 s for 10,000 network-like records and 3 s for 100,000; it
 // gives up with an error after kMaxRelaxed relaxed edges (work_budget.h).
 #include "planning/objects/min_cost_flow.h"
