@@ -21,7 +21,8 @@ if [ "${TENSORMEM_CLANG_BUILD:-1}" = 1 ] && [ -z "${TENSORMEM_SANITIZE:-}" ]; th
   if command -v clang++-16 >/dev/null && [ -d /usr/lib/llvm-16/include/c++/v1 ] && [ -d /usr/src/googletest ]; then
     cmake -S . -B "$build-clang" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++-16 \
       -DCMAKE_CXX_FLAGS=-stdlib=libc++ -DTENSORMEM_WERROR=ON -DTENSORMEM_WITH_ONNX=OFF \
-      -DTENSORMEM_BUILD_BENCHMARKS=OFF -DTENSORMEM_GTEST_SOURCE=/usr/src/googletest
+      -DTENSORMEM_BUILD_BENCHMARKS=OFF -DTENSORMEM_GTEST_SOURCE=/usr/src/googletest \
+      -DTENSORMEM_TEST_SUBDIRECTORY_CONSUMER=OFF
     cmake --build "$build-clang" -j "$jobs"
     ctest --test-dir "$build-clang" --output-on-failure -j "$jobs"
   else

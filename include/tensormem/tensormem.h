@@ -12,3 +12,4 @@
 #include "tensormem/trace.h"
 #include "tensormem/types.h"
 #include "tensormem/validator.h"
+#include "tensormem/version.h"
