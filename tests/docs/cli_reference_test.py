@@ -32,9 +32,9 @@ def subcommands(binary):
     for line in run_help(binary).splitlines():
         if re.match(r"^subcommands:\s*$", line.strip(), re.IGNORECASE):
             inside = True
-        elif inside and line.startswith("  ") and line.strip():
-            names.append(line.split()[0])
-        elif inside and line.strip():
+        elif inside and re.match(r"^  [a-z][a-z0-9_-]*(\s|$)", line):
+            names.append(line.split()[0])  # a wrapped description is indented further
+        elif inside and line.strip() and not line.startswith("   "):
             inside = False
     if not names:
         sys.exit("tensormem --help lists no subcommands: has CLI11's help format changed?")
