@@ -213,7 +213,7 @@ def _replay_in_child(trace: Union[Trace, PathLike], allocator: str, repetitions:
     malloc peers that this process cannot load; the child reads the trace's
     file again, so a trace from standard input cannot go there."""
     path = trace.source if isinstance(trace, Trace) else os.fspath(trace)
-    if path in ("<stdin>", "-") or not os.path.exists(path):
+    if path in ("<stdin>", "-"):
         raise ValueError(f"replay(allocator={allocator!r}): {allocator} runs in a child process started "
                          "with spare static TLS, which reads the trace from its file; give the trace's "
                          "path, or start Python with GLIBC_TUNABLES=" + _STATIC_TLS_TUNABLE)
