@@ -332,11 +332,37 @@ struct PyAllocator {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<PhysicalMemory> physical;
   std::unique_ptr<MemoryResource> resource;
+  // Calls running through the allocator without the GIL (replay): close()
+  // refuses while any does, so no thread frees what another uses. Changed
+  // only with the GIL held.
+  int users = 0;
 
   MemoryResource& Get() {
     if (!resource) throw TensormemError("the allocator was closed");
     return *resource;
   }
+
+  void Close() {
+    if (users > 0) throw TensormemError("the allocator is in use by a replay; close it when the replay returns");
+    resource.reset();
+    physical.reset();
+    backend.reset();
+  }
+};
+
+// Holds an allocator open for a call that releases the GIL (made and
+// destroyed with the GIL held).
+class AllocatorUse {
+ public:
+  explicit AllocatorUse(PyAllocator& a) : a_(a), resource_(a.Get()) { ++a_.users; }
+  ~AllocatorUse() { --a_.users; }
+  AllocatorUse(const AllocatorUse&) = delete;
+  AllocatorUse& operator=(const AllocatorUse&) = delete;
+  MemoryResource& resource() { return resource_; }
+
+ private:
+  PyAllocator& a_;
+  MemoryResource& resource_;
 };
 
 py::dict StatsDict(const AllocatorStats& s) {
@@ -744,11 +770,9 @@ PYBIND11_MODULE(_tensormem, m) {
           "vmm: what a device pays for (map calls, pages mapped and re-stitched, handles, "
           "synchronisations, event waits), as replay's JSON names them; None for the others")
       .def_property_readonly("name", [](PyAllocator& a) { return std::string(a.Get().name()); })
-      .def("close", [](PyAllocator& a) {
-        a.resource.reset();
-        a.physical.reset();
-        a.backend.reset();
-      }, "Releases the allocator's memory (every block it handed out becomes invalid)");
+      .def("close", &PyAllocator::Close,
+           "Releases the allocator's memory (every block it handed out becomes invalid); "
+           "an error while a replay runs through it");
 
   m.def(
       "_bfc",
@@ -825,12 +849,11 @@ PYBIND11_MODULE(_tensormem, m) {
          std::uint64_t alignment, bool isolate, const std::string& html) {
         std::shared_ptr<PyTrace> t = TraceOf(trace_obj);
         if (py::isinstance<PyAllocator>(allocator)) {
-          PyAllocator& a = allocator.cast<PyAllocator&>();
-          MemoryResource& r = a.Get();
+          AllocatorUse use(allocator.cast<PyAllocator&>());
           std::optional<Result<ReplayResult>> res;
           {
             py::gil_scoped_release release;
-            res.emplace(ReplayTraceThrough(t->trace, r, alignment));
+            res.emplace(ReplayTraceThrough(t->trace, use.resource(), alignment));
           }
           if (!html.empty()) throw py::value_error("html= needs an allocator name, not an object");
           return ReplayDict(Take(std::move(*res), false));

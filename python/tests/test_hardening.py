@@ -1,0 +1,60 @@
+"""Hostile use from Python: threads that close what another uses, paths and
+inputs that must fail cleanly. None may crash the interpreter."""
+import threading
+
+import pytest
+
+import tensormem as tm
+
+
+def long_trace(path, pairs=100_000):
+    """A trace of `pairs` allocate/free pairs (a replay of it takes a while)."""
+    lines = ["Thread,Time,Action,Pointer,Size,Stream"]
+    for i in range(pairs):
+        lines.append(f"0,{2 * i},allocate,0x{0x1000 + i:x},{256 + (i % 7) * 64},0")
+        if i >= 8:
+            lines.append(f"0,{2 * i + 1},free,0x{0x1000 + i - 8:x},{256 + ((i - 8) % 7) * 64},0")
+    path.write_text("\n".join(lines) + "\n")
+    return tm.load_trace(path)
+
+
+ALLOCATORS = [
+    lambda: tm.BfcAllocator(),
+    lambda: tm.BfcAllocator(compact=True),
+    lambda: tm.BufferPool(),
+    lambda: tm.SystemAllocator(),
+    lambda: tm.VmmAllocator(),
+]
+
+
+@pytest.mark.parametrize("make", ALLOCATORS)
+def test_close_while_a_replay_runs_through_the_allocator(tmp_path, make):
+    trace = long_trace(tmp_path / "t.csv")
+    a = make()
+    started = threading.Event()
+    results = []
+
+    def run():
+        started.set()
+        try:
+            results.append(tm.replay(trace, allocator=a))
+        except tm.TensormemError as e:  # closed before the replay began
+            results.append(str(e))
+
+    t = threading.Thread(target=run)
+    t.start()
+    started.wait()
+    refused = 0
+    while t.is_alive():
+        try:
+            a.close()
+        except tm.TensormemError as e:
+            assert "in use by a replay" in str(e)
+            refused += 1
+            continue
+        break  # closed: the replay had returned (or had not yet begun)
+    t.join()
+    assert len(results) == 1 and (isinstance(results[0], dict) or "closed" in results[0])
+    a.close()  # closing twice is fine
+    with pytest.raises(tm.TensormemError, match="closed"):
+        tm.replay(trace, allocator=a)
