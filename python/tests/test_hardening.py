@@ -58,3 +58,15 @@ def test_close_while_a_replay_runs_through_the_allocator(tmp_path, make):
     a.close()  # closing twice is fine
     with pytest.raises(tm.TensormemError, match="closed"):
         tm.replay(trace, allocator=a)
+
+
+@pytest.mark.parametrize("alignment", [8192, 1 << 16, 2 << 20])
+def test_compact_bfc_takes_alignments_above_a_page(tmp_path, alignment):
+    a = tm.BfcAllocator(compact=True)
+    small = a.allocate(100, 64)
+    p = a.allocate(1000, alignment)
+    assert p % alignment == 0
+    a.free(p)
+    a.free(small)
+    trace = long_trace(tmp_path / "t.csv", pairs=50)
+    assert tm.replay(trace, "bfc_compact", alignment=alignment, repetitions=1, isolate=False)["ops"] == len(trace)

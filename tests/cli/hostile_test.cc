@@ -122,6 +122,9 @@ TEST_F(Hostile, ReplayBfcParametersAreValidatedBeforeAnyPass) {
       {"-a bfc --bfc-coalesce-regions", 2, "--bfc-coalesce-regions needs virtual memory"},
       {"-a bfc --bfc-coalesce-regions --bfc-backend virtual --no-isolate -r 1", 0, "bfc"},
       {"-a bfc_compact --bfc-coalesce-regions --no-isolate -r 1", 0, "bfc_compact"},
+      // Alignments above a page, up to 2 MiB, over the virtual backend.
+      {"-a bfc_compact --align 8192 --no-isolate -r 1", 0, "bfc_compact"},
+      {"-a bfc_compact --align 2097152 --no-isolate -r 1", 0, "bfc_compact"},
       // A vmm limit below a granule is known only once the device is:
       // refused then, as a bad parameter (exit 2) in a forked pass too (it
       // came back as out of memory, exit 1, with the allocator named twice).
