@@ -3,9 +3,11 @@
 // afresh for its next writer.
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -74,6 +76,44 @@ TEST_F(StreamInputTest, ANamedPipeIsAnyFormatAndOpensAfreshForEachWriter) {
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().message(), pipe_ + ": an ONNX model: give its file's path (models are not read "
                                           "from standard input or pipes)");
+}
+
+// `text` as one gzip member.
+std::string Gzip(const std::string& dir, const std::string& text) {
+  const std::string path = dir + "/member.gz";
+  gzFile f = gzopen(path.c_str(), "wb");
+  EXPECT_NE(f, nullptr);
+  EXPECT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+  gzclose(f);
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Members one after another are one input (as gzip -d reads them); bytes
+// after a member that start no other are an error naming the file and the
+// offset, from a file or a pipe (zlib's gz* functions dropped them).
+TEST_F(StreamInputTest, GzipMembersAreReadAndDataAfterThemIsAnError) {
+  const std::string head = Gzip(dir_.string(), "id,lower,upper,size\na,0,2,8\nb,1,3,8\n");
+  const std::string more = Gzip(dir_.string(), "c,4,5,8\nd,4,5,8\n");
+  const std::string two = (dir_ / "two.csv.gz").string();
+  std::ofstream(two, std::ios::binary) << head << more;
+  Result<Problem> p = LoadProblem(two);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->buffers.size(), 4u);
+
+  const std::string trailing = (dir_ / "trailing.csv.gz").string();
+  std::ofstream(trailing, std::ios::binary) << head << "c,4,5,8\nd,4,5,8\n";
+  p = LoadProblem(trailing);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().message(), trailing + ": data after the gzip data at byte " + std::to_string(head.size()) +
+                                      " (not a gzip member) after 36 decompressed bytes");
+  std::thread writer = Writer(head + "x");
+  p = LoadProblem(pipe_);
+  writer.join();
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("data after the gzip data at byte " + std::to_string(head.size())),
+            std::string::npos)
+      << p.status().message();
 }
 
 }  // namespace
