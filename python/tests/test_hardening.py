@@ -60,6 +60,19 @@ def test_close_while_a_replay_runs_through_the_allocator(tmp_path, make):
         tm.replay(trace, allocator=a)
 
 
+def test_the_svg_is_well_formed_whatever_the_ids_hold(tmp_path):
+    import xml.etree.ElementTree as ElementTree
+    ids = [b"\xff", b"\xef\xbf\xbe", b"\xed\xa0\x80", b"\xc0\xaf", b"a<&>\"b", b"\x01", "caf\u00e9".encode()]
+    rows = b"".join(b'"%s",%d,%d,8\n' % (i.replace(b'"', b'""'), k, k + 2) for k, i in enumerate(ids))
+    src = tmp_path / "ids.csv"
+    src.write_bytes(b"id,lower,upper,size\n" + rows)
+    plan = tm.plan(tm.load_problem(src))
+    plan.to_svg(tmp_path / "map.svg")
+    root = ElementTree.parse(tmp_path / "map.svg").getroot()
+    titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+    assert any(t.startswith("caf\u00e9:") for t in titles) and any(t.startswith("\ufffd:") for t in titles)
+
+
 @pytest.mark.parametrize("alignment", [8192, 1 << 16, 2 << 20])
 def test_compact_bfc_takes_alignments_above_a_page(tmp_path, alignment):
     a = tm.BfcAllocator(compact=True)

@@ -217,16 +217,56 @@ Status CsvLines::Error(const std::string& what) const {
   return InvalidArgument(std::string(source_) + ":" + std::to_string(line_) + ": " + what);
 }
 
+namespace {
+
+// The length of the UTF-8 sequence at s[i] when it is well-formed (no
+// overlong form, no surrogate, at most U+10FFFF) and its code point is a
+// character XML allows; 0 otherwise.
+std::size_t XmlCharLength(std::string_view s, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
+  const unsigned b0 = byte(0);
+  if (b0 < 0x80) return 1;
+  auto continuation = [&](std::size_t k, unsigned lo = 0x80, unsigned hi = 0xbf) {
+    return byte(k) >= lo && byte(k) <= hi;
+  };
+  if (b0 >= 0xc2 && b0 <= 0xdf) return continuation(1) ? 2 : 0;
+  if (b0 >= 0xe0 && b0 <= 0xef) {
+    const unsigned lo = b0 == 0xe0 ? 0xa0 : 0x80, hi = b0 == 0xed ? 0x9f : 0xbf;  // overlong, surrogates
+    if (!continuation(1, lo, hi) || !continuation(2)) return 0;
+    // U+FFFE and U+FFFF are no XML characters.
+    return b0 == 0xef && byte(1) == 0xbf && byte(2) >= 0xbe ? 0 : 3;
+  }
+  if (b0 >= 0xf0 && b0 <= 0xf4) {
+    const unsigned lo = b0 == 0xf0 ? 0x90 : 0x80, hi = b0 == 0xf4 ? 0x8f : 0xbf;  // overlong, > U+10FFFF
+    return continuation(1, lo, hi) && continuation(2) && continuation(3) ? 4 : 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
 std::string MarkupEscape(std::string_view s) {
   std::string out;
-  for (char c : s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const char c = s[i];
     switch (c) {
       case '<': out += "&lt;"; break;
       case '>': out += "&gt;"; break;
       case '&': out += "&amp;"; break;
       case '"': out += "&quot;"; break;
-      default: out += (static_cast<unsigned char>(c) < 0x20) ? '?' : c;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += '?';
+          break;
+        }
+        if (const std::size_t n = XmlCharLength(s, i); n > 0) {
+          out.append(s.substr(i, n));
+          i += n;
+          continue;
+        }
+        out += "\xef\xbf\xbd";  // U+FFFD for each byte that is not one of a character
     }
+    ++i;
   }
   return out;
 }

@@ -33,7 +33,10 @@ inline bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
 
 // Shortened, printable copy of an offending value for error messages.
 std::string Quote(std::string_view s);
-// Text for SVG/HTML: <, >, &, " as entities; control bytes as '?'.
+// Text for SVG/HTML: <, >, &, " as entities; control bytes as '?'; a byte
+// that is not part of well-formed UTF-8 for a character XML allows (bad
+// bytes, overlong forms, surrogates, U+FFFE, U+FFFF) as U+FFFD, so the SVG
+// stays well-formed XML whatever the ids hold.
 std::string MarkupEscape(std::string_view s);
 
 // Parses a whole field as a decimal integer; nullopt + reason on failure.

@@ -195,3 +195,22 @@ TEST(CsvLines, AQuoteNeverClosedIsNamedWhereItOpened) {
 
 }  // namespace
 }  // namespace tensormem::io
+
+namespace tensormem::io {
+namespace {
+
+// Whatever an id holds, the markup is well-formed UTF-8 of XML characters.
+TEST(MarkupEscape, BytesThatAreNoXmlCharacterBecomeTheReplacementCharacter) {
+  const std::string r = "\xef\xbf\xbd";
+  EXPECT_EQ(MarkupEscape("a<b>&\"\x01"), "a&lt;b&gt;&amp;&quot;?");
+  EXPECT_EQ(MarkupEscape("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+  EXPECT_EQ(MarkupEscape("\xff"), r);
+  EXPECT_EQ(MarkupEscape("\xef\xbf\xbe"), r + r + r);          // U+FFFE
+  EXPECT_EQ(MarkupEscape("\xed\xa0\x80"), r + r + r);          // a surrogate
+  EXPECT_EQ(MarkupEscape("\xc0\xaf"), r + r);                  // overlong '/'
+  EXPECT_EQ(MarkupEscape("\xf4\x90\x80\x80"), r + r + r + r);  // above U+10FFFF
+  EXPECT_EQ(MarkupEscape("a\xe2\x82"), "a" + r + r);           // cut short
+}
+
+}  // namespace
+}  // namespace tensormem::io
