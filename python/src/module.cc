@@ -58,8 +58,11 @@ struct TensormemError : std::runtime_error {
   throw py::error_already_set();
 }
 
-// Status -> Python exception. `file` says a NotFound names a file.
+// Status -> Python exception. `file` says a NotFound names a file. An
+// exception Python has pending (a KeyboardInterrupt that stopped a read)
+// is the one raised.
 [[noreturn]] void Raise(const Status& st, bool file = true) {
+  if (PyErr_Occurred() != nullptr) throw py::error_already_set();
   switch (st.code()) {
     case StatusCode::kInvalidArgument:
     case StatusCode::kOutOfRange:
@@ -218,6 +221,38 @@ void CheckTimeAndThreads(const char* function, double time_limit, std::uint64_t 
                           " (0: one per hardware thread), got " + std::to_string(threads));
 }
 
+// Ctrl-C during a call that releases the GIL: the library polls the
+// callback; at most every 50 ms it takes the GIL and runs Python's signal
+// handlers. An exception they raise (KeyboardInterrupt) stops the call and
+// is raised when it returns (ThrowIfInterrupted, with the GIL).
+class Interruptible {
+ public:
+  std::function<bool()> Callback() {
+    return [this] {
+      const auto now = std::chrono::steady_clock::now();
+      if (interrupted_ || now - last_ < std::chrono::milliseconds(50)) return interrupted_;
+      last_ = now;
+      py::gil_scoped_acquire gil;
+      if (PyErr_CheckSignals() != 0) interrupted_ = true;
+      return interrupted_;
+    };
+  }
+  void ThrowIfInterrupted() const {
+    if (interrupted_) throw py::error_already_set();
+  }
+
+ private:
+  bool interrupted_ = false;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+// For SetInputInterruptCheck: a blocking read of a pipe stops when a
+// signal handler raised (Ctrl-C); Raise then raises that exception.
+bool PythonSignalRaised() {
+  py::gil_scoped_acquire gil;
+  return PyErr_CheckSignals() != 0;
+}
+
 PyPlan DoPlan(std::vector<UsageRecord> records, std::shared_ptr<const Problem> problem,
               const std::string& strategy, std::uint64_t alignment, bool objects,
               double time_limit, std::uint64_t threads) {
@@ -230,6 +265,8 @@ PyPlan DoPlan(std::vector<UsageRecord> records, std::shared_ptr<const Problem> p
   params.alignment = alignment;
   params.time_limit_seconds = time_limit;
   params.threads = static_cast<unsigned>(threads);
+  Interruptible interrupt;  // (should_stop runs on the calling thread only)
+  params.should_stop = interrupt.Callback();
   if (objects) {
     const ObjectsStrategy s = ObjectsByName(strategy);
     if (problem) records = ::tensormem::ToRecords(*problem);
@@ -240,6 +277,7 @@ PyPlan DoPlan(std::vector<UsageRecord> records, std::shared_ptr<const Problem> p
       r.emplace(PlanObjects(records, s, params));
       if (r->ok()) laid.emplace(ObjectsToOffsets(**r, 1));
     }
+    interrupt.ThrowIfInterrupted();
     out.object_plan = Take(std::move(*r));
     out.offsets = Take(std::move(*laid));
     out.offsets.strategy = out.object_plan.strategy;
@@ -252,6 +290,7 @@ PyPlan DoPlan(std::vector<UsageRecord> records, std::shared_ptr<const Problem> p
       py::gil_scoped_release release;
       r.emplace(problem ? PlanOffsets(*problem, s, params) : PlanOffsets(records, s, params));
     }
+    interrupt.ThrowIfInterrupted();
     out.offsets = Take(std::move(*r));
   }
   out.problem = std::move(problem);
@@ -306,8 +345,13 @@ std::shared_ptr<PyProblem> RecordsFromOnnx(const std::string& path,
 #endif
 
 std::shared_ptr<PyProblem> LoadAnyProblem(const std::string& path) {
-  Result<InputFormat> format = DetectInputFormat(path);
-  if (format.ok() && *format == InputFormat::kOnnx) {
+  std::optional<Result<InputFormat>> detected;
+  {
+    py::gil_scoped_release release;  // a pipe's open and first read wait for its writer
+    detected.emplace(DetectInputFormat(path));
+  }
+  const InputFormat format = Take(std::move(*detected));
+  if (format == InputFormat::kOnnx) {
     if (IsStreamInput(path)) Raise(OnnxNotFromAFileError(path));
 #if TENSORMEM_PY_HAVE_ONNX
     return RecordsFromOnnx(path, {}, {}, 64);
@@ -462,6 +506,7 @@ PYBIND11_MODULE(_tensormem, m) {
     }
   });
   m.attr("HAVE_ONNX") = bool(TENSORMEM_PY_HAVE_ONNX);
+  SetInputInterruptCheck(&PythonSignalRaised);
   m.attr("HAVE_VMM") = true;  // always built since the vmm allocator landed; kept for callers that check it
 
   // Problems.
@@ -713,24 +758,14 @@ PYBIND11_MODULE(_tensormem, m) {
         params.compute_iis = iis;
         params.fit_descent = fit_descent;
         if (weighted_restarts) params.portfolio = WeightedRestartsPortfolio();
-        // Ctrl-C: look at Python's signals at most every 50 ms (with the GIL);
-        // a pending KeyboardInterrupt stops the search and is raised below.
-        bool interrupted = false;
-        auto last = std::chrono::steady_clock::now();
-        params.should_stop = [&] {
-          const auto now = std::chrono::steady_clock::now();
-          if (now - last < std::chrono::milliseconds(50)) return interrupted;
-          last = now;
-          py::gil_scoped_acquire gil;
-          if (PyErr_CheckSignals() != 0) interrupted = true;
-          return interrupted;
-        };
+        Interruptible interrupt;  // Ctrl-C stops the search
+        params.should_stop = interrupt.Callback();
         std::optional<Result<SolveResult>> r;
         {
           py::gil_scoped_release release;
           r.emplace(SolveOffsets(p->problem, params));
         }
-        if (interrupted) throw py::error_already_set();
+        interrupt.ThrowIfInterrupted();
         PySolveResult out;
         out.r = Take(std::move(*r));
         return out;

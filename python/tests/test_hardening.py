@@ -60,6 +60,80 @@ def test_close_while_a_replay_runs_through_the_allocator(tmp_path, make):
         tm.replay(trace, allocator=a)
 
 
+def hard(n, seed):
+    """A problem exact search does not finish in seconds (as test_solve's)."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    first = rng.integers(0, n, n)
+    last = first + rng.integers(0, n // 4, n)
+    return tm.Problem.from_arrays(rng.integers(1, 1000, n), first, last)
+
+
+class Interrupted(Exception):
+    pass
+
+
+@pytest.fixture
+def sigint_raises():
+    """SIGINT raises Interrupted (not pytest's KeyboardInterrupt handling);
+    send(delay) delivers one to the main thread after `delay` seconds."""
+    import signal
+    old = signal.signal(signal.SIGINT, lambda *_: (_ for _ in ()).throw(Interrupted()))
+    timers = []
+
+    def send(delay):
+        t = threading.Timer(delay, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+        timers.append(t)
+        t.start()
+        return t
+
+    yield send
+    for t in timers:
+        t.cancel()
+    signal.signal(signal.SIGINT, old)
+
+
+def test_ctrl_c_stops_an_exact_plan(sigint_raises):
+    import time
+    start = time.perf_counter()
+    sigint_raises(0.5)
+    with pytest.raises(Interrupted):
+        tm.plan(hard(400, 3), strategy="exact", time_limit=120)
+    assert time.perf_counter() - start < 10  # within the polling interval, not at the limit
+
+
+def test_a_pipe_with_no_writer_lets_other_threads_run_and_ctrl_c_stops_it(tmp_path, sigint_raises):
+    import os
+    import time
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    ticks = [0]
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks[0] += 1
+            time.sleep(0.01)
+
+    ticker = threading.Thread(target=tick)
+    ticker.start()
+    # Were the interrupt lost, a writer ends the wait so that the test fails
+    # instead of hanging.
+    rescue = threading.Timer(8, lambda: open(fifo, "w").write("id,lower,upper,size\na,0,1,4\n"))
+    rescue.start()
+    sigint_raises(1.0)
+    start = time.perf_counter()
+    try:
+        with pytest.raises(Interrupted):
+            tm.load_problem(fifo)
+    finally:
+        stop.set()
+        ticker.join()
+    assert time.perf_counter() - start < 5
+    assert ticks[0] > 20, "the GIL was held while waiting on the pipe"
+    rescue.cancel()
+
+
 def test_the_svg_is_well_formed_whatever_the_ids_hold(tmp_path):
     import xml.etree.ElementTree as ElementTree
     ids = [b"\xff", b"\xef\xbf\xbe", b"\xed\xa0\x80", b"\xc0\xaf", b"a<&>\"b", b"\x01", "caf\u00e9".encode()]

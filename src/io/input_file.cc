@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -23,6 +24,14 @@
 
 namespace tensormem::internal {
 namespace {
+
+std::atomic<bool (*)()> input_interrupt_check{nullptr};
+
+// After EINTR: whether the caller's check asks the read to stop.
+bool InputInterrupted() {
+  bool (*check)() = input_interrupt_check.load();
+  return check != nullptr && check();
+}
 
 // Decompresses a descriptor's gzip members one after another (as gzip -d
 // does), or passes its bytes through when `plain` allows data that does not
@@ -125,8 +134,8 @@ class GzipBuffer final : public std::streambuf {
     ssize_t n = 0;
     do {
       n = ::read(fd_, in_.data() + left, in_.size() - left);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0) error_ = std::string("read error: ") + std::strerror(errno);
+    } while (n < 0 && errno == EINTR && !InputInterrupted());
+    if (n < 0) error_ = errno == EINTR ? std::string("interrupted") : std::string("read error: ") + std::strerror(errno);
     if (n <= 0) input_ended_ = true;
     z_.next_in = reinterpret_cast<Bytef*>(in_.data());
     z_.avail_in = static_cast<uInt>(left + static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
@@ -224,7 +233,11 @@ Result<StreamInputHold> HoldStreamInput(const std::string& path) {
     const std::lock_guard<std::mutex> lock(stream_inputs_mutex);
     auto it = StreamInputs().find(path);
     if (it == StreamInputs().end()) {
-      const int fd = path == "-" ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      int fd = -1;
+      do {  // (a named pipe's open waits for a writer)
+        fd = path == "-" ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      } while (fd < 0 && errno == EINTR && !InputInterrupted());
+      if (fd < 0 && errno == EINTR) return InvalidArgument(InputName(path) + ": interrupted while opening");
       if (fd < 0) return NotFound(InputName(path) + ": cannot open: " + std::strerror(errno));
       auto opened = std::make_shared<OpenStream>();
       opened->stream = std::make_unique<GzipStream>(fd, /*plain=*/true);
@@ -250,8 +263,19 @@ void ReleaseStreamInput(const std::string& path) {
 }
 
 Result<std::string> PeekStreamInput(const std::string& path, std::size_t max_bytes) {
-  TM_ASSIGN_OR_RETURN(StreamInputHold hold, HoldStreamInput(path));
-  return std::string(static_cast<GzipStream*>(hold.stream)->buffer().Ahead().substr(0, max_bytes));
+  std::string ahead;
+  Status error = Status::Ok();
+  {
+    TM_ASSIGN_OR_RETURN(StreamInputHold hold, HoldStreamInput(path));
+    ahead = std::string(static_cast<GzipStream*>(hold.stream)->buffer().Ahead().substr(0, max_bytes));
+    error = InputFileError(*hold.stream, InputName(path));
+  }
+  // A failed read (interrupted) is not kept for the next reader.
+  if (!error.ok()) {
+    ReleaseStreamInput(path);
+    return error;
+  }
+  return ahead;
 }
 
 Status InputFileError(const std::istream& in, const std::string& path) {
@@ -266,6 +290,8 @@ Status InputFileError(const std::istream& in, const std::string& path) {
 namespace tensormem {
 
 std::string InputName(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+
+void SetInputInterruptCheck(bool (*check)()) { internal::input_interrupt_check.store(check); }
 
 bool IsStreamInput(const std::string& path) {
   if (path == "-") return true;
