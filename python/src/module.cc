@@ -298,13 +298,20 @@ PyPlan DoPlan(std::vector<UsageRecord> records, std::shared_ptr<const Problem> p
   return out;
 }
 
+// A path as the C library takes it: a NUL byte inside would cut it short
+// (another file read or written), so it is a ValueError, as open() says.
+const std::string& CheckPath(const std::string& path) {
+  if (path.find('\0') != std::string::npos) throw py::value_error("embedded null byte in path");
+  return path;
+}
+
 // A path argument: a str or any os.PathLike (a pathlib.Path), as the
 // package's loaders take.
 std::string PathArg(const py::object& path) {
   const py::object name = py::module_::import("os").attr("fspath")(path);
   if (!py::isinstance<py::str>(name))
     throw py::type_error("path must be a str or an os.PathLike of str, not bytes");
-  return name.cast<std::string>();
+  return CheckPath(name.cast<std::string>());
 }
 
 // As the CLI writes: whole or not at all, a directory refused.
@@ -321,7 +328,7 @@ std::shared_ptr<PyProblem> RecordsFromOnnx(const std::string& path,
                                            const std::map<std::string, std::vector<std::int64_t>>& shapes,
                                            const std::map<std::string, std::int64_t>& dims,
                                            std::uint64_t alignment) {
-  if (IsStreamInput(path)) Raise(OnnxNotFromAFileError(path));
+  if (IsStreamInput(CheckPath(path))) Raise(OnnxNotFromAFileError(path));
   OnnxImportParams ip;
   ip.input_shapes = shapes;
   ip.dims = dims;
@@ -345,6 +352,7 @@ std::shared_ptr<PyProblem> RecordsFromOnnx(const std::string& path,
 #endif
 
 std::shared_ptr<PyProblem> LoadAnyProblem(const std::string& path) {
+  CheckPath(path);
   std::optional<Result<InputFormat>> detected;
   {
     py::gil_scoped_release release;  // a pipe's open and first read wait for its writer
@@ -440,6 +448,7 @@ struct PyTrace {
 };
 
 std::shared_ptr<PyTrace> LoadAnyTrace(const std::string& path) {
+  CheckPath(path);
   std::optional<Result<Trace>> r;
   {
     py::gil_scoped_release release;
@@ -452,7 +461,7 @@ std::shared_ptr<PyTrace> LoadAnyTrace(const std::string& path) {
 
 std::shared_ptr<PyTrace> TraceOf(const py::object& obj) {
   if (py::isinstance<PyTrace>(obj)) return obj.cast<std::shared_ptr<PyTrace>>();
-  return LoadAnyTrace(py::str(obj));
+  return LoadAnyTrace(PathArg(obj));
 }
 
 // The vmm allocator's device-call counters, named as replay's JSON names them.
@@ -683,7 +692,7 @@ PYBIND11_MODULE(_tensormem, m) {
   m.def(
       "write_problem",
       [](const std::string& path, const std::shared_ptr<PyProblem>& p) {
-        if (EndsWith(path, ".json"))
+        if (EndsWith(CheckPath(path), ".json"))
           WriteTo(path, [&](std::ostream& f) { return WriteProblemJson(f, p->problem, nullptr); });
         else
           WriteTo(path, [&](std::ostream& f) { return WriteProblemCsv(f, p->problem, nullptr); });
@@ -882,6 +891,7 @@ PYBIND11_MODULE(_tensormem, m) {
       "_replay",
       [](const py::object& trace_obj, const py::object& allocator, int repetitions,
          std::uint64_t alignment, bool isolate, const std::string& html) {
+        CheckPath(html);
         std::shared_ptr<PyTrace> t = TraceOf(trace_obj);
         if (py::isinstance<PyAllocator>(allocator)) {
           AllocatorUse use(allocator.cast<PyAllocator&>());

@@ -134,6 +134,31 @@ def test_a_pipe_with_no_writer_lets_other_threads_run_and_ctrl_c_stops_it(tmp_pa
     rescue.cancel()
 
 
+NUL_PATHS = {
+    "load_problem": lambda real, d: tm.load_problem(f"{real}\0.junk"),
+    "load_trace": lambda real, d: tm.load_trace(f"{real}\0.junk"),
+    "replay": lambda real, d: tm.replay(f"{real}\0.junk"),
+    "replay html": lambda real, d: tm.replay(real, html=f"{d}/r.html\0.junk"),
+    "write_problem": lambda real, d: tm.write_problem(f"{d}/out.csv\0.junk", tm.load_problem(real)),
+    "to_html": lambda real, d: tm.plan(tm.load_problem(real)).to_html(f"{d}/map.html\0.junk"),
+    "to_svg": lambda real, d: tm.plan(tm.load_problem(real)).to_svg(f"{d}/map.svg\0.junk"),
+    "write": lambda real, d: tm.plan(tm.load_problem(real)).write(f"{d}/plan.csv\0.junk"),
+    "records_from_onnx": lambda real, d: tm.records_from_onnx(f"{d}/model.onnx\0.junk"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NUL_PATHS))
+def test_a_nul_in_a_path_is_a_value_error(tmp_path, name):
+    """As open() does: the path cut at the NUL would name another file."""
+    if name == "records_from_onnx" and not tm.HAVE_ONNX:
+        pytest.skip("built without the ONNX importer")
+    real = tmp_path / "real.csv"
+    real.write_text("Thread,Time,Action,Pointer,Size,Stream\n0,1,allocate,0x10,64,0\n0,2,free,0x10,64,0\n")
+    with pytest.raises(ValueError, match="null byte"):
+        NUL_PATHS[name](real, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["real.csv"], "nothing written under a cut name"
+
+
 def test_the_svg_is_well_formed_whatever_the_ids_hold(tmp_path):
     import xml.etree.ElementTree as ElementTree
     ids = [b"\xff", b"\xef\xbf\xbe", b"\xed\xa0\x80", b"\xc0\xaf", b"a<&>\"b", b"\x01", "caf\u00e9".encode()]
