@@ -889,9 +889,12 @@ PYBIND11_MODULE(_tensormem, m) {
   });
   m.def(
       "_replay",
-      [](const py::object& trace_obj, const py::object& allocator, int repetitions,
+      [](const py::object& trace_obj, const py::object& allocator, std::uint64_t repetitions,
          std::uint64_t alignment, bool isolate, const std::string& html) {
         CheckPath(html);
+        if (repetitions < 1 || std::cmp_greater(repetitions, kMaxReplayRepetitions))
+          throw py::value_error("replay: repetitions must be between 1 and " +
+                                std::to_string(kMaxReplayRepetitions) + ", got " + std::to_string(repetitions));
         std::shared_ptr<PyTrace> t = TraceOf(trace_obj);
         if (py::isinstance<PyAllocator>(allocator)) {
           AllocatorUse use(allocator.cast<PyAllocator&>());
@@ -905,7 +908,7 @@ PYBIND11_MODULE(_tensormem, m) {
         }
         const ReplayAllocator which = Take(ParseReplayAllocator(std::string(py::str(allocator))));
         ReplayParams params;
-        params.repetitions = repetitions;
+        params.repetitions = static_cast<int>(repetitions);
         params.alignment = alignment;
         params.isolate = isolate;
         if (which == ReplayAllocator::kBfcCompact) params.bfc_virtual_memory = true;

@@ -159,6 +159,15 @@ def test_a_nul_in_a_path_is_a_value_error(tmp_path, name):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["real.csv"], "nothing written under a cut name"
 
 
+def test_replay_repetitions_are_bounded_as_in_the_cli(tmp_path):
+    trace = long_trace(tmp_path / "t.csv", pairs=10)
+    assert tm.replay(trace, repetitions=1000, isolate=False)["ops"] == len(trace)
+    with pytest.raises(ValueError, match="repetitions must be between 1 and 1000, got 1001"):
+        tm.replay(trace, repetitions=1001)
+    with pytest.raises(ValueError, match="repetitions must be between 1 and 1000, got 0"):
+        tm.replay(trace, repetitions=0)
+
+
 def test_the_svg_is_well_formed_whatever_the_ids_hold(tmp_path):
     import xml.etree.ElementTree as ElementTree
     ids = [b"\xff", b"\xef\xbf\xbe", b"\xed\xa0\x80", b"\xc0\xaf", b"a<&>\"b", b"\x01", "caf\u00e9".encode()]
