@@ -171,8 +171,19 @@ TEST_F(Hostile, AnOutputThatIsTheInputIsRefused) {
   }
   EXPECT_EQ(files, 4);
   EXPECT_TRUE(ReadProblemCsv(*std::make_unique<std::ifstream>(dir_ / "plan.csv"), "plan.csv").ok());
-  // A directory that does not exist: an error, no file.
-  EXPECT_EQ(Cli("plan five.csv --out nowhere/plan.csv").code, 2);
+  // A directory that does not exist, a parent that is a file, a folder
+  // that may not be written: an output that could not be written (exit 1,
+  // no bad input), no file.
+  for (const std::string out : {"nowhere/plan.csv", "five.csv/plan.csv"}) {
+    Outcome r = Cli("plan five.csv --out " + out);
+    EXPECT_EQ(r.code, 1) << out << "\n" << r.out;
+    EXPECT_NE(r.out.find("cannot open for writing"), std::string::npos) << r.out;
+  }
+  if (::geteuid() != 0) {  // (root writes anywhere)
+    fs::create_directory(dir_ / "locked");
+    fs::permissions(dir_ / "locked", fs::perms::owner_read | fs::perms::owner_exec);
+    EXPECT_EQ(Cli("plan five.csv --out locked/plan.csv").code, 1);
+  }
 }
 
 // Item 7 and 12: stdout that cannot be written is an error; '-' is stdout.

@@ -93,7 +93,12 @@ Status WriteOutput(const std::string& path, const std::vector<std::string>& inpu
     return FlushStdout();
   }
   TM_RETURN_IF_ERROR(CheckNotAnInput(path, inputs));
-  return WriteFileWhole(path, write);
+  Status st = WriteFileWhole(path, write);
+  // The system refused the file (permission, a missing folder, a parent
+  // that is a file): no bad input but an output that could not be written
+  // (exit 1). A directory given as the output stays a bad argument (2).
+  if (st.code() == StatusCode::kNotFound) return FailedPrecondition(st.message());
+  return st;
 }
 
 Status CheckNotAnInput(const std::string& path, const std::vector<std::string>& inputs) {

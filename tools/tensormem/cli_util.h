@@ -47,7 +47,8 @@ std::string DumpJson(const nlohmann::json& j, int indent = -1);
 // Writes an output file: "-" (or /dev/stdout) is standard output; otherwise
 // WriteFileWhole (io.h: whole or not at all, so a failed run never leaves
 // half a file). Refuses (InvalidArgument) an output that is one of `inputs`
-// (same file, by inode).
+// (same file, by inode). A file the system will not create or replace
+// (permission denied, a missing folder) is FailedPrecondition (exit 1).
 Status WriteOutput(const std::string& path, const std::vector<std::string>& inputs,
                    const std::function<Status(std::ostream&)>& write);
 
