@@ -158,6 +158,15 @@ TEST_F(Hostile, AnOutputThatIsTheInputIsRefused) {
     EXPECT_NE(r.out.find("refusing to overwrite"), std::string::npos) << r.out;
     EXPECT_EQ(testing::ReadFile(in), kFive) << args;
   }
+  // Two outputs on one path: one would overwrite the other. Refused before
+  // any work (nothing printed, nothing written).
+  for (const std::string args : {"--out x.csv --html x.csv", "--out x.csv --svg ./x.csv", "--svg x.svg --html x.svg"}) {
+    Outcome r = Cli("plan five.csv " + args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("give each output its own file"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("lower bound"), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(dir_ / "x.csv") || fs::exists(dir_ / "x.svg")) << args;
+  }
   fs::create_symlink(in, dir_ / "link.csv");
   EXPECT_EQ(Cli("plan link.csv --out five.csv").code, 2);
   EXPECT_EQ(testing::ReadFile(in), kFive);

@@ -112,6 +112,28 @@ Status CheckNotAnInput(const std::string& path, const std::vector<std::string>& 
   return Status::Ok();
 }
 
+Status CheckDistinctOutputs(const std::vector<std::pair<std::string_view, std::string>>& outputs) {
+  namespace fs = std::filesystem;
+  auto same = [](const std::string& a, const std::string& b) {
+    if (a == b) return true;
+    std::error_code ec_a, ec_b;
+    // (Not yet existing: the same path written two ways, "x" and "./x".)
+    const fs::path pa = fs::weakly_canonical(fs::absolute(a, ec_a), ec_a);
+    const fs::path pb = fs::weakly_canonical(fs::absolute(b, ec_b), ec_b);
+    return !ec_a && !ec_b && pa == pb;
+  };
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    for (std::size_t j = i + 1; j < outputs.size(); ++j) {
+      const auto& [name_a, a] = outputs[i];
+      const auto& [name_b, b] = outputs[j];
+      if (a.empty() || b.empty() || !same(a, b)) continue;
+      if (a == "-" && b == "-") continue;  // standard output takes both, one after the other
+      return InvalidArgument(std::string(name_a) + " and " + std::string(name_b) + " both name " + a +
+                             ": give each output its own file");
+    }
+  return Status::Ok();
+}
+
 Status FlushStdout() {
   std::cout.flush();
   const bool failed = !std::cout || std::fflush(stdout) != 0 || std::ferror(stdout);

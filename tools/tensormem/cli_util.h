@@ -5,6 +5,8 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -55,6 +57,11 @@ Status WriteOutput(const std::string& path, const std::vector<std::string>& inpu
 // InvalidArgument when `path` names one of `inputs` (same file, by inode):
 // checked before any work so that nothing is printed for a refused run.
 Status CheckNotAnInput(const std::string& path, const std::vector<std::string>& inputs);
+
+// InvalidArgument when two of `outputs` (option name, path; empty: not
+// given) name one file, as one would overwrite the other: checked before any
+// work. Standard output ("-") may take several.
+Status CheckDistinctOutputs(const std::vector<std::pair<std::string_view, std::string>>& outputs);
 
 // Flushes standard output; an error when anything written to it was lost
 // (a full disk, a closed pipe).
