@@ -210,6 +210,20 @@ TEST_F(Hostile, LostStandardOutputIsAnErrorAndDashIsStdout) {
   EXPECT_NE(r.out.find("id,lower,upper,size,offset"), std::string::npos) << r.out;
 }
 
+// An argument of 100 KB is not echoed whole: errors cut long words, from
+// the argument parser and from the commands alike.
+TEST_F(Hostile, ErrorsCutLongArguments) {
+  Write("five.csv", kFive);
+  const std::string huge(100000, 'z');
+  for (const std::string& args : {"plan five.csv -s " + huge, "plan five.csv --align " + huge, "plan " + huge,
+                                   "replay " + huge}) {
+    const Outcome r = Cli(args);
+    EXPECT_EQ(r.code, 2) << r.out.substr(0, 400);
+    EXPECT_LT(r.out.size(), 2000u) << r.out.substr(0, 400);
+  }
+  EXPECT_NE(Cli("plan five.csv -s " + huge).out.find("...(99762 bytes cut)..."), std::string::npos);
+}
+
 // Item 3: bytes that are not UTF-8 in ids and paths under --json.
 TEST_F(Hostile, JsonOutputSurvivesBytesThatAreNotUtf8) {
   Write("bad\xff.csv", "id,lower,upper,size\na\xff,0,2,8\nb\xfe,0,2,8\n");
