@@ -246,6 +246,22 @@ TEST(OnnxImport, RejectsMalformedGraphs) {
     EXPECT_NE(m.status().message().find("'branch'"), std::string::npos);
   }
   {
+    ModelBuilder b;  // an initializer of 2^29 floats declared over 16 bytes
+    b.Input("x", {4});
+    onnx::TensorProto* w = b.model().mutable_graph()->add_initializer();
+    w->set_name("huge");
+    w->set_data_type(onnx::TensorProto::FLOAT);
+    w->add_dims(std::int64_t{1} << 29);
+    w->set_raw_data(std::string(16, '\0'));
+    b.Node("Add", {"x", "huge"}, {"y"});
+    b.Output("y");
+    Result<OnnxModel> m = Import(b);
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find("tensor 'huge': holds 4 values for a shape of 536870912 elements"),
+              std::string::npos)
+        << m.status().message();
+  }
+  {
     ModelBuilder b;  // no default-domain opset
     b.model().mutable_opset_import(0)->set_domain("com.other");
     b.Input("x", {2});
