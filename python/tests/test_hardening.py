@@ -181,6 +181,70 @@ def test_the_svg_is_well_formed_whatever_the_ids_hold(tmp_path):
     assert any(t.startswith("caf\u00e9:") for t in titles) and any(t.startswith("\ufffd:") for t in titles)
 
 
+def test_stress_close_replay_plan_and_interrupt_at_once(tmp_path, sigint_raises):
+    """Threads replay through shared allocators while others close them,
+    allocate and free, and plan; the main thread plans and is interrupted
+    again and again. Only the documented errors, never a crash."""
+    import random
+    import time
+    trace = long_trace(tmp_path / "t.csv", pairs=20_000)
+    small = hard(60, 1)
+    allocators = [make() for _ in range(2) for make in ALLOCATORS]
+    deadline = time.monotonic() + 4
+    errors = []
+
+    def guarded(body):
+        def run():
+            rng = random.Random(threading.get_ident())
+            while time.monotonic() < deadline:
+                try:
+                    body(rng)
+                except tm.TensormemError as e:
+                    if "in use by a replay" not in str(e) and "closed" not in str(e):
+                        errors.append(repr(e))
+                except MemoryError:
+                    pass  # an allocator at its limit
+                except Exception as e:  # noqa: BLE001 - anything else is a finding
+                    errors.append(repr(e))
+        return threading.Thread(target=run)
+
+    def replayer(rng):
+        tm.replay(trace, allocator=rng.choice(allocators))
+
+    def closer(rng):
+        time.sleep(rng.random() * 0.01)
+        i = rng.randrange(len(allocators))
+        allocators[i].close()  # (refused while a replay runs through it)
+        allocators[i] = ALLOCATORS[i % len(ALLOCATORS)]()
+
+    def user(rng):
+        a = rng.choice(allocators)
+        a.free(a.allocate(rng.randrange(1, 1 << 16)))
+
+    def planner(rng):
+        tm.plan(small, strategy=rng.choice(["best", "greedy_by_size", "exact"]), time_limit=0.2)
+
+    threads = [guarded(f) for f in (replayer, replayer, replayer, closer, user, planner)]
+    for t in threads:
+        t.start()
+    interrupts = 0
+    try:
+        while time.monotonic() < deadline:
+            timer = sigint_raises(0.05)
+            try:
+                tm.plan(hard(200, interrupts), strategy="exact", time_limit=1)
+                timer.join()
+                time.sleep(0.05)  # the signal's handler runs here when the plan finished first
+            except Interrupted:
+                interrupts += 1
+                timer.join()
+    finally:
+        for t in threads:
+            t.join()
+    assert not errors, errors[:5]
+    assert interrupts > 0
+
+
 @pytest.mark.parametrize("alignment", [8192, 1 << 16, 2 << 20])
 def test_compact_bfc_takes_alignments_above_a_page(tmp_path, alignment):
     a = tm.BfcAllocator(compact=True)
