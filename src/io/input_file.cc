@@ -6,6 +6,7 @@
 #include "io/input_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -276,6 +277,27 @@ Result<std::string> PeekStreamInput(const std::string& path, std::size_t max_byt
     return error;
   }
   return ahead;
+}
+
+FileSnapshot SnapshotFile(const std::string& path) {
+  struct stat st {};
+  FileSnapshot snap;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return snap;
+  snap.taken = true;
+  snap.device = static_cast<std::uint64_t>(st.st_dev);
+  snap.inode = static_cast<std::uint64_t>(st.st_ino);
+  snap.size = static_cast<std::uint64_t>(st.st_size);
+  snap.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  return snap;
+}
+
+Status CheckUnchanged(const std::string& path, const FileSnapshot& before) {
+  if (!before.taken) return Status::Ok();
+  const FileSnapshot now = SnapshotFile(path);
+  if (!now.taken || now.device != before.device || now.inode != before.inode) return Status::Ok();
+  if (now.size == before.size && now.mtime_ns == before.mtime_ns) return Status::Ok();
+  return InvalidArgument(path + ": changed while it was read (" + std::to_string(before.size) + " bytes, now " +
+                         std::to_string(now.size) + "): read it again once it is written");
 }
 
 Status InputFileError(const std::istream& in, const std::string& path) {

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "io/input_file.h"
 #include "tensormem/io.h"
 #include "tensormem/trace.h"
 #include "test_util.h"
@@ -114,6 +115,27 @@ TEST_F(StreamInputTest, GzipMembersAreReadAndDataAfterThemIsAnError) {
   EXPECT_NE(p.status().message().find("data after the gzip data at byte " + std::to_string(head.size())),
             std::string::npos)
       << p.status().message();
+}
+
+// A regular file that changes while it is read (truncated at a row
+// boundary, it would read as a shorter valid input) is an error; one
+// replaced by a rename was read whole and is not.
+TEST_F(StreamInputTest, AFileThatChangesUnderTheReaderIsAnError) {
+  const std::string path = (dir_ / "rows.csv").string();
+  std::ofstream(path) << "id,lower,upper,size\na,0,2,8\nb,1,3,8\n";
+  internal::FileSnapshot before = internal::SnapshotFile(path);
+  ASSERT_TRUE(before.taken);
+  EXPECT_TRUE(internal::CheckUnchanged(path, before).ok());
+  fs::resize_file(path, 28);  // truncated after the first row
+  const Status changed = internal::CheckUnchanged(path, before);
+  EXPECT_EQ(changed.message(), path + ": changed while it was read (36 bytes, now 28): read it again once it is written");
+
+  before = internal::SnapshotFile(path);
+  const std::string next = (dir_ / "next.csv").string();
+  std::ofstream(next) << "id,lower,upper,size\n";
+  fs::rename(next, path);
+  EXPECT_TRUE(internal::CheckUnchanged(path, before).ok()) << "replaced, not changed";
+  EXPECT_FALSE(internal::SnapshotFile(pipe_).taken) << "a pipe has no snapshot";
 }
 
 }  // namespace
