@@ -59,8 +59,11 @@ struct TensormemError : std::runtime_error {
   throw py::error_already_set();
 }
 
-// Status -> Python exception. `file` says a NotFound names a file.
+// Status -> Python exception. `file` says a NotFound names a file. An
+// exception Python has pending (a KeyboardInterrupt that stopped a read)
+// is the one raised.
 [[noreturn]] void Raise(const Status& st, bool file = true) {
+  if (PyErr_Occurred() != nullptr) throw py::error_already_set();
   switch (st.code()) {
     case StatusCode::kInvalidArgument:
     case StatusCode::kOutOfRange:
@@ -219,6 +222,38 @@ void CheckTimeAndThreads(const char* function, double time_limit, std::uint64_t 
                           " (0: one per hardware thread), got " + std::to_string(threads));
 }
 
+// Ctrl-C during a call that releases the GIL: the library polls the
+// callback; at most every 50 ms it takes the GIL and runs Python's signal
+// handlers. An exception they raise (KeyboardInterrupt) stops the call and
+// is raised when it returns (ThrowIfInterrupted, with the GIL).
+class Interruptible {
+ public:
+  std::function<bool()> Callback() {
+    return [this] {
+      const auto now = std::chrono::steady_clock::now();
+      if (interrupted_ || now - last_ < std::chrono::milliseconds(50)) return interrupted_;
+      last_ = now;
+      py::gil_scoped_acquire gil;
+      if (PyErr_CheckSignals() != 0) interrupted_ = true;
+      return interrupted_;
+    };
+  }
+  void ThrowIfInterrupted() const {
+    if (interrupted_) throw py::error_already_set();
+  }
+
+ private:
+  bool interrupted_ = false;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+// For SetInputInterruptCheck: a blocking read of a pipe stops when a
+// signal handler raised (Ctrl-C); Raise then raises that exception.
+bool PythonSignalRaised() {
+  py::gil_scoped_acquire gil;
+  return PyErr_CheckSignals() != 0;
+}
+
 PyPlan DoPlan(std::vector<UsageRecord> records, std::shared_ptr<const Problem> problem,
               const std::string& strategy, std::uint64_t alignment, bool objects,
               double time_limit, std::uint64_t threads) {
@@ -231,6 +266,8 @@ PyPlan DoPlan(std::vector<UsageRecord> records, std::shared_ptr<const Problem> p
   params.alignment = alignment;
   params.time_limit_seconds = time_limit;
   params.threads = static_cast<unsigned>(threads);
+  Interruptible interrupt;  // (should_stop runs on the calling thread only)
+  params.should_stop = interrupt.Callback();
   if (objects) {
     const ObjectsStrategy s = ObjectsByName(strategy);
     if (problem) records = ::tensormem::ToRecords(*problem);
@@ -241,6 +278,7 @@ PyPlan DoPlan(std::vector<UsageRecord> records, std::shared_ptr<const Problem> p
       r.emplace(PlanObjects(records, s, params));
       if (r->ok()) laid.emplace(ObjectsToOffsets(**r, 1));
     }
+    interrupt.ThrowIfInterrupted();
     out.object_plan = Take(std::move(*r));
     out.offsets = Take(std::move(*laid));
     out.offsets.strategy = out.object_plan.strategy;
@@ -253,11 +291,19 @@ PyPlan DoPlan(std::vector<UsageRecord> records, std::shared_ptr<const Problem> p
       py::gil_scoped_release release;
       r.emplace(problem ? PlanOffsets(*problem, s, params) : PlanOffsets(records, s, params));
     }
+    interrupt.ThrowIfInterrupted();
     out.offsets = Take(std::move(*r));
   }
   out.problem = std::move(problem);
   out.records = std::move(records);
   return out;
+}
+
+// A path as the C library takes it: a NUL byte inside would cut it short
+// (another file read or written), so it is a ValueError, as open() says.
+const std::string& CheckPath(const std::string& path) {
+  if (path.find('\0') != std::string::npos) throw py::value_error("embedded null byte in path");
+  return path;
 }
 
 // A path argument: a str or any os.PathLike (a pathlib.Path), as the
@@ -266,7 +312,7 @@ std::string PathArg(const py::object& path) {
   const py::object name = py::module_::import("os").attr("fspath")(path);
   if (!py::isinstance<py::str>(name))
     throw py::type_error("path must be a str or an os.PathLike of str, not bytes");
-  return name.cast<std::string>();
+  return CheckPath(name.cast<std::string>());
 }
 
 // As the CLI writes: whole or not at all, a directory refused.
@@ -283,7 +329,7 @@ std::shared_ptr<PyProblem> RecordsFromOnnx(const std::string& path,
                                            const std::map<std::string, std::vector<std::int64_t>>& shapes,
                                            const std::map<std::string, std::int64_t>& dims,
                                            std::uint64_t alignment) {
-  if (IsStreamInput(path)) Raise(OnnxNotFromAFileError(path));
+  if (IsStreamInput(CheckPath(path))) Raise(OnnxNotFromAFileError(path));
   OnnxImportParams ip;
   ip.input_shapes = shapes;
   ip.dims = dims;
@@ -307,8 +353,14 @@ std::shared_ptr<PyProblem> RecordsFromOnnx(const std::string& path,
 #endif
 
 std::shared_ptr<PyProblem> LoadAnyProblem(const std::string& path) {
-  Result<InputFormat> format = DetectInputFormat(path);
-  if (format.ok() && *format == InputFormat::kOnnx) {
+  CheckPath(path);
+  std::optional<Result<InputFormat>> detected;
+  {
+    py::gil_scoped_release release;  // a pipe's open and first read wait for its writer
+    detected.emplace(DetectInputFormat(path));
+  }
+  const InputFormat format = Take(std::move(*detected));
+  if (format == InputFormat::kOnnx) {
     if (IsStreamInput(path)) Raise(OnnxNotFromAFileError(path));
 #if TENSORMEM_PY_HAVE_ONNX
     return RecordsFromOnnx(path, {}, {}, 64);
@@ -333,11 +385,37 @@ struct PyAllocator {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<PhysicalMemory> physical;
   std::unique_ptr<MemoryResource> resource;
+  // Calls running through the allocator without the GIL (replay): close()
+  // refuses while any does, so no thread frees what another uses. Changed
+  // only with the GIL held.
+  int users = 0;
 
   MemoryResource& Get() {
     if (!resource) throw TensormemError("the allocator was closed");
     return *resource;
   }
+
+  void Close() {
+    if (users > 0) throw TensormemError("the allocator is in use by a replay; close it when the replay returns");
+    resource.reset();
+    physical.reset();
+    backend.reset();
+  }
+};
+
+// Holds an allocator open for a call that releases the GIL (made and
+// destroyed with the GIL held).
+class AllocatorUse {
+ public:
+  explicit AllocatorUse(PyAllocator& a) : a_(a), resource_(a.Get()) { ++a_.users; }
+  ~AllocatorUse() { --a_.users; }
+  AllocatorUse(const AllocatorUse&) = delete;
+  AllocatorUse& operator=(const AllocatorUse&) = delete;
+  MemoryResource& resource() { return resource_; }
+
+ private:
+  PyAllocator& a_;
+  MemoryResource& resource_;
 };
 
 py::dict StatsDict(const AllocatorStats& s) {
@@ -371,6 +449,7 @@ struct PyTrace {
 };
 
 std::shared_ptr<PyTrace> LoadAnyTrace(const std::string& path) {
+  CheckPath(path);
   std::optional<Result<Trace>> r;
   {
     py::gil_scoped_release release;
@@ -383,7 +462,7 @@ std::shared_ptr<PyTrace> LoadAnyTrace(const std::string& path) {
 
 std::shared_ptr<PyTrace> TraceOf(const py::object& obj) {
   if (py::isinstance<PyTrace>(obj)) return obj.cast<std::shared_ptr<PyTrace>>();
-  return LoadAnyTrace(py::str(obj));
+  return LoadAnyTrace(PathArg(obj));
 }
 
 // The vmm allocator's device-call counters, named as replay's JSON names them.
@@ -438,6 +517,7 @@ PYBIND11_MODULE(_tensormem, m) {
   });
   m.attr("HAVE_ONNX") = bool(TENSORMEM_PY_HAVE_ONNX);
   m.attr("__version__") = TENSORMEM_VERSION_STRING;
+  SetInputInterruptCheck(&PythonSignalRaised);
   m.attr("HAVE_VMM") = true;  // always built since the vmm allocator landed; kept for callers that check it
 
   // Problems.
@@ -614,7 +694,7 @@ PYBIND11_MODULE(_tensormem, m) {
   m.def(
       "write_problem",
       [](const std::string& path, const std::shared_ptr<PyProblem>& p) {
-        if (EndsWith(path, ".json"))
+        if (EndsWith(CheckPath(path), ".json"))
           WriteTo(path, [&](std::ostream& f) { return WriteProblemJson(f, p->problem, nullptr); });
         else
           WriteTo(path, [&](std::ostream& f) { return WriteProblemCsv(f, p->problem, nullptr); });
@@ -689,24 +769,14 @@ PYBIND11_MODULE(_tensormem, m) {
         params.compute_iis = iis;
         params.fit_descent = fit_descent;
         if (weighted_restarts) params.portfolio = WeightedRestartsPortfolio();
-        // Ctrl-C: look at Python's signals at most every 50 ms (with the GIL);
-        // a pending KeyboardInterrupt stops the search and is raised below.
-        bool interrupted = false;
-        auto last = std::chrono::steady_clock::now();
-        params.should_stop = [&] {
-          const auto now = std::chrono::steady_clock::now();
-          if (now - last < std::chrono::milliseconds(50)) return interrupted;
-          last = now;
-          py::gil_scoped_acquire gil;
-          if (PyErr_CheckSignals() != 0) interrupted = true;
-          return interrupted;
-        };
+        Interruptible interrupt;  // Ctrl-C stops the search
+        params.should_stop = interrupt.Callback();
         std::optional<Result<SolveResult>> r;
         {
           py::gil_scoped_release release;
           r.emplace(SolveOffsets(p->problem, params));
         }
-        if (interrupted) throw py::error_already_set();
+        interrupt.ThrowIfInterrupted();
         PySolveResult out;
         out.r = Take(std::move(*r));
         return out;
@@ -746,11 +816,9 @@ PYBIND11_MODULE(_tensormem, m) {
           "vmm: what a device pays for (map calls, pages mapped and re-stitched, handles, "
           "synchronisations, event waits), as replay's JSON names them; None for the others")
       .def_property_readonly("name", [](PyAllocator& a) { return std::string(a.Get().name()); })
-      .def("close", [](PyAllocator& a) {
-        a.resource.reset();
-        a.physical.reset();
-        a.backend.reset();
-      }, "Releases the allocator's memory (every block it handed out becomes invalid)");
+      .def("close", &PyAllocator::Close,
+           "Releases the allocator's memory (every block it handed out becomes invalid); "
+           "an error while a replay runs through it");
 
   m.def(
       "_bfc",
@@ -823,23 +891,26 @@ PYBIND11_MODULE(_tensormem, m) {
   });
   m.def(
       "_replay",
-      [](const py::object& trace_obj, const py::object& allocator, int repetitions,
+      [](const py::object& trace_obj, const py::object& allocator, std::uint64_t repetitions,
          std::uint64_t alignment, bool isolate, const std::string& html) {
+        CheckPath(html);
+        if (repetitions < 1 || std::cmp_greater(repetitions, kMaxReplayRepetitions))
+          throw py::value_error("replay: repetitions must be between 1 and " +
+                                std::to_string(kMaxReplayRepetitions) + ", got " + std::to_string(repetitions));
         std::shared_ptr<PyTrace> t = TraceOf(trace_obj);
         if (py::isinstance<PyAllocator>(allocator)) {
-          PyAllocator& a = allocator.cast<PyAllocator&>();
-          MemoryResource& r = a.Get();
+          AllocatorUse use(allocator.cast<PyAllocator&>());
           std::optional<Result<ReplayResult>> res;
           {
             py::gil_scoped_release release;
-            res.emplace(ReplayTraceThrough(t->trace, r, alignment));
+            res.emplace(ReplayTraceThrough(t->trace, use.resource(), alignment));
           }
           if (!html.empty()) throw py::value_error("html= needs an allocator name, not an object");
           return ReplayDict(Take(std::move(*res), false));
         }
         const ReplayAllocator which = Take(ParseReplayAllocator(std::string(py::str(allocator))));
         ReplayParams params;
-        params.repetitions = repetitions;
+        params.repetitions = static_cast<int>(repetitions);
         params.alignment = alignment;
         params.isolate = isolate;
         if (which == ReplayAllocator::kBfcCompact) params.bfc_virtual_memory = true;

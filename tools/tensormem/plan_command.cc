@@ -128,8 +128,10 @@ void Print(const PlanOptions& o, const Problem& problem, std::uint64_t lower_bou
 }
 
 int RunPlan(const PlanOptions& o) {
-  for (const std::string* out : {&o.out, &o.svg})
+  for (const std::string* out : {&o.out, &o.svg, &o.html})
     if (Status st = CheckNotAnInput(*out, {o.input}); !st.ok()) return ReportError(st);
+  if (Status st = CheckDistinctOutputs({{"--out", o.out}, {"--svg", o.svg}, {"--html", o.html}}); !st.ok())
+    return ReportError(st);
   // Shared objects have no offsets: an alignment would be ignored, silently.
   if (o.objects && o.align > 1)
     return ReportError(InvalidArgument("--align applies to offsets plans; shared objects (--objects) have no "

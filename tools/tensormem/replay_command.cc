@@ -325,7 +325,7 @@ void AddReplayCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--alignment", o->alignment)->check(PowerOfTwoAlign())->group("");
   cmd->add_option("--repetitions,-r", o->repetitions, "timed passes (the median is reported)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
+      ->check(CLI::Range(1, kMaxReplayRepetitions));
   cmd->add_flag("--no-isolate", o->no_isolate,
                 "run every pass in this process instead of a forked child (later passes of a malloc peer find a warm heap)");
   cmd->add_option("--bfc-preset", o->bfc_preset,

@@ -75,11 +75,14 @@ Result<ReplayAllocator> ParseReplayAllocator(std::string_view name);
 std::span<const ReplayAllocator> AllReplayAllocators();
 bool IsMallocPeer(ReplayAllocator allocator);
 
+// The most timed passes a replay takes (the CLI's and Python's bound).
+inline constexpr int kMaxReplayRepetitions = 1000;
+
 struct ReplayParams {
   // Alignment of every allocation (the CPU traces come from 64-byte
   // posix_memalign; BFC rounds to 256 anyway).
   std::uint64_t alignment = 64;
-  // Timed passes; ns_per_op is their median.
+  // Timed passes; ns_per_op is their median. 1 to kMaxReplayRepetitions.
   int repetitions = 3;
   // Run every pass in a forked child process, so that each starts from the
   // same heap (glibc's heap and its dynamic mmap threshold remember every
