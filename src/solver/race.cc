@@ -123,7 +123,7 @@ Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params
   // (MiniMalloc J) and lose what it proves first (D), so a race holds both.
   // Search 1 then keeps the problem's order (its portfolio is difference
   // enough; on J the order of seed 1 costs the weighted search its proof).
-  const bool weighted_odd = params.goal == SolveGoal::kMinimize && params.portfolio == DefaultPortfolio();
+  const bool weighted_odd = params.goal == SolveGoal::kMinimize && params.tuning.portfolio == DefaultPortfolio();
   const auto shuffled = [weighted_odd](unsigned k) { return k > 1 || (k == 1 && !weighted_odd); };
   // Search k's order, problem and start plan, made on its own thread (on
   // 10^6 buffers a copy takes a while); its time limit is what is left.
@@ -151,7 +151,7 @@ Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params
     SolverParams& p = m.params;
     p = params;
     p.threads = 1;
-    if (weighted_odd && k % 2 == 1) p.portfolio = WeightedRestartsPortfolio();
+    if (weighted_odd && k % 2 == 1) p.tuning.portfolio = WeightedRestartsPortfolio();
     // node_limit split evenly (each member gets at least one node).
     if (params.node_limit > 0)
       p.node_limit = std::max<std::uint64_t>(params.node_limit / threads + (k < params.node_limit % threads), 1);

@@ -62,25 +62,6 @@ std::string_view Name(SolveStatus status) {
   return "unknown";
 }
 
-std::vector<SearchConfig> DefaultPortfolio() {
-  // Ordered by how soon each found plans on the MiniMalloc benchmark (see
-  // docs/design/solver.md): no single one finds them all quickly.
-  return {
-      {Branching::kLowest, CanonicalOrder::kLongestFirst},
-      {Branching::kLowest, CanonicalOrder::kTotalFirst},
-      {Branching::kLowest, CanonicalOrder::kLargestFirst},
-      {Branching::kLowest, CanonicalOrder::kAreaFirst},
-      {Branching::kRightPoint, CanonicalOrder::kLongestFirst},
-      {Branching::kLowestFloating, CanonicalOrder::kTotalFirst},
-      // Perfectly packed (zero-slack) problems: best fit, with restarts.
-      {Branching::kLeftFit, CanonicalOrder::kTotalFirst, true},
-  };
-}
-
-std::vector<SearchConfig> WeightedRestartsPortfolio() {
-  return {{Branching::kLowest, CanonicalOrder::kLongestFirst, /*restarts=*/true, /*weighted=*/true}};
-}
-
 namespace {
 
 using solver::Instance;
@@ -176,11 +157,11 @@ class Solve {
       });
     }
     deep_params_ = params;
-    deep_params_.portfolio.clear();
-    for (const SearchConfig& config : params.portfolio)
-      if (config.restarts) deep_params_.portfolio.push_back(config);
-    deep_params_.time_sweep = false;
-    deep_params_.search_memory_bytes = std::max<std::size_t>(params.search_memory_bytes / 4, 1);
+    deep_params_.tuning.portfolio.clear();
+    for (const SearchConfig& config : params.tuning.portfolio)
+      if (config.restarts) deep_params_.tuning.portfolio.push_back(config);
+    deep_params_.tuning.time_sweep = false;
+    deep_params_.tuning.search_memory_bytes = std::max<std::size_t>(params.tuning.search_memory_bytes / 4, 1);
   }
 
   Result<SolveResult> Run();
@@ -228,7 +209,7 @@ class Solve {
   void NoteMemory(std::uint64_t target) {
     memory_note_ = "the searches stopped at height " + std::to_string(target) +
                    ": their paths outgrew search_memory_bytes (" +
-                   std::to_string(params_.search_memory_bytes) + " bytes)";
+                   std::to_string(params_.tuning.search_memory_bytes) + " bytes)";
   }
   // The restriction bound (SolverParams::restriction_bound): the windows
   // to try, then one nested minimise per call, between probes.
@@ -396,10 +377,10 @@ SearchOutcome Solve::TryTarget(std::uint64_t target, std::uint64_t budget, std::
 }
 
 void Solve::Minimize() {
-  if (params_.minimize_search == MinimizeSearch::kDescent) return Descend();
+  if (params_.tuning.minimize_search == MinimizeSearch::kDescent) return Descend();
   std::uint64_t ub = OwnBest();
   std::uint64_t soft = lower_bound_;
-  std::uint64_t budget = std::max<std::uint64_t>(params_.probe_node_budget, 1);
+  std::uint64_t budget = std::max<std::uint64_t>(params_.tuning.probe_node_budget, 1);
   while (!control_.stopped()) {
     ub = Frontier(ub);
     if (ub <= lower_bound_) break;
@@ -453,17 +434,17 @@ void Solve::Descend(std::uint64_t quota) {
     d.ub = Frontier(OwnBest());
     if (d.ub <= lower_bound_) return;
     d.step = std::max<std::uint64_t>((d.ub - lower_bound_) / 64, 1);
-    d.budget = std::max<std::uint64_t>(params_.probe_node_budget, 1);
-    if (params_.bound_probe) {
+    d.budget = std::max<std::uint64_t>(params_.tuning.probe_node_budget, 1);
+    if (params_.tuning.bound_probe) {
       // The bound itself: one slice per configuration (see SolverParams).
       std::uint64_t slices = 0;
       for (const Part& p : parts_)
         slices = std::max<std::uint64_t>(
-            slices, std::max<std::uint64_t>({params_.portfolio_slice_nodes, 1,
-                                             params_.portfolio_slice_nodes > 1
+            slices, std::max<std::uint64_t>({params_.tuning.portfolio_slice_nodes, 1,
+                                             params_.tuning.portfolio_slice_nodes > 1
                                                  ? p.inst->items.size() + 1
                                                  : 1}));
-      const std::uint64_t configs = std::max<std::size_t>(params_.portfolio.size(), 1);
+      const std::uint64_t configs = std::max<std::size_t>(params_.tuning.portfolio.size(), 1);
       const std::uint64_t budget_here = slices > UINT64_MAX / configs ? UINT64_MAX : slices * configs;
       std::uint64_t proven = lower_bound_ + 1;
       const SearchOutcome out = TryTarget(lower_bound_, budget_here, &proven);
@@ -479,7 +460,7 @@ void Solve::Descend(std::uint64_t quota) {
     }
     // The deep probe needs a restarting configuration, and partitions the
     // skyline engine searches (the general engine would only start over).
-    d.deep = params_.deep_probe && !deep_params_.portfolio.empty();
+    d.deep = params_.tuning.deep_probe && !deep_params_.tuning.portfolio.empty();
     for (const Part& p : parts_) d.deep = d.deep && !p.inst->needs_general;
   }
   const std::uint64_t budget = d.budget;
@@ -506,11 +487,11 @@ void Solve::Descend(std::uint64_t quota) {
       // over there), down to one granule below the best plan.
       if (d.step == 1) break;
       d.step = std::max<std::uint64_t>(d.step / 2, 1);
-    } else if (!control_.stopped() && d.spent_here >= params_.descent_probe_nodes) {
+    } else if (!control_.stopped() && d.spent_here >= params_.tuning.descent_probe_nodes) {
       d.step = std::max<std::uint64_t>(d.step / 2, 1);
     }
-    const bool stalled = out == SearchOutcome::kLimit && d.spent_here >= params_.descent_probe_nodes;
-    if (params_.relay_probe && stalled && control_.nodes() >= params_.relay_after_nodes &&
+    const bool stalled = out == SearchOutcome::kLimit && d.spent_here >= params_.tuning.descent_probe_nodes;
+    if (params_.tuning.relay_probe && stalled && control_.nodes() >= params_.tuning.relay_after_nodes &&
         d.ub > lower_bound_ && !control_.stopped()) {
       // The first stall after relay_after_nodes: the relay probe's turn
       // (once per solve), the later ones relay samples' (see SolverParams).
@@ -524,10 +505,10 @@ void Solve::Descend(std::uint64_t quota) {
     if (d.deep && stalled && d.ub > lower_bound_ && !control_.stopped()) {
       // The descent is stalled: the deep probe's turn (see SolverParams).
       const std::uint64_t deep_target =
-          lower_bound_ + (d.ub - lower_bound_) / params_.deep_probe_divisor;
+          lower_bound_ + (d.ub - lower_bound_) / params_.tuning.deep_probe_divisor;
       std::uint64_t deep_proven = deep_target + 1;
       const SearchOutcome deep_out =
-          TryTarget(deep_target, internal::SaturatingMul(budget, params_.deep_probe_weight),
+          TryTarget(deep_target, internal::SaturatingMul(budget, params_.tuning.deep_probe_weight),
                     &deep_proven, Engine::kDeep);
       ++result_.deep_probes;
       if (deep_out == SearchOutcome::kFound) {
@@ -552,9 +533,9 @@ void Solve::Descend(std::uint64_t quota) {
 // relay probe runs once the solve has spent relay_after_nodes, as with the
 // fit question alone.
 SearchOutcome Solve::FitBesideDescent() {
-  const std::uint64_t descent_turn = params_.fit_descent_nodes;
+  const std::uint64_t descent_turn = params_.tuning.fit_descent_nodes;
   // The fit question's turn, at least one node.
-  const double ratio = (1 - params_.fit_descent_share) / params_.fit_descent_share;
+  const double ratio = (1 - params_.tuning.fit_descent_share) / params_.tuning.fit_descent_share;
   const double fit_nodes = std::ceil(static_cast<double>(descent_turn) * ratio);
   const std::uint64_t fit_turn =
       fit_nodes >= 1.8e19 ? UINT64_MAX : std::max<std::uint64_t>(static_cast<std::uint64_t>(fit_nodes), 1);
@@ -571,7 +552,7 @@ SearchOutcome Solve::FitBesideDescent() {
     ++result_.fit_descent_turns;
     // The relay probe once the solve has spent relay_after_nodes, as the
     // fit question alone has it (the descent's stalls may come later).
-    if (params_.relay_probe && control_.nodes() >= params_.relay_after_nodes && !control_.stopped())
+    if (params_.tuning.relay_probe && control_.nodes() >= params_.tuning.relay_after_nodes && !control_.stopped())
       RelayProbe();
     Publish();
     if (plan_fits()) {
@@ -599,7 +580,7 @@ void Solve::PlanWindows() {
     }
   std::sort(pts.begin(), pts.end());
   pts.erase(std::unique(pts.begin(), pts.end()), pts.end());
-  if (pts.size() < 2 || params_.restriction_windows == 0) return;
+  if (pts.size() < 2 || params_.tuning.restriction_windows == 0) return;
   // Loads by a difference array over the points (wrapping sums only blur
   // the choice of windows, never a bound).
   std::vector<std::uint64_t> diff(pts.size() + 1, 0);
@@ -621,15 +602,15 @@ void Solve::PlanWindows() {
                    [&load](std::size_t x, std::size_t y) { return load[x] > load[y]; });
   const std::size_t tops = std::min<std::size_t>(order.size(), 4);
   std::set<std::pair<std::size_t, std::size_t>> seen;
-  for (std::size_t w = 1; w < pts.size() && windows_.size() < params_.restriction_windows; w *= 2) {
+  for (std::size_t w = 1; w < pts.size() && windows_.size() < params_.tuning.restriction_windows; w *= 2) {
     bool any = false;
-    for (std::size_t k = 0; k < tops && windows_.size() < params_.restriction_windows; ++k) {
+    for (std::size_t k = 0; k < tops && windows_.size() < params_.tuning.restriction_windows; ++k) {
       const std::size_t a = order[k] >= w ? order[k] - w : 0;
       const std::size_t b = std::min(order[k] + w, pts.size() - 1);
       std::size_t count = 0;
       for (const Buffer& buf : problem_.buffers)
         count += buf.size > 0 && buf.first_task <= pts[b] && buf.last_task >= pts[a];
-      if (count >= nonzero || count > params_.restriction_max_buffers) continue;
+      if (count >= nonzero || count > params_.tuning.restriction_max_buffers) continue;
       any = true;
       if (seen.insert({a, b}).second) windows_.push_back({pts[a], pts[b]});
     }
@@ -653,7 +634,7 @@ void Solve::RestrictionStep() {
   for (const Buffer& b : problem_.buffers)
     if (b.size > 0 && b.first_task <= last && b.last_task >= first) sub.buffers.push_back(b);
   SolverParams sp;
-  if (!NestedParams(params_.restriction_node_budget, 1.0, &sp)) return;
+  if (!NestedParams(params_.tuning.restriction_node_budget, 1.0, &sp)) return;
   sp.goal = SolveGoal::kMinimize;
   sp.capacity.reset();
   Result<SolveResult> r = SolveOffsets(sub, sp);
@@ -683,8 +664,8 @@ void Solve::TakeGlobal(Part* part) {
 
 bool Solve::NestedParams(std::uint64_t node_budget, double share, SolverParams* sp) const {
   *sp = params_;
-  sp->restriction_bound = false;
-  sp->relay_probe = false;
+  sp->tuning.restriction_bound = false;
+  sp->tuning.relay_probe = false;
   sp->compute_iis = false;
   sp->progress_to_stderr = false;
   sp->on_progress = nullptr;
@@ -692,7 +673,7 @@ bool Solve::NestedParams(std::uint64_t node_budget, double share, SolverParams* 
   sp->threads = 1;  // nested in one search of a race, or in a solve of one
   // The relay probe's and samples' fit questions are short: the descent
   // beside them would halve what they get.
-  sp->fit_descent = false;
+  sp->tuning.fit_descent = false;
   sp->node_limit = node_budget;
   if (params_.node_limit > 0) {
     const std::uint64_t left =
@@ -715,12 +696,12 @@ void Solve::RelayProbe() {
   relay_pending_ = false;
   const std::uint64_t best = Frontier(OwnBest());
   if (best <= lower_bound_ || (capacity_ && params_.goal == SolveGoal::kFit && best <= *capacity_) ||
-      problem_.buffers.size() > params_.relay_max_buffers)
+      problem_.buffers.size() > params_.tuning.relay_max_buffers)
     return;
   solver::RelayChains chains = solver::MergeRelays(problem_);
   if (chains.merged.buffers.size() == problem_.buffers.size()) return;
   SolverParams sp;
-  if (!NestedParams(params_.relay_node_budget, params_.relay_share, &sp)) return;
+  if (!NestedParams(params_.tuning.relay_node_budget, params_.tuning.relay_share, &sp)) return;
   relay_chains_ = std::move(chains);
   result_.relay_buffers = relay_chains_->merged.buffers.size();
   sp.capacity = capacity_;
@@ -764,7 +745,7 @@ bool Solve::AdoptRelayPlan(const OffsetsPlan& merged_plan, std::uint64_t best) {
 // (when they are all asked, the budget doubles). The relay probe's and the
 // samples' nodes stay within half of the solve's.
 void Solve::RelaySample() {
-  if (!params_.relay_samples || !relay_chains_ || control_.stopped()) return;
+  if (!params_.tuning.relay_samples || !relay_chains_ || control_.stopped()) return;
   if (relay_nodes_ > control_.nodes() - relay_nodes_) return;
   const std::uint64_t best = Frontier(OwnBest());
   if (best <= lower_bound_) return;
@@ -774,7 +755,7 @@ void Solve::RelaySample() {
   for (const Part& p : parts_)
     if (p.inst->granule != granule) granule = 1;
   const std::uint64_t half = (best - lower_bound_) / 2;
-  if (relay_sample_budget_ == 0) relay_sample_budget_ = params_.relay_sample_nodes;
+  if (relay_sample_budget_ == 0) relay_sample_budget_ = params_.tuning.relay_sample_nodes;
   std::optional<std::uint64_t> target;
   for (int tries = 0; !target; ++tries) {
     if (tries == 16) {
@@ -792,7 +773,7 @@ void Solve::RelaySample() {
     if (relay_asked_.insert(t).second) target = t;
   }
   SolverParams sp;
-  if (!NestedParams(relay_sample_budget_, params_.relay_share, &sp)) return;
+  if (!NestedParams(relay_sample_budget_, params_.tuning.relay_share, &sp)) return;
   sp.goal = SolveGoal::kFit;
   sp.capacity = *target;
   const std::optional<SolveResult> r = SolveMerged(std::move(sp));
@@ -805,8 +786,8 @@ void Solve::RelaySample() {
 Result<SolveResult> Solve::Run() {
   solver::PresolveOptions po;
   po.alignment = params_.alignment;
-  po.decompose = params_.decompose;
-  po.full_span_reduction = params_.full_span_reduction;
+  po.decompose = params_.tuning.decompose;
+  po.full_span_reduction = params_.tuning.full_span_reduction;
   // The presolve reads the limit in its loops and between its stages (on
   // 10^6 buffers it takes seconds); a limit spent there is named as such.
   {
@@ -870,7 +851,7 @@ Result<SolveResult> Solve::Run() {
         << problem_.buffers.size() << " buffers";
     return OutOfTime(DeadlineExceeded(why.str()));
   }
-  if (params_.heuristic_incumbent) {
+  if (params_.tuning.heuristic_incumbent) {
     Result<OffsetsPlan> h = BestHeuristic(problem_, params_.alignment, Remaining());
     if (!h.ok() && h.status().code() == StatusCode::kDeadlineExceeded) return OutOfTime(h.status());
     if (!h.ok()) return h.status();
@@ -909,16 +890,16 @@ Result<SolveResult> Solve::Run() {
   const std::uint64_t best = OwnBest();
   if (capacity_ && Frontier(best) > *capacity_) {
     // Fit first (both goals need a plan within the capacity).
-    bool beside = params_.fit_descent && *capacity_ > lower_bound_ &&
-                  params_.minimize_search == MinimizeSearch::kDescent;
+    bool beside = params_.tuning.fit_descent && *capacity_ > lower_bound_ &&
+                  params_.tuning.minimize_search == MinimizeSearch::kDescent;
     for (const Part& p : parts_) beside = beside && !p.inst->needs_general;
     SearchOutcome out = beside ? FitBesideDescent() : SearchOutcome::kLimit;
     if (!beside) {
       // With the relay probe, the search gets relay_after_nodes first, then
       // the merged problem its turn, then the search goes on where it
       // stopped.
-      if (params_.relay_probe) {
-        out = TryTarget(*capacity_, std::max<std::uint64_t>(params_.relay_after_nodes, 1), nullptr);
+      if (params_.tuning.relay_probe) {
+        out = TryTarget(*capacity_, std::max<std::uint64_t>(params_.tuning.relay_after_nodes, 1), nullptr);
         if (out == SearchOutcome::kLimit && !control_.stopped()) {
           RelayProbe();
           if (OwnBest() <= *capacity_)
@@ -949,7 +930,7 @@ Result<SolveResult> Solve::Run() {
     if (out == SearchOutcome::kLimit && Frontier(best) > *capacity_) return Finish();
   }
   if (params_.goal == SolveGoal::kMinimize) {
-    if (params_.restriction_bound) PlanWindows();
+    if (params_.tuning.restriction_bound) PlanWindows();
     Minimize();
   }
   return Finish();
@@ -1018,7 +999,7 @@ Result<SolveResult> SolveInTurn(const Problem& problem, const SolverParams& para
                                 std::optional<std::uint64_t> capacity) {
   const auto start = std::chrono::steady_clock::now();
   SolverParams first = params;
-  first.time_limit_seconds = params.time_limit_seconds * (1 - params.weighted_share);
+  first.time_limit_seconds = params.time_limit_seconds * (1 - params.tuning.weighted_share);
   // Whether the caller's hook stopped the first search (asked no more often
   // than without the turn).
   bool stopped = false;
@@ -1036,7 +1017,7 @@ Result<SolveResult> SolveInTurn(const Problem& problem, const SolverParams& para
   const bool out_of_nodes = params.node_limit != 0 && a.nodes >= params.node_limit;
   if (a.status != SolveStatus::kFeasible || stopped || out_of_nodes) return r;
   SolverParams second = params;
-  second.portfolio = WeightedRestartsPortfolio();
+  second.tuning.portfolio = WeightedRestartsPortfolio();
   const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   second.time_limit_seconds = std::max(params.time_limit_seconds - spent, 0.0);
   if (params.node_limit != 0) second.node_limit = params.node_limit - a.nodes;
@@ -1081,36 +1062,7 @@ Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& par
     return InvalidArgument("time limit must be >= 0 seconds (+infinity for none)");
   if (std::isnan(params.iis_time_limit_seconds) || params.iis_time_limit_seconds < 0)
     return InvalidArgument("IIS time limit must be >= 0 seconds");
-  if (params.search_memory_bytes == 0)
-    return InvalidArgument("SolverParams::search_memory_bytes must be > 0");
-  if (params.minimize_search != MinimizeSearch::kDescent &&
-      params.minimize_search != MinimizeSearch::kBisection)
-    return InvalidArgument("unknown minimize_search");
-  if (params.restriction_bound && params.restriction_node_budget == 0)
-    return InvalidArgument("restriction_node_budget must be > 0 (or restriction_bound off)");
-  if (params.deep_probe && params.deep_probe_divisor == 0)
-    return InvalidArgument("deep_probe_divisor must be > 0 (or deep_probe off)");
-  if (params.deep_probe && params.deep_probe_weight == 0)
-    return InvalidArgument("deep_probe_weight must be > 0 (or deep_probe off)");
-  if (params.fit_descent && params.fit_descent_nodes == 0)
-    return InvalidArgument("fit_descent_nodes must be > 0 (or fit_descent off)");
-  if (params.fit_descent && !(params.fit_descent_share > 0 && params.fit_descent_share < 1))
-    return InvalidArgument("fit_descent_share must be in (0, 1) (or fit_descent off)");
-  if (params.relay_probe && !(params.relay_share > 0 && params.relay_share <= 1))
-    return InvalidArgument("relay_share must be in (0, 1] (or relay_probe off)");
-  if (params.relay_probe && params.relay_node_budget == 0)
-    return InvalidArgument("relay_node_budget must be > 0 (or relay_probe off)");
-  if (params.relay_probe && params.relay_samples && params.relay_sample_nodes == 0)
-    return InvalidArgument("relay_sample_nodes must be > 0 (or relay_samples off)");
-  if (!(params.restart_weight_decay >= 0 && params.restart_weight_decay <= 1))
-    return InvalidArgument("restart_weight_decay must be in [0, 1], got " +
-                           std::to_string(params.restart_weight_decay));
-  if (!(params.weighted_share >= 0 && params.weighted_share < 1))
-    return InvalidArgument("weighted_share must be in [0, 1), got " +
-                           std::to_string(params.weighted_share));
-  if (!(params.weighted_run_scale > 0 && params.weighted_run_scale <= 16))
-    return InvalidArgument("weighted_run_scale must be in (0, 16], got " +
-                           std::to_string(params.weighted_run_scale));
+  TM_RETURN_IF_ERROR(CheckTuning(params.tuning));
   TM_RETURN_IF_ERROR(CheckProblem(problem));
   const std::optional<std::uint64_t> capacity = params.capacity ? params.capacity : problem.capacity;
   if (params.goal == SolveGoal::kFit && !capacity)
@@ -1124,9 +1076,9 @@ Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& par
                           : params.threads;
   // A race needs a search: time_limit 0 runs the heuristics alone.
   if (threads > 1 && params.time_limit_seconds > 0) return solver::SolveRace(problem, params, threads);
-  const bool in_turn = params.goal == SolveGoal::kMinimize && params.weighted_share > 0 &&
+  const bool in_turn = params.goal == SolveGoal::kMinimize && params.tuning.weighted_share > 0 &&
                        std::isfinite(params.time_limit_seconds) && params.time_limit_seconds > 0 &&
-                       params.portfolio == DefaultPortfolio();
+                       params.tuning.portfolio == DefaultPortfolio();
   if (!in_turn) {
     // On the heap: the state is large, and SolveOffsets nests (IIS tests).
     auto solve = std::make_unique<Solve>(problem, params, capacity);

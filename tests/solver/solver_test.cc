@@ -169,7 +169,7 @@ Result<Problem> LoadMiniMallocJ() {
 // checked by the validator.
 Result<SolveResult> MinimiseWithWeightedRestarts(const Problem& p, std::uint64_t node_limit) {
   SolverParams params;
-  params.portfolio = WeightedRestartsPortfolio();
+  params.tuning.portfolio = WeightedRestartsPortfolio();
   params.node_limit = node_limit;
   params.time_limit_seconds = 600;
   Result<SolveResult> r = SolveOffsets(p, params);
@@ -286,7 +286,7 @@ TEST(SolverBruteForce, HolesBetweenFixedBuffers) {
     const std::uint64_t opt = BruteForceHeight(p, 1);
     for (int holes = 0; holes < 2; ++holes) {
       SolverParams params = Exact();
-      params.hole_inference = holes == 1;
+      params.tuning.hole_inference = holes == 1;
       Result<SolveResult> r = SolveOffsets(p, params);
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       ASSERT_EQ(r->status, SolveStatus::kOptimal) << "case " << t << " holes " << holes;
@@ -373,8 +373,8 @@ TEST(Solver, EveryPortfolioConfigurationIsComplete) {
       for (int t = 0; t < 25; ++t) {
         const Problem p = RandomProblem(rng, 3 + static_cast<int>(rng() % 5), false);
         SolverParams params = Exact();
-        params.portfolio = {{br, order}};
-        params.heuristic_incumbent = t % 2 == 0;
+        params.tuning.portfolio = {{br, order}};
+        params.tuning.heuristic_incumbent = t % 2 == 0;
         Result<SolveResult> r = SolveOffsets(p, params);
         ASSERT_TRUE(r.ok());
         ASSERT_EQ(r->height, BruteForceHeight(p, 1));
@@ -394,11 +394,11 @@ TEST(Solver, RestartingConfigurationsAreComplete) {
         const std::uint64_t opt = BruteForceHeight(p, 1);
         for (const bool weighted : {false, true}) {
           SolverParams params = Exact();
-          params.portfolio = {{br, order, true, weighted}};
-          params.restart_weight_decay = (t % 3) * 0.5;
-          params.weighted_run_scale = t % 2 == 0 ? 0.01 : 2.0;
-          params.portfolio_slice_nodes = 1;
-          params.heuristic_incumbent = t % 2 == 0;
+          params.tuning.portfolio = {{br, order, true, weighted}};
+          params.tuning.restart_weight_decay = (t % 3) * 0.5;
+          params.tuning.weighted_run_scale = t % 2 == 0 ? 0.01 : 2.0;
+          params.tuning.portfolio_slice_nodes = 1;
+          params.tuning.heuristic_incumbent = t % 2 == 0;
           Result<SolveResult> r = SolveOffsets(p, params);
           ASSERT_TRUE(r.ok());
           ASSERT_EQ(r->height, opt) << "case " << t << " weighted " << weighted;
@@ -425,10 +425,10 @@ TEST(Solver, WeightedRestartsChangeTheSearch) {
     for (const bool weighted : {false, true}) {
       SolverParams params;
       params.goal = SolveGoal::kFit;
-      params.time_sweep = false;
-      params.heuristic_incumbent = false;
-      params.portfolio = {{Branching::kLowest, CanonicalOrder::kLongestFirst, true, weighted}};
-      params.portfolio_slice_nodes = 16;
+      params.tuning.time_sweep = false;
+      params.tuning.heuristic_incumbent = false;
+      params.tuning.portfolio = {{Branching::kLowest, CanonicalOrder::kLongestFirst, true, weighted}};
+      params.tuning.portfolio_slice_nodes = 16;
       params.node_limit = 200'000;
       params.time_limit_seconds = 30;
       Result<SolveResult> r = SolveOffsets(p, params);
@@ -512,12 +512,12 @@ TEST(Solver, PortfolioSearchesResumedEveryNodeStayComplete) {
     }
     const std::uint64_t opt = BruteForceHeight(p, 1);
     SolverParams params = Exact();
-    params.portfolio_slice_nodes = 1;
-    params.heuristic_incumbent = false;
+    params.tuning.portfolio_slice_nodes = 1;
+    params.tuning.heuristic_incumbent = false;
     // Each configuration alone in turn (an incomplete one cannot hide
     // behind the others), and the whole portfolio.
     const std::vector<SearchConfig> all = DefaultPortfolio();
-    if (t % (all.size() + 1) < all.size()) params.portfolio = {all[t % (all.size() + 1)]};
+    if (t % (all.size() + 1) < all.size()) params.tuning.portfolio = {all[t % (all.size() + 1)]};
     Result<SolveResult> r = SolveOffsets(p, params);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_EQ(r->status, SolveStatus::kOptimal) << "case " << t;
@@ -573,12 +573,12 @@ TEST(SolverBruteForce, GranuleDividesTheMinimum) {
     // probes and proofs included), also without the decomposition.
     for (MinimizeSearch ms : {MinimizeSearch::kDescent, MinimizeSearch::kBisection}) {
       SolverParams params = Exact();
-      params.minimize_search = ms;
-      params.heuristic_incumbent = t % 4 < 2;
-      params.decompose = t % 3 != 0;
-      params.descent_probe_nodes = 1 + rng() % 4;
-      params.probe_node_budget = 1 + rng() % 3;
-      params.portfolio_slice_nodes = 1 + rng() % 2;
+      params.tuning.minimize_search = ms;
+      params.tuning.heuristic_incumbent = t % 4 < 2;
+      params.tuning.decompose = t % 3 != 0;
+      params.tuning.descent_probe_nodes = 1 + rng() % 4;
+      params.tuning.probe_node_budget = 1 + rng() % 3;
+      params.tuning.portfolio_slice_nodes = 1 + rng() % 2;
       Result<SolveResult> r = SolveOffsets(p, params);
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       ASSERT_EQ(r->status, SolveStatus::kOptimal) << "case " << t;
@@ -601,12 +601,12 @@ TEST(SolverBruteForce, BoundsUnderNodeLimitsNeverExceedTheMinimum) {
     const std::uint64_t opt = BruteForceHeight(p, 1);
     for (MinimizeSearch ms : {MinimizeSearch::kDescent, MinimizeSearch::kBisection}) {
       SolverParams params = Exact();
-      params.minimize_search = ms;
-      params.heuristic_incumbent = t % 3 != 0;
+      params.tuning.minimize_search = ms;
+      params.tuning.heuristic_incumbent = t % 3 != 0;
       params.node_limit = 1 + rng() % 40;
-      params.probe_node_budget = 1 + rng() % 8;
-      params.descent_probe_nodes = 1 + rng() % 8;
-      params.portfolio_slice_nodes = 1 + rng() % 3;
+      params.tuning.probe_node_budget = 1 + rng() % 8;
+      params.tuning.descent_probe_nodes = 1 + rng() % 8;
+      params.tuning.portfolio_slice_nodes = 1 + rng() % 3;
       Result<SolveResult> r = SolveOffsets(p, params);
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       ASSERT_LE(r->lower_bound, opt) << "case " << t;
@@ -631,16 +631,16 @@ TEST(SolverBruteForce, TheDeepProbeKeepsPlansAndBoundsSound) {
     if (!CheckProblem(p).ok()) continue;
     const std::uint64_t opt = BruteForceHeight(p, 1);
     SolverParams params = Exact();
-    params.heuristic_incumbent = t % 3 != 0;
+    params.tuning.heuristic_incumbent = t % 3 != 0;
     params.node_limit = 1 + rng() % 200;
-    params.probe_node_budget = 1 + rng() % 8;
-    params.descent_probe_nodes = 1 + rng() % 8;
-    params.portfolio_slice_nodes = 1 + rng() % 3;
-    params.deep_probe_divisor = 1 + rng() % 16;
-    params.deep_probe_weight = 1 + static_cast<std::uint64_t>(t) % 8;
+    params.tuning.probe_node_budget = 1 + rng() % 8;
+    params.tuning.descent_probe_nodes = 1 + rng() % 8;
+    params.tuning.portfolio_slice_nodes = 1 + rng() % 3;
+    params.tuning.deep_probe_divisor = 1 + rng() % 16;
+    params.tuning.deep_probe_weight = 1 + static_cast<std::uint64_t>(t) % 8;
     std::uint64_t answers[2][2];
     for (const bool deep : {false, true}) {
-      params.deep_probe = deep;
+      params.tuning.deep_probe = deep;
       Result<SolveResult> r = SolveOffsets(p, params);
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       ASSERT_LE(r->lower_bound, opt) << "case " << t << " deep " << deep;
@@ -683,12 +683,12 @@ TEST(SolverBruteForce, TheFitQuestionBesideTheDescentStaysSoundAndComplete) {
     const std::uint64_t opt = BruteForceHeight(p, 1);
     if (opt == 0) continue;
     SolverParams params = Exact();
-    params.heuristic_incumbent = t % 3 != 0;
-    params.fit_descent_nodes = 1 + rng() % 64;
-    params.fit_descent_share = 0.5 + 0.1 * static_cast<double>(rng() % 5);
-    params.probe_node_budget = 1 + rng() % 8;
-    params.descent_probe_nodes = 1 + rng() % 8;
-    params.portfolio_slice_nodes = 1 + rng() % 3;
+    params.tuning.heuristic_incumbent = t % 3 != 0;
+    params.tuning.fit_descent_nodes = 1 + rng() % 64;
+    params.tuning.fit_descent_share = 0.5 + 0.1 * static_cast<double>(rng() % 5);
+    params.tuning.probe_node_budget = 1 + rng() % 8;
+    params.tuning.descent_probe_nodes = 1 + rng() % 8;
+    params.tuning.portfolio_slice_nodes = 1 + rng() % 3;
     for (const SolveGoal goal : {SolveGoal::kFit, SolveGoal::kMinimize}) {
       params.goal = goal;
       for (const std::uint64_t capacity : {opt - 1, opt, opt + 1 + rng() % (opt + 1)}) {
@@ -736,9 +736,9 @@ TEST(Solver, WithoutFitDescentTheFitQuestionRunsAlone) {
     const std::uint64_t opt = BruteForceHeight(p, 1);
     SolverParams params = Exact();
     params.goal = SolveGoal::kFit;
-    params.fit_descent = false;
+    params.tuning.fit_descent = false;
     params.capacity = opt + opt / 4;
-    params.portfolio_slice_nodes = 1;
+    params.tuning.portfolio_slice_nodes = 1;
     Result<SolveResult> r = SolveOffsets(p, params);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_EQ(r->fit_descent_turns, 0u) << "case " << t;
@@ -865,19 +865,19 @@ TEST(SolverBruteForce, RelayProbeKeepsPlansAndBoundsSound) {
     ASSERT_EQ(PeakLiveBytes(chains.merged), PeakLiveBytes(p)) << "case " << t;
     for (const bool limited : {false, true}) {
       SolverParams params = Exact();
-      params.heuristic_incumbent = t % 3 != 0;
-      params.bound_probe = t % 2 == 0;
-      params.probe_node_budget = 1 + rng() % 4;  // the descent stalls: the probe's turn
-      params.descent_probe_nodes = 1 + rng() % 4;
-      params.relay_after_nodes = static_cast<std::uint64_t>(t % 3);
+      params.tuning.heuristic_incumbent = t % 3 != 0;
+      params.tuning.bound_probe = t % 2 == 0;
+      params.tuning.probe_node_budget = 1 + rng() % 4;  // the descent stalls: the probe's turn
+      params.tuning.descent_probe_nodes = 1 + rng() % 4;
+      params.tuning.relay_after_nodes = static_cast<std::uint64_t>(t % 3);
       if (limited) params.node_limit = 1 + rng() % 40;
       for (const bool relay : {false, true}) {
-        params.relay_probe = relay;
-        params.relay_share = relay && t % 4 == 0 ? 1.0 : 0.25;
-        params.relay_samples = t % 5 != 0;
-        params.relay_sample_nodes = 1 + rng() % 64;
+        params.tuning.relay_probe = relay;
+        params.tuning.relay_share = relay && t % 4 == 0 ? 1.0 : 0.25;
+        params.tuning.relay_samples = t % 5 != 0;
+        params.tuning.relay_sample_nodes = 1 + rng() % 64;
         // A probe cut short leaves the merged problem to the samples.
-        params.relay_node_budget = t % 3 == 1 ? 1 + rng() % 4 : std::uint64_t{1} << 19;
+        params.tuning.relay_node_budget = t % 3 == 1 ? 1 + rng() % 4 : std::uint64_t{1} << 19;
         Result<SolveResult> r = SolveOffsets(p, params);
         ASSERT_TRUE(r.ok()) << r.status().ToString();
         ASSERT_TRUE(ValidateOffsetsPlan(p, r->plan).ok()) << "case " << t;
@@ -887,7 +887,7 @@ TEST(SolverBruteForce, RelayProbeKeepsPlansAndBoundsSound) {
           ASSERT_EQ(r->status, SolveStatus::kOptimal) << "case " << t;
           ASSERT_EQ(r->height, opt) << "case " << t;
         }
-        if (!relay || !params.relay_samples) {
+        if (!relay || !params.tuning.relay_samples) {
           ASSERT_EQ(r->relay_samples, 0u) << "case " << t;
         }
         ASSERT_LE(r->relay_sample_plans, r->relay_samples) << "case " << t;
@@ -911,8 +911,8 @@ TEST(SolverBruteForce, RelayProbeKeepsPlansAndBoundsSound) {
     // proven no one byte below it (the merged problem's no is not one).
     SolverParams fit = Exact();
     fit.goal = SolveGoal::kFit;
-    fit.relay_after_nodes = 0;
-    fit.heuristic_incumbent = false;
+    fit.tuning.relay_after_nodes = 0;
+    fit.tuning.heuristic_incumbent = false;
     for (const std::uint64_t capacity : {opt, opt - 1}) {
       fit.capacity = capacity;
       Result<SolveResult> r = SolveOffsets(p, fit);
@@ -943,13 +943,13 @@ TEST(SolverBruteForce, RelayProbeKeepsPlansAndBoundsSound) {
 // probe gets one node, the samples sample_nodes each.
 SolverParams StalledWithRelaySamples(std::uint64_t sample_nodes) {
   SolverParams params = Exact();
-  params.bound_probe = false;
-  params.deep_probe = false;
-  params.probe_node_budget = 1;
-  params.descent_probe_nodes = 1;
-  params.relay_after_nodes = 0;
-  params.relay_node_budget = 1;
-  params.relay_sample_nodes = sample_nodes;
+  params.tuning.bound_probe = false;
+  params.tuning.deep_probe = false;
+  params.tuning.probe_node_budget = 1;
+  params.tuning.descent_probe_nodes = 1;
+  params.tuning.relay_after_nodes = 0;
+  params.tuning.relay_node_budget = 1;
+  params.tuning.relay_sample_nodes = sample_nodes;
   return params;
 }
 
@@ -975,7 +975,7 @@ TEST(SolverRelay, SamplesLowerThePlanWhenTheDescentStalls) {
     p.capacity.reset();
     for (const bool sampled : {false, true}) {
       SolverParams params = StalledWithRelaySamples(100);
-      params.relay_samples = sampled;
+      params.tuning.relay_samples = sampled;
       params.node_limit = 300;
       Result<SolveResult> r = SolveOffsets(p, params);
       ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -1015,10 +1015,10 @@ TEST(SolverRelay, AMergedMinimumAboveTheMinimumIsNotABound) {
       for (const std::uint64_t probe_nodes : {std::uint64_t{1}, std::uint64_t{1} << 19})
         for (const std::uint64_t sample_nodes : {1, 1000}) {
           SolverParams params = StalledWithRelaySamples(sample_nodes);
-          params.deep_probe = true;  // its proofs raise the bound beside the samples
-          params.heuristic_incumbent = heuristic;
-          params.relay_share = share;
-          params.relay_node_budget = probe_nodes;
+          params.tuning.deep_probe = true;  // its proofs raise the bound beside the samples
+          params.tuning.heuristic_incumbent = heuristic;
+          params.tuning.relay_share = share;
+          params.tuning.relay_node_budget = probe_nodes;
           Result<SolveResult> r = SolveOffsets(p, params);
           ASSERT_TRUE(r.ok()) << r.status().ToString();
           EXPECT_EQ(r->status, SolveStatus::kOptimal);
@@ -1040,7 +1040,7 @@ TEST(SolverRelay, AMergedMinimumAboveTheMinimumIsNotABound) {
     // One height to sample (the best plan 13, the bound 12): asked again
     // and again with doubling budgets (1, 2, 4, ... nodes), never a bound.
     SolverParams params = StalledWithRelaySamples(1);
-    params.heuristic_incumbent = false;
+    params.tuning.heuristic_incumbent = false;
     Result<SolveResult> r = SolveOffsets(p, params);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->heuristic_height, 13u);
@@ -1051,11 +1051,11 @@ TEST(SolverRelay, AMergedMinimumAboveTheMinimumIsNotABound) {
   }
   // Above relay_max_buffers it does not run.
   SolverParams capped = Exact();
-  capped.bound_probe = false;
-  capped.probe_node_budget = 1;
-  capped.descent_probe_nodes = 1;
-  capped.relay_after_nodes = 0;
-  capped.relay_max_buffers = p.buffers.size() - 1;
+  capped.tuning.bound_probe = false;
+  capped.tuning.probe_node_budget = 1;
+  capped.tuning.descent_probe_nodes = 1;
+  capped.tuning.relay_after_nodes = 0;
+  capped.tuning.relay_max_buffers = p.buffers.size() - 1;
   Result<SolveResult> c = SolveOffsets(p, capped);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->relay_buffers, 0u);
@@ -1064,8 +1064,8 @@ TEST(SolverRelay, AMergedMinimumAboveTheMinimumIsNotABound) {
   // the problem has one; at 11 neither.
   SolverParams fit = Exact();
   fit.goal = SolveGoal::kFit;
-  fit.relay_after_nodes = 0;
-  fit.heuristic_incumbent = false;
+  fit.tuning.relay_after_nodes = 0;
+  fit.tuning.heuristic_incumbent = false;
   fit.capacity = 12;
   Result<SolveResult> yes = SolveOffsets(p, fit);
   ASSERT_TRUE(yes.ok());
@@ -1104,13 +1104,13 @@ TEST(SolverBruteForce, RestrictionBoundNeverExceedsTheMinimum) {
     if (!CheckProblem(p).ok()) continue;
     const std::uint64_t opt = BruteForceHeight(p, 1);
     SolverParams params = Exact();
-    params.heuristic_incumbent = false;  // start high: the windows get to run
-    params.bound_probe = false;          // nor is the bound asked first
-    params.relay_probe = false;          // nor a merged problem solved first
-    params.probe_node_budget = 1;
-    params.descent_probe_nodes = 1;
-    params.restriction_bound = true;
-    params.restriction_node_budget = t % 3 == 0 ? 1 + rng() % 20 : 100000;
+    params.tuning.heuristic_incumbent = false;  // start high: the windows get to run
+    params.tuning.bound_probe = false;          // nor is the bound asked first
+    params.tuning.relay_probe = false;          // nor a merged problem solved first
+    params.tuning.probe_node_budget = 1;
+    params.tuning.descent_probe_nodes = 1;
+    params.tuning.restriction_bound = true;
+    params.tuning.restriction_node_budget = t % 3 == 0 ? 1 + rng() % 20 : 100000;
     Result<SolveResult> r = SolveOffsets(p, params);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_LE(r->restriction_bound, opt) << "case " << t;
@@ -1276,7 +1276,7 @@ TEST(Solver, ShouldStopEndsTheSolveWithAValidPlan) {
   params.time_limit_seconds = 60;  // the stop request, not the clock, ends it
   // The probe at the bound finds this one's optimum at once (the solve
   // would end before the request); the descent alone runs long enough.
-  params.bound_probe = false;
+  params.tuning.bound_probe = false;
   int polls = 0;
   params.should_stop = [&] { return ++polls >= heuristic_polls + 3; };
   Result<SolveResult> r = SolveOffsets(p, params);
@@ -1390,12 +1390,12 @@ TEST(Solver, InitialPlanIsReusedAndTheHeuristicsHeightKept) {
   EXPECT_EQ(b->height, a->height);
   EXPECT_EQ(b->heuristic_height, h->heuristic_height);
   EXPECT_TRUE(ValidateOffsetsPlan(p, b->plan).ok());
-  started.heuristic_incumbent = false;
+  started.tuning.heuristic_incumbent = false;
   Result<SolveResult> alone = SolveOffsets(p, started);
   ASSERT_TRUE(alone.ok());
   EXPECT_EQ(alone->height, a->height);
   EXPECT_FALSE(alone->heuristic_height.has_value()) << "no heuristic ran";
-  started.heuristic_incumbent = true;
+  started.tuning.heuristic_incumbent = true;
 
   OffsetsPlan overlapping;
   overlapping.offsets.assign(p.buffers.size(), 0);
@@ -1461,63 +1461,63 @@ TEST(Solver, BadInput) {
   params.goal = SolveGoal::kFit;
   EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument);
   params = SolverParams{};
-  params.restriction_bound = true;
-  params.restriction_node_budget = 0;
+  params.tuning.restriction_bound = true;
+  params.tuning.restriction_node_budget = 0;
   EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument);
-  params.restriction_bound = false;
+  params.tuning.restriction_bound = false;
   EXPECT_TRUE(SolveOffsets(p, params).ok());
-  params.deep_probe_divisor = 0;
+  params.tuning.deep_probe_divisor = 0;
   EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument);
-  params.deep_probe = false;
+  params.tuning.deep_probe = false;
   EXPECT_TRUE(SolveOffsets(p, params).ok());
   params = SolverParams{};
   for (const double share : {0.0, -0.5, 1.5, std::nan("")}) {
-    params.relay_share = share;
+    params.tuning.relay_share = share;
     EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument) << share;
   }
-  params.relay_probe = false;
+  params.tuning.relay_probe = false;
   EXPECT_TRUE(SolveOffsets(p, params).ok());
   params = SolverParams{};
-  params.relay_node_budget = 0;
+  params.tuning.relay_node_budget = 0;
   EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument);
-  params.relay_probe = false;
+  params.tuning.relay_probe = false;
   EXPECT_TRUE(SolveOffsets(p, params).ok());
   params = SolverParams{};
   for (const double decay : {-0.1, 1.5, std::nan("")}) {
-    params.restart_weight_decay = decay;
+    params.tuning.restart_weight_decay = decay;
     EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument) << decay;
   }
   params = SolverParams{};
   for (const double share : {-0.1, 1.0, std::nan("")}) {
-    params.weighted_share = share;
+    params.tuning.weighted_share = share;
     EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument) << share;
   }
   params = SolverParams{};
   for (const double scale : {0.0, -1.0, 17.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
-    params.weighted_run_scale = scale;
+    params.tuning.weighted_run_scale = scale;
     EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument) << scale;
   }
   params = SolverParams{};
-  params.relay_sample_nodes = 0;
+  params.tuning.relay_sample_nodes = 0;
   EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument);
-  params.relay_samples = false;
+  params.tuning.relay_samples = false;
   EXPECT_TRUE(SolveOffsets(p, params).ok());
   params = SolverParams{};
-  params.fit_descent_nodes = 0;
+  params.tuning.fit_descent_nodes = 0;
   EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument);
-  params.fit_descent = false;
+  params.tuning.fit_descent = false;
   EXPECT_TRUE(SolveOffsets(p, params).ok());
   params = SolverParams{};
   for (const double share : {0.0, 1.0, -0.5, 1.5, std::nan("")}) {
-    params.fit_descent_share = share;
+    params.tuning.fit_descent_share = share;
     EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument) << share;
   }
-  params.fit_descent = false;
+  params.tuning.fit_descent = false;
   EXPECT_TRUE(SolveOffsets(p, params).ok());
   params = SolverParams{};
-  params.deep_probe_weight = 0;
+  params.tuning.deep_probe_weight = 0;
   EXPECT_EQ(SolveOffsets(p, params).status().code(), StatusCode::kInvalidArgument);
-  params.deep_probe = false;
+  params.tuning.deep_probe = false;
   EXPECT_TRUE(SolveOffsets(p, params).ok());
   Problem bad = p;
   bad.buffers[0].last_task = -1;
@@ -1585,9 +1585,9 @@ TEST(SolverPerfectPacking, TinyOnesMatchBruteForce) {
     configs.push_back({Branching::kLowest, CanonicalOrder::kLargestFirst, true});
     for (const SearchConfig& config : configs) {
       SolverParams params = Exact();
-      params.portfolio = {config};
-      params.heuristic_incumbent = false;
-      params.time_sweep = false;  // the configuration alone (time_sweep_test has the sweep)
+      params.tuning.portfolio = {config};
+      params.tuning.heuristic_incumbent = false;
+      params.tuning.time_sweep = false;  // the configuration alone (time_sweep_test has the sweep)
       Result<SolveResult> r = SolveOffsets(p, params);
       ASSERT_TRUE(r.ok());
       ASSERT_EQ(r->status, SolveStatus::kOptimal);
@@ -1612,9 +1612,9 @@ TEST(SolverPerfectPacking, SmallOnesFitAtTheOptimumInEveryConfiguration) {
         SolverParams params;
         params.goal = SolveGoal::kFit;
         params.capacity = std::uint64_t{1} << 20;
-        params.portfolio = {config};
-        params.heuristic_incumbent = false;
-        params.time_sweep = false;
+        params.tuning.portfolio = {config};
+        params.tuning.heuristic_incumbent = false;
+        params.tuning.time_sweep = false;
         params.time_limit_seconds = std::numeric_limits<double>::infinity();
         params.node_limit = 2'000'000;
         Result<SolveResult> r = SolveOffsets(p, params);
@@ -1737,8 +1737,8 @@ TEST(Solver, SearchMemoryBoundStopsTheSearchesNotTheSolve) {
   for (MinimizeSearch how : {MinimizeSearch::kDescent, MinimizeSearch::kBisection}) {
     SolverParams params;
     params.time_limit_seconds = std::numeric_limits<double>::infinity();
-    params.minimize_search = how;
-    params.search_memory_bytes = 1;
+    params.tuning.minimize_search = how;
+    params.tuning.search_memory_bytes = 1;
     Result<SolveResult> r = SolveOffsets(p, params);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_TRUE(r->has_plan);
@@ -1748,14 +1748,14 @@ TEST(Solver, SearchMemoryBoundStopsTheSearchesNotTheSolve) {
     ASSERT_EQ(r->status, SolveStatus::kFeasible);  // the heuristic misses the bound here
     EXPECT_NE(r->reason.find("search_memory_bytes"), std::string::npos) << r->reason;
     // Control: with the default memory the same solve searches.
-    params.search_memory_bytes = SolverParams{}.search_memory_bytes;
+    params.tuning.search_memory_bytes = SolverTuning{}.search_memory_bytes;
     params.node_limit = 1000;
     Result<SolveResult> control = SolveOffsets(p, params);
     ASSERT_TRUE(control.ok()) << control.status().ToString();
     EXPECT_GT(control->nodes, 0u);
   }
   SolverParams bad;
-  bad.search_memory_bytes = 0;
+  bad.tuning.search_memory_bytes = 0;
   Result<SolveResult> r = SolveOffsets(p, bad);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
@@ -1775,7 +1775,7 @@ TEST(Solver, TheBoundProbeReachesAnOptimumAtTheBound) {
     SolverParams params;
     params.time_limit_seconds = std::numeric_limits<double>::infinity();
     params.node_limit = 20'000;
-    params.bound_probe = probe;
+    params.tuning.bound_probe = probe;
     Result<SolveResult> r = SolveOffsets(*p, params);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_TRUE(r->has_plan);
@@ -1805,7 +1805,7 @@ TEST(Solver, TheDescentBesideTheFitQuestionAnswersItSooner) {
     params.capacity = 947'819;
     params.time_limit_seconds = std::numeric_limits<double>::infinity();
     params.node_limit = 700'000;
-    params.fit_descent = beside;
+    params.tuning.fit_descent = beside;
     Result<SolveResult> r = SolveOffsets(p, params);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_TRUE(r->has_plan);
@@ -1832,7 +1832,7 @@ TEST(Solver, WeightedRestartsTakeTheRestOfTheTimeAfterThePortfolio) {
   for (const double share : {0.5, 0.0}) {
     SolverParams params;
     params.time_limit_seconds = 4;
-    params.weighted_share = share;
+    params.tuning.weighted_share = share;
     Result<SolveResult> r = SolveOffsets(*p, params);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_TRUE(r->has_plan);
@@ -2040,7 +2040,7 @@ TEST(SolverRace, FixedOffsetsAndTheStartPlanFollowTheirBuffers) {
   params.time_limit_seconds = std::numeric_limits<double>::infinity();
   params.node_limit = 4000;
   params.threads = 4;
-  params.heuristic_incumbent = false;  // the start plan is the only incumbent
+  params.tuning.heuristic_incumbent = false;  // the start plan is the only incumbent
   params.initial_plan = &start->plan;
   Result<SolveResult> r = SolveOffsets(p, params);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -2062,7 +2062,7 @@ TEST(SolverRace, StopAndProgressStayOnTheCallingThread) {
   SolverParams params;
   params.threads = 3;
   params.time_limit_seconds = 60;  // the stop request, not the clock, ends it
-  params.bound_probe = false;
+  params.tuning.bound_probe = false;
   params.progress_interval_seconds = 0.01;
   std::atomic<int> polls{0}, foreign{0}, reports{0};
   SolveProgress last;

@@ -1,6 +1,7 @@
 // tensormem solve INPUT [--capacity N] [--minimize] [--time-limit SECONDS]
 //                       [--nodes N] [--align N] [--out PLAN.csv] [--json]
 //                       [--progress] [--iis] [--start PLAN] [--threads N]
+//                       [--tuning KEY=VALUE]...
 //
 // The exact offset solver. With a capacity (option or the input's own) it
 // answers "does it fit?" and stops at the first plan that does (--minimize:
@@ -8,7 +9,8 @@
 // arena. Exit codes: 0 a plan (optimal or feasible), 3 proven infeasible,
 // 4 unknown (limit reached first), 2 bad input, 1 internal error.
 // --start: a plan to start from (a previous answer), checked by the
-// validator; the search begins below it.
+// validator; the search begins below it. --tuning: a knob of the search
+// (SolverTuning, its keys from TuningKeys()), repeatable.
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -17,11 +19,13 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
 #include "commands.h"
+#include "tensormem/solver_tuning.h"
 #include "tensormem/tensormem.h"
 
 namespace tensormem::cli {
@@ -41,9 +45,7 @@ struct SolveOptions {
   bool json = false;
   bool progress = false;
   bool iis = false;
-  bool restriction_bound = false;
-  bool no_fit_descent = false;
-  bool weighted_restarts = false;
+  std::vector<std::string> tuning;  // KEY=VALUE, in order
   std::string start;
   unsigned threads = 1;
 };
@@ -76,7 +78,28 @@ Result<OffsetsPlan> ReadStartPlan(const std::string& path, const Problem& proble
   return plan;
 }
 
+// The --tuning assignments, in order (a later one wins); errors name the
+// key or the value.
+Result<SolverTuning> ReadTuning(const std::vector<std::string>& assignments) {
+  SolverTuning tuning;
+  for (const std::string& a : assignments)
+    if (Status st = SetTuning(tuning, a); !st.ok()) return Status(st.code(), "--" + st.message());
+  if (Status st = CheckTuning(tuning); !st.ok()) return Status(st.code(), "--" + st.message());
+  return tuning;
+}
+
+// The knobs that differ from their defaults, as --json echoes them.
+nlohmann::json ChangedTuning(const SolverTuning& tuning) {
+  const SolverTuning defaults;
+  nlohmann::json j = nlohmann::json::object();
+  for (const TuningKey& k : TuningKeys())
+    if (std::string v = k.get(tuning); v != k.get(defaults)) j[std::string(k.name)] = v;
+  return j;
+}
+
 int RunSolve(const SolveOptions& o) {
+  Result<SolverTuning> tuning = ReadTuning(o.tuning);
+  if (!tuning.ok()) return ReportError(tuning.status());
   std::vector<std::string> inputs = {o.input};
   if (!o.start.empty()) inputs.push_back(o.start);
   if (Status st = CheckNotAnInput(o.out, inputs); !st.ok()) return ReportError(st);
@@ -107,9 +130,7 @@ int RunSolve(const SolveOptions& o) {
   params.node_limit = o.nodes;
   params.alignment = o.align;
   params.progress_to_stderr = o.progress;
-  params.restriction_bound = o.restriction_bound;
-  params.fit_descent = !o.no_fit_descent;
-  if (o.weighted_restarts) params.portfolio = WeightedRestartsPortfolio();
+  params.tuning = std::move(tuning).value();
   params.compute_iis = o.iis;
   params.threads = o.threads;
   std::optional<OffsetsPlan> start_plan;
@@ -152,8 +173,7 @@ int RunSolve(const SolveOptions& o) {
                         {"relay_height", r.relay_height},
                         {"relay_samples", r.relay_samples},
                         {"relay_sample_plans", r.relay_sample_plans},
-                        {"fit_descent", params.fit_descent},
-                        {"weighted_restarts", o.weighted_restarts},
+                        {"tuning", ChangedTuning(params.tuning)},
                         {"weighted_turn", r.weighted_turn},
                         {"fit_descent_turns", r.fit_descent_turns},
                         {"fit_descent_plans", r.fit_descent_plans},
@@ -236,25 +256,20 @@ void AddSolveCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--progress", o->progress,
                 "report the best height, bound, nodes and time on stderr every second");
   cmd->add_flag("--iis", o->iis, "on an infeasible answer, find an irreducible infeasible subset");
-  cmd->add_flag("--restriction-bound", o->restriction_bound,
-                "minimise: also prove bounds on the buffers of time windows around the load "
-                "peaks (SolverParams::restriction_bound; helps where the hard part is local)");
-  cmd->add_flag("--no-fit-descent", o->no_fit_descent,
-                "a fit question with slack: search at the capacity alone, without minimise's "
-                "descent from the bound beside it (SolverParams::fit_descent = false)");
-  cmd->add_flag("--weighted-restarts", o->weighted_restarts,
-                "search with restarts ordered by where earlier runs failed, alone instead of the "
-                "portfolio (WeightedRestartsPortfolio; helps where the hardness is fragmentation, "
-                "as on MiniMalloc J)");
   cmd->add_option("--start", o->start,
                   "a plan to start from, checked by the validator: a problem file with an offset "
                   "per buffer (as -o writes it) or a CSV of id,offset rows");
   cmd->add_option("--threads", o->threads,
                   "searches racing on threads, each in its own buffer order, sharing plans and "
-                  "bounds; minimising, every second one restarts by weights as --weighted-restarts "
+                  "bounds; minimising, every second one restarts by weights (--tuning portfolio=weighted) "
                   "(0: one per hardware thread); beyond 1 the answer may differ between runs")
       ->capture_default_str()
       ->check(CLI::Range(0u, kMaxSolverThreads));
+  cmd->add_option("--tuning", o->tuning,
+                  "KEY=VALUE, repeatable: a knob of the search (the defaults are the best general "
+                  "choice). Keys:\n" + TuningHelp())
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
   cmd->callback([o, exit_code] { *exit_code = RunSolve(*o); });
 }
 
