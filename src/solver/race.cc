@@ -31,6 +31,7 @@ struct Member {
   std::vector<std::size_t> order;  // position i holds the problem's buffer order[i]
   Problem problem;                 // the problem in that order (member 0: unused)
   OffsetsPlan initial;             // SolverParams::initial_plan in that order
+  std::vector<std::size_t> caller;  // the caller's index of each buffer in that order
   SolverParams params;
   std::optional<Result<SolveResult>> result;
 };
@@ -86,7 +87,8 @@ void Emit(const SolverParams& params, const SolveProgress& p) {
 
 }  // namespace
 
-Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params, unsigned threads) {
+Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params, unsigned threads,
+                              std::span<const std::size_t> caller_index) {
   const auto start = std::chrono::steady_clock::now();
   const auto seconds = [&start] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -119,10 +121,10 @@ Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params
 
   std::vector<Member> members(threads);
   // Minimising with the default portfolio, the odd searches run
-  // WeightedRestartsPortfolio(): they prove what the portfolio does not
-  // (MiniMalloc J) and lose what it proves first (D), so a race holds both.
-  // Search 1 then keeps the problem's order (its portfolio is difference
-  // enough; on J the order of seed 1 costs the weighted search its proof).
+  // WeightedRestartsPortfolio(): each of the two proves problems the other
+  // does not, so a race holds both. The first search of each portfolio
+  // searches the problem's (canonical) order, as one thread would run them
+  // in turn; the others an order shuffled from their number.
   const bool weighted_odd = params.goal == SolveGoal::kMinimize && params.tuning.portfolio == DefaultPortfolio();
   const auto shuffled = [weighted_odd](unsigned k) { return k > 1 || (k == 1 && !weighted_odd); };
   // Search k's order, problem and start plan, made on its own thread (on
@@ -136,6 +138,8 @@ Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params
       m.problem.capacity = problem.capacity;
       m.problem.buffers.reserve(n);
       for (std::size_t i : m.order) m.problem.buffers.push_back(problem.buffers[i]);
+      m.caller.resize(n);
+      for (std::size_t i = 0; i < n; ++i) m.caller[i] = caller_index.empty() ? m.order[i] : caller_index[m.order[i]];
       if (params.initial_plan) {
         m.initial = *params.initial_plan;
         if (m.initial.offsets.size() == n)
@@ -179,7 +183,8 @@ Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params
     Result<SolveResult> r = Internal("search " + std::to_string(k) + " did not run");
     try {
       prepare(k);
-      r = SolveRaceMember(shuffled(k) ? m.problem : problem, m.params, &race, /*follow_frontier=*/k > 0);
+      r = shuffled(k) ? SolveRaceMember(m.problem, m.params, &race, /*follow_frontier=*/k > 0, m.caller)
+                      : SolveRaceMember(problem, m.params, &race, /*follow_frontier=*/k > 0, caller_index);
     } catch (const std::bad_alloc&) {
       r = ResourceExhausted("out of memory in search " + std::to_string(k) + " of " + std::to_string(threads) +
                             " (SolverParams::threads: each search holds its own copy of the problem)");

@@ -1,28 +1,33 @@
-// SolveOffsets: the orchestration around the engines.
+// SolveOffsets: the orchestration around the engines (Solve::Run's phases).
 //
+// 0. The buffers are put in the canonical order (canonical_order.h), so the
+//    answer depends on the problem alone; the plan is mapped back at the end.
 // 1. Presolve (instance.h): trivial placements, obstacles, independent time
 //    partitions, full-span reduction. Quick proofs of infeasibility: a
 //    buffer or fixed buffer above the capacity, overlapping fixed buffers,
 //    peak live bytes above the capacity.
 // 2. Incumbents: the best heuristic on the whole problem (kBest's heuristic
 //    part, or SolverParams::initial_plan when better) and the same heuristic on
-//    each partition; the arena is the highest partition.
-// 3. A capacity (kFit, or kMinimize within one): each partition above it is
-//    probed at the capacity with no budget but the solve's limits; with
-//    slack above the proven bound (SolverParams::fit_descent) in turns with
+//    each partition with a base; the arena is the highest partition.
+// 3. A capacity (kFit, or kMinimize within one): the partitions above it
+//    are probed at the capacity with no budget but the solve's limits; with
+//    slack above the proven bound (SolverTuning::fit_descent) in turns with
 //    the descent below, whose plan within the capacity is an answer too.
-//    kMinimize: anytime bisection on the height between the proven lower
-//    bound and the best plan: each probe asks every partition above the
-//    target to fit under it with a node budget. A plan lowers the upper
-//    bound; a finished search raises the proven lower bound to target + 1;
-//    a probe out of budget marks the target "soft-failed" and the next probe
-//    goes higher; when the soft-failed range reaches the best plan, the
-//    budget quadruples and the bisection restarts from the proven bound.
-//    Between probes, the restriction bound: the buffers live in a time
-//    window around a highest load point are minimised by a nested solve
-//    (a bounded budget); a bound proven on a subset of the buffers is one of
-//    the whole problem (docs/design/solver.md).
-// 4. The plan is assembled and checked by ValidateOffsetsPlan; an
+// 4. kMinimize: the descent (SolverTuning::minimize_search, kDescent by
+//    default): first a probe at the proven bound itself, then probes at the
+//    best plan minus a step that doubles after each plan and halves after
+//    descent_probe_nodes at one height without one, down to one granule
+//    below the best plan, where the fit question goes on until the limits.
+//    A probe asks every partition above the target to fit under it within a
+//    node budget; a plan lowers the best, a finished search raises the
+//    proven bound. When the descent stalls: the relay probe and samples
+//    (relay.h: plans of the problem with its relay chains merged), the deep
+//    probe (the restarting searches near the bound), and between probes the
+//    restriction bound when asked for. Minimising with a finite limit on one
+//    thread, weighted restarts take the rest of the time after the portfolio
+//    (SolveInTurn); with threads, searches race (race.h). kBisection, the
+//    alternative, bisects between the bound and the best plan.
+// 5. The plan is assembled and checked by ValidateOffsetsPlan; an
 //    infeasible answer can carry an irreducible infeasible subset (iis.h).
 #include <algorithm>
 #include <chrono>
@@ -32,6 +37,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -39,6 +45,7 @@
 
 #include "core/checked_math.h"
 #include "planning/offsets/offsets_strategies.h"
+#include "solver/canonical_order.h"
 #include "solver/iis.h"
 #include "solver/instance.h"
 #include "solver/portfolio.h"
@@ -168,8 +175,33 @@ class Solve {
   // The time limit the answer's reason names: the caller's, when this solve
   // has a share of it (SolverParams::weighted_share).
   void ShowLimit(double seconds) { shown_limit_ = seconds; }
+  // The caller's index of each buffer, for the reasons that name one
+  // (canonical_order.h; empty: the problem's own).
+  void SetCallerIndex(std::span<const std::size_t> caller) { caller_index_ = caller; }
 
  private:
+  // A phase's end of the solve: its answer, or nullopt to go on.
+  using Answer = std::optional<Result<SolveResult>>;
+  // Which searches run after the incumbents (ChoosePhases, the one place
+  // that decides).
+  struct Phases {
+    bool fit = false;                 // a plan within the capacity first
+    bool fit_beside_descent = false;  // SolverTuning::fit_descent
+    bool relay_in_fit = false;        // the relay probe within the fit question alone
+    bool sliced_fit = false;          // racing to minimise: fit in slices
+    bool minimize = false;
+    bool restriction_bound = false;   // SolverTuning::restriction_bound
+  };
+  Answer RunPresolve();
+  Answer QuickProofs();
+  Answer FindIncumbents();
+  Phases ChoosePhases() const;
+  Answer FitWithinCapacity(const Phases& phases);
+  SearchOutcome FitAlone(const Phases& phases, std::uint64_t best);
+  // The time limit has passed (a finite, positive one).
+  bool LimitSpent() const;
+  // The limit or the stop request came during the presolve: said so.
+  Result<SolveResult> StoppedInPresolve();
   void Infeasible(std::string reason, std::vector<std::size_t> culprits);
   // What is left of the time limit for a heuristic (0 and +infinity kept:
   // untimed, as time_limit_seconds = 0 runs the heuristics only).
@@ -284,6 +316,7 @@ class Solve {
   std::string memory_note_;
   std::string general_note_;  // GeneralSearch::exhausted_unproven, said in the answer
   double shown_limit_;
+  std::span<const std::size_t> caller_index_;
 };
 
 HeuristicLimit Solve::Remaining() const {
@@ -299,8 +332,7 @@ Result<SolveResult> Solve::OutOfTime(const Status& why) {
   // at the solve's own limit (Remaining()), so before it only the stop
   // request can have stopped them.
   std::string what = "the stop request came";
-  if (const double limit = params_.time_limit_seconds;
-      limit > 0 && limit < 1e9 && control_.Seconds() >= limit) {
+  if (LimitSpent()) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "the time limit of %.3g s was reached", shown_limit_);
     what = buf;
@@ -783,74 +815,95 @@ void Solve::RelaySample() {
     ++result_.relay_sample_plans;
 }
 
+// The solve as a sequence of phases; ChoosePhases alone decides which of
+// the searches run. A phase that answers (a proof, or the limit) ends it.
 Result<SolveResult> Solve::Run() {
+  if (Answer a = RunPresolve()) return std::move(*a);
+  if (Answer a = QuickProofs()) return std::move(*a);
+  if (Answer a = FindIncumbents()) return std::move(*a);
+  const Phases phases = ChoosePhases();
+  if (phases.fit)
+    if (Answer a = FitWithinCapacity(phases)) return std::move(*a);
+  if (phases.restriction_bound) PlanWindows();
+  if (phases.minimize) Minimize();
+  return Finish();
+}
+
+bool Solve::LimitSpent() const {
+  const double limit = params_.time_limit_seconds;
+  return limit > 0 && limit < 1e9 && control_.Seconds() >= limit;
+}
+
+Result<SolveResult> Solve::StoppedInPresolve() {
+  std::ostringstream why;
+  if (LimitSpent()) {
+    why << "the time limit of " << shown_limit_ << " s was spent in the presolve of "
+        << problem_.buffers.size() << " buffers";
+  } else {
+    why << "the stop request (SolverParams::should_stop) came during the presolve of "
+        << problem_.buffers.size() << " buffers";
+  }
+  return OutOfTime(DeadlineExceeded(why.str()));
+}
+
+// Trivial placements, obstacles, independent time partitions. The presolve
+// reads the limit in its loops and between its stages (on 10^6 buffers it
+// takes seconds); a limit spent there is named as such.
+Solve::Answer Solve::RunPresolve() {
   solver::PresolveOptions po;
   po.alignment = params_.alignment;
   po.decompose = params_.tuning.decompose;
   po.full_span_reduction = params_.tuning.full_span_reduction;
-  // The presolve reads the limit in its loops and between its stages (on
-  // 10^6 buffers it takes seconds); a limit spent there is named as such.
-  {
-    const HeuristicLimit left = Remaining();
-    internal::Deadline deadline(left.seconds, left.should_stop);
-    po.deadline = &deadline;
-    Result<solver::Presolved> pre = solver::Presolve(problem_, po);
-    if (!pre.ok() && pre.status().code() == StatusCode::kDeadlineExceeded) {
-      std::ostringstream why;
-      if (const double limit = params_.time_limit_seconds;
-          limit > 0 && limit < 1e9 && control_.Seconds() >= limit) {
-        why << "the time limit of " << shown_limit_ << " s was spent in the presolve of "
-            << problem_.buffers.size() << " buffers";
-      } else {
-        why << "the stop request (SolverParams::should_stop) came during the presolve of "
-            << problem_.buffers.size() << " buffers";
-      }
-      return OutOfTime(DeadlineExceeded(why.str()));
-    }
-    if (!pre.ok()) return pre.status();
-    presolved_ = std::move(*pre);
-  }
+  po.caller_index = caller_index_;
+  const HeuristicLimit left = Remaining();
+  internal::Deadline deadline(left.seconds, left.should_stop);
+  po.deadline = &deadline;
+  Result<solver::Presolved> pre = solver::Presolve(problem_, po);
+  if (!pre.ok() && pre.status().code() == StatusCode::kDeadlineExceeded) return StoppedInPresolve();
+  if (!pre.ok()) return pre.status();
+  presolved_ = std::move(*pre);
   result_.partitions = presolved_.instances.size();
+  return std::nullopt;
+}
 
-  // Quick proofs.
+// The presolve's bound, and the proofs that need no search: overlapping
+// fixed buffers, a buffer or the peak above the capacity.
+Solve::Answer Solve::QuickProofs() {
   if (!presolved_.conflict.empty()) {
     Infeasible(presolved_.conflict, presolved_.conflict_buffers);
     return Finish();
   }
   lower_bound_ = std::max(presolved_.peak, presolved_.placed_height);
-  for (const Instance& inst : presolved_.instances)
-    lower_bound_ = std::max(lower_bound_, inst.lower_bound);
-  if (capacity_) {
-    for (std::size_t i = 0; i < problem_.buffers.size(); ++i) {
-      const Buffer& b = problem_.buffers[i];
-      const std::uint64_t top = b.fixed_offset ? *b.fixed_offset + b.size : b.size;
-      if (b.size > 0 && top > *capacity_) {
-        Infeasible("buffer " + std::to_string(i) + " (id '" + b.id + "') " +
-                       (b.fixed_offset ? "ends at its fixed offset + size " + std::to_string(top)
-                                       : "alone needs " + std::to_string(b.size) + " bytes") +
-                       ", more than the capacity of " + std::to_string(*capacity_),
-                   {i});
-        return Finish();
-      }
-    }
-    if (lower_bound_ > *capacity_) {
-      Infeasible("the buffers need at least " + std::to_string(lower_bound_) +
-                     " bytes (peak live bytes or a partition's bound), more than the capacity of " +
-                     std::to_string(*capacity_),
-                 {});
+  for (const Instance& inst : presolved_.instances) lower_bound_ = std::max(lower_bound_, inst.lower_bound);
+  if (!capacity_) return std::nullopt;
+  for (std::size_t i = 0; i < problem_.buffers.size(); ++i) {
+    const Buffer& b = problem_.buffers[i];
+    const std::uint64_t top = b.fixed_offset ? *b.fixed_offset + b.size : b.size;
+    if (b.size > 0 && top > *capacity_) {
+      Infeasible(solver::BufferName(problem_, i, caller_index_) + " " +
+                     (b.fixed_offset ? "ends at its fixed offset + size " + std::to_string(top)
+                                     : "alone needs " + std::to_string(b.size) + " bytes") +
+                     ", more than the capacity of " + std::to_string(*capacity_),
+                 {i});
       return Finish();
     }
   }
-
-  // Incumbents. When the presolve alone spent the limit, say so (the
-  // heuristics would only report the 1e-9 s left to them).
-  if (const double limit = params_.time_limit_seconds;
-      limit > 0 && limit < 1e9 && control_.Seconds() >= limit) {
-    std::ostringstream why;
-    why << "the time limit of " << shown_limit_ << " s was spent in the presolve of "
-        << problem_.buffers.size() << " buffers";
-    return OutOfTime(DeadlineExceeded(why.str()));
+  if (lower_bound_ > *capacity_) {
+    Infeasible("the buffers need at least " + std::to_string(lower_bound_) +
+                   " bytes (peak live bytes or a partition's bound), more than the capacity of " +
+                   std::to_string(*capacity_),
+               {});
+    return Finish();
   }
+  return std::nullopt;
+}
+
+// The best heuristic plan of the whole problem (or the start plan when
+// lower), and of each partition with a base.
+Solve::Answer Solve::FindIncumbents() {
+  // The presolve alone spent the limit: said so (the heuristics would only
+  // report the 1e-9 s left to them).
+  if (LimitSpent()) return StoppedInPresolve();
   if (params_.tuning.heuristic_incumbent) {
     Result<OffsetsPlan> h = BestHeuristic(problem_, params_.alignment, Remaining());
     if (!h.ok() && h.status().code() == StatusCode::kDeadlineExceeded) return OutOfTime(h.status());
@@ -873,67 +926,74 @@ Result<SolveResult> Solve::Run() {
   for (std::size_t k = 0; k < parts_.size(); ++k) {
     parts_[k].inst = &presolved_.instances[k];
     parts_[k].solver = std::make_unique<PartitionSolver>(presolved_.instances[k], params_);
-    const Instance& inst = presolved_.instances[k];
-    if (inst.base == 0 && global_) {
+    if (presolved_.instances[k].base == 0 && global_) {
       TakeGlobal(&parts_[k]);
     } else {
       const Status st = PartHeuristic(problem_, params_.alignment, Remaining(), &parts_[k]);
       if (st.code() == StatusCode::kDeadlineExceeded) return OutOfTime(st);
-      TM_RETURN_IF_ERROR(st);
+      if (!st.ok()) return st;
     }
   }
-  result_.heuristic_height =
-      initial_taken ? heuristic_total : std::optional<std::uint64_t>(OwnBest());
+  result_.heuristic_height = initial_taken ? heuristic_total : std::optional<std::uint64_t>(OwnBest());
   Publish();
-  if (params_.time_limit_seconds <= 0) return Finish();
+  return std::nullopt;
+}
 
+Solve::Phases Solve::ChoosePhases() const {
+  Phases ph;
+  if (params_.time_limit_seconds <= 0) return ph;  // the heuristics alone
+  const SolverTuning& t = params_.tuning;
+  // The general engine starts over at every probe: no turns, no slices.
+  bool skyline = true;
+  for (const Part& p : parts_) skyline = skyline && !p.inst->needs_general;
+  // Both goals need a plan within the capacity first.
+  ph.fit = capacity_ && Frontier(OwnBest()) > *capacity_;
+  ph.fit_beside_descent = ph.fit && t.fit_descent && *capacity_ > lower_bound_ &&
+                          t.minimize_search == MinimizeSearch::kDescent && skyline;
+  ph.relay_in_fit = ph.fit && !ph.fit_beside_descent && t.relay_probe;
+  // Racing to minimise, a search stops fitting once another has fitted.
+  ph.sliced_fit = follow_frontier_ && params_.goal == SolveGoal::kMinimize && skyline;
+  ph.minimize = params_.goal == SolveGoal::kMinimize;
+  ph.restriction_bound = ph.minimize && t.restriction_bound;
+  return ph;
+}
+
+// A plan within the capacity, or a proof that none fits; the limit without
+// either ends the solve.
+Solve::Answer Solve::FitWithinCapacity(const Phases& phases) {
   const std::uint64_t best = OwnBest();
-  if (capacity_ && Frontier(best) > *capacity_) {
-    // Fit first (both goals need a plan within the capacity).
-    bool beside = params_.tuning.fit_descent && *capacity_ > lower_bound_ &&
-                  params_.tuning.minimize_search == MinimizeSearch::kDescent;
-    for (const Part& p : parts_) beside = beside && !p.inst->needs_general;
-    SearchOutcome out = beside ? FitBesideDescent() : SearchOutcome::kLimit;
-    if (!beside) {
-      // With the relay probe, the search gets relay_after_nodes first, then
-      // the merged problem its turn, then the search goes on where it
-      // stopped.
-      if (params_.tuning.relay_probe) {
-        out = TryTarget(*capacity_, std::max<std::uint64_t>(params_.tuning.relay_after_nodes, 1), nullptr);
-        if (out == SearchOutcome::kLimit && !control_.stopped()) {
-          RelayProbe();
-          if (OwnBest() <= *capacity_)
-            out = SearchOutcome::kFound;
-        }
-      }
-      // Racing to minimise, a search stops fitting once another has fitted
-      // (slices of 2^16 nodes continue one search; it descends from there).
-      // Not with the general engine, which starts over at every probe.
-      bool sliced = follow_frontier_ && params_.goal == SolveGoal::kMinimize;
-      for (const Part& p : parts_) sliced = sliced && !p.inst->needs_general;
-      const std::uint64_t slice = sliced ? std::uint64_t{1} << 16 : UINT64_MAX;
-      while (out == SearchOutcome::kLimit && !control_.stopped() && Frontier(best) > *capacity_) {
-        const std::uint64_t before = control_.nodes();
-        out = TryTarget(*capacity_, slice, nullptr);
-        // One probe unless sliced; a probe that spent no node (a search that
-        // cannot go on, e.g. the general engine's dead end) will not change.
-        if (!sliced || control_.nodes() == before) break;
-      }
-    }
-    if (out == SearchOutcome::kExhausted) {
-      Infeasible("the search proved that no placement fits in " + std::to_string(*capacity_) +
-                     " bytes",
-                 {});
-      return Finish();
-    }
-    Publish();
-    if (out == SearchOutcome::kLimit && Frontier(best) > *capacity_) return Finish();
+  const SearchOutcome out = phases.fit_beside_descent ? FitBesideDescent() : FitAlone(phases, best);
+  if (out == SearchOutcome::kExhausted) {
+    Infeasible("the search proved that no placement fits in " + std::to_string(*capacity_) + " bytes", {});
+    return Finish();
   }
-  if (params_.goal == SolveGoal::kMinimize) {
-    if (params_.tuning.restriction_bound) PlanWindows();
-    Minimize();
+  Publish();
+  if (out == SearchOutcome::kLimit && Frontier(best) > *capacity_) return Finish();
+  return std::nullopt;
+}
+
+// The fit question at the capacity alone. With the relay probe, the search
+// gets relay_after_nodes first, then the merged problem its turn, then the
+// search goes on where it stopped. Sliced (racing to minimise), it probes
+// 2^16 nodes at a time and stops once another search's plan fits.
+SearchOutcome Solve::FitAlone(const Phases& phases, std::uint64_t best) {
+  SearchOutcome out = SearchOutcome::kLimit;
+  if (phases.relay_in_fit) {
+    out = TryTarget(*capacity_, std::max<std::uint64_t>(params_.tuning.relay_after_nodes, 1), nullptr);
+    if (out == SearchOutcome::kLimit && !control_.stopped()) {
+      RelayProbe();
+      if (OwnBest() <= *capacity_) out = SearchOutcome::kFound;
+    }
   }
-  return Finish();
+  const std::uint64_t slice = phases.sliced_fit ? std::uint64_t{1} << 16 : UINT64_MAX;
+  while (out == SearchOutcome::kLimit && !control_.stopped() && Frontier(best) > *capacity_) {
+    const std::uint64_t before = control_.nodes();
+    out = TryTarget(*capacity_, slice, nullptr);
+    // One probe unless sliced; a probe that spent no node (a search that
+    // cannot go on, e.g. the general engine's dead end) will not change.
+    if (!phases.sliced_fit || control_.nodes() == before) break;
+  }
+  return out;
 }
 
 Result<SolveResult> Solve::Finish() {
@@ -996,7 +1056,8 @@ Result<SolveResult> Solve::Finish() {
 // The default portfolio, then weighted restarts from its best plan
 // (SolverParams::weighted_share).
 Result<SolveResult> SolveInTurn(const Problem& problem, const SolverParams& params,
-                                std::optional<std::uint64_t> capacity) {
+                                std::optional<std::uint64_t> capacity,
+                                std::span<const std::size_t> caller_index) {
   const auto start = std::chrono::steady_clock::now();
   SolverParams first = params;
   first.time_limit_seconds = params.time_limit_seconds * (1 - params.tuning.weighted_share);
@@ -1010,6 +1071,7 @@ Result<SolveResult> SolveInTurn(const Problem& problem, const SolverParams& para
     };
   auto first_solve = std::make_unique<Solve>(problem, first, capacity);
   first_solve->ShowLimit(params.time_limit_seconds);
+  first_solve->SetCallerIndex(caller_index);
   Result<SolveResult> r = first_solve->Run();
   first_solve.reset();
   if (!r.ok()) return r;
@@ -1026,6 +1088,7 @@ Result<SolveResult> SolveInTurn(const Problem& problem, const SolverParams& para
   if (second.time_limit_seconds <= 0) return r;
   auto second_solve = std::make_unique<Solve>(problem, second, capacity);
   second_solve->ShowLimit(params.time_limit_seconds);
+  second_solve->SetCallerIndex(caller_index);
   Result<SolveResult> r2 = second_solve->Run();
   second_solve.reset();
   if (!r2.ok()) return r2;
@@ -1054,45 +1117,76 @@ Result<SolveResult> SolveInTurn(const Problem& problem, const SolverParams& para
   return out;
 }
 
-}  // namespace
+// The problem in the canonical order: one search, a race, or the
+// portfolio and weighted restarts in turn.
+Result<SolveResult> SolveCanonical(const Problem& problem, const SolverParams& params,
+                                   std::optional<std::uint64_t> capacity,
+                                   std::span<const std::size_t> caller_index) {
+  const unsigned threads =
+      params.threads == 0 ? std::clamp(std::thread::hardware_concurrency(), 1u, kMaxSolverThreads)
+                          : params.threads;
+  // A race needs a search: time_limit 0 runs the heuristics alone.
+  if (threads > 1 && params.time_limit_seconds > 0)
+    return solver::SolveRace(problem, params, threads, caller_index);
+  const bool in_turn = params.goal == SolveGoal::kMinimize && params.tuning.weighted_share > 0 &&
+                       std::isfinite(params.time_limit_seconds) && params.time_limit_seconds > 0 &&
+                       params.tuning.portfolio == DefaultPortfolio();
+  if (in_turn) return SolveInTurn(problem, params, capacity, caller_index);
+  // On the heap: the state is large, and SolveOffsets nests (IIS tests).
+  auto solve = std::make_unique<Solve>(problem, params, capacity);
+  solve->SetCallerIndex(caller_index);
+  return solve->Run();
+}
 
-Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& params) {
+Status CheckParams(const SolverParams& params) {
   TM_RETURN_IF_ERROR(ValidateAlignment(params.alignment, "SolverParams::alignment"));
   if (std::isnan(params.time_limit_seconds) || params.time_limit_seconds < 0)
     return InvalidArgument("time limit must be >= 0 seconds (+infinity for none)");
   if (std::isnan(params.iis_time_limit_seconds) || params.iis_time_limit_seconds < 0)
     return InvalidArgument("IIS time limit must be >= 0 seconds");
-  TM_RETURN_IF_ERROR(CheckTuning(params.tuning));
-  TM_RETURN_IF_ERROR(CheckProblem(problem));
-  const std::optional<std::uint64_t> capacity = params.capacity ? params.capacity : problem.capacity;
-  if (params.goal == SolveGoal::kFit && !capacity)
-    return InvalidArgument("the fit goal needs a capacity (SolverParams::capacity or Problem::capacity)");
   if (params.threads > kMaxSolverThreads)
     return InvalidArgument("threads must be at most " + std::to_string(kMaxSolverThreads) +
                            " (SolverParams::threads; 0: one per hardware thread), got " +
                            std::to_string(params.threads));
-  const unsigned threads =
-      params.threads == 0 ? std::clamp(std::thread::hardware_concurrency(), 1u, kMaxSolverThreads)
-                          : params.threads;
-  // A race needs a search: time_limit 0 runs the heuristics alone.
-  if (threads > 1 && params.time_limit_seconds > 0) return solver::SolveRace(problem, params, threads);
-  const bool in_turn = params.goal == SolveGoal::kMinimize && params.tuning.weighted_share > 0 &&
-                       std::isfinite(params.time_limit_seconds) && params.time_limit_seconds > 0 &&
-                       params.tuning.portfolio == DefaultPortfolio();
-  if (!in_turn) {
-    // On the heap: the state is large, and SolveOffsets nests (IIS tests).
-    auto solve = std::make_unique<Solve>(problem, params, capacity);
-    return solve->Run();
-  }
-  return SolveInTurn(problem, params, capacity);
+  return CheckTuning(params.tuning);
 }
 
+}  // namespace
 
+// The search runs on the buffers in the canonical order (canonical_order.h),
+// so that neither the rows' order nor the ids change the answer; the start
+// plan goes in, and the plan and the infeasible subset come out, mapped.
+Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& params) {
+  TM_RETURN_IF_ERROR(CheckParams(params));
+  TM_RETURN_IF_ERROR(CheckProblem(problem));
+  const std::optional<std::uint64_t> capacity = params.capacity ? params.capacity : problem.capacity;
+  if (params.goal == SolveGoal::kFit && !capacity)
+    return InvalidArgument("the fit goal needs a capacity (SolverParams::capacity or Problem::capacity)");
+  const std::vector<std::size_t> order = solver::CanonicalBufferOrder(problem);
+  bool identity = true;
+  for (std::size_t i = 0; i < order.size() && identity; ++i) identity = order[i] == i;
+  if (identity) return SolveCanonical(problem, params, capacity, {});
+  const Problem canonical = solver::Reordered(problem, order);
+  SolverParams p = params;
+  OffsetsPlan start;
+  if (params.initial_plan && params.initial_plan->offsets.size() == order.size()) {
+    start = *params.initial_plan;
+    for (std::size_t i = 0; i < order.size(); ++i) start.offsets[i] = params.initial_plan->offsets[order[i]];
+    p.initial_plan = &start;
+  }
+  TM_ASSIGN_OR_RETURN(SolveResult r, SolveCanonical(canonical, p, capacity, order));
+  if (r.has_plan) r.plan.offsets = solver::OffsetsInProblemOrder(order, r.plan.offsets);
+  for (std::size_t& i : r.infeasible_subset) i = order[i];
+  std::sort(r.infeasible_subset.begin(), r.infeasible_subset.end());
+  return r;
+}
 
 Result<SolveResult> solver::SolveRaceMember(const Problem& problem, const SolverParams& params,
-                                            RaceShared* race, bool follow_frontier) {
+                                            RaceShared* race, bool follow_frontier,
+                                            std::span<const std::size_t> caller_index) {
   const std::optional<std::uint64_t> capacity = params.capacity ? params.capacity : problem.capacity;
   auto solve = std::make_unique<Solve>(problem, params, capacity, race, follow_frontier);
+  solve->SetCallerIndex(caller_index);
   return solve->Run();
 }
 
