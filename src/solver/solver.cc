@@ -233,6 +233,11 @@ class Solve {
   // where the last stopped, until the limits, the bound, `quota` more nodes
   // or (kFit) a plan within the capacity.
   void Descend(std::uint64_t quota = UINT64_MAX);
+  // Descend's steps: its start (false: nothing to descend), the probe at
+  // the bound, and what runs when it stalls.
+  bool StartDescent();
+  void ProbeTheBound();
+  void DescentStalled();
   // SolverParams::fit_descent: the fit question at the capacity and the
   // descent in turns, until a plan fits, a proof, or the limits.
   SearchOutcome FitBesideDescent();
@@ -460,40 +465,8 @@ void Solve::Descend(std::uint64_t quota) {
   if (d.started) {
     // Resumed: the fit question or the relay probe may have lowered the plan.
     d.ub = std::min(d.ub, OwnBest());
-  } else {
-    d.started = true;
-    // ub: the frontier (this search's best plan, or a racing search's).
-    d.ub = Frontier(OwnBest());
-    if (d.ub <= lower_bound_) return;
-    d.step = std::max<std::uint64_t>((d.ub - lower_bound_) / 64, 1);
-    d.budget = std::max<std::uint64_t>(params_.tuning.probe_node_budget, 1);
-    if (params_.tuning.bound_probe) {
-      // The bound itself: one slice per configuration (see SolverParams).
-      std::uint64_t slices = 0;
-      for (const Part& p : parts_)
-        slices = std::max<std::uint64_t>(
-            slices, std::max<std::uint64_t>({params_.tuning.portfolio_slice_nodes, 1,
-                                             params_.tuning.portfolio_slice_nodes > 1
-                                                 ? p.inst->items.size() + 1
-                                                 : 1}));
-      const std::uint64_t configs = std::max<std::size_t>(params_.tuning.portfolio.size(), 1);
-      const std::uint64_t budget_here = slices > UINT64_MAX / configs ? UINT64_MAX : slices * configs;
-      std::uint64_t proven = lower_bound_ + 1;
-      const SearchOutcome out = TryTarget(lower_bound_, budget_here, &proven);
-      if (out == SearchOutcome::kFound) {
-        d.ub = std::min(d.ub, AssembledHeight());
-      } else if (out == SearchOutcome::kExhausted) {
-        lower_bound_ = std::max(lower_bound_, proven);
-      }
-      Publish();
-      d.ub = Frontier(d.ub);
-      if (d.ub <= lower_bound_ || control_.stopped()) return;
-      d.step = std::max<std::uint64_t>((d.ub - lower_bound_) / 64, 1);
-    }
-    // The deep probe needs a restarting configuration, and partitions the
-    // skyline engine searches (the general engine would only start over).
-    d.deep = params_.tuning.deep_probe && !deep_params_.tuning.portfolio.empty();
-    for (const Part& p : parts_) d.deep = d.deep && !p.inst->needs_general;
+  } else if (!StartDescent()) {
+    return;
   }
   const std::uint64_t budget = d.budget;
   while (!control_.stopped() && !quota_spent()) {
@@ -522,37 +495,81 @@ void Solve::Descend(std::uint64_t quota) {
     } else if (!control_.stopped() && d.spent_here >= params_.tuning.descent_probe_nodes) {
       d.step = std::max<std::uint64_t>(d.step / 2, 1);
     }
-    const bool stalled = out == SearchOutcome::kLimit && d.spent_here >= params_.tuning.descent_probe_nodes;
-    if (params_.tuning.relay_probe && stalled && control_.nodes() >= params_.tuning.relay_after_nodes &&
-        d.ub > lower_bound_ && !control_.stopped()) {
-      // The first stall after relay_after_nodes: the relay probe's turn
-      // (once per solve), the later ones relay samples' (see SolverParams).
-      if (relay_pending_) {
-        RelayProbe();
-      } else {
-        RelaySample();
-      }
-      d.ub = Frontier(std::min(d.ub, OwnBest()));
-    }
-    if (d.deep && stalled && d.ub > lower_bound_ && !control_.stopped()) {
-      // The descent is stalled: the deep probe's turn (see SolverParams).
-      const std::uint64_t deep_target =
-          lower_bound_ + (d.ub - lower_bound_) / params_.tuning.deep_probe_divisor;
-      std::uint64_t deep_proven = deep_target + 1;
-      const SearchOutcome deep_out =
-          TryTarget(deep_target, internal::SaturatingMul(budget, params_.tuning.deep_probe_weight),
-                    &deep_proven, Engine::kDeep);
-      ++result_.deep_probes;
-      if (deep_out == SearchOutcome::kFound) {
-        d.ub = std::min(d.ub, AssembledHeight());
-        ++result_.deep_probe_plans;
-      } else if (deep_out == SearchOutcome::kExhausted) {
-        result_.deep_probe_proofs += deep_proven > lower_bound_;
-        lower_bound_ = std::max(lower_bound_, deep_proven);
-      }
-    }
+    if (out == SearchOutcome::kLimit && d.spent_here >= params_.tuning.descent_probe_nodes) DescentStalled();
     Publish();
     RestrictionStep();
+  }
+}
+
+// The descent's first call: its frontier, step and budget, the bound probe;
+// false when nothing is left to descend.
+bool Solve::StartDescent() {
+  DescentState& d = descent_;
+  d.started = true;
+  // ub: the frontier (this search's best plan, or a racing search's).
+  d.ub = Frontier(OwnBest());
+  if (d.ub <= lower_bound_) return false;
+  d.step = std::max<std::uint64_t>((d.ub - lower_bound_) / 64, 1);
+  d.budget = std::max<std::uint64_t>(params_.tuning.probe_node_budget, 1);
+  if (params_.tuning.bound_probe) {
+    ProbeTheBound();
+    d.ub = Frontier(d.ub);
+    if (d.ub <= lower_bound_ || control_.stopped()) return false;
+    d.step = std::max<std::uint64_t>((d.ub - lower_bound_) / 64, 1);
+  }
+  // The deep probe needs a restarting configuration, and partitions the
+  // skyline engine searches (the general engine would only start over).
+  d.deep = params_.tuning.deep_probe && !deep_params_.tuning.portfolio.empty();
+  for (const Part& p : parts_) d.deep = d.deep && !p.inst->needs_general;
+  return true;
+}
+
+// The bound itself: one slice per configuration (SolverTuning::bound_probe).
+void Solve::ProbeTheBound() {
+  const SolverTuning& t = params_.tuning;
+  std::uint64_t slices = 0;
+  for (const Part& p : parts_)
+    slices = std::max<std::uint64_t>(
+        slices, std::max<std::uint64_t>(
+                    {t.portfolio_slice_nodes, 1, t.portfolio_slice_nodes > 1 ? p.inst->items.size() + 1 : 1}));
+  const std::uint64_t configs = std::max<std::size_t>(t.portfolio.size(), 1);
+  const std::uint64_t budget = slices > UINT64_MAX / configs ? UINT64_MAX : slices * configs;
+  std::uint64_t proven = lower_bound_ + 1;
+  const SearchOutcome out = TryTarget(lower_bound_, budget, &proven);
+  if (out == SearchOutcome::kFound) {
+    descent_.ub = std::min(descent_.ub, AssembledHeight());
+  } else if (out == SearchOutcome::kExhausted) {
+    lower_bound_ = std::max(lower_bound_, proven);
+  }
+  Publish();
+}
+
+// The descent spent descent_probe_nodes at one height without a plan: the
+// relay probe's turn (once per solve, after relay_after_nodes), later the
+// relay samples', and the deep probe's (SolverTuning).
+void Solve::DescentStalled() {
+  DescentState& d = descent_;
+  if (params_.tuning.relay_probe && control_.nodes() >= params_.tuning.relay_after_nodes &&
+      d.ub > lower_bound_ && !control_.stopped()) {
+    if (relay_pending_) {
+      RelayProbe();
+    } else {
+      RelaySample();
+    }
+    d.ub = Frontier(std::min(d.ub, OwnBest()));
+  }
+  if (!d.deep || d.ub <= lower_bound_ || control_.stopped()) return;
+  const std::uint64_t deep_target = lower_bound_ + (d.ub - lower_bound_) / params_.tuning.deep_probe_divisor;
+  std::uint64_t deep_proven = deep_target + 1;
+  const SearchOutcome deep_out = TryTarget(
+      deep_target, internal::SaturatingMul(d.budget, params_.tuning.deep_probe_weight), &deep_proven, Engine::kDeep);
+  ++result_.deep_probes;
+  if (deep_out == SearchOutcome::kFound) {
+    d.ub = std::min(d.ub, AssembledHeight());
+    ++result_.deep_probe_plans;
+  } else if (deep_out == SearchOutcome::kExhausted) {
+    result_.deep_probe_proofs += deep_proven > lower_bound_;
+    lower_bound_ = std::max(lower_bound_, deep_proven);
   }
 }
 
