@@ -182,25 +182,6 @@ Result<SolveResult> MinimiseWithWeightedRestarts(const Problem& p, std::uint64_t
   return r;
 }
 
-// Searches of millions of nodes run in optimised builds without sanitizers.
-#if !defined(NDEBUG) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kOptimisedBuild = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kOptimisedBuild = false;
-#else
-constexpr bool kOptimisedBuild = true;
-#endif
-#else
-constexpr bool kOptimisedBuild = true;
-#endif
-
-// Skips the current test (with the reason) outside such builds.
-#define TM_REQUIRE_OPTIMISED_BUILD(search)                                                \
-  do {                                                                                    \
-    if (!kOptimisedBuild) GTEST_SKIP() << "an optimised build's test (" << (search) << ")"; \
-  } while (0)
-
 TEST(SolverBruteForce, MinimumHeightOnRandomPlainProblems) {
   std::mt19937_64 rng(7);
   for (int t = 0; t < 300; ++t) {
