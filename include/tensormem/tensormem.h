@@ -8,6 +8,7 @@
 #include "tensormem/planning.h"
 #include "tensormem/problem.h"
 #include "tensormem/solver.h"
+#include "tensormem/solver_tuning.h"
 #include "tensormem/status.h"
 #include "tensormem/trace.h"
 #include "tensormem/types.h"

@@ -23,6 +23,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -36,6 +37,7 @@
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"
 #include "tensormem/solver.h"
+#include "tensormem/solver_tuning.h"
 #include "tensormem/validator.h"
 #include "tensormem/version.h"
 #if TENSORMEM_PY_HAVE_ONNX
@@ -503,6 +505,30 @@ struct PySolveResult {
   SolveResult r;
 };
 
+// solve(tuning={...}): each key set through SetTuning (the table of
+// solver_tuning.h), its value as the CLI's text (True -> "true"); ValueError
+// naming an unknown key or a bad value, TypeError a value of another type.
+SolverTuning TuningFrom(const py::dict& tuning) {
+  SolverTuning out;
+  for (const auto& [key, value] : tuning) {
+    if (!py::isinstance<py::str>(key)) throw py::type_error("tuning: keys are strings");
+    const std::string name = key.cast<std::string>();
+    std::string text;
+    if (py::isinstance<py::bool_>(value)) {
+      text = value.cast<bool>() ? "true" : "false";
+    } else if (py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value) ||
+               py::isinstance<py::str>(value)) {
+      text = py::str(value).cast<std::string>();
+    } else {
+      throw py::type_error("tuning " + name + ": a bool, int, float or str, not " +
+                           py::str(py::type::of(value).attr("__name__")).cast<std::string>());
+    }
+    Check(SetTuning(out, name, text), false);
+  }
+  Check(CheckTuning(out), false);
+  return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_tensormem, m) {
@@ -744,11 +770,12 @@ PYBIND11_MODULE(_tensormem, m) {
       "_solve",
       [](const std::shared_ptr<PyProblem>& p, std::optional<std::uint64_t> capacity, double time_limit,
          bool minimize, std::uint64_t node_limit, std::uint64_t alignment, bool iis,
-         const py::object& start, std::uint64_t threads, bool fit_descent, bool weighted_restarts) {
+         const py::object& start, std::uint64_t threads, const py::dict& tuning) {
         // Before the start is read at it; "solve", not SolverParams's name.
         Check(ValidateAlignment(alignment, "solve"), false);
         CheckTimeAndThreads("solve", time_limit, threads, kMaxSolverThreads);
         SolverParams params;
+        params.tuning = TuningFrom(tuning);
         params.threads = static_cast<unsigned>(threads);
         // A start: one offset per buffer, a plan of the problem (the
         // validator's word, capacity aside), else ValueError.
@@ -767,8 +794,6 @@ PYBIND11_MODULE(_tensormem, m) {
         params.node_limit = node_limit;
         params.alignment = alignment;
         params.compute_iis = iis;
-        params.fit_descent = fit_descent;
-        if (weighted_restarts) params.portfolio = WeightedRestartsPortfolio();
         Interruptible interrupt;  // Ctrl-C stops the search
         params.should_stop = interrupt.Callback();
         std::optional<Result<SolveResult>> r;
@@ -783,7 +808,16 @@ PYBIND11_MODULE(_tensormem, m) {
       },
       py::arg("problem"), py::arg("capacity"), py::arg("time_limit"), py::arg("minimize"),
       py::arg("node_limit"), py::arg("alignment"), py::arg("iis"), py::arg("start") = py::none(),
-      py::arg("threads") = 1, py::arg("fit_descent") = true, py::arg("weighted_restarts") = false);
+      py::arg("threads") = 1, py::arg("tuning") = py::dict());
+  m.def(
+      "tuning_keys",
+      [] {
+        std::vector<std::tuple<std::string, std::string, std::string>> keys;
+        for (const TuningKey& k : TuningKeys())
+          keys.emplace_back(std::string(k.name), std::string(k.value), std::string(k.help));
+        return keys;
+      },
+      "The solver's tuning keys (solve(tuning=...)): (name, values, help) per key");
 
   // Allocators.
   m.def("_non_negative", &NonNegative, py::arg("value"), py::arg("name"),

@@ -24,13 +24,13 @@ import json
 import os
 import subprocess
 import sys
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _tensormem as _tm
 from ._tensormem import Plan, Problem, SolveResult, Trace, TensormemError, Allocator
 
 __all__ = [
-    "plan", "strategies", "solve", "load_problem", "write_problem", "records_from_onnx",
+    "plan", "strategies", "solve", "tuning_keys", "load_problem", "write_problem", "records_from_onnx",
     "load_trace", "replay", "replay_allocators", "Plan", "Problem", "SolveResult", "Trace",
     "TensormemError", "Allocator", "BfcAllocator", "BufferPool", "SystemAllocator",
     "VmmAllocator", "HAVE_ONNX", "HAVE_VMM",
@@ -97,24 +97,20 @@ def plan(sizes: Union[ArrayLike, Problem], first: Optional[ArrayLike] = None,
 def solve(problem: Union[Problem, PathLike], capacity: Optional[int] = None,
           time_limit: float = 10.0, minimize: bool = False, node_limit: int = 0,
           alignment: int = 1, iis: bool = False, start=None, threads: int = 1,
-          fit_descent: bool = True, weighted_restarts: bool = False) -> SolveResult:
+          tuning: Optional[Mapping[str, Any]] = None) -> SolveResult:
     """The exact offset solver. Without a capacity (or with ``minimize``):
     the smallest arena, anytime, with a proven lower bound. With one: a plan
     that fits (``status == "feasible"``/``"optimal"``), ``"infeasible"`` (a
     proof; ``iis=True`` names a subset) or ``"unknown"`` at the limit.
+    The answer does not depend on the order of the buffers or their ids.
     ``start``: offsets to start from, one per buffer (e.g. a previous
     result's ``offsets``); they must form a plan (``ValueError`` otherwise).
     ``threads``: searches racing on threads, each in its own buffer order,
-    sharing plans and bounds (0: one per hardware thread); minimising, every
-    second one restarts by weights as ``weighted_restarts``; beyond 1 the
+    sharing plans and bounds (0: one per hardware thread); beyond 1 the
     answer may differ between runs.
-    ``fit_descent=False``: a fit question with slack searches at the
-    capacity alone, without minimise's descent beside it (``solve
-    --no-fit-descent``).
-    ``weighted_restarts=True``: one search that restarts in the order its
-    failures teach it, instead of the portfolio (``solve
-    --weighted-restarts``): for instances whose hardness is fragmentation
-    rather than the peak, such as MiniMalloc J; slower on most others.
+    ``tuning``: knobs of the search, ``{key: value}`` (as ``solve --tuning
+    KEY=VALUE``); the defaults are the best general choice. ``tuning_keys()``
+    lists the keys; an unknown key or a bad value raises ``ValueError``.
     Ctrl-C stops the search and raises ``KeyboardInterrupt``.
     """
     if not isinstance(problem, Problem):
@@ -123,7 +119,13 @@ def solve(problem: Union[Problem, PathLike], capacity: Optional[int] = None,
         time_limit = float("inf")
     return _tm._solve(problem, _count("capacity", capacity, optional=True), float(time_limit), minimize,
                       _count("node_limit", node_limit), _count("alignment", alignment), iis, start,
-                      _count("threads", threads), bool(fit_descent), bool(weighted_restarts))
+                      _count("threads", threads), dict(tuning or {}))
+
+
+def tuning_keys() -> List[Tuple[str, str, str]]:
+    """The solver's tuning keys, ``(name, values, help)`` each: what
+    ``solve(tuning=...)`` and ``tensormem solve --tuning`` take."""
+    return _tm.tuning_keys()
 
 
 def load_problem(path: PathLike) -> Problem:
