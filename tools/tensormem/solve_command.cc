@@ -22,6 +22,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "graph_input.h"
 #include "tensormem/tensormem.h"
 
 namespace tensormem::cli {
@@ -81,7 +82,7 @@ int RunSolve(const SolveOptions& o) {
   if (!o.start.empty()) inputs.push_back(o.start);
   if (Status st = CheckNotAnInput(o.out, inputs); !st.ok()) return ReportError(st);
   const auto start = std::chrono::steady_clock::now();
-  Result<Problem> loaded = LoadProblem(o.input);
+  Result<Problem> loaded = LoadProblemOrModel(o.input);
   if (!loaded.ok()) {
     // A model is planned by `plan`; `solve` takes its records (say how).
     // The format is looked at again only here, on the way out.
