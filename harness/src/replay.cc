@@ -344,23 +344,13 @@ Result<Pass> FromWire(const Wire& w, ReplayAllocator which) {
   return pass;
 }
 
-// Writes (or reads) all `size` bytes, through EINTR; returns how many went.
-std::size_t WriteAll(int fd, const void* data, std::size_t size) {
-  const char* p = static_cast<const char*>(data);
+// Writes (io = write) or reads (io = read) all `size` bytes of `data`,
+// through EINTR; returns how many went.
+template <typename Io, typename Byte>
+std::size_t Transfer(Io io, int fd, Byte* data, std::size_t size) {
   std::size_t done = 0;
   while (done < size) {
-    const ssize_t n = write(fd, p + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  return done;
-}
-std::size_t ReadAll(int fd, void* data, std::size_t size) {
-  char* p = static_cast<char*>(data);
-  std::size_t done = 0;
-  while (done < size) {
-    const ssize_t n = read(fd, p + done, size - done);
+    const ssize_t n = io(fd, data + done, size - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     done += static_cast<std::size_t>(n);
@@ -385,12 +375,12 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
   if (pid == 0) {
     close(fds[0]);
     const Wire w = ToWire(LocalPass(trace, which, params, sample));
-    (void)WriteAll(fds[1], &w, sizeof w);
+    (void)Transfer(write, fds[1], reinterpret_cast<const char*>(&w), sizeof w);
     _exit(0);
   }
   close(fds[1]);
   Wire w;
-  const std::size_t got = ReadAll(fds[0], &w, sizeof w);
+  const std::size_t got = Transfer(read, fds[0], reinterpret_cast<char*>(&w), sizeof w);
   close(fds[0]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {

@@ -491,7 +491,7 @@ void BindProblem(py::module_& m) {
       .def_readonly("source", &PyProblem::source)
       .def("lower_bound",
            [](const PyProblem& p, std::uint64_t alignment) { return PeakLiveBytes(p.problem, alignment); },
-           py::arg("alignment") = 1, "Peak live bytes (the offsets lower bound)")
+           py::arg("alignment") = defaults::kPlanAlignment, "Peak live bytes (the offsets lower bound)")
       .def("__repr__", [](const PyProblem& p) {
         return "<tensormem.Problem " + std::to_string(p.problem.buffers.size()) + " buffers" +
                (p.source.empty() ? "" : " from " + p.source) + ">";
