@@ -364,7 +364,7 @@ void AddBfcOptions(CLI::App* cmd, ReplayOptions* o) {
                   "the parameters bfc starts from: " + internal::JoinNames(AllBfcPresets()) +
                       " (tensorflow: TensorFlow's defaults over host memory; compact: on-demand growth, "
                       "coalesce_regions, split always, over virtual memory: bfc becomes bfc_compact); the "
-                      "--bfc-* options below change single parameters of bfc and bfc_compact (tensorflow)");
+                      "--bfc-* options below change single parameters of bfc and bfc_compact (default: tensorflow)");
   cmd->add_option("--bfc-backend", o->bfc_backend,
                   "bfc's memory: " + internal::JoinNames(std::span<const BfcMemory>(kMemories)));
   cmd->add_option("--bfc-growth", o->bfc_growth,
