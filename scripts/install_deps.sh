@@ -3,7 +3,7 @@
 # Nothing is downloaded at build or run time beyond these packages.
 set -euo pipefail
 packages=(
-  build-essential cmake ninja-build           # toolchain
+  build-essential cmake ninja-build pkg-config  # toolchain (pkg-config: the install test)
   libgtest-dev libbenchmark-dev               # tests, benchmarks
   libcli11-dev nlohmann-json3-dev             # CLI, JSON
   libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX import

@@ -33,7 +33,7 @@ timeout 90 "$build/tests/allocators/allocators_test" --gtest_filter='Cuda*:*Vmm*
 timeout 60 "$build/tests/allocators/torch_plugin_test" 2>&1 | grep -vE "^\[ RUN|^$" | tail -10
 timeout 60 python3 bench/gpu/record_stream_check.py "$build/plugins/torch/libtensormem_torch.so" 2>&1 | tail -3
 stamp "our replays on cuda"
-timeout 150 scripts/vmm_figures.sh "$build" 3 cuda 2>&1 | tee "$out/vmm_cuda.txt"
+timeout 150 research/figures/vmm_figures.sh "$build" 3 cuda 2>&1 | tee "$out/vmm_cuda.txt"
 for flags in "--vmm-max-handle 1" "--vmm-max-handle 32" "--vmm-growth-slack 0.05"; do
   echo "== vmm $flags" | tee -a "$out/vmm_cuda.txt"
   for t in /tmp/traces/*.csv; do

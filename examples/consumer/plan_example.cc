@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include <tensormem/tensormem.h>
+#include <tensormem/version.h>
 
 int main() {
   using namespace tensormem;
@@ -17,6 +18,7 @@ int main() {
   }
   for (std::size_t i = 0; i < records.size(); ++i)
     std::printf("tensor %zu -> offset %llu\n", i, static_cast<unsigned long long>(plan->offsets[i]));
+  std::printf("tensormem %s: ", TENSORMEM_VERSION_STRING);
   std::printf("arena %llu bytes, lower bound %llu, ratio %.3f (%s)\n",
               static_cast<unsigned long long>(plan->total),
               static_cast<unsigned long long>(plan->lower_bound),

@@ -13,3 +13,4 @@
 #include "tensormem/trace.h"
 #include "tensormem/types.h"
 #include "tensormem/validator.h"
+#include "tensormem/version.h"

@@ -38,6 +38,7 @@
 #include "tensormem/planning.h"
 #include "tensormem/solver.h"
 #include "tensormem/validator.h"
+#include "tensormem/version.h"
 #if TENSORMEM_PY_HAVE_ONNX
 #include "tensormem/onnx.h"
 #endif
@@ -889,6 +890,7 @@ PYBIND11_MODULE(_tensormem, m) {
     }
   });
   m.attr("HAVE_ONNX") = bool(TENSORMEM_PY_HAVE_ONNX);
+  m.attr("__version__") = TENSORMEM_VERSION_STRING;
   m.attr("HAVE_VMM") = true;  // always built since the vmm allocator landed; kept for callers that check it
   BindDefaults(m);
   BindProblem(m);

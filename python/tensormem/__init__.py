@@ -20,7 +20,10 @@ replaying.
 """
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from . import _tensormem as _tm
@@ -32,7 +35,13 @@ __all__ = [
     "TensormemError", "Allocator", "BfcAllocator", "BufferPool", "SystemAllocator",
     "VmmAllocator", "HAVE_ONNX", "HAVE_VMM",
 ]
-__version__ = "0.1.0"
+# The library's version (project(VERSION) in CMakeLists.txt, tensormem/version.h).
+__version__: str = _tm.__version__
+
+
+def __dir__() -> List[str]:
+    """``dir(tensormem)`` lists the public API (``__all__``), not the imports."""
+    return sorted(__all__ + ["torch", "__version__"])
 
 HAVE_ONNX: bool = bool(_tm.HAVE_ONNX)
 HAVE_VMM: bool = bool(_tm.HAVE_VMM)
@@ -180,12 +189,70 @@ def replay(trace: Union[Trace, PathLike], allocator: Union[str, Allocator],
     timed passes, the median reported, and ``alignment`` are the CLI's
     defaults (:data:`DEFAULTS`).
     """
+    if isinstance(allocator, str) and allocator in _NEEDS_STATIC_TLS and not _has_static_tls():
+        return _replay_in_child(trace, allocator, repetitions, alignment, isolate, html)
     if not isinstance(trace, Trace):
         trace = load_trace(trace)
     if not isinstance(allocator, Allocator):
         allocator = str(allocator)
     return _tm._replay(trace, allocator, _count("repetitions", repetitions), _count("alignment", alignment), isolate,
                        "" if html is None else os.fspath(html))
+
+
+# Malloc peers that use initial-exec TLS: glibc loads them with dlopen only
+# into a process started with spare static TLS (GLIBC_TUNABLES). `tensormem
+# replay` re-executes itself so; replay() runs them in a child interpreter.
+_NEEDS_STATIC_TLS = ("jemalloc",)
+_STATIC_TLS_TUNABLE = "glibc.rtld.optional_static_tls=16384"
+
+
+def _has_static_tls() -> bool:
+    return "glibc.rtld.optional_static_tls" in os.environ.get("GLIBC_TUNABLES", "")
+
+
+_CHILD_REPLAY = """
+import json, sys
+import tensormem as tm
+a = json.load(sys.stdin)
+try:
+    r = tm.replay(a["trace"], allocator=a["allocator"], repetitions=a["repetitions"],
+                  alignment=a["alignment"], isolate=a["isolate"], html=a["html"])
+except Exception as e:
+    json.dump({"error": type(e).__name__, "message": str(e)}, sys.stdout)
+else:
+    json.dump({"result": r}, sys.stdout)
+"""
+
+
+def _replay_in_child(trace: Union[Trace, PathLike], allocator: str, repetitions: int, alignment: int,
+                     isolate: bool, html: Optional[PathLike]) -> Dict[str, Any]:
+    """replay() in a child interpreter started with spare static TLS, for the
+    malloc peers that this process cannot load; the child reads the trace's
+    file again, so a trace from standard input cannot go there."""
+    path = trace.source if isinstance(trace, Trace) else os.fspath(trace)
+    if path in ("<stdin>", "-"):
+        raise ValueError(f"replay(allocator={allocator!r}): {allocator} runs in a child process started "
+                         "with spare static TLS, which reads the trace from its file; give the trace's "
+                         "path, or start Python with GLIBC_TUNABLES=" + _STATIC_TLS_TUNABLE)
+    tunables = os.environ.get("GLIBC_TUNABLES", "")
+    env = dict(os.environ, GLIBC_TUNABLES=(tunables + ":" if tunables else "") + _STATIC_TLS_TUNABLE)
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = package_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    request = {"trace": path, "allocator": allocator, "repetitions": _count("repetitions", repetitions),
+               "alignment": _count("alignment", alignment), "isolate": bool(isolate),
+               "html": None if html is None else os.fspath(html)}
+    child = subprocess.run([sys.executable, "-c", _CHILD_REPLAY], input=json.dumps(request), env=env,
+                           capture_output=True, text=True)
+    try:
+        answer = json.loads(child.stdout)
+    except ValueError:
+        raise TensormemError(f"replay(allocator={allocator!r}) in a child process failed (exit "
+                             f"{child.returncode}): {child.stderr.strip()[-2000:]}") from None
+    if "result" in answer:
+        return answer["result"]
+    errors = {"ValueError": ValueError, "FileNotFoundError": FileNotFoundError, "MemoryError": MemoryError,
+              "TypeError": TypeError, "KeyboardInterrupt": KeyboardInterrupt}
+    raise errors.get(answer["error"], TensormemError)(answer["message"])
 
 
 def BfcAllocator(memory_limit: Optional[int] = None, growth: Optional[str] = None,

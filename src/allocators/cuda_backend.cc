@@ -1,14 +1,17 @@
-// CUDA device memory: cudaSetDevice + cudaMalloc / cudaFree. Compiled only
-// when CMake found a CUDA toolkit (TENSORMEM_HAVE_CUDA); otherwise
-// MakeCudaBackend says the build has none. cudaMalloc aligns to at least
-// 256 bytes; larger alignments are refused rather than silently ignored.
+// CUDA device memory for the BFC allocator's regions: cuMemAlloc / cuMemFree
+// in the device's primary context (the one the CUDA runtime and PyTorch
+// use). The driver is opened at run time (cuda_driver.h), so nothing here
+// links the CUDA runtime. Compiled only when CMake found a CUDA toolkit
+// (TENSORMEM_HAVE_CUDA, for cuda.h); otherwise MakeCudaBackend says the build
+// has none. cuMemAlloc aligns to at least 256 bytes; larger alignments are
+// refused rather than silently ignored.
 #include <memory>
 #include <string>
 
 #include "tensormem/allocators/backend.h"
 
 #if TENSORMEM_HAVE_CUDA
-#include <cuda_runtime_api.h>
+#include "cuda_driver.h"
 #endif
 
 namespace tensormem {
@@ -16,40 +19,49 @@ namespace tensormem {
 #if TENSORMEM_HAVE_CUDA
 namespace {
 
-std::string CudaError(cudaError_t e) {
-  return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
-}
-
 class CudaMemory final : public Backend {
  public:
-  explicit CudaMemory(int device) : device_(device) {}
+  CudaMemory(const cuda::Driver& d, int ordinal, CUcontext context) : d_(d), ordinal_(ordinal), context_(context) {}
 
   Result<void*> Reserve(std::uint64_t bytes, std::uint64_t alignment) override {
     if (alignment > 256)
-      return InvalidArgument("cuda backend: cudaMalloc aligns to 256 bytes, not " +
-                             std::to_string(alignment));
-    cudaError_t e = cudaSetDevice(device_);
-    if (e != cudaSuccess) return FailedPrecondition("cuda backend: cudaSetDevice: " + CudaError(e));
-    void* p = nullptr;
-    e = cudaMalloc(&p, bytes == 0 ? 1 : bytes);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();  // reset the last-error state so later calls start clean
-      return ResourceExhausted("cuda backend: cudaMalloc(" + std::to_string(bytes) +
-                               ") on device " + std::to_string(device_) + ": " + CudaError(e));
-    }
-    return p;
+      return InvalidArgument("cuda backend: cuMemAlloc aligns to 256 bytes, not " + std::to_string(alignment));
+    Scope scope(*this);
+    CUdeviceptr p = 0;
+    if (CUresult r = d_.cuMemAlloc(&p, bytes == 0 ? 1 : bytes); r != CUDA_SUCCESS)
+      return ResourceExhausted("cuda backend: " + cuda::DriverError(d_, "cuMemAlloc(" + std::to_string(bytes) + ")", r) +
+                               " on device " + std::to_string(ordinal_));
+    return reinterpret_cast<void*>(p);
   }
   Status Release(void* region, std::uint64_t /*bytes*/) override {
-    cudaError_t e = cudaSetDevice(device_);
-    if (e == cudaSuccess) e = cudaFree(region);
-    if (e != cudaSuccess) return Internal("cuda backend: cudaFree: " + CudaError(e));
+    Scope scope(*this);
+    if (CUresult r = d_.cuMemFree(reinterpret_cast<CUdeviceptr>(region)); r != CUDA_SUCCESS)
+      return Internal("cuda backend: " + cuda::DriverError(d_, "cuMemFree", r));
     return Status::Ok();
   }
   bool host_accessible() const override { return false; }
   std::string_view name() const override { return "cuda"; }
 
  private:
-  int device_;
+  // Makes the device's primary context current for one call (pushed only
+  // when another context is current, as in cuda_physical_memory.cc).
+  struct Scope {
+    explicit Scope(const CudaMemory& m) : m_(m) {
+      CUcontext current = nullptr;
+      m_.d_.cuCtxGetCurrent(&current);
+      if (current != m_.context_) pushed_ = m_.d_.cuCtxPushCurrent(m_.context_) == CUDA_SUCCESS;
+    }
+    ~Scope() {
+      CUcontext popped = nullptr;
+      if (pushed_) m_.d_.cuCtxPopCurrent(&popped);
+    }
+    const CudaMemory& m_;
+    bool pushed_ = false;
+  };
+
+  const cuda::Driver& d_;
+  int ordinal_;
+  CUcontext context_;
 };
 
 }  // namespace
@@ -57,14 +69,23 @@ class CudaMemory final : public Backend {
 bool CudaBackendCompiled() { return true; }
 
 Result<std::unique_ptr<Backend>> MakeCudaBackend(int device) {
+  const cuda::Driver& d = cuda::LoadDriver();
+  if (d.library == nullptr) return FailedPrecondition("no usable CUDA device: " + d.error);
+  if (CUresult r = d.cuInit(0); r != CUDA_SUCCESS)
+    return FailedPrecondition("no usable CUDA device: " + cuda::DriverError(d, "cuInit", r));
   int count = 0;
-  const cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess)
-    return FailedPrecondition("no usable CUDA device: cudaGetDeviceCount: " + CudaError(e));
+  if (CUresult r = d.cuDeviceGetCount(&count); r != CUDA_SUCCESS)
+    return FailedPrecondition("no usable CUDA device: " + cuda::DriverError(d, "cuDeviceGetCount", r));
   if (device < 0 || device >= count)
-    return FailedPrecondition("no CUDA device " + std::to_string(device) + " (" +
-                              std::to_string(count) + " present)");
-  return std::unique_ptr<Backend>(new CudaMemory(device));
+    return FailedPrecondition("no CUDA device " + std::to_string(device) + " (" + std::to_string(count) +
+                              " present)");
+  CUdevice dev = 0;
+  if (CUresult r = d.cuDeviceGet(&dev, device); r != CUDA_SUCCESS)
+    return FailedPrecondition("no usable CUDA device: " + cuda::DriverError(d, "cuDeviceGet", r));
+  CUcontext context = nullptr;
+  if (CUresult r = d.cuDevicePrimaryCtxRetain(&context, dev); r != CUDA_SUCCESS)
+    return FailedPrecondition("no usable CUDA device: " + cuda::DriverError(d, "cuDevicePrimaryCtxRetain", r));
+  return std::unique_ptr<Backend>(new CudaMemory(d, device, context));
 }
 
 #else

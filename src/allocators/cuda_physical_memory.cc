@@ -1,16 +1,13 @@
 // CUDA physical memory through the driver's virtual memory management API.
-// The driver (libcuda.so.1) is opened with dlopen and its entry points
-// looked up at run time, so nothing links libcuda and a machine without a
-// driver or device gets FailedPrecondition "no device" with the reason.
-// cuda.h (from the toolkit CMake found) supplies only the types.
+// The driver (libcuda.so.1) is opened with dlopen (cuda_driver.h), so
+// nothing links libcuda and a machine without a driver or device gets
+// FailedPrecondition "no device" with the reason.
 //
 // One granule = one cuMemCreate allocation of the recommended granularity
 // (cuMemMap maps whole allocations, so granules cannot be carved from a
 // larger one). Every call runs with the device's primary context current
 // (pushed when another context is current), as the CUDA runtime and PyTorch
 // use it.
-#include <dlfcn.h>
-
 #include <mutex>
 #include <string>
 #include <vector>
@@ -19,7 +16,7 @@
 #include "tensormem/allocators/resource.h"
 
 #if TENSORMEM_HAVE_CUDA
-#include <cuda.h>
+#include "cuda_driver.h"
 #endif
 
 namespace tensormem {
@@ -27,91 +24,8 @@ namespace tensormem {
 #if TENSORMEM_HAVE_CUDA
 namespace {
 
-struct Driver {
-  void* library = nullptr;
-  std::string error;
-#define TM_CU_FN(name) decltype(&::name) name = nullptr;
-  TM_CU_FN(cuInit)
-  TM_CU_FN(cuGetErrorString)
-  TM_CU_FN(cuDeviceGetCount)
-  TM_CU_FN(cuDeviceGet)
-  TM_CU_FN(cuDeviceGetName)
-  TM_CU_FN(cuDeviceGetAttribute)
-  TM_CU_FN(cuDevicePrimaryCtxRetain)
-  TM_CU_FN(cuCtxGetCurrent)
-  TM_CU_FN(cuCtxPushCurrent)
-  TM_CU_FN(cuCtxPopCurrent)
-  TM_CU_FN(cuCtxSynchronize)
-  TM_CU_FN(cuMemGetAllocationGranularity)
-  TM_CU_FN(cuMemCreate)
-  TM_CU_FN(cuMemRelease)
-  TM_CU_FN(cuMemAddressReserve)
-  TM_CU_FN(cuMemAddressFree)
-  TM_CU_FN(cuMemMap)
-  TM_CU_FN(cuMemUnmap)
-  TM_CU_FN(cuMemSetAccess)
-  TM_CU_FN(cuEventCreate)
-  TM_CU_FN(cuEventRecord)
-  TM_CU_FN(cuEventQuery)
-  TM_CU_FN(cuEventSynchronize)
-  TM_CU_FN(cuEventDestroy)
-  TM_CU_FN(cuStreamIsCapturing)
-  TM_CU_FN(cuDeviceTotalMem)
-#undef TM_CU_FN
-};
-
-// Opened once per process; `error` says why not.
-const Driver& LoadDriver() {
-  static const Driver driver = [] {
-    Driver d;
-    d.library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (d.library == nullptr) {
-      const char* e = dlerror();
-      d.error = std::string("cannot load the CUDA driver (libcuda.so.1): ") + (e ? e : "unknown");
-      return d;
-    }
-    bool ok = true;
-    auto find = [&](auto& fn, const char* symbol) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(d.library, symbol));
-      if (fn == nullptr) {
-        ok = false;
-        d.error = std::string("the CUDA driver has no ") + symbol;
-      }
-    };
-    find(d.cuInit, "cuInit");
-    find(d.cuGetErrorString, "cuGetErrorString");
-    find(d.cuDeviceGetCount, "cuDeviceGetCount");
-    find(d.cuDeviceGet, "cuDeviceGet");
-    find(d.cuDeviceGetName, "cuDeviceGetName");
-    find(d.cuDeviceGetAttribute, "cuDeviceGetAttribute");
-    find(d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-    find(d.cuCtxGetCurrent, "cuCtxGetCurrent");
-    find(d.cuCtxPushCurrent, "cuCtxPushCurrent_v2");
-    find(d.cuCtxPopCurrent, "cuCtxPopCurrent_v2");
-    find(d.cuCtxSynchronize, "cuCtxSynchronize");
-    find(d.cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity");
-    find(d.cuMemCreate, "cuMemCreate");
-    find(d.cuMemRelease, "cuMemRelease");
-    find(d.cuMemAddressReserve, "cuMemAddressReserve");
-    find(d.cuMemAddressFree, "cuMemAddressFree");
-    find(d.cuMemMap, "cuMemMap");
-    find(d.cuMemUnmap, "cuMemUnmap");
-    find(d.cuMemSetAccess, "cuMemSetAccess");
-    find(d.cuEventCreate, "cuEventCreate");
-    find(d.cuEventRecord, "cuEventRecord");
-    find(d.cuEventQuery, "cuEventQuery");
-    find(d.cuEventSynchronize, "cuEventSynchronize");
-    find(d.cuEventDestroy, "cuEventDestroy_v2");
-    find(d.cuStreamIsCapturing, "cuStreamIsCapturing");
-    find(d.cuDeviceTotalMem, "cuDeviceTotalMem_v2");
-    if (!ok) {
-      dlclose(d.library);
-      d.library = nullptr;
-    }
-    return d;
-  }();
-  return driver;
-}
+using cuda::Driver;
+using cuda::LoadDriver;
 
 class CudaPhysicalMemory final : public PhysicalMemory {
  public:

@@ -38,7 +38,7 @@
 // directed backjumping, with the conflict set approximated: a pairing in
 // between can also constrain them, so the jump may skip a plan; the
 // enumeration is no proof anyway). docs/design/solver.md ("Perfect packings: the time sweep") has the
-// figures; scripts/research/zero_slack_sweep.py is the prototype.
+// figures; research/zero_slack_sweep.py is the prototype.
 #pragma once
 
 #include <cstdint>

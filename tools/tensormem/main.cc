@@ -12,6 +12,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "harness/replay.h"
+#include "tensormem/version.h"
 
 int main(int argc, char** argv) {
   // jemalloc (a replay peer) can only be dlopened with spare static TLS.
@@ -37,7 +38,7 @@ int main(int argc, char** argv) {
 #endif
   CLI::App app{"tensormem: tensor memory planning (shared objects, arena offsets) and allocation"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "tensormem 0.1.0");
+  app.set_version_flag("--version", "tensormem " TENSORMEM_VERSION_STRING);
   int exit_code = tensormem::cli::kExitOk;
   tensormem::cli::AddPlanCommand(app, &exit_code);
   tensormem::cli::AddReplayCommand(app, &exit_code);

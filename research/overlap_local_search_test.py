@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The research local search (scripts/research/overlap_local_search.cc) and
-its start-plan driver (scripts/research/point_restriction.py): on small
+"""The research local search (research/overlap_local_search.cc) and
+its start-plan driver (research/point_restriction.py): on small
 random problems built around a known plan (fixed seeds), the search repairs
 a start with every buffer at offset 0, and lowers a plan set higher, to
 plans that an independent check here accepts; below the peak it answers
@@ -16,8 +16,8 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DRIVER = os.path.join(ROOT, "scripts", "research", "point_restriction.py")
+HERE = os.path.dirname(os.path.abspath(__file__))
+DRIVER = os.path.join(HERE, "point_restriction.py")
 G = 4  # bytes per granule
 
 

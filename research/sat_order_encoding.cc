@@ -13,10 +13,10 @@
 // uncovered (a sequential counter). The largest buffer is kept in the lower
 // half (a plan mirrored top to bottom is a plan).
 //
-//   g++ -O2 -std=c++20 -o /tmp/sat_order_encoding scripts/research/sat_order_encoding.cc
+//   g++ -O2 -std=c++20 -o /tmp/sat_order_encoding research/sat_order_encoding.cc
 //   /tmp/sat_order_encoding J.1048576.csv 993280 1024 0 J.cnf J.map
 //   cadical -q J.cnf > J.out      # exit 10: SAT, 20: UNSAT
-//   python3 scripts/research/sat_decode.py J.out J.map 1024 > plan.csv
+//   python3 research/sat_decode.py J.out J.map 1024 > plan.csv
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>

@@ -18,7 +18,7 @@
 // above it move down, those crossing it stay, overlapping their neighbours
 // above; one whose top stays the plan's is clamped down).
 //
-//   g++ -O2 -std=c++20 -o /tmp/overlap_local_search scripts/research/overlap_local_search.cc
+//   g++ -O2 -std=c++20 -o /tmp/overlap_local_search research/overlap_local_search.cc
 //   /tmp/overlap_local_search J.1048576.csv start.csv 993280 1024 20000000 5 plan.csv
 //
 // Exit 0: a plan within HEIGHT written to OUT (id,offset in bytes); 1: none

@@ -2,12 +2,12 @@
 # The racing searches' figures of docs/design/solver.md ("Racing searches"): the
 # MiniMalloc challenging instances minimised with each thread count, one
 # run at a time (a race needs the machine's cores to itself).
-# Usage: scripts/race_figures.sh [build-dir] [seconds] [thread counts...]
-# e.g. scripts/race_figures.sh build 60 1 2        (this 2-core host)
-#      scripts/race_figures.sh build 60 1 4 8 16   (a 16-core machine)
+# Usage: research/figures/race_figures.sh [build-dir] [seconds] [thread counts...]
+# e.g. research/figures/race_figures.sh build 60 1 2        (this 2-core host)
+#      research/figures/race_figures.sh build 60 1 4 8 16   (a 16-core machine)
 # TENSORMEM_RACE_INSTANCES="D J" limits the instances (default: A to K).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=${1:-build}
 seconds=${2:-60}
 shift $(( $# < 2 ? $# : 2 ))

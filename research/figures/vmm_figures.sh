@@ -2,7 +2,7 @@
 # The vmm figures of docs/design/allocators.md: every shared trace (plain and
 # .csv.gz) through vmm, bfc_compact and glibc malloc in one run each, on the
 # host (or --device cuda where a GPU is: then malloc is left out).
-# Usage: scripts/vmm_figures.sh [build-dir] [repetitions] [device] [replay flags...]
+# Usage: research/figures/vmm_figures.sh [build-dir] [repetitions] [device] [replay flags...]
 # (e.g. --vmm-growth-slack 0.05, or --device-lag 200 for a host device that
 # runs 200 trace events behind). The last column counts what a GPU pays
 # for, in the cold pass and then the warm pass: handles created (and run
@@ -12,7 +12,7 @@
 # from one minute to the next, and the fastest is the steadiest figure. The
 # counts are exact and the same in every run.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=${1:-build}
 reps=${2:-3}
 device=${3:-host}

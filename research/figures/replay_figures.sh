@@ -2,9 +2,9 @@
 # Replays every trace in the shared folder through every allocator (BFC with
 # TensorFlow's defaults and with the compact preset) and prints one table per
 # trace: the figures of docs/design/allocators.md.
-# Usage: scripts/replay_figures.sh [build-dir] [repetitions]
+# Usage: research/figures/replay_figures.sh [build-dir] [repetitions]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=${1:-build}
 reps=${2:-5}
 cli="$build/tools/tensormem/tensormem"

@@ -4,7 +4,7 @@ docs/design/solver.md "A SAT model of the fit question") and writes the plan as 
 problem's CSV with an offset column, after checking that no two buffers live
 at once overlap.
 
-  scripts/research/sat_decode.py SOLVER.out PROBLEM.map GRANULE > plan.csv
+  research/sat_decode.py SOLVER.out PROBLEM.map GRANULE > plan.csv
 Exit 1 when the answer is not SATISFIABLE or the plan overlaps.
 """
 import csv

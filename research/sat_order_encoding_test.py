@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""The SAT model of the fit question (scripts/research/sat_order_encoding.cc)
+"""The SAT model of the fit question (research/sat_order_encoding.cc)
 against brute force: on small random problems (fixed seeds) the CNF is
 satisfiable at the minimum height and not one granule below, with and
 without the redundant counting, decided by a small DPLL here (no SAT solver
-needed); every model decodes (scripts/research/sat_decode.py) to a plan
+needed); every model decodes (research/sat_decode.py) to a plan
 within the height; bad input is refused with a message naming it.
 
   sat_order_encoding_test.py PATH/TO/sat_order_encoding
@@ -15,8 +15,8 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DECODE = os.path.join(ROOT, "scripts", "research", "sat_decode.py")
+HERE = os.path.dirname(os.path.abspath(__file__))
+DECODE = os.path.join(HERE, "sat_decode.py")
 G = 4  # bytes per granule: sizes and heights below are granules times G
 
 
