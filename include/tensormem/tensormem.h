@@ -2,6 +2,7 @@
 // readers (problems and allocation traces).
 #pragma once
 
+#include "tensormem/defaults.h"
 #include "tensormem/graph.h"
 #include "tensormem/io.h"
 #include "tensormem/lower_bounds.h"

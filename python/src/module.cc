@@ -31,6 +31,7 @@
 #include "tensormem/allocators/buffer_pool.h"
 #include "harness/replay.h"
 #include "tensormem/allocators/system_allocator.h"
+#include "tensormem/defaults.h"
 #include "tensormem/trace.h"
 #include "tensormem/graph.h"
 #include "tensormem/io.h"
@@ -365,7 +366,7 @@ std::shared_ptr<PyProblem> LoadAnyProblem(const std::string& path) {
   if (format == InputFormat::kOnnx) {
     if (IsStreamInput(path)) Raise(OnnxNotFromAFileError(path));
 #if TENSORMEM_PY_HAVE_ONNX
-    return RecordsFromOnnx(path, {}, {}, 64);
+    return RecordsFromOnnx(path, {}, {}, defaults::kTensorAlignment);
 #else
     Raise(Unimplemented(path + ": an ONNX model, but tensormem was built without the ONNX importer"));
 #endif
@@ -437,11 +438,27 @@ py::dict StatsDict(const AllocatorStats& s) {
   return d;
 }
 
-BfcGrowth GrowthByName(const std::string& g) {
-  if (g == "doubling") return BfcGrowth::kDoubling;
-  if (g == "on_demand") return BfcGrowth::kOnDemand;
-  if (g == "reserve_all") return BfcGrowth::kReserveAll;
-  throw py::value_error("unknown growth '" + g + "' (known: doubling, on_demand, reserve_all)");
+// A BFC under a preset (the CLI's --bfc-preset table), with the arguments
+// given (not None) on top, as replay's --bfc-* options change it.
+std::unique_ptr<PyAllocator> MakeBfc(std::optional<std::uint64_t> memory_limit, const std::optional<std::string>& growth,
+                                     std::optional<std::uint64_t> initial_region_bytes,
+                                     std::optional<bool> virtual_memory, const std::string& preset_name) {
+  const BfcPreset preset = Take(ParseBfcPreset(preset_name));
+  BfcParams p = BfcPresetParams(preset);
+  if (growth) p.growth = Take(ParseBfcGrowth(*growth));
+  if (initial_region_bytes) p.initial_region_bytes = *initial_region_bytes;
+  if (memory_limit) p.memory_limit = *memory_limit;
+  if (p.growth == BfcGrowth::kReserveAll && !memory_limit)
+    throw py::value_error("growth 'reserve_all' needs a memory_limit");
+  Check(Validate(p));
+  auto a = std::make_unique<PyAllocator>();
+  if (virtual_memory.value_or(BfcPresetUsesVirtualMemory(preset))) {
+    a->backend = std::make_unique<VirtualMemoryBackend>();
+    a->resource = std::make_unique<BfcAllocator>(*a->backend, p);
+  } else {
+    a->resource = std::make_unique<BfcAllocator>(HostBackend(), p);
+  }
+  return a;
 }
 
 // ---- replay ----------------------------------------------------------------
@@ -529,24 +546,20 @@ SolverTuning TuningFrom(const py::dict& tuning) {
   return out;
 }
 
-}  // namespace
+// ---- bindings, one function per area ---------------------------------------
 
-PYBIND11_MODULE(_tensormem, m) {
-  m.doc() = "tensormem: tensor memory planning and allocators (C++ core)";
-  static py::exception<TensormemError> error(m, "TensormemError", PyExc_RuntimeError);
-  py::register_exception_translator([](std::exception_ptr p) {
-    try {
-      if (p) std::rethrow_exception(p);
-    } catch (const TensormemError& e) {
-      error(e.what());
-    }
-  });
-  m.attr("HAVE_ONNX") = bool(TENSORMEM_PY_HAVE_ONNX);
-  m.attr("__version__") = TENSORMEM_VERSION_STRING;
-  SetInputInterruptCheck(&PythonSignalRaised);
-  m.attr("HAVE_VMM") = true;  // always built since the vmm allocator landed; kept for callers that check it
+// The defaults table (tensormem/defaults.h) that the package's functions
+// take their default arguments from.
+void BindDefaults(py::module_& m) {
+  py::dict d;
+  d["plan_alignment"] = defaults::kPlanAlignment;
+  d["tensor_alignment"] = defaults::kTensorAlignment;
+  d["time_limit"] = defaults::kTimeLimitSeconds;
+  d["replay_repetitions"] = defaults::kReplayRepetitions;
+  m.attr("DEFAULTS") = d;
+}
 
-  // Problems.
+void BindProblem(py::module_& m) {
   py::class_<PyProblem, std::shared_ptr<PyProblem>>(m, "Problem", "An offset-planning problem: buffers with ids, sizes, inclusive lifetimes, alignments")
       .def_static(
           "from_arrays",
@@ -584,13 +597,16 @@ PYBIND11_MODULE(_tensormem, m) {
       .def_readonly("source", &PyProblem::source)
       .def("lower_bound",
            [](const PyProblem& p, std::uint64_t alignment) { return PeakLiveBytes(p.problem, alignment); },
-           py::arg("alignment") = 1, "Peak live bytes (the offsets lower bound)")
+           py::arg("alignment") = defaults::kPlanAlignment, "Peak live bytes (the offsets lower bound)")
       .def("__repr__", [](const PyProblem& p) {
         return "<tensormem.Problem " + std::to_string(p.problem.buffers.size()) + " buffers" +
                (p.source.empty() ? "" : " from " + p.source) + ">";
       });
+}
 
-  py::class_<PyPlan>(m, "Plan", "A plan: offsets (or shared objects laid back to back) and its figures")
+// The Plan class with its figures; BindPlanWriters adds the files.
+py::class_<PyPlan> BindPlan(py::module_& m) {
+  return py::class_<PyPlan>(m, "Plan", "A plan: offsets (or shared objects laid back to back) and its figures")
       .def_property_readonly("offsets", [](py::object self) {
         return View(self.cast<PyPlan&>().offsets.offsets, self);
       }, "per buffer: its byte offset (numpy.uint64, a view on the plan)")
@@ -616,7 +632,11 @@ PYBIND11_MODULE(_tensormem, m) {
         if (!p.objects) return py::none();
         return View(p.object_plan.object_sizes, self);
       })
-      .def("__len__", [](const PyPlan& p) { return p.offsets.offsets.size(); })
+      .def("__len__", [](const PyPlan& p) { return p.offsets.offsets.size(); });
+}
+
+void BindPlanWriters(py::class_<PyPlan>& cls) {
+  cls
       .def(
           "to_html",
           [](PyPlan& p, const py::object& path_arg, const std::string& title) {
@@ -659,7 +679,9 @@ PYBIND11_MODULE(_tensormem, m) {
                " buffers, total " + std::to_string(p.objects ? TotalSize(p.object_plan) : p.offsets.total) +
                ", lower bound " + std::to_string(p.offsets.lower_bound) + ">";
       });
+}
 
+void BindPlanning(py::module_& m) {
   m.def(
       "_plan_arrays",
       [](const py::object& sizes, const py::object& first, const py::object& last,
@@ -713,7 +735,9 @@ PYBIND11_MODULE(_tensormem, m) {
     for (ObjectsStrategy s : AllObjectsStrategies()) v.emplace_back(Name(s));
     return v;
   });
+}
 
+void BindFiles(py::module_& m) {
   m.def("load_problem", &LoadAnyProblem, py::arg("path"),
         "A planning problem from a file: MiniMalloc CSV, JSON, an allocation trace, or an ONNX "
         "model (its scratch arena)");
@@ -729,10 +753,12 @@ PYBIND11_MODULE(_tensormem, m) {
 #if TENSORMEM_PY_HAVE_ONNX
   m.def("records_from_onnx", &RecordsFromOnnx, py::arg("path"),
         py::arg("input_shapes") = std::map<std::string, std::vector<std::int64_t>>{},
-        py::arg("dims") = std::map<std::string, std::int64_t>{}, py::arg("alignment") = 64);
+        py::arg("dims") = std::map<std::string, std::int64_t>{}, py::arg("alignment") = defaults::kTensorAlignment);
 #endif
+}
 
-  // Solve.
+// The exact solver (its body belongs with the solver's interface).
+void BindSolve(py::module_& m) {
   py::class_<PySolveResult>(m, "SolveResult", "The exact solver's answer")
       .def_property_readonly("status", [](const PySolveResult& s) { return std::string(Name(s.r.status)); })
       .def_property_readonly("has_plan", [](const PySolveResult& s) { return s.r.has_plan; })
@@ -818,8 +844,9 @@ PYBIND11_MODULE(_tensormem, m) {
         return keys;
       },
       "The solver's tuning keys (solve(tuning=...)): (name, values, help) per key");
+}
 
-  // Allocators.
+void BindAllocatorClass(py::module_& m) {
   m.def("_non_negative", &NonNegative, py::arg("value"), py::arg("name"),
         "value as a non-negative integer; TypeError, ValueError or OverflowError naming `name`");
   py::class_<PyAllocator>(m, "Allocator", "A tensormem memory resource")
@@ -853,28 +880,16 @@ PYBIND11_MODULE(_tensormem, m) {
       .def("close", &PyAllocator::Close,
            "Releases the allocator's memory (every block it handed out becomes invalid); "
            "an error while a replay runs through it");
+}
 
-  m.def(
-      "_bfc",
-      [](std::optional<std::uint64_t> memory_limit, const std::string& growth,
-         std::uint64_t initial_region_bytes, bool virtual_memory, bool compact) {
-        auto a = std::make_unique<PyAllocator>();
-        BfcParams p = compact ? CompactBfcParams() : BfcParams{};
-        if (!compact) {
-          p.growth = GrowthByName(growth);
-          p.initial_region_bytes = initial_region_bytes;
-        }
-        if (memory_limit) p.memory_limit = *memory_limit;
-        if (p.growth == BfcGrowth::kReserveAll && !memory_limit)
-          throw py::value_error("growth 'reserve_all' needs a memory_limit");
-        if (virtual_memory || compact) {
-          a->backend = std::make_unique<VirtualMemoryBackend>();
-          a->resource = std::make_unique<BfcAllocator>(*a->backend, p);
-        } else {
-          a->resource = std::make_unique<BfcAllocator>(HostBackend(), p);
-        }
-        return a;
-      });
+void BindAllocatorFactories(py::module_& m) {
+  m.def("_bfc", &MakeBfc, py::arg("memory_limit"), py::arg("growth"), py::arg("initial_region_bytes"),
+        py::arg("virtual_memory"), py::arg("preset"));
+  m.def("bfc_presets", [] {
+    std::vector<std::string> v;
+    for (BfcPreset p : AllBfcPresets()) v.emplace_back(Name(p));
+    return v;
+  });
   m.def("_pool", [](std::uint64_t split_granularity) {
     auto a = std::make_unique<PyAllocator>();
     BufferPoolParams p;
@@ -900,8 +915,9 @@ PYBIND11_MODULE(_tensormem, m) {
     a->resource = Take(VmmAllocator::Create(*a->physical, vp));
     return a;
   });
+}
 
-  // Traces and replay.
+void BindReplay(py::module_& m) {
   py::class_<PyTrace, std::shared_ptr<PyTrace>>(m, "Trace", "An allocation trace (RAPIDS replay-log CSV)")
       .def("__len__", [](const PyTrace& t) { return t.trace.events.size(); })
       .def_property_readonly("source", [](const PyTrace& t) { return t.trace.source; })
@@ -947,7 +963,6 @@ PYBIND11_MODULE(_tensormem, m) {
         params.repetitions = static_cast<int>(repetitions);
         params.alignment = alignment;
         params.isolate = isolate;
-        if (which == ReplayAllocator::kBfcCompact) params.bfc_virtual_memory = true;
         std::optional<Result<ReplayResult>> res;
         std::optional<Result<ReplayPlacement>> placement;
         {
@@ -964,4 +979,32 @@ PYBIND11_MODULE(_tensormem, m) {
       },
       py::arg("trace"), py::arg("allocator"), py::arg("repetitions"), py::arg("alignment"),
       py::arg("isolate"), py::arg("html"));
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_tensormem, m) {
+  m.doc() = "tensormem: tensor memory planning and allocators (C++ core)";
+  static py::exception<TensormemError> error(m, "TensormemError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const TensormemError& e) {
+      error(e.what());
+    }
+  });
+  m.attr("HAVE_ONNX") = bool(TENSORMEM_PY_HAVE_ONNX);
+  m.attr("__version__") = TENSORMEM_VERSION_STRING;
+  SetInputInterruptCheck(&PythonSignalRaised);
+  m.attr("HAVE_VMM") = true;  // always built since the vmm allocator landed; kept for callers that check it
+  BindDefaults(m);
+  BindProblem(m);
+  py::class_<PyPlan> plan = BindPlan(m);
+  BindPlanWriters(plan);
+  BindPlanning(m);
+  BindFiles(m);
+  BindSolve(m);
+  BindAllocatorClass(m);
+  BindAllocatorFactories(m);
+  BindReplay(m);
 }

@@ -31,7 +31,8 @@ from ._tensormem import Plan, Problem, SolveResult, Trace, TensormemError, Alloc
 
 __all__ = [
     "plan", "strategies", "solve", "tuning_keys", "load_problem", "write_problem", "records_from_onnx",
-    "load_trace", "replay", "replay_allocators", "Plan", "Problem", "SolveResult", "Trace",
+    "load_trace", "replay", "replay_allocators", "bfc_presets", "DEFAULTS", "Plan", "Problem", "SolveResult",
+    "Trace",
     "TensormemError", "Allocator", "BfcAllocator", "BufferPool", "SystemAllocator",
     "VmmAllocator", "HAVE_ONNX", "HAVE_VMM",
 ]
@@ -45,6 +46,13 @@ def __dir__() -> List[str]:
 
 HAVE_ONNX: bool = bool(_tm.HAVE_ONNX)
 HAVE_VMM: bool = bool(_tm.HAVE_VMM)
+
+#: The defaults every surface shares (C++ ``tensormem/defaults.h``, the CLI,
+#: these functions): ``plan_alignment`` for planning and solving (a buffer's
+#: own alignment applies on top), ``tensor_alignment`` for what is made from
+#: tensors (an ONNX model's records, a trace's replayed allocations),
+#: ``time_limit`` (seconds), ``replay_repetitions``.
+DEFAULTS: Dict[str, Any] = dict(_tm.DEFAULTS)
 
 ArrayLike = Any  # a sequence of ints or a 1-D NumPy integer array
 PathLike = Union[str, "os.PathLike[str]"]
@@ -65,14 +73,15 @@ def strategies(objects: bool = False) -> List[str]:
 
 
 def plan(sizes: Union[ArrayLike, Problem], first: Optional[ArrayLike] = None,
-         last: Optional[ArrayLike] = None, strategy: str = "best", alignment: Optional[int] = None,
-         objects: bool = False, time_limit: float = 10.0, threads: int = 1) -> Plan:
+         last: Optional[ArrayLike] = None, strategy: str = "best",
+         alignment: int = DEFAULTS["plan_alignment"], objects: bool = False,
+         time_limit: float = DEFAULTS["time_limit"], threads: int = 1) -> Plan:
     """Plans memory for buffers: ``sizes[i]`` bytes live during tasks
     ``first[i]..last[i]`` (inclusive). Or pass a :class:`Problem` alone.
 
-    ``alignment`` (bytes, a power of two) defaults to 64 for arrays (tensors,
-    as for an ONNX model's records) and to 1 for a :class:`Problem`, whose
-    buffers carry their own alignments: the defaults of ``tensormem plan``.
+    ``alignment`` (bytes, a power of two): every offset is a multiple of it
+    and of the buffer's own alignment; ``DEFAULTS["plan_alignment"]`` (1),
+    as ``tensormem plan`` on a problem file and the C++ ``PlanParams``.
 
     Returns a :class:`Plan`: ``offsets`` (NumPy uint64), ``total``,
     ``lower_bound``, ``ratio``, ``strategy``, ``seconds``; ``objects=True``
@@ -86,11 +95,11 @@ def plan(sizes: Union[ArrayLike, Problem], first: Optional[ArrayLike] = None,
     if isinstance(sizes, Problem):
         if first is not None or last is not None:
             raise ValueError("plan(problem, ...): first and last come from the problem")
-        return _tm._plan_problem(sizes, strategy, _count("alignment", 1 if alignment is None else alignment),
+        return _tm._plan_problem(sizes, strategy, _count("alignment", alignment),
                                  objects, time_limit, _count("threads", threads))
     if first is None or last is None:
         raise ValueError("plan(sizes, first, last): first and last are required with sizes")
-    return _tm._plan_arrays(sizes, first, last, strategy, _count("alignment", 64 if alignment is None else alignment),
+    return _tm._plan_arrays(sizes, first, last, strategy, _count("alignment", alignment),
                             objects, time_limit, _count("threads", threads))
 
 
@@ -141,7 +150,8 @@ def write_problem(path: PathLike, problem: Problem) -> None:
 
 
 def records_from_onnx(path: PathLike, input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
-                      dims: Optional[Mapping[str, int]] = None, alignment: int = 64) -> Problem:
+                      dims: Optional[Mapping[str, int]] = None,
+                      alignment: int = DEFAULTS["tensor_alignment"]) -> Problem:
     """An ONNX model's scratch-arena usage records (one buffer per tensor
     owning memory, ids = tensor names) as a :class:`Problem`.
     ``input_shapes={"input": [1, 3, 224, 224]}``, ``dims={"batch": 8}``."""
@@ -162,17 +172,25 @@ def replay_allocators() -> List[str]:
     return list(_tm.replay_allocators())
 
 
-def replay(trace: Union[Trace, PathLike], allocator: Union[str, Allocator] = "bfc",
-           repetitions: int = 1, alignment: int = 64, isolate: bool = True,
-           html: Optional[PathLike] = None) -> Dict[str, Any]:
+def bfc_presets() -> List[str]:
+    """The preset names :func:`BfcAllocator` accepts (``tensormem replay --bfc-preset``)."""
+    return list(_tm.bfc_presets())
+
+
+def replay(trace: Union[Trace, PathLike], allocator: Union[str, Allocator],
+           repetitions: int = DEFAULTS["replay_repetitions"], alignment: int = DEFAULTS["tensor_alignment"],
+           isolate: bool = True, html: Optional[PathLike] = None) -> Dict[str, Any]:
     """Replays a trace through an allocator (a name from
-    :func:`replay_allocators`, or an :class:`Allocator` object) and returns
+    :func:`replay_allocators`, or an :class:`Allocator` object; ``tensormem
+    replay`` compares every one unless ``-a`` names some) and returns
     the figures: ops, ns_per_op (the cold pass: a fresh allocator),
     cpu_ns_per_op, warm_ns_per_op (a second pass over the same allocator),
     peak_in_use, peak_reserved, reserved_over_in_use, fragmentation, and
     for vmm its device calls in each pass (``vmm``, ``vmm_warm``: map_calls,
     handles_created, ...). ``html=path`` also writes the replay's memory map
-    (x = event, y = address, reserved bytes as a line).
+    (x = event, y = address, reserved bytes as a line). ``repetitions``
+    timed passes, the median reported, and ``alignment`` are the CLI's
+    defaults (:data:`DEFAULTS`).
     """
     if isinstance(allocator, str) and allocator in _NEEDS_STATIC_TLS and not _has_static_tls():
         return _replay_in_child(trace, allocator, repetitions, alignment, isolate, html)
@@ -240,14 +258,18 @@ def _replay_in_child(trace: Union[Trace, PathLike], allocator: str, repetitions:
     raise errors.get(answer["error"], TensormemError)(answer["message"])
 
 
-def BfcAllocator(memory_limit: Optional[int] = None, growth: str = "doubling",
-                 initial_region_bytes: int = 2 << 20, virtual_memory: bool = False,
-                 compact: bool = False) -> Allocator:
-    """TensorFlow's best-fit-with-coalescing allocator (growth: doubling,
-    on_demand, reserve_all); ``compact=True`` is the compact preset over
-    virtual memory."""
+def BfcAllocator(memory_limit: Optional[int] = None, growth: Optional[str] = None,
+                 initial_region_bytes: Optional[int] = None, virtual_memory: Optional[bool] = None,
+                 preset: str = "tensorflow") -> Allocator:
+    """TensorFlow's best-fit-with-coalescing allocator under a preset (a name
+    from :func:`bfc_presets`: ``"tensorflow"``, TensorFlow's defaults over
+    host memory; ``"compact"``, on-demand growth and coalesced regions over
+    virtual memory, replay's ``bfc_compact``). ``growth`` (doubling,
+    on_demand, reserve_all), ``initial_region_bytes`` and ``virtual_memory``
+    change the preset's values when given, as ``replay --bfc-*`` does."""
     return _tm._bfc(_count("memory_limit", memory_limit, optional=True), growth,
-                    _count("initial_region_bytes", initial_region_bytes), virtual_memory, compact)
+                    _count("initial_region_bytes", initial_region_bytes, optional=True),
+                    None if virtual_memory is None else bool(virtual_memory), preset)
 
 
 def BufferPool(split_granularity: int = 64) -> Allocator:

@@ -25,6 +25,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "graph_input.h"
 #include "tensormem/solver_tuning.h"
 #include "tensormem/tensormem.h"
 
@@ -97,18 +98,16 @@ nlohmann::json ChangedTuning(const SolverTuning& tuning) {
   return j;
 }
 
-// The problem in o.input; an ONNX model is refused with the way to its
-// records (`solve` takes a problem file, `plan` plans models).
+// The problem in o.input: a problem file, a trace, or an ONNX model's
+// scratch arena (through the loader `plan` uses). A model is read from its
+// file only: on standard input say so.
 Result<Problem> LoadSolveInput(const SolveOptions& o) {
-  Result<Problem> loaded = LoadProblem(o.input);
+  Result<Problem> loaded = LoadProblemOrModel(o.input);
   if (loaded.ok()) return loaded;
   // The format is looked at again only here, on the way out.
   if (Result<InputFormat> f = DetectInputFormat(o.input); f.ok() && *f == InputFormat::kOnnx) {
-    // Models are read from files only: name one in the suggestion.
-    const std::string model = IsStreamInput(o.input) ? "MODEL.onnx" : o.input;
-    return InvalidArgument(InputName(o.input) + ": an ONNX model; solve takes a problem file: write the model's "
-                           "records with `tensormem records " + model + " --out records.csv`, then solve that "
-                           "(or `tensormem plan " + model + " -s exact`)");
+    return InvalidArgument(InputName(o.input) + ": an ONNX model; models are read from their file, not from "
+                           "standard input: give the model's path");
   }
   return loaded.status();
 }
@@ -265,7 +264,7 @@ void AddSolveCommand(CLI::App& app, int* exit_code) {
       "Exact offsets: does the problem fit in a capacity (yes with a plan, no with a proof, or "
       "unknown at the limit), or the smallest arena. Exit 0 plan, 3 infeasible, 4 unknown, "
       "2 bad input");
-  cmd->add_option("INPUT", o->input, "problem: MiniMalloc CSV, JSON or allocation trace, gzip-compressed or not ('-' = standard input)")
+  cmd->add_option("INPUT", o->input, "problem: MiniMalloc CSV, JSON or allocation trace, gzip-compressed or not ('-' = standard input), or an ONNX model (its scratch arena)")
       ->required();
   cmd->add_option("--capacity,-c", o->capacity,
                   "bytes the arena must fit in (default: the input's own capacity, if any)")
