@@ -33,7 +33,7 @@ WORKLOADS = {
     "decoder_generate": ("GPT-2-like greedy generation, KV cache grown by concatenation, random prompts", 4),
     "cnn_varsize": ("ResNet-like CNN inference on images of random size 128-512 per request", 60),
     "train_varlen": ("transformer LM training steps (AdamW), random sequence length per step", 8),
-    "interleaved": ("encoder_serving and cnn_varsize requests interleaved on one allocator", 40),
+    "interleaved": ("encoder_serving and cnn_varsize requests interleaved on one allocator", 24),
     "speech_lstm": ("conv front-end + bidirectional LSTM on audio features of random length", 5),
 }
 

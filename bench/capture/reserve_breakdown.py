@@ -19,6 +19,12 @@ blocks there are laid on pages (a page = a granule of addresses; small and large
             + held granules no live block touches (cached pages, unmapped granules).
 Each term is printed in MiB and as a fraction of the trace's peak in use (the replay's ratio
 denominator), with the in-use deficit at that moment (peak in use minus bytes in use then).
+
+Last, bfc_compact (the Python package's BfcAllocator(compact=True)): its reserve only grows, when
+no free chunk fits a request; for its growths above the trace's peak in use, the request, the free
+bytes it had then and its largest free chunk (memory held in holes that did not fit), and the
+2 MiB granules of addresses its live blocks touched just after the last growth (what it would hold
+if it unmapped the whole granules of its free chunks).
 """
 import argparse
 import gzip
@@ -134,6 +140,33 @@ def breakdown(ops, peak_in_use, max_handle=16):
     }
 
 
+def touched_pages(blocks):
+    """Granules of addresses that the blocks {address: size} touch."""
+    return len({pg for p, n in blocks.items() for pg in range(p // GRANULE, (p + n - 1) // GRANULE + 1)})
+
+
+def bfc_growths(ops, peak_in_use):
+    """bfc_compact's growths past the peak in use: (op, request, reserve after, free, largest free,
+    granules its live blocks touch after it)."""
+    a = tm.BfcAllocator(compact=True)
+    addr, sizes, out, before = {}, {}, [], a.stats()
+    for i, (is_alloc, ptr, size) in enumerate(ops):
+        if is_alloc:
+            addr[ptr] = a.allocate(size, 64)
+            sizes[addr[ptr]] = size
+            after = a.stats()
+            if after["bytes_reserved"] > before["bytes_reserved"] and after["bytes_reserved"] > peak_in_use:
+                out.append((i, size, after["bytes_reserved"], before["free_bytes"], before["largest_free_block"],
+                            touched_pages(sizes)))
+            before = after
+        elif ptr in addr:
+            p = addr.pop(ptr)
+            a.free(p)
+            del sizes[p]
+            before = a.stats()
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("traces", nargs="+")
@@ -153,7 +186,8 @@ def main():
               f"large blocks a multiple of 2 MiB: {prof['large_multiple_of_granule']:.1%}, "
               f"mean unused last-granule tail {prof['mean_tail_mib']:.2f} MiB")
         print(f"  peak in use {peak / 2**20:,.1f} MiB; page-per-block peak {peak_pp / 2**20:,.1f} MiB "
-              f"(ratio {peak_pp / peak:.3f})")
+              f"(ratio {peak_pp / peak:.3f}); whole granules at least "
+              f"{round_up(peak, GRANULE) / peak:.3f}")
         print(f"  vmm peak reserve {mib(b['held'])} first at op {b['op']:,} of {b['ops']:,}: "
               f"live blocks {mib(b['in_use'])} [of which 512-B rounding {b['rounding'] / 2**20:,.2f} MiB], "
               f"lone partial granules {mib(b['lone_tail'])}, gaps in shared large pages {mib(b['shared_gaps'])}, "
@@ -161,6 +195,13 @@ def main():
               f"held but untouched {mib(b['untouched'])}; "
               f"in-use deficit vs peak {mib(b['deficit'])}; touched pages: {b['large_pages_n']} large, "
               f"{b['small_pages_n']} small")
+        growths = bfc_growths(ops, peak)
+        if growths:
+            i, req, res, free, largest, pages = growths[-1]
+            print(f"  bfc_compact: {len(growths)} growths past the peak in use; the last at op {i:,}: a request "
+                  f"of {req / 2**20:,.2f} MiB grew the reserve to {res / 2**20:,.1f} MiB ({res / peak:.3f}) while "
+                  f"{free / 2**20:,.1f} MiB sat free in holes, the largest {largest / 2**20:,.2f} MiB; its live "
+                  f"blocks then touched {pages} granules ({pages * GRANULE / peak:.3f})")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ resident, and each peer's own counter ("reserved") means something different (mi
 commit bookkeeping). This replays the trace through each peer with one byte written per 4 KiB page
 of every block (rss_replay.c, built into a temporary folder; jemalloc and mimalloc by LD_PRELOAD of
 Debian's libjemalloc2 / libmimalloc2.0) and prints the peak resident bytes over the trace's peak in
-use: the memory a process would have taken from the system.
+use: the memory a process would have taken from the system. mimalloc (and jemalloc, on a longer
+scale) give freed memory back after a delay in milliseconds, so their figure depends on how fast
+the replay runs: compare runs on a quiet machine.
 """
 import gzip
 import os
