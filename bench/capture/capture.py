@@ -15,6 +15,7 @@ are not). One thread (torch.set_num_threads(1)), so one thread allocates.
 """
 import argparse
 import ctypes
+import functools
 import gzip
 import math
 import os
@@ -244,82 +245,73 @@ def build_models(torch):
 # Each returns (model state, a list of request closures): building models and requests is not
 # traced; each closure runs one request (or training step) and is traced.
 
+def requests(n, draw, run):
+    """n requests: each one's shapes drawn now (in order, from the seed), run later."""
+    return [functools.partial(run, *draw()) for _ in range(n)]
+
+
 def encoder_requests(torch, m, rng, n):
     model = m["Encoder"]().eval()
-    reqs = []
-    for _ in range(n):
-        b, t = rng.randint(1, 32), rng.randint(8, 512)
-        def run(b=b, t=t):
-            ids = torch.randint(0, 30522, (b, t))
-            lengths = torch.randint(max(1, t // 2), t + 1, (b,))
-            with torch.no_grad():
-                model(ids, lengths)
-        reqs.append(run)
-    return reqs
+
+    def run(b, t):
+        ids = torch.randint(0, 30522, (b, t))
+        lengths = torch.randint(max(1, t // 2), t + 1, (b,))
+        with torch.no_grad():
+            model(ids, lengths)
+    return requests(n, lambda: (rng.randint(1, 32), rng.randint(8, 512)), run)
 
 
 def cnn_requests(torch, m, rng, n):
     model = m["ResNet"]().eval()
-    reqs = []
-    for _ in range(n):
-        b, h, w = rng.randint(1, 8), rng.randint(128, 512), rng.randint(128, 512)
-        def run(b=b, h=h, w=w):
-            with torch.no_grad():
-                model(torch.randn(b, 3, h, w))
-        reqs.append(run)
-    return reqs
+
+    def run(b, h, w):
+        with torch.no_grad():
+            model(torch.randn(b, 3, h, w))
+    return requests(n, lambda: (rng.randint(1, 8), rng.randint(128, 512), rng.randint(128, 512)), run)
 
 
 def decoder_requests(torch, m, rng, n):
     model = m["Decoder"]().eval()
-    reqs = []
-    for _ in range(n):
-        b, prompt, new = rng.randint(1, 8), rng.randint(16, 384), rng.randint(16, 64)
-        def run(b=b, prompt=prompt, new=new):
-            with torch.no_grad():
-                ids = torch.randint(0, 16384, (b, prompt))
-                logits, caches = model(ids, 0, [None] * len(model.blocks))
-                pos = prompt
-                for _ in range(new):
-                    nxt = logits[:, -1].argmax(-1, keepdim=True)
-                    del logits
-                    logits, caches = model(nxt, pos, caches)
-                    pos += 1
-                del logits, caches
-        reqs.append(run)
-    return reqs
+
+    def run(b, prompt, new):
+        with torch.no_grad():
+            ids = torch.randint(0, 16384, (b, prompt))
+            logits, caches = model(ids, 0, [None] * len(model.blocks))
+            pos = prompt
+            for _ in range(new):
+                nxt = logits[:, -1].argmax(-1, keepdim=True)
+                del logits
+                logits, caches = model(nxt, pos, caches)
+                pos += 1
+            del logits, caches
+    return requests(n, lambda: (rng.randint(1, 8), rng.randint(16, 384), rng.randint(16, 64)), run)
 
 
 def train_requests(torch, m, rng, n):
     model = m["CausalLM"]().train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
-    reqs = []
-    for _ in range(n):
-        t = rng.randint(32, 512)
-        def run(t=t):
-            ids = torch.randint(0, 8192, (8, t + 1))
-            logits = model(ids[:, :-1])
-            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
-            del logits
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-        reqs.append(run)
-    return reqs
+
+    def run(t):
+        ids = torch.randint(0, 8192, (8, t + 1))
+        logits = model(ids[:, :-1])
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+        del logits
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return requests(n, lambda: (rng.randint(32, 512),), run)
 
 
 def speech_requests(torch, m, rng, n):
     model = m["SpeechLSTM"]().eval()
-    reqs = []
-    for _ in range(n):
-        b, frames = rng.randint(1, 16), rng.randint(100, 1500)  # 1-15 s of 10 ms frames
-        def run(b=b, frames=frames):
-            lengths = torch.randint(max(1, frames // 2), frames + 1, (b,))
-            lengths[0] = frames
-            with torch.no_grad():
-                model(torch.randn(b, frames, 80), lengths)
-        reqs.append(run)
-    return reqs
+
+    def run(b, frames):
+        lengths = torch.randint(max(1, frames // 2), frames + 1, (b,))
+        lengths[0] = frames
+        with torch.no_grad():
+            model(torch.randn(b, frames, 80), lengths)
+    # 1-15 s of 10 ms frames
+    return requests(n, lambda: (rng.randint(1, 16), rng.randint(100, 1500)), run)
 
 
 def interleaved_requests(torch, m, rng, n):
