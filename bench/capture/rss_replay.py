@@ -61,7 +61,8 @@ def main():
                 out = subprocess.run([exe], input=data, env=env, capture_output=True, check=True).stdout.decode()
                 rss = int(out.split()[-1])
                 cells.append(f"{rss / 2**20:,.1f} ({rss / peak:.3f})")
-            print(f"| {os.path.basename(path)} | {peak / 2**20:,.1f} | " + " | ".join(cells) + " |", flush=True)
+            name = os.path.join(os.path.basename(os.path.dirname(path)), os.path.basename(path))
+            print(f"| {name} | {peak / 2**20:,.1f} | " + " | ".join(cells) + " |", flush=True)
 
 
 if __name__ == "__main__":
