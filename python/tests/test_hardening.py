@@ -20,7 +20,7 @@ def long_trace(path, pairs=10_000):
 
 ALLOCATORS = [
     lambda: tm.BfcAllocator(),
-    lambda: tm.BfcAllocator(compact=True),
+    lambda: tm.BfcAllocator(preset="compact"),
     lambda: tm.BufferPool(),
     lambda: tm.SystemAllocator(),
     lambda: tm.VmmAllocator(),
@@ -137,8 +137,8 @@ def test_a_pipe_with_no_writer_lets_other_threads_run_and_ctrl_c_stops_it(tmp_pa
 NUL_PATHS = {
     "load_problem": lambda real, d: tm.load_problem(f"{real}\0.junk"),
     "load_trace": lambda real, d: tm.load_trace(f"{real}\0.junk"),
-    "replay": lambda real, d: tm.replay(f"{real}\0.junk"),
-    "replay html": lambda real, d: tm.replay(real, html=f"{d}/r.html\0.junk"),
+    "replay": lambda real, d: tm.replay(f"{real}\0.junk", allocator="bfc"),
+    "replay html": lambda real, d: tm.replay(real, allocator="bfc", html=f"{d}/r.html\0.junk"),
     "write_problem": lambda real, d: tm.write_problem(f"{d}/out.csv\0.junk", tm.load_problem(real)),
     "to_html": lambda real, d: tm.plan(tm.load_problem(real)).to_html(f"{d}/map.html\0.junk"),
     "to_svg": lambda real, d: tm.plan(tm.load_problem(real)).to_svg(f"{d}/map.svg\0.junk"),
@@ -161,11 +161,11 @@ def test_a_nul_in_a_path_is_a_value_error(tmp_path, name):
 
 def test_replay_repetitions_are_bounded_as_in_the_cli(tmp_path):
     trace = long_trace(tmp_path / "t.csv", pairs=10)
-    assert tm.replay(trace, repetitions=1000, isolate=False)["ops"] == len(trace)
+    assert tm.replay(trace, allocator="bfc", repetitions=1000, isolate=False)["ops"] == len(trace)
     with pytest.raises(ValueError, match="repetitions must be between 1 and 1000, got 1001"):
-        tm.replay(trace, repetitions=1001)
+        tm.replay(trace, allocator="bfc", repetitions=1001)
     with pytest.raises(ValueError, match="repetitions must be between 1 and 1000, got 0"):
-        tm.replay(trace, repetitions=0)
+        tm.replay(trace, allocator="bfc", repetitions=0)
 
 
 def test_the_svg_is_well_formed_whatever_the_ids_hold(tmp_path):
@@ -267,7 +267,7 @@ def test_stress_close_replay_plan_and_interrupt_at_once(tmp_path):
 
 @pytest.mark.parametrize("alignment", [8192, 1 << 16, 2 << 20])
 def test_compact_bfc_takes_alignments_above_a_page(tmp_path, alignment):
-    a = tm.BfcAllocator(compact=True)
+    a = tm.BfcAllocator(preset="compact")
     small = a.allocate(100, 64)
     p = a.allocate(1000, alignment)
     assert p % alignment == 0
