@@ -67,6 +67,18 @@ Status WriteFile(const PlanOptions& o, const std::string& path,
   return WriteOutput(path, {o.input}, write);
 }
 
+nlohmann::json OrderJson(const Schedule& s) {
+  return {{"method", s.method}, {"peak", s.peak}, {"given_peak", s.given_peak},
+          {"lower_bound", s.lower_bound}, {"proved_optimal", s.proved_optimal},
+          {"states", s.states}, {"ms", s.seconds * 1e3}};
+}
+
+void PrintOrder(const Schedule& s) {
+  std::cout << "order: " << s.method << ", peak of live bytes " << WithThousands(s.peak) << " (given order "
+            << WithThousands(s.given_peak) << "; " << (s.proved_optimal ? "proved optimal" : "lower bound " + WithThousands(s.lower_bound))
+            << "), chosen in " << FormatDouble(s.seconds * 1e3, 1) << " ms\n";
+}
+
 void Print(const PlanOptions& o, const Problem& problem, std::uint64_t lower_bound,
            const std::vector<Row>& rows, double read_seconds, const GraphInput* graph = nullptr) {
   std::uint64_t smallest = UINT64_MAX;
@@ -89,6 +101,7 @@ void Print(const PlanOptions& o, const Problem& problem, std::uint64_t lower_bou
                     {"naive_scratch_bytes", graph->plan.naive_scratch_bytes},
                     {"saving", 1.0 - static_cast<double>(smallest) /
                                          static_cast<double>(std::max<std::uint64_t>(graph->plan.naive_scratch_bytes, 1))}};
+    if (graph) j["graph"]["order"] = OrderJson(graph->plan.schedule);
     nlohmann::json results = nlohmann::json::array();
     for (const Row& r : rows)
       results.push_back({{"strategy", r.strategy},
@@ -105,6 +118,7 @@ void Print(const PlanOptions& o, const Problem& problem, std::uint64_t lower_bou
               << graph->folded_nodes << " shape nodes folded), " << graph->graph.tensors.size()
               << " tensors, imported in " << FormatDouble(graph->import_seconds * 1e3, 1)
               << " ms; scratch arena (alignment " << graph->params.alignment << "):\n";
+  if (graph && graph->params.schedule.order != OrderStrategy::kGiven) PrintOrder(graph->plan.schedule);
   std::cout << InputName(o.input) << ": " << problem.buffers.size() << " buffers";
   // Reading is not planning: the time limit covers only the strategies.
   if (!graph) std::cout << " read in " << FormatDouble(read_seconds * 1e3, 0) << " ms";
