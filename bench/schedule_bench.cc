@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/graph_generators.h"
@@ -111,14 +112,16 @@ int main(int argc, char** argv) {
     using internal::JoinKind;
     using internal::RandomGraphModel;
     const char* model_names[] = {"ws", "er", "ba"};
-    for (int stages : {1, 3})
+    // (stages, random-graph nodes per stage): about 50 to 250 graph nodes.
+    const std::pair<int, int> sizes[] = {{1, 32}, {3, 24}, {3, 40}, {3, 50}};
+    for (const auto& [stages, nodes] : sizes)
       for (int model = 0; model < 3; ++model)
         for (JoinKind join : {JoinKind::kSum, JoinKind::kConcat}) {
           internal::RandWireParams rp;
           rp.model = static_cast<RandomGraphModel>(model);
           rp.join = join;
           rp.stages = stages;
-          rp.nodes = stages == 1 ? 32 : 40;
+          rp.nodes = nodes;
           rp.k = 4;
           rp.p = rp.model == RandomGraphModel::kErdosRenyi ? 0.2 : 0.75;
           rp.m = 2;

@@ -11,6 +11,8 @@
 // Anytime: stopped by the time limit or the state budget at level k, every
 // order still passes through a kept level-k state, so the smallest
 // max(peak, live) over them is a proved lower bound.
+// A beam search (the same levels, only the states of lowest peak kept) runs
+// first: its order, often well below the heuristics', is the bound.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -98,49 +100,67 @@ class Search {
     ExactResult r;
     r.peak = upper_;
     r.lower_bound = std::min(lower_, upper_);
-    if (lower_ >= upper_) {
-      r.complete = true;
-      return r;
+    // A beam first: its order, when below the heuristics', tightens the
+    // bound the exact search prunes with.
+    Walked beam = Walk(false);
+    if (!beam.order.empty()) r.order = std::move(beam.order), r.peak = upper_ = beam.peak;
+    if (r.lower_bound < upper_) {
+      Walked exact = Walk(true);
+      if (!exact.order.empty()) r.order = std::move(exact.order), r.peak = exact.peak;
+      r.lower_bound = std::max(r.lower_bound, exact.complete ? r.peak : std::min(r.peak, exact.bound));
     }
-    Level cur(m_.words());
-    std::vector<std::uint64_t> zero(m_.words(), 0);
-    cur.Offer(zero.data(), m_.initial_live(), m_.initial_live(), 0, -1);
-    std::vector<Path> paths;
-    const int n = m_.nodes();
-    for (int k = 0; k < n; ++k) {
-      if (cur.size() == 0) break;
-      Level next(m_.words());
-      if (!Expand(cur, next, k + 1 < n)) {
-        r.lower_bound = std::max(r.lower_bound, std::min(upper_, LevelBound(cur)));
-        r.states = states_;
-        return r;
-      }
-      paths.push_back({std::move(next.parent), std::move(next.last)});
-      next.parent.clear();
-      cur = std::move(next);
-    }
+    r.complete = r.lower_bound == r.peak;
     r.states = states_;
-    r.complete = true;
-    if (cur.size() == 0) {  // nothing below the bound: the bound is the optimum
-      r.lower_bound = upper_;
-      return r;
-    }
-    std::size_t best = 0;
-    for (std::size_t i = 1; i < cur.size(); ++i)
-      if (cur.peak[i] < cur.peak[best]) best = i;
-    r.peak = r.lower_bound = cur.peak[best];
-    r.order.resize(static_cast<std::size_t>(n));
-    std::size_t at = best;
-    for (std::size_t k = paths.size(); k-- > 0;) {
-      r.order[k] = paths[k].last[at];
-      at = paths[k].parent[at];
-    }
     return r;
   }
 
  private:
+  struct Walked {
+    std::vector<int> order;  // empty: none below the bound
+    std::uint64_t peak = 0;
+    bool complete = false;   // every state was searched
+    std::uint64_t bound = 0; // when not complete: what the level stopped at proves
+  };
+
+  // Level by level from the empty set: every state (`proving`, until a
+  // limit stops it) or the beam's.
+  Walked Walk(bool proving) {
+    Walked w;
+    Level cur(m_.words());
+    const std::vector<std::uint64_t> zero(m_.words(), 0);
+    cur.Offer(zero.data(), m_.initial_live(), m_.initial_live(), 0, -1);
+    std::vector<Path> paths;
+    const int n = m_.nodes();
+    for (int k = 0; k < n && cur.size() > 0; ++k) {
+      Level next(m_.words());
+      if (!proving) {
+        cur = Beam(cur);
+        if (!paths.empty()) paths.back() = {cur.parent, cur.last};
+        Expand(cur, next, k + 1 < n, false);
+      } else if (!Expand(cur, next, k + 1 < n, true)) {
+        w.bound = LevelBound(cur);
+        return w;
+      }
+      paths.push_back({next.parent, next.last});
+      cur = std::move(next);
+    }
+    w.complete = proving;
+    if (cur.size() == 0 || n == 0) return w;
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < cur.size(); ++i)
+      if (cur.peak[i] < cur.peak[best]) best = i;
+    w.peak = cur.peak[best];
+    w.order.resize(static_cast<std::size_t>(n));
+    std::size_t at = best;
+    for (std::size_t k = paths.size(); k-- > 0;) {
+      w.order[k] = paths[k].last[at];
+      at = paths[k].parent[at];
+    }
+    return w;
+  }
+
   // Every state of `cur` into `next`; false when stopped by a limit.
-  bool Expand(const Level& cur, Level& next, bool more_after) {
+  bool Expand(const Level& cur, Level& next, bool more_after, bool limited) {
     std::vector<std::uint64_t> key(m_.words());
     for (std::size_t i = 0; i < cur.size(); ++i) {
       const std::uint64_t* k = cur.key(i);
@@ -164,10 +184,27 @@ class Search {
         m_.Apply(key.data(), v, s.shares);
         next.Offer(key.data(), p, s.after, static_cast<std::uint32_t>(i), v);
       }
-      if (!deadline_.Tick(ready_.size() + 1) || states_ + next.size() > max_states_) return false;
+      if (limited && (!deadline_.Tick(ready_.size() + 1) || states_ + next.size() > max_states_))
+        return false;
     }
     states_ += next.size();
     return true;
+  }
+
+  // The kBeamWidth states of the lowest peak, then live bytes (the beam
+  // keeps their paths: parents are re-indexed into the level before).
+  Level Beam(const Level& level) const {
+    std::vector<std::size_t> keep(level.size());
+    for (std::size_t i = 0; i < keep.size(); ++i) keep[i] = i;
+    const std::size_t width = std::min(keep.size(), kBeamWidth);
+    std::partial_sort(keep.begin(), keep.begin() + static_cast<std::ptrdiff_t>(width), keep.end(),
+                      [&](std::size_t a, std::size_t b) {
+                        return std::pair(level.peak[a], level.live[a]) < std::pair(level.peak[b], level.live[b]);
+                      });
+    keep.resize(width);
+    Level out(m_.words());
+    for (std::size_t i : keep) out.Offer(level.key(i), level.peak[i], level.live[i], level.parent[i], level.last[i]);
+    return out;
   }
 
   // Every order passes a state of the level: the smallest bound over them.
@@ -178,6 +215,7 @@ class Search {
     return b;
   }
 
+  static constexpr std::size_t kBeamWidth = 256;
   const OrderModel& m_;
   std::uint64_t upper_, lower_;
   Deadline deadline_;
