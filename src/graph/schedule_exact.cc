@@ -102,6 +102,10 @@ class Search {
     r.lower_bound = std::min(lower_, upper_);
     // A beam first: its order, when below the heuristics', tightens the
     // bound the exact search prunes with.
+    if (r.lower_bound >= upper_) {  // the heuristics' order is optimal
+      r.complete = true;
+      return r;
+    }
     Walked beam = Walk(false);
     if (!beam.order.empty()) r.order = std::move(beam.order), r.peak = upper_ = beam.peak;
     if (r.lower_bound < upper_) {
@@ -136,7 +140,7 @@ class Search {
       if (!proving) {
         cur = Beam(cur);
         if (!paths.empty()) paths.back() = {cur.parent, cur.last};
-        Expand(cur, next, k + 1 < n, false);
+        if (!Expand(cur, next, k + 1 < n, false)) return w;
       } else if (!Expand(cur, next, k + 1 < n, true)) {
         w.bound = LevelBound(cur);
         return w;
@@ -159,8 +163,9 @@ class Search {
     return w;
   }
 
-  // Every state of `cur` into `next`; false when stopped by a limit.
-  bool Expand(const Level& cur, Level& next, bool more_after, bool limited) {
+  // Every state of `cur` into `next`; false when stopped by the time limit
+  // or (`budget`) the state budget.
+  bool Expand(const Level& cur, Level& next, bool more_after, bool budget) {
     std::vector<std::uint64_t> key(m_.words());
     for (std::size_t i = 0; i < cur.size(); ++i) {
       const std::uint64_t* k = cur.key(i);
@@ -184,7 +189,7 @@ class Search {
         m_.Apply(key.data(), v, s.shares);
         next.Offer(key.data(), p, s.after, static_cast<std::uint32_t>(i), v);
       }
-      if (limited && (!deadline_.Tick(ready_.size() + 1) || states_ + next.size() > max_states_))
+      if (!deadline_.Tick(ready_.size() + 1) || (budget && states_ + next.size() > max_states_))
         return false;
     }
     states_ += next.size();

@@ -274,3 +274,39 @@ TEST(Schedule, ReplanKeepsThePlansOrder) {
 
 }  // namespace
 }  // namespace tensormem
+
+namespace tensormem {
+namespace {
+
+TEST(RandWireGenerator, WellFormedDeterministicAndJoinsAsAsked) {
+  for (int model = 0; model < 3; ++model)
+    for (auto join : {internal::JoinKind::kSum, internal::JoinKind::kConcat}) {
+      RandWireParams rp;
+      rp.model = static_cast<internal::RandomGraphModel>(model);
+      rp.join = join;
+      rp.nodes = 20;
+      rp.stages = 2;
+      rp.p = 0.3;
+      const Graph g = GenerateRandWireGraph(rp);
+      ASSERT_TRUE(CheckGraph(g).ok()) << CheckGraph(g).ToString();
+      EXPECT_GE(g.nodes.size(), 2u * 20 + 2);  // a conv per random node, a mean per stage
+      EXPECT_EQ(GenerateRandWireGraph(rp).nodes.size(), g.nodes.size());
+      bool joined = false;
+      for (const GraphNode& n : g.nodes) {
+        if (n.op != "sum" && n.op != "concat") continue;
+        joined = true;
+        EXPECT_EQ(n.op, join == internal::JoinKind::kSum ? "sum" : "concat");
+        std::uint64_t total = 0, largest = 0;
+        for (int t : n.inputs) {
+          total += g.tensors[static_cast<std::size_t>(t)].bytes;
+          largest = std::max(largest, g.tensors[static_cast<std::size_t>(t)].bytes);
+        }
+        EXPECT_EQ(g.tensors[static_cast<std::size_t>(n.outputs[0])].bytes,
+                  join == internal::JoinKind::kSum ? largest : total);
+      }
+      EXPECT_TRUE(joined);
+    }
+}
+
+}  // namespace
+}  // namespace tensormem
