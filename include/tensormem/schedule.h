@@ -7,10 +7,11 @@
 // post-order schedulers, PyTorch Inductor's LPMF and BFS) and keeps the best
 // of them and the given order, so it is never worse than the given order.
 // kExact then searches the sets of nodes already run (SERENITY's dynamic
-// programming over downsets, memoised, with a dominance rule), bounded by the
-// best heuristic peak; it proves the minimum peak when it finishes within the
-// time limit and the state budget, and otherwise keeps the best order found
-// with the lower bound it proved. Every peak reported is computed with
+// programming over downsets, memoised, with a dominance rule): a beam of
+// the best states first, whose order tightens the bound, then every state
+// below the best peak known; it proves the minimum peak when it finishes
+// within the time limit and the state budget, and otherwise keeps the best
+// order found with the lower bound it proved. Every peak reported is computed with
 // ComputeLiveness on the reordered graph.
 #pragma once
 
@@ -40,9 +41,9 @@ std::span<const OrderStrategy> AllOrderStrategies();
 
 struct ScheduleParams {
   OrderStrategy order = OrderStrategy::kGiven;
-  // The exact search's limits: wall-clock seconds (<= 0: none) and the
-  // number of search states it may keep. Past either it stops and keeps the
-  // best order found, with the lower bound proved so far.
+  // The exact search's limits (beam included): wall-clock seconds (<= 0:
+  // none) and the number of search states it may keep. Past either it stops
+  // and keeps the best order found, with the lower bound proved so far.
   double time_limit_seconds = 10;
   std::size_t max_states = 20'000'000;
 };

@@ -30,7 +30,10 @@ class OrderModel {
     std::uint64_t during = 0;  // live bytes while the node runs
     std::uint64_t after = 0;   // live bytes once it has run
     bool shares = false;       // its first output takes its input's buffer
-    bool dominant = false;     // see Dominant()
+    // Running it now raises neither the peak so far nor the live bytes, and
+    // changes no other node's in-place sharing: some best order from here
+    // runs it next (the exact search's dominance rule).
+    bool dominant = false;
   };
 
   int nodes() const { return static_cast<int>(node_.size()); }

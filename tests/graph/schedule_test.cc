@@ -186,6 +186,32 @@ TEST(Schedule, FindsTheLowerPeakOfABranchyGraph) {
   }
 }
 
+TEST(Schedule, TheCheckerRunsThePlansOrder) {
+  // The branchy graph planned in its best order (a, b, then c, d): c's
+  // output may take a's memory, which is right in that order only.
+  Graph g = MakeGraph(6, 100);
+  g.tensors[1].bytes = 1000;
+  g.inputs = {0};
+  g.outputs = {5};
+  AddNode(g, {0}, {1});
+  AddNode(g, {0}, {3});
+  AddNode(g, {1}, {2});
+  AddNode(g, {3}, {4});
+  AddNode(g, {2, 4}, {5});
+  GraphPlanParams pp;
+  pp.schedule.order = OrderStrategy::kExact;
+  GraphPlan plan = PlanGraph(g, pp).value();
+  ASSERT_NE(plan.schedule.order, GivenOrder(g));
+  CommittedArenas arenas;
+  ASSERT_TRUE(arenas.Commit(plan).ok());
+  EXPECT_TRUE(CheckExecution(g, plan, arenas).ok());
+  ASSERT_EQ(plan.placements[3].offset, plan.placements[1].offset);  // c's over a's
+  plan.schedule.order = GivenOrder(g);  // the wrong order for these offsets
+  EXPECT_FALSE(CheckExecution(g, plan, arenas).ok());
+  plan.schedule.order = {0, 1};
+  EXPECT_FALSE(CheckExecution(g, plan, arenas).ok());
+}
+
 TEST(Schedule, RandWireExactIsNeverWorseAndValid) {
   for (auto model : {internal::RandomGraphModel::kWattsStrogatz, internal::RandomGraphModel::kErdosRenyi,
                      internal::RandomGraphModel::kBarabasiAlbert}) {
