@@ -44,6 +44,7 @@ struct ScheduleParams {
   // The exact search's limits (beam included): wall-clock seconds (<= 0:
   // none) and the number of search states it may keep. Past either it stops
   // and keeps the best order found, with the lower bound proved so far.
+  // The states are also kept under 1 GiB (fewer on graphs of many nodes).
   double time_limit_seconds = 10;
   std::size_t max_states = 20'000'000;
 };

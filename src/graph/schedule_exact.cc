@@ -94,7 +94,8 @@ class Search {
  public:
   Search(const OrderModel& model, std::uint64_t upper, std::uint64_t lower, double seconds,
          std::size_t max_states)
-      : m_(model), upper_(upper), lower_(lower), deadline_(seconds), max_states_(max_states) {}
+      : m_(model), upper_(upper), lower_(lower), deadline_(seconds),
+        max_states_(std::min(max_states, kMaxBytes / (model.words() * sizeof(std::uint64_t) + kStateBytes))) {}
 
   ExactResult Run() {
     ExactResult r;
@@ -221,6 +222,10 @@ class Search {
   }
 
   static constexpr std::size_t kBeamWidth = 256;
+  // The memory the states may take (their keys, bounds and paths), whatever
+  // ScheduleParams::max_states allows: wide keys (large graphs) mean fewer.
+  static constexpr std::size_t kMaxBytes = std::size_t{1} << 30;
+  static constexpr std::size_t kStateBytes = 40;
   const OrderModel& m_;
   std::uint64_t upper_, lower_;
   Deadline deadline_;
