@@ -89,7 +89,7 @@ def solve(tm, path, cap, limit):
     # with the descent beside it (the default since 2026-12-01) J's loop ends
     # unknown at step 13 in both tries (docs/design/solver.md, "A plan of J at 993,280").
     p = subprocess.run([tm, "solve", path, "--capacity", str(cap), "--time-limit", str(limit), "--json",
-                        "--no-fit-descent", "-o", out],
+                        "--tuning", "fit_descent=false", "-o", out],
                        capture_output=True, text=True)
     if p.returncode == 2:
         fail(f"{path}: {p.stderr.strip()}")

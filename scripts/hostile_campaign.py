@@ -4,13 +4,17 @@
 Derives COUNT inputs from valid seeds (CSV and JSON problems, a replay trace,
 an ONNX model) by deterministic mutations (seeded): byte flips, cuts,
 insertions, hostile numbers (negative, 2^64, 300 digits, nan), bytes that are
-not UTF-8, NUL bytes, long lines, CRLF, gzip (whole and truncated). Runs every
-subcommand that reads that kind of input and tallies the exit codes.
+not UTF-8, NUL bytes, long lines (up to megabytes), a quote never closed
+before thousands of lines, CRLF, gzip (whole, truncated, or followed by bytes
+that are not gzip); and an ONNX path that is a FIFO no one writes. Runs every
+subcommand that reads that kind of input and tallies the exit codes; the SVG
+maps written must be well-formed XML.
 
 A case fails when the process dies by a signal, runs past the timeout, exits
-with a code its subcommand does not document (0/1/2; solve also 3/4), prints
-a sanitizer report, an uncaught exception or an "internal error", or changes
-its input file. Exit status 1 when any case failed; the failures are listed.
+with a code its subcommand does not document (0/1/2; solve also 3/4) or
+other than 2 on data after a gzip member, prints
+a sanitizer report, an uncaught exception or an "internal error", changes
+its input file, or writes an SVG that is not well-formed. Exit status 1 when any case failed; the failures are listed.
 
   scripts/hostile_campaign.py --cli build/tools/tensormem/tensormem --count 4000
 """
@@ -25,6 +29,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import xml.etree.ElementTree as ElementTree
 
 HOSTILE_NUMBERS = [b"-1", b"-5", b"0", b"18446744073709551615", b"18446744073709551616",
                    b"99999999999999999999999", b"9" * 300, b"1e30", b"nan", b"inf", b"0x10",
@@ -43,7 +48,7 @@ SEED_TRACE = (b"Thread,Time,Action,Pointer,Size,Stream\n0,1,allocate,0x1000,1008
 
 # Per input kind: the subcommands that read it, and the exit codes they document.
 COMMANDS = {
-    "csv": [["plan", "{f}"], ["plan", "{f}", "--objects"], ["plan", "{f}", "--strategy", "all"],
+    "csv": [["plan", "{f}", "--svg", "{f}.svg"], ["plan", "{f}", "--objects"], ["plan", "{f}", "--strategy", "all"],
             ["solve", "{f}", "--time-limit", "1"], ["solve", "{f}", "--capacity", "20", "--iis", "--json"]],
     "json": [["plan", "{f}", "--json"], ["solve", "{f}", "--time-limit", "1", "--json"]],
     "trace": [["replay", "{f}", "-a", "vmm"], ["replay", "{f}", "-a", "bfc", "--json"]],
@@ -60,7 +65,7 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
     # repeated line, CRLF), so they reach the planners, not only the readers.
     mild = rng.random() < 0.5
     for _ in range(1 if mild else rng.randint(1, 4)):
-        op = rng.choice([3, 3, 3, 5, 7]) if mild else rng.randrange(9)
+        op = rng.choice([3, 3, 3, 5, 7]) if mild else rng.randrange(11)
         pos = rng.randrange(len(data) + 1)
         if op == 0 and data:  # flip a byte
             data[min(pos, len(data) - 1)] = rng.randrange(256)
@@ -89,6 +94,10 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
             data[pos:pos] = b"x" * rng.choice([1000, 70000])
         elif op == 7:  # CRLF line ends
             data = bytearray(bytes(data).replace(b"\n", b"\r\n"))
+        elif op == 9:  # a quote never closed, then many lines (each once: linear time)
+            data[pos:pos] = b'"' + b"\nx,1,2,3" * rng.choice([10, 200000])
+        elif op == 10:  # a line of megabytes (zeros or NUL bytes), beyond the longest record
+            data[pos:pos] = rng.choice([b"0", b"\0"]) * (3 << 20)
         else:  # swap two chunks
             a, b = sorted(rng.sample(range(len(data) + 1), 2)) if len(data) > 1 else (0, 0)
             data = data[:a] + data[b:] + data[a:b]
@@ -103,16 +112,21 @@ def make_cases(count, seed, onnx_seed):
     for k in range(count):
         kind, ext, data = seeds[k % len(seeds)]
         body = mutate(data, rng)
+        must_fail = False
         if kind != "onnx" and rng.random() < 0.15:  # gzip-compressed, whole or cut short
             body = gzip.compress(body, mtime=0)
-            if rng.random() < 0.5:
+            r = rng.random()
+            if r < 0.4:
                 body = body[:rng.randrange(len(body))]
+            elif r < 0.6:  # plain bytes after the member: an error, never dropped
+                body += rng.choice([b"x", b"c,0,1,4\n", b"\0\0\0\0"])
+                must_fail = True
             ext += ".gz"
-        yield k, kind, ext, body
+        yield k, kind, ext, body, must_fail
 
 
 def run_case(cli, workdir, timeout, case):
-    k, kind, ext, body = case
+    k, kind, ext, body, must_fail = case
     path = os.path.join(workdir, f"case{k}{ext}")
     with open(path, "wb") as f:
         f.write(body)
@@ -121,6 +135,7 @@ def run_case(cli, workdir, timeout, case):
     for template in COMMANDS[kind]:
         args = [a.replace("{f}", path) for a in template]
         sub = args[0]
+        svg = path + ".svg" if "--svg" in template else None
         try:
             p = subprocess.run([cli] + args, capture_output=True, timeout=timeout, cwd=workdir)
             rc, out = p.returncode, p.stdout + p.stderr
@@ -133,6 +148,8 @@ def run_case(cli, workdir, timeout, case):
             problem = f"killed by signal {-rc}"
         elif rc not in ALLOWED[sub]:
             problem = f"undocumented exit code {rc}"
+        elif must_fail and rc != 2:
+            problem = f"exit {rc} on data after the gzip member (bad input: 2)"
         else:
             for bad in BAD_OUTPUT:
                 if bad in out:
@@ -141,9 +158,33 @@ def run_case(cli, workdir, timeout, case):
         with open(path, "rb") as f:
             if hashlib.sha256(f.read()).hexdigest() != digest:
                 problem = (problem + "; " if problem else "") + "changed its input"
+        if svg and os.path.exists(svg):
+            try:
+                ElementTree.parse(svg)
+            except ElementTree.ParseError as e:
+                problem = (problem + "; " if problem else "") + f"wrote an SVG that is not well-formed ({e})"
+            os.unlink(svg)
         results.append((sub, " ".join(template), rc, problem, out[-400:]))
     os.unlink(path)
     return k, kind, body, results
+
+
+def run_fifo_cases(cli, workdir, timeout):
+    """An .onnx path that is a FIFO no one writes: refused as no regular file,
+    without waiting for a writer. (sub, command, rc, problem, output) each."""
+    fifo = os.path.join(workdir, "nobody_writes.onnx")
+    os.mkfifo(fifo)
+    results = []
+    for sub in ("plan", "records"):
+        try:
+            p = subprocess.run([cli, sub, fifo], capture_output=True, timeout=timeout, cwd=workdir)
+            rc, out = p.returncode, p.stdout + p.stderr
+            problem = None if rc == 2 else f"exit {rc}, not 2"
+        except subprocess.TimeoutExpired:
+            rc, out, problem = "timeout", b"", f"waited past {timeout} s for a writer"
+        results.append((sub, f"{sub} FIFO.onnx", rc, problem, out[-400:]))
+    os.unlink(fifo)
+    return results
 
 
 def main():
@@ -170,6 +211,12 @@ def main():
         with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
             futures = [pool.submit(run_case, a.cli, workdir, a.timeout, c)
                        for c in make_cases(a.count, a.seed, onnx_seed)]
+            fifo = pool.submit(run_fifo_cases, a.cli, workdir, a.timeout)
+            for sub, cmd, rc, problem, tail in fifo.result():
+                runs += 1
+                tallies[(sub, str(rc))] += 1
+                if problem:
+                    failures.append((-1, "fifo", cmd, problem, tail, b""))
             for fut in concurrent.futures.as_completed(futures):
                 k, kind, body, results = fut.result()
                 for sub, cmd, rc, problem, tail in results:

@@ -2,7 +2,9 @@
 # Builds everything (warnings are errors) and runs every test with CTest;
 # then the same with clang 16 and libc++ (which catches missing standard
 # includes that GCC's headers forgive), without the ONNX importer and the
-# benchmarks (their Debian libraries are built for libstdc++); and every source
+# benchmarks (their Debian libraries are built for libstdc++), with the
+# research tools (research/, so that they cannot rot unnoticed) and without a
+# second add_subdirectory consumer; and every source
 # through clang 14 (Debian 12's default clang), syntax only.
 # Usage: scripts/test.sh [build-dir]   (TENSORMEM_SANITIZE=address,undefined for a sanitizer build;
 #        TENSORMEM_CLANG_BUILD=0 skips the clang build)
@@ -22,7 +24,7 @@ if [ "${TENSORMEM_CLANG_BUILD:-1}" = 1 ] && [ -z "${TENSORMEM_SANITIZE:-}" ]; th
     cmake -S . -B "$build-clang" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++-16 \
       -DCMAKE_CXX_FLAGS=-stdlib=libc++ -DTENSORMEM_WERROR=ON -DTENSORMEM_WITH_ONNX=OFF \
       -DTENSORMEM_BUILD_BENCHMARKS=OFF -DTENSORMEM_GTEST_SOURCE=/usr/src/googletest \
-      -DTENSORMEM_TEST_SUBDIRECTORY_CONSUMER=OFF
+      -DTENSORMEM_TEST_SUBDIRECTORY_CONSUMER=OFF -DTENSORMEM_BUILD_RESEARCH=ON
     cmake --build "$build-clang" -j "$jobs"
     ctest --test-dir "$build-clang" --output-on-failure -j "$jobs"
   else

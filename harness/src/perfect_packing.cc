@@ -39,6 +39,42 @@ std::uint64_t CutAt(SplitMix64& rng, std::uint64_t lo, std::uint64_t hi, double 
   return lo + rng.Between(from, to);
 }
 
+// The open piece to cut next: the newest, or with probability 1 - depth the
+// largest (an index into `open`).
+std::size_t PickPiece(SplitMix64& rng, const std::vector<Rect>& rects, const std::vector<std::size_t>& open,
+                      double depth) {
+  std::size_t pick = open.size() - 1;  // newest
+  if (rng.Unit() >= depth) {
+    std::uint64_t best = 0;  // largest area
+    for (std::size_t k = 0; k < open.size(); ++k) {
+      const Rect& r = rects[open[k]];
+      const std::uint64_t area = (r.t1 - r.t0) * (r.b1 - r.b0);
+      if (area > best) {
+        best = area;
+        pick = k;
+      }
+    }
+  }
+  return pick;
+}
+
+// The pieces as buffers named by their position, filling `units` granules.
+Problem ToProblem(const std::vector<Rect>& rects, std::uint64_t units, std::uint64_t granule) {
+  Problem p;
+  p.capacity = units * granule;
+  p.buffers.reserve(rects.size());
+  for (std::size_t i = 0; i < rects.size(); ++i) {
+    const Rect& r = rects[i];
+    Buffer buf;
+    buf.id = std::to_string(i);
+    buf.size = (r.b1 - r.b0) * granule;
+    buf.first_task = static_cast<TaskIndex>(r.t0);
+    buf.last_task = static_cast<TaskIndex>(r.t1 - 1);
+    p.buffers.push_back(std::move(buf));
+  }
+  return p;
+}
+
 }  // namespace
 
 Problem PerfectPacking(const PerfectPackingOptions& o) {
@@ -51,18 +87,7 @@ Problem PerfectPacking(const PerfectPackingOptions& o) {
   // Pieces that can still be cut, newest last.
   std::vector<std::size_t> open{0};
   while (rects.size() < std::max<std::size_t>(o.buffers, 1) && !open.empty()) {
-    std::size_t pick = open.size() - 1;  // newest
-    if (rng.Unit() >= o.depth) {
-      std::uint64_t best = 0;  // largest area
-      for (std::size_t k = 0; k < open.size(); ++k) {
-        const Rect& r = rects[open[k]];
-        const std::uint64_t area = (r.t1 - r.t0) * (r.b1 - r.b0);
-        if (area > best) {
-          best = area;
-          pick = k;
-        }
-      }
-    }
+    const std::size_t pick = PickPiece(rng, rects, open, o.depth);
     const std::size_t idx = open[pick];
     Rect r = rects[idx];
     const bool can_time = r.t1 - r.t0 >= 2;
@@ -92,19 +117,7 @@ Problem PerfectPacking(const PerfectPackingOptions& o) {
   // Shuffle (Fisher-Yates) so the input order says nothing.
   for (std::size_t i = rects.size(); i > 1; --i)
     std::swap(rects[i - 1], rects[static_cast<std::size_t>(rng.Next() % i)]);
-  Problem p;
-  p.capacity = units * granule;
-  p.buffers.reserve(rects.size());
-  for (std::size_t i = 0; i < rects.size(); ++i) {
-    const Rect& r = rects[i];
-    Buffer buf;
-    buf.id = std::to_string(i);
-    buf.size = (r.b1 - r.b0) * granule;
-    buf.first_task = static_cast<TaskIndex>(r.t0);
-    buf.last_task = static_cast<TaskIndex>(r.t1 - 1);
-    p.buffers.push_back(std::move(buf));
-  }
-  return p;
+  return ToProblem(rects, units, granule);
 }
 
 PerfectPackingOptions PerfectPackingVariant(std::size_t buffers, std::uint64_t seed) {

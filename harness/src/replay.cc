@@ -207,7 +207,11 @@ Result<Ours> MakeOurs(ReplayAllocator which, const ReplayParams& params) {
   }
   switch (which) {
     case ReplayAllocator::kBfc:
-      if (params.bfc_virtual_memory) {
+    case ReplayAllocator::kBfcCompact: {
+      // One BFC under its preset's parameters (bfc_compact: the compact
+      // preset, always over virtual memory).
+      const bool compact = which == ReplayAllocator::kBfcCompact;
+      if (compact || params.bfc_virtual_memory) {
         if (granules) {
           TM_ASSIGN_OR_RETURN(o.physical, MakePhysical(params));
           o.backend = std::make_unique<VirtualMemoryBackend>(*o.physical);
@@ -216,17 +220,9 @@ Result<Ours> MakeOurs(ReplayAllocator which, const ReplayParams& params) {
         }
         plain = o.backend.get();
       }
-      o.resource = std::make_unique<BfcAllocator>(*plain, params.bfc);
+      o.resource = std::make_unique<BfcAllocator>(*plain, compact ? params.bfc_compact : params.bfc);
       break;
-    case ReplayAllocator::kBfcCompact:  // fixed preset; --bfc-* tune kBfc only
-      if (granules) {
-        TM_ASSIGN_OR_RETURN(o.physical, MakePhysical(params));
-        o.backend = std::make_unique<VirtualMemoryBackend>(*o.physical);
-      } else {
-        o.backend = std::make_unique<VirtualMemoryBackend>();
-      }
-      o.resource = std::make_unique<BfcAllocator>(*o.backend, CompactBfcParams());
-      break;
+    }
     case ReplayAllocator::kVmm: {
       TM_ASSIGN_OR_RETURN(o.physical, MakePhysical(params));
       TM_ASSIGN_OR_RETURN(std::unique_ptr<VmmAllocator> vmm, VmmAllocator::Create(*o.physical, params.vmm));
@@ -237,8 +233,7 @@ Result<Ours> MakeOurs(ReplayAllocator which, const ReplayParams& params) {
       o.resource = std::make_unique<BufferPool>(*plain, params.pool);
       break;
     default:
-      if (cuda)
-        return InvalidArgument(std::string(Name(which)) + " allocates host memory: it cannot replay on cuda");
+      TM_RETURN_IF_ERROR(CheckReplayDevice(which, params.device));
       o.resource = std::make_unique<SystemAllocator>(params.system);
       break;
   }
@@ -257,8 +252,7 @@ VmmAllocator::Counters CountersSince(const VmmAllocator::Counters& now, const Vm
 Result<Pass> LocalPass(const Trace& trace, ReplayAllocator which, const ReplayParams& params,
                        bool sample) {
   if (IsMallocPeer(which)) {
-    if (params.device == ReplayDevice::kCuda)
-      return InvalidArgument(std::string(Name(which)) + " allocates host memory: it cannot replay on cuda");
+    TM_RETURN_IF_ERROR(CheckReplayDevice(which, params.device));
     TM_ASSIGN_OR_RETURN(replay::MallocPeer peer, replay::LoadMallocPeer(which));
     TM_ASSIGN_OR_RETURN(Pass pass, PeerPass(Name(which), trace, peer, params.alignment, sample));
     if (!sample) {  // the warm pass: the same trace again over the heap the first left
@@ -283,87 +277,49 @@ Result<Pass> LocalPass(const Trace& trace, ReplayAllocator which, const ReplayPa
   return pass;
 }
 
-// The same pass in a forked child, so that it starts from the heap the
-// trace was loaded into and from no earlier pass (glibc's heap and its
-// dynamic mmap threshold remember every earlier allocation); the result
-// comes back through a pipe.
-Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const ReplayParams& params,
-                          bool sample) {
-  struct Wire {
-    int ok = 0;
-    int has_fragmentation = 0;
-    int has_warm = 0;
-    int has_vmm = 0;
-    VmmAllocator::Counters vmm;
-    VmmAllocator::Counters vmm_warm;
-    int has_backend = 0;
-    VirtualMemoryBackend::Counters backend;
-    double warm_seconds = 0;
-    double seconds = 0;
-    double cpu_seconds = 0;
-    double fragmentation = 0;
-    std::uint64_t peak_reserved = 0;
-    int error_code = 0;  // the child's StatusCode: a bad parameter stays a bad parameter
-    char error[1024] = {};
-  };
-  int fds[2];
-  if (pipe(fds) != 0) return Internal(std::string("replay: pipe: ") + std::strerror(errno));
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return Internal(std::string("replay: fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    close(fds[0]);
-    Wire w;
-    Result<Pass> pass = LocalPass(trace, which, params, sample);
-    if (pass.ok()) {
-      w.ok = 1;
-      w.seconds = pass->seconds;
-      w.cpu_seconds = pass->cpu_seconds;
-      w.peak_reserved = pass->peak_reserved;
-      w.has_fragmentation = pass->fragmentation.has_value();
-      w.fragmentation = pass->fragmentation.value_or(0.0);
-      w.has_warm = pass->warm_seconds.has_value();
-      w.warm_seconds = pass->warm_seconds.value_or(0.0);
-      w.has_vmm = pass->vmm_counters.has_value();
-      if (pass->vmm_counters) w.vmm = *pass->vmm_counters;
-      if (pass->vmm_warm_counters) w.vmm_warm = *pass->vmm_warm_counters;
-      w.has_backend = pass->backend_counters.has_value();
-      if (pass->backend_counters) w.backend = *pass->backend_counters;
-    } else {
-      w.error_code = static_cast<int>(pass.status().code());
-      std::snprintf(w.error, sizeof w.error, "%s", pass.status().message().c_str());
-    }
-    const char* p = reinterpret_cast<const char*>(&w);
-    std::size_t left = sizeof w;
-    while (left > 0) {
-      const ssize_t n = write(fds[1], p, left);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      p += n;
-      left -= static_cast<std::size_t>(n);
-    }
-    _exit(0);
-  }
-  close(fds[1]);
+// A pass as the child process of IsolatedPass sends it through the pipe.
+struct Wire {
+  int ok = 0;
+  int has_fragmentation = 0;
+  int has_warm = 0;
+  int has_vmm = 0;
+  VmmAllocator::Counters vmm;
+  VmmAllocator::Counters vmm_warm;
+  int has_backend = 0;
+  VirtualMemoryBackend::Counters backend;
+  double warm_seconds = 0;
+  double seconds = 0;
+  double cpu_seconds = 0;
+  double fragmentation = 0;
+  std::uint64_t peak_reserved = 0;
+  int error_code = 0;  // the child's StatusCode: a bad parameter stays a bad parameter
+  char error[1024] = {};
+};
+
+Wire ToWire(const Result<Pass>& pass) {
   Wire w;
-  char* p = reinterpret_cast<char*>(&w);
-  std::size_t got = 0;
-  while (got < sizeof w) {
-    const ssize_t n = read(fds[0], p + got, sizeof w - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
+  if (!pass.ok()) {
+    w.error_code = static_cast<int>(pass.status().code());
+    std::snprintf(w.error, sizeof w.error, "%s", pass.status().message().c_str());
+    return w;
   }
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (got != sizeof w)
-    return Internal("replay: the child process replaying through " + std::string(Name(which)) +
-                    " ended (wait status " + std::to_string(status) + ") before reporting");
+  w.ok = 1;
+  w.seconds = pass->seconds;
+  w.cpu_seconds = pass->cpu_seconds;
+  w.peak_reserved = pass->peak_reserved;
+  w.has_fragmentation = pass->fragmentation.has_value();
+  w.fragmentation = pass->fragmentation.value_or(0.0);
+  w.has_warm = pass->warm_seconds.has_value();
+  w.warm_seconds = pass->warm_seconds.value_or(0.0);
+  w.has_vmm = pass->vmm_counters.has_value();
+  if (pass->vmm_counters) w.vmm = *pass->vmm_counters;
+  if (pass->vmm_warm_counters) w.vmm_warm = *pass->vmm_warm_counters;
+  w.has_backend = pass->backend_counters.has_value();
+  if (pass->backend_counters) w.backend = *pass->backend_counters;
+  return w;
+}
+
+Result<Pass> FromWire(const Wire& w, ReplayAllocator which) {
   if (!w.ok) {
     // Named once: our allocators' messages start with their name already.
     const std::string name(Name(which));
@@ -386,6 +342,53 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
   }
   if (w.has_backend) pass.backend_counters = w.backend;
   return pass;
+}
+
+// Writes (io = write) or reads (io = read) all `size` bytes of `data`,
+// through EINTR; returns how many went.
+template <typename Io, typename Byte>
+std::size_t Transfer(Io io, int fd, Byte* data, std::size_t size) {
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = io(fd, data + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  return done;
+}
+
+// The same pass in a forked child, so that it starts from the heap the
+// trace was loaded into and from no earlier pass (glibc's heap and its
+// dynamic mmap threshold remember every earlier allocation); the result
+// comes back through a pipe.
+Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const ReplayParams& params,
+                          bool sample) {
+  int fds[2];
+  if (pipe(fds) != 0) return Internal(std::string("replay: pipe: ") + std::strerror(errno));
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return Internal(std::string("replay: fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    const Wire w = ToWire(LocalPass(trace, which, params, sample));
+    (void)Transfer(write, fds[1], reinterpret_cast<const char*>(&w), sizeof w);
+    _exit(0);
+  }
+  close(fds[1]);
+  Wire w;
+  const std::size_t got = Transfer(read, fds[0], reinterpret_cast<char*>(&w), sizeof w);
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (got != sizeof w)
+    return Internal("replay: the child process replaying through " + std::string(Name(which)) +
+                    " ended (wait status " + std::to_string(status) + ") before reporting");
+  return FromWire(w, which);
 }
 
 double Median(std::vector<double> v) {
@@ -426,6 +429,21 @@ Result<ReplayAllocator> ParseReplayAllocator(std::string_view name) {
 
 std::span<const ReplayAllocator> AllReplayAllocators() { return kAll; }
 
+ReplayAllocator ReplayAllocatorOf(BfcPreset preset) {
+  return preset == BfcPreset::kCompact ? ReplayAllocator::kBfcCompact : ReplayAllocator::kBfc;
+}
+
+bool IsHostOnly(ReplayAllocator a) { return IsMallocPeer(a) || a == ReplayAllocator::kSystem; }
+
+Status CheckReplayDevice(ReplayAllocator allocator, ReplayDevice device) {
+  if (device != ReplayDevice::kCuda || !IsHostOnly(allocator)) return Status::Ok();
+  std::string usable;
+  for (ReplayAllocator a : kAll)
+    if (!IsHostOnly(a)) usable += (usable.empty() ? "" : ", ") + std::string(Name(a));
+  return InvalidArgument(std::string(Name(allocator)) + " allocates host memory: it cannot replay on the cuda "
+                         "device (use " + usable + ")");
+}
+
 std::string_view Name(ReplayDevice device) {
   switch (device) {
     case ReplayDevice::kHost: return "host";
@@ -438,6 +456,7 @@ std::string_view Name(ReplayDevice device) {
 Result<ReplayDevice> ParseReplayDevice(std::string_view name) {
   return internal::ParseName<ReplayDevice>(name, kDevices, "device");
 }
+std::span<const ReplayDevice> AllReplayDevices() { return kDevices; }
 
 bool IsMallocPeer(ReplayAllocator a) {
   return a == ReplayAllocator::kMalloc || a == ReplayAllocator::kJemalloc ||
@@ -511,6 +530,36 @@ Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
   return r;
 }
 
+namespace {
+
+// The placement's offsets from the blocks' addresses, with the holes
+// between disjoint address ranges closed: the blocks sorted by address,
+// overlapping spans merged, and the spans stacked from 0.
+void CloseAddressHoles(const std::vector<std::uint64_t>& address, const std::vector<std::uint64_t>& sizes,
+                       ReplayPlacement& out) {
+  std::vector<std::size_t> order(address.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return address[a] < address[b]; });
+  out.offsets.assign(address.size(), 0);
+  std::uint64_t span_start = 0, span_end = 0, span_base = 0;
+  bool open = false;
+  for (std::size_t k : order) {
+    const std::uint64_t end = address[k] + std::max<std::uint64_t>(sizes[k], 1);
+    if (!open || address[k] > span_end) {
+      span_base = open ? span_base + (span_end - span_start) : 0;
+      span_start = address[k];
+      span_end = end;
+      open = true;
+    } else {
+      span_end = std::max(span_end, end);
+    }
+    out.offsets[k] = span_base + (address[k] - span_start);
+    out.top = std::max(out.top, out.offsets[k] + sizes[k]);
+  }
+}
+
+}  // namespace
+
 Result<ReplayPlacement> ReplayPlacements(const Trace& trace, ReplayAllocator allocator,
                                          const ReplayParams& params) {
   if (IsMallocPeer(allocator))
@@ -549,27 +598,7 @@ Result<ReplayPlacement> ReplayPlacements(const Trace& trace, ReplayAllocator all
   for (void* p : slots)
     if (p != nullptr) (void)ours.resource->Deallocate(p);
   TM_RETURN_IF_ERROR(failed);
-  // Close the holes between disjoint address ranges: sort the blocks by
-  // address, merge overlapping spans, and stack the spans from 0.
-  std::vector<std::size_t> order(address.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return address[a] < address[b]; });
-  out.offsets.assign(address.size(), 0);
-  std::uint64_t span_start = 0, span_end = 0, span_base = 0;
-  bool open = false;
-  for (std::size_t k : order) {
-    const std::uint64_t end = address[k] + std::max<std::uint64_t>(sizes[k], 1);
-    if (!open || address[k] > span_end) {
-      span_base = open ? span_base + (span_end - span_start) : 0;
-      span_start = address[k];
-      span_end = end;
-      open = true;
-    } else {
-      span_end = std::max(span_end, end);
-    }
-    out.offsets[k] = span_base + (address[k] - span_start);
-    out.top = std::max(out.top, out.offsets[k] + sizes[k]);
-  }
+  CloseAddressHoles(address, sizes, out);
   return out;
 }
 

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tensormem/defaults.h"
 #include "tensormem/planning.h"
 #include "tensormem/problem.h"
 #include "tensormem/schedule.h"
@@ -164,7 +165,7 @@ Result<Liveness> ComputeLiveness(const Graph& graph, const LivenessParams& param
 struct GraphPlanParams {
   LivenessParams liveness;
   // Alignment of tensors whose own alignment is 0; a power of two.
-  std::uint64_t alignment = 64;
+  std::uint64_t alignment = defaults::kTensorAlignment;
   // The scratch arena's strategy. kArena uses TFLite's order computed from
   // the graph: tensors live for the whole run (allocated at node 0, never
   // freed) first by index, then by size descending, ties by earlier
@@ -199,7 +200,9 @@ struct GraphPlan {
   std::vector<int> scratch_owner;  // buffer -> tensor owning it
   OffsetsPlan scratch_plan;        // per buffer; total = scratch arena bytes
   std::uint64_t persistent_bytes = 0;
-  // Every scratch tensor in its own memory (no reuse, no sharing), aligned.
+  // Every scratch buffer in its own memory, back to back and aligned (no
+  // reuse; an in-place chain is one buffer, as in every plan): the naive
+  // strategy's arena.
   std::uint64_t naive_scratch_bytes = 0;
   // The largest tensor alignment: both arenas' base addresses are aligned to it.
   std::uint64_t base_alignment = 1;

@@ -55,7 +55,15 @@ enum class InputFormat { kCsv, kJson, kTrace, kOnnx };
 // Thread,Time,Action,...; ONNX is binary protobuf) and falls back to the
 // extension. Trace and ONNX inputs are read by their own modules. "-" is
 // standard input (gzip-compressed or not), looked at without consuming it.
+// A stream named *.onnx is kOnnx unopened (a pipe with no writer would
+// block, and models are not read from streams).
 Result<InputFormat> DetectInputFormat(const std::string& path);
+
+// Called when a blocking open or read of a stream input (a pipe, a
+// terminal) is interrupted by a signal: returning true stops it, the read
+// failing with "interrupted". Bindings use it for Ctrl-C (Python checks its
+// signals here); none is set by default (the read goes on). Process-wide.
+void SetInputInterruptCheck(bool (*check)());
 
 // Reads a CSV or JSON planning problem, or an allocation trace as one (see
 // trace.h), from a file, gzip-compressed or not ("-" = standard input, any

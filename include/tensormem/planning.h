@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tensormem/defaults.h"
 #include "tensormem/problem.h"
 #include "tensormem/status.h"
 #include "tensormem/types.h"
@@ -68,7 +69,7 @@ ReallocationGraph BuildReallocationGraph(std::span<const std::vector<std::size_t
 struct PlanParams {
   // Offsets: every offset is a multiple of this and of the buffer's own
   // alignment (the larger of the two). A power of two (ValidateAlignment).
-  std::uint64_t alignment = 1;
+  std::uint64_t alignment = defaults::kPlanAlignment;
   // Use the faithful (quadratic) transcription of the peer's algorithm
   // instead of the scalable default. Results are identical where both exist;
   // this exists for conformance checks and as a reference.
@@ -89,7 +90,7 @@ struct PlanParams {
   // even its starting heuristic did not finish). The clock is read about
   // every 1,024 placements. +infinity: none. 0: the heuristics are untimed
   // and neither exact nor best's polish searches (the heuristic plan). Must not be negative.
-  double time_limit_seconds = 10.0;
+  double time_limit_seconds = defaults::kTimeLimitSeconds;
   // Polled with the clock: returning true stops the planning as an expired
   // time limit does. For Ctrl-C in bindings, a caller's own cancel flag.
   std::function<bool()> should_stop;

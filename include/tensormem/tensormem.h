@@ -2,12 +2,14 @@
 // readers (problems and allocation traces).
 #pragma once
 
+#include "tensormem/defaults.h"
 #include "tensormem/graph.h"
 #include "tensormem/io.h"
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"
 #include "tensormem/problem.h"
 #include "tensormem/solver.h"
+#include "tensormem/solver_tuning.h"
 #include "tensormem/status.h"
 #include "tensormem/trace.h"
 #include "tensormem/types.h"

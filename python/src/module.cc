@@ -23,6 +23,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -30,12 +31,14 @@
 #include "tensormem/allocators/buffer_pool.h"
 #include "harness/replay.h"
 #include "tensormem/allocators/system_allocator.h"
+#include "tensormem/defaults.h"
 #include "tensormem/trace.h"
 #include "tensormem/graph.h"
 #include "tensormem/io.h"
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"
 #include "tensormem/solver.h"
+#include "tensormem/solver_tuning.h"
 #include "tensormem/validator.h"
 #include "tensormem/version.h"
 #if TENSORMEM_PY_HAVE_ONNX
@@ -59,8 +62,11 @@ struct TensormemError : std::runtime_error {
   throw py::error_already_set();
 }
 
-// Status -> Python exception. `file` says a NotFound names a file.
+// Status -> Python exception. `file` says a NotFound names a file. An
+// exception Python has pending (a KeyboardInterrupt that stopped a read)
+// is the one raised.
 [[noreturn]] void Raise(const Status& st, bool file = true) {
+  if (PyErr_Occurred() != nullptr) throw py::error_already_set();
   switch (st.code()) {
     case StatusCode::kInvalidArgument:
     case StatusCode::kOutOfRange:
@@ -219,6 +225,38 @@ void CheckTimeAndThreads(const char* function, double time_limit, std::uint64_t 
                           " (0: one per hardware thread), got " + std::to_string(threads));
 }
 
+// Ctrl-C during a call that releases the GIL: the library polls the
+// callback; at most every 50 ms it takes the GIL and runs Python's signal
+// handlers. An exception they raise (KeyboardInterrupt) stops the call and
+// is raised when it returns (ThrowIfInterrupted, with the GIL).
+class Interruptible {
+ public:
+  std::function<bool()> Callback() {
+    return [this] {
+      const auto now = std::chrono::steady_clock::now();
+      if (interrupted_ || now - last_ < std::chrono::milliseconds(50)) return interrupted_;
+      last_ = now;
+      py::gil_scoped_acquire gil;
+      if (PyErr_CheckSignals() != 0) interrupted_ = true;
+      return interrupted_;
+    };
+  }
+  void ThrowIfInterrupted() const {
+    if (interrupted_) throw py::error_already_set();
+  }
+
+ private:
+  bool interrupted_ = false;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+// For SetInputInterruptCheck: a blocking read of a pipe stops when a
+// signal handler raised (Ctrl-C); Raise then raises that exception.
+bool PythonSignalRaised() {
+  py::gil_scoped_acquire gil;
+  return PyErr_CheckSignals() != 0;
+}
+
 PyPlan DoPlan(std::vector<UsageRecord> records, std::shared_ptr<const Problem> problem,
               const std::string& strategy, std::uint64_t alignment, bool objects,
               double time_limit, std::uint64_t threads) {
@@ -231,6 +269,8 @@ PyPlan DoPlan(std::vector<UsageRecord> records, std::shared_ptr<const Problem> p
   params.alignment = alignment;
   params.time_limit_seconds = time_limit;
   params.threads = static_cast<unsigned>(threads);
+  Interruptible interrupt;  // (should_stop runs on the calling thread only)
+  params.should_stop = interrupt.Callback();
   if (objects) {
     const ObjectsStrategy s = ObjectsByName(strategy);
     if (problem) records = ::tensormem::ToRecords(*problem);
@@ -241,6 +281,7 @@ PyPlan DoPlan(std::vector<UsageRecord> records, std::shared_ptr<const Problem> p
       r.emplace(PlanObjects(records, s, params));
       if (r->ok()) laid.emplace(ObjectsToOffsets(**r, 1));
     }
+    interrupt.ThrowIfInterrupted();
     out.object_plan = Take(std::move(*r));
     out.offsets = Take(std::move(*laid));
     out.offsets.strategy = out.object_plan.strategy;
@@ -253,11 +294,19 @@ PyPlan DoPlan(std::vector<UsageRecord> records, std::shared_ptr<const Problem> p
       py::gil_scoped_release release;
       r.emplace(problem ? PlanOffsets(*problem, s, params) : PlanOffsets(records, s, params));
     }
+    interrupt.ThrowIfInterrupted();
     out.offsets = Take(std::move(*r));
   }
   out.problem = std::move(problem);
   out.records = std::move(records);
   return out;
+}
+
+// A path as the C library takes it: a NUL byte inside would cut it short
+// (another file read or written), so it is a ValueError, as open() says.
+const std::string& CheckPath(const std::string& path) {
+  if (path.find('\0') != std::string::npos) throw py::value_error("embedded null byte in path");
+  return path;
 }
 
 // A path argument: a str or any os.PathLike (a pathlib.Path), as the
@@ -266,7 +315,7 @@ std::string PathArg(const py::object& path) {
   const py::object name = py::module_::import("os").attr("fspath")(path);
   if (!py::isinstance<py::str>(name))
     throw py::type_error("path must be a str or an os.PathLike of str, not bytes");
-  return name.cast<std::string>();
+  return CheckPath(name.cast<std::string>());
 }
 
 // As the CLI writes: whole or not at all, a directory refused.
@@ -283,7 +332,7 @@ std::shared_ptr<PyProblem> RecordsFromOnnx(const std::string& path,
                                            const std::map<std::string, std::vector<std::int64_t>>& shapes,
                                            const std::map<std::string, std::int64_t>& dims,
                                            std::uint64_t alignment, const std::string& order = "given") {
-  if (IsStreamInput(path)) Raise(OnnxNotFromAFileError(path));
+  if (IsStreamInput(CheckPath(path))) Raise(OnnxNotFromAFileError(path));
   OnnxImportParams ip;
   ip.input_shapes = shapes;
   ip.dims = dims;
@@ -309,11 +358,17 @@ std::shared_ptr<PyProblem> RecordsFromOnnx(const std::string& path,
 #endif
 
 std::shared_ptr<PyProblem> LoadAnyProblem(const std::string& path) {
-  Result<InputFormat> format = DetectInputFormat(path);
-  if (format.ok() && *format == InputFormat::kOnnx) {
+  CheckPath(path);
+  std::optional<Result<InputFormat>> detected;
+  {
+    py::gil_scoped_release release;  // a pipe's open and first read wait for its writer
+    detected.emplace(DetectInputFormat(path));
+  }
+  const InputFormat format = Take(std::move(*detected));
+  if (format == InputFormat::kOnnx) {
     if (IsStreamInput(path)) Raise(OnnxNotFromAFileError(path));
 #if TENSORMEM_PY_HAVE_ONNX
-    return RecordsFromOnnx(path, {}, {}, 64);
+    return RecordsFromOnnx(path, {}, {}, defaults::kTensorAlignment);
 #else
     Raise(Unimplemented(path + ": an ONNX model, but tensormem was built without the ONNX importer"));
 #endif
@@ -335,11 +390,37 @@ struct PyAllocator {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<PhysicalMemory> physical;
   std::unique_ptr<MemoryResource> resource;
+  // Calls running through the allocator without the GIL (replay): close()
+  // refuses while any does, so no thread frees what another uses. Changed
+  // only with the GIL held.
+  int users = 0;
 
   MemoryResource& Get() {
     if (!resource) throw TensormemError("the allocator was closed");
     return *resource;
   }
+
+  void Close() {
+    if (users > 0) throw TensormemError("the allocator is in use by a replay; close it when the replay returns");
+    resource.reset();
+    physical.reset();
+    backend.reset();
+  }
+};
+
+// Holds an allocator open for a call that releases the GIL (made and
+// destroyed with the GIL held).
+class AllocatorUse {
+ public:
+  explicit AllocatorUse(PyAllocator& a) : a_(a), resource_(a.Get()) { ++a_.users; }
+  ~AllocatorUse() { --a_.users; }
+  AllocatorUse(const AllocatorUse&) = delete;
+  AllocatorUse& operator=(const AllocatorUse&) = delete;
+  MemoryResource& resource() { return resource_; }
+
+ private:
+  PyAllocator& a_;
+  MemoryResource& resource_;
 };
 
 py::dict StatsDict(const AllocatorStats& s) {
@@ -359,11 +440,27 @@ py::dict StatsDict(const AllocatorStats& s) {
   return d;
 }
 
-BfcGrowth GrowthByName(const std::string& g) {
-  if (g == "doubling") return BfcGrowth::kDoubling;
-  if (g == "on_demand") return BfcGrowth::kOnDemand;
-  if (g == "reserve_all") return BfcGrowth::kReserveAll;
-  throw py::value_error("unknown growth '" + g + "' (known: doubling, on_demand, reserve_all)");
+// A BFC under a preset (the CLI's --bfc-preset table), with the arguments
+// given (not None) on top, as replay's --bfc-* options change it.
+std::unique_ptr<PyAllocator> MakeBfc(std::optional<std::uint64_t> memory_limit, const std::optional<std::string>& growth,
+                                     std::optional<std::uint64_t> initial_region_bytes,
+                                     std::optional<bool> virtual_memory, const std::string& preset_name) {
+  const BfcPreset preset = Take(ParseBfcPreset(preset_name));
+  BfcParams p = BfcPresetParams(preset);
+  if (growth) p.growth = Take(ParseBfcGrowth(*growth));
+  if (initial_region_bytes) p.initial_region_bytes = *initial_region_bytes;
+  if (memory_limit) p.memory_limit = *memory_limit;
+  if (p.growth == BfcGrowth::kReserveAll && !memory_limit)
+    throw py::value_error("growth 'reserve_all' needs a memory_limit");
+  Check(Validate(p));
+  auto a = std::make_unique<PyAllocator>();
+  if (virtual_memory.value_or(BfcPresetUsesVirtualMemory(preset))) {
+    a->backend = std::make_unique<VirtualMemoryBackend>();
+    a->resource = std::make_unique<BfcAllocator>(*a->backend, p);
+  } else {
+    a->resource = std::make_unique<BfcAllocator>(HostBackend(), p);
+  }
+  return a;
 }
 
 // ---- replay ----------------------------------------------------------------
@@ -373,6 +470,7 @@ struct PyTrace {
 };
 
 std::shared_ptr<PyTrace> LoadAnyTrace(const std::string& path) {
+  CheckPath(path);
   std::optional<Result<Trace>> r;
   {
     py::gil_scoped_release release;
@@ -385,7 +483,7 @@ std::shared_ptr<PyTrace> LoadAnyTrace(const std::string& path) {
 
 std::shared_ptr<PyTrace> TraceOf(const py::object& obj) {
   if (py::isinstance<PyTrace>(obj)) return obj.cast<std::shared_ptr<PyTrace>>();
-  return LoadAnyTrace(py::str(obj));
+  return LoadAnyTrace(PathArg(obj));
 }
 
 // The vmm allocator's device-call counters, named as replay's JSON names them.
@@ -426,23 +524,44 @@ struct PySolveResult {
   SolveResult r;
 };
 
-}  // namespace
-
-PYBIND11_MODULE(_tensormem, m) {
-  m.doc() = "tensormem: tensor memory planning and allocators (C++ core)";
-  static py::exception<TensormemError> error(m, "TensormemError", PyExc_RuntimeError);
-  py::register_exception_translator([](std::exception_ptr p) {
-    try {
-      if (p) std::rethrow_exception(p);
-    } catch (const TensormemError& e) {
-      error(e.what());
+// solve(tuning={...}): each key set through SetTuning (the table of
+// solver_tuning.h), its value as the CLI's text (True -> "true"); ValueError
+// naming an unknown key or a bad value, TypeError a value of another type.
+SolverTuning TuningFrom(const py::dict& tuning) {
+  SolverTuning out;
+  for (const auto& [key, value] : tuning) {
+    if (!py::isinstance<py::str>(key)) throw py::type_error("tuning: keys are strings");
+    const std::string name = key.cast<std::string>();
+    std::string text;
+    if (py::isinstance<py::bool_>(value)) {
+      text = value.cast<bool>() ? "true" : "false";
+    } else if (py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value) ||
+               py::isinstance<py::str>(value)) {
+      text = py::str(value).cast<std::string>();
+    } else {
+      throw py::type_error("tuning " + name + ": a bool, int, float or str, not " +
+                           py::str(py::type::of(value).attr("__name__")).cast<std::string>());
     }
-  });
-  m.attr("HAVE_ONNX") = bool(TENSORMEM_PY_HAVE_ONNX);
-  m.attr("__version__") = TENSORMEM_VERSION_STRING;
-  m.attr("HAVE_VMM") = true;  // always built since the vmm allocator landed; kept for callers that check it
+    Check(SetTuning(out, name, text), false);
+  }
+  Check(CheckTuning(out), false);
+  return out;
+}
 
-  // Problems.
+// ---- bindings, one function per area ---------------------------------------
+
+// The defaults table (tensormem/defaults.h) that the package's functions
+// take their default arguments from.
+void BindDefaults(py::module_& m) {
+  py::dict d;
+  d["plan_alignment"] = defaults::kPlanAlignment;
+  d["tensor_alignment"] = defaults::kTensorAlignment;
+  d["time_limit"] = defaults::kTimeLimitSeconds;
+  d["replay_repetitions"] = defaults::kReplayRepetitions;
+  m.attr("DEFAULTS") = d;
+}
+
+void BindProblem(py::module_& m) {
   py::class_<PyProblem, std::shared_ptr<PyProblem>>(m, "Problem", "An offset-planning problem: buffers with ids, sizes, inclusive lifetimes, alignments")
       .def_static(
           "from_arrays",
@@ -480,13 +599,16 @@ PYBIND11_MODULE(_tensormem, m) {
       .def_readonly("source", &PyProblem::source)
       .def("lower_bound",
            [](const PyProblem& p, std::uint64_t alignment) { return PeakLiveBytes(p.problem, alignment); },
-           py::arg("alignment") = 1, "Peak live bytes (the offsets lower bound)")
+           py::arg("alignment") = defaults::kPlanAlignment, "Peak live bytes (the offsets lower bound)")
       .def("__repr__", [](const PyProblem& p) {
         return "<tensormem.Problem " + std::to_string(p.problem.buffers.size()) + " buffers" +
                (p.source.empty() ? "" : " from " + p.source) + ">";
       });
+}
 
-  py::class_<PyPlan>(m, "Plan", "A plan: offsets (or shared objects laid back to back) and its figures")
+// The Plan class with its figures; BindPlanWriters adds the files.
+py::class_<PyPlan> BindPlan(py::module_& m) {
+  return py::class_<PyPlan>(m, "Plan", "A plan: offsets (or shared objects laid back to back) and its figures")
       .def_property_readonly("offsets", [](py::object self) {
         return View(self.cast<PyPlan&>().offsets.offsets, self);
       }, "per buffer: its byte offset (numpy.uint64, a view on the plan)")
@@ -512,7 +634,11 @@ PYBIND11_MODULE(_tensormem, m) {
         if (!p.objects) return py::none();
         return View(p.object_plan.object_sizes, self);
       })
-      .def("__len__", [](const PyPlan& p) { return p.offsets.offsets.size(); })
+      .def("__len__", [](const PyPlan& p) { return p.offsets.offsets.size(); });
+}
+
+void BindPlanWriters(py::class_<PyPlan>& cls) {
+  cls
       .def(
           "to_html",
           [](PyPlan& p, const py::object& path_arg, const std::string& title) {
@@ -555,7 +681,9 @@ PYBIND11_MODULE(_tensormem, m) {
                " buffers, total " + std::to_string(p.objects ? TotalSize(p.object_plan) : p.offsets.total) +
                ", lower bound " + std::to_string(p.offsets.lower_bound) + ">";
       });
+}
 
+void BindPlanning(py::module_& m) {
   m.def(
       "_plan_arrays",
       [](const py::object& sizes, const py::object& first, const py::object& last,
@@ -609,14 +737,16 @@ PYBIND11_MODULE(_tensormem, m) {
     for (ObjectsStrategy s : AllObjectsStrategies()) v.emplace_back(Name(s));
     return v;
   });
+}
 
+void BindFiles(py::module_& m) {
   m.def("load_problem", &LoadAnyProblem, py::arg("path"),
         "A planning problem from a file: MiniMalloc CSV, JSON, an allocation trace, or an ONNX "
         "model (its scratch arena)");
   m.def(
       "write_problem",
       [](const std::string& path, const std::shared_ptr<PyProblem>& p) {
-        if (EndsWith(path, ".json"))
+        if (EndsWith(CheckPath(path), ".json"))
           WriteTo(path, [&](std::ostream& f) { return WriteProblemJson(f, p->problem, nullptr); });
         else
           WriteTo(path, [&](std::ostream& f) { return WriteProblemCsv(f, p->problem, nullptr); });
@@ -625,11 +755,13 @@ PYBIND11_MODULE(_tensormem, m) {
 #if TENSORMEM_PY_HAVE_ONNX
   m.def("records_from_onnx", &RecordsFromOnnx, py::arg("path"),
         py::arg("input_shapes") = std::map<std::string, std::vector<std::int64_t>>{},
-        py::arg("dims") = std::map<std::string, std::int64_t>{}, py::arg("alignment") = 64,
+        py::arg("dims") = std::map<std::string, std::int64_t>{}, py::arg("alignment") = defaults::kTensorAlignment,
         py::arg("order") = "given");
 #endif
+}
 
-  // Solve.
+// The exact solver (its body belongs with the solver's interface).
+void BindSolve(py::module_& m) {
   py::class_<PySolveResult>(m, "SolveResult", "The exact solver's answer")
       .def_property_readonly("status", [](const PySolveResult& s) { return std::string(Name(s.r.status)); })
       .def_property_readonly("has_plan", [](const PySolveResult& s) { return s.r.has_plan; })
@@ -667,11 +799,12 @@ PYBIND11_MODULE(_tensormem, m) {
       "_solve",
       [](const std::shared_ptr<PyProblem>& p, std::optional<std::uint64_t> capacity, double time_limit,
          bool minimize, std::uint64_t node_limit, std::uint64_t alignment, bool iis,
-         const py::object& start, std::uint64_t threads, bool fit_descent, bool weighted_restarts) {
+         const py::object& start, std::uint64_t threads, const py::dict& tuning) {
         // Before the start is read at it; "solve", not SolverParams's name.
         Check(ValidateAlignment(alignment, "solve"), false);
         CheckTimeAndThreads("solve", time_limit, threads, kMaxSolverThreads);
         SolverParams params;
+        params.tuning = TuningFrom(tuning);
         params.threads = static_cast<unsigned>(threads);
         // A start: one offset per buffer, a plan of the problem (the
         // validator's word, capacity aside), else ValueError.
@@ -690,35 +823,33 @@ PYBIND11_MODULE(_tensormem, m) {
         params.node_limit = node_limit;
         params.alignment = alignment;
         params.compute_iis = iis;
-        params.fit_descent = fit_descent;
-        if (weighted_restarts) params.portfolio = WeightedRestartsPortfolio();
-        // Ctrl-C: look at Python's signals at most every 50 ms (with the GIL);
-        // a pending KeyboardInterrupt stops the search and is raised below.
-        bool interrupted = false;
-        auto last = std::chrono::steady_clock::now();
-        params.should_stop = [&] {
-          const auto now = std::chrono::steady_clock::now();
-          if (now - last < std::chrono::milliseconds(50)) return interrupted;
-          last = now;
-          py::gil_scoped_acquire gil;
-          if (PyErr_CheckSignals() != 0) interrupted = true;
-          return interrupted;
-        };
+        Interruptible interrupt;  // Ctrl-C stops the search
+        params.should_stop = interrupt.Callback();
         std::optional<Result<SolveResult>> r;
         {
           py::gil_scoped_release release;
           r.emplace(SolveOffsets(p->problem, params));
         }
-        if (interrupted) throw py::error_already_set();
+        interrupt.ThrowIfInterrupted();
         PySolveResult out;
         out.r = Take(std::move(*r));
         return out;
       },
       py::arg("problem"), py::arg("capacity"), py::arg("time_limit"), py::arg("minimize"),
       py::arg("node_limit"), py::arg("alignment"), py::arg("iis"), py::arg("start") = py::none(),
-      py::arg("threads") = 1, py::arg("fit_descent") = true, py::arg("weighted_restarts") = false);
+      py::arg("threads") = 1, py::arg("tuning") = py::dict());
+  m.def(
+      "tuning_keys",
+      [] {
+        std::vector<std::tuple<std::string, std::string, std::string>> keys;
+        for (const TuningKey& k : TuningKeys())
+          keys.emplace_back(std::string(k.name), std::string(k.value), std::string(k.help));
+        return keys;
+      },
+      "The solver's tuning keys (solve(tuning=...)): (name, values, help) per key");
+}
 
-  // Allocators.
+void BindAllocatorClass(py::module_& m) {
   m.def("_non_negative", &NonNegative, py::arg("value"), py::arg("name"),
         "value as a non-negative integer; TypeError, ValueError or OverflowError naming `name`");
   py::class_<PyAllocator>(m, "Allocator", "A tensormem memory resource")
@@ -749,33 +880,19 @@ PYBIND11_MODULE(_tensormem, m) {
           "vmm: what a device pays for (map calls, pages mapped and re-stitched, handles, "
           "synchronisations, event waits), as replay's JSON names them; None for the others")
       .def_property_readonly("name", [](PyAllocator& a) { return std::string(a.Get().name()); })
-      .def("close", [](PyAllocator& a) {
-        a.resource.reset();
-        a.physical.reset();
-        a.backend.reset();
-      }, "Releases the allocator's memory (every block it handed out becomes invalid)");
+      .def("close", &PyAllocator::Close,
+           "Releases the allocator's memory (every block it handed out becomes invalid); "
+           "an error while a replay runs through it");
+}
 
-  m.def(
-      "_bfc",
-      [](std::optional<std::uint64_t> memory_limit, const std::string& growth,
-         std::uint64_t initial_region_bytes, bool virtual_memory, bool compact) {
-        auto a = std::make_unique<PyAllocator>();
-        BfcParams p = compact ? CompactBfcParams() : BfcParams{};
-        if (!compact) {
-          p.growth = GrowthByName(growth);
-          p.initial_region_bytes = initial_region_bytes;
-        }
-        if (memory_limit) p.memory_limit = *memory_limit;
-        if (p.growth == BfcGrowth::kReserveAll && !memory_limit)
-          throw py::value_error("growth 'reserve_all' needs a memory_limit");
-        if (virtual_memory || compact) {
-          a->backend = std::make_unique<VirtualMemoryBackend>();
-          a->resource = std::make_unique<BfcAllocator>(*a->backend, p);
-        } else {
-          a->resource = std::make_unique<BfcAllocator>(HostBackend(), p);
-        }
-        return a;
-      });
+void BindAllocatorFactories(py::module_& m) {
+  m.def("_bfc", &MakeBfc, py::arg("memory_limit"), py::arg("growth"), py::arg("initial_region_bytes"),
+        py::arg("virtual_memory"), py::arg("preset"));
+  m.def("bfc_presets", [] {
+    std::vector<std::string> v;
+    for (BfcPreset p : AllBfcPresets()) v.emplace_back(Name(p));
+    return v;
+  });
   m.def("_pool", [](std::uint64_t split_granularity) {
     auto a = std::make_unique<PyAllocator>();
     BufferPoolParams p;
@@ -801,8 +918,9 @@ PYBIND11_MODULE(_tensormem, m) {
     a->resource = Take(VmmAllocator::Create(*a->physical, vp));
     return a;
   });
+}
 
-  // Traces and replay.
+void BindReplay(py::module_& m) {
   py::class_<PyTrace, std::shared_ptr<PyTrace>>(m, "Trace", "An allocation trace (RAPIDS replay-log CSV)")
       .def("__len__", [](const PyTrace& t) { return t.trace.events.size(); })
       .def_property_readonly("source", [](const PyTrace& t) { return t.trace.source; })
@@ -826,26 +944,28 @@ PYBIND11_MODULE(_tensormem, m) {
   });
   m.def(
       "_replay",
-      [](const py::object& trace_obj, const py::object& allocator, int repetitions,
+      [](const py::object& trace_obj, const py::object& allocator, std::uint64_t repetitions,
          std::uint64_t alignment, bool isolate, const std::string& html) {
+        CheckPath(html);
+        if (repetitions < 1 || std::cmp_greater(repetitions, kMaxReplayRepetitions))
+          throw py::value_error("replay: repetitions must be between 1 and " +
+                                std::to_string(kMaxReplayRepetitions) + ", got " + std::to_string(repetitions));
         std::shared_ptr<PyTrace> t = TraceOf(trace_obj);
         if (py::isinstance<PyAllocator>(allocator)) {
-          PyAllocator& a = allocator.cast<PyAllocator&>();
-          MemoryResource& r = a.Get();
+          AllocatorUse use(allocator.cast<PyAllocator&>());
           std::optional<Result<ReplayResult>> res;
           {
             py::gil_scoped_release release;
-            res.emplace(ReplayTraceThrough(t->trace, r, alignment));
+            res.emplace(ReplayTraceThrough(t->trace, use.resource(), alignment));
           }
           if (!html.empty()) throw py::value_error("html= needs an allocator name, not an object");
           return ReplayDict(Take(std::move(*res), false));
         }
         const ReplayAllocator which = Take(ParseReplayAllocator(std::string(py::str(allocator))));
         ReplayParams params;
-        params.repetitions = repetitions;
+        params.repetitions = static_cast<int>(repetitions);
         params.alignment = alignment;
         params.isolate = isolate;
-        if (which == ReplayAllocator::kBfcCompact) params.bfc_virtual_memory = true;
         std::optional<Result<ReplayResult>> res;
         std::optional<Result<ReplayPlacement>> placement;
         {
@@ -862,4 +982,32 @@ PYBIND11_MODULE(_tensormem, m) {
       },
       py::arg("trace"), py::arg("allocator"), py::arg("repetitions"), py::arg("alignment"),
       py::arg("isolate"), py::arg("html"));
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_tensormem, m) {
+  m.doc() = "tensormem: tensor memory planning and allocators (C++ core)";
+  static py::exception<TensormemError> error(m, "TensormemError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const TensormemError& e) {
+      error(e.what());
+    }
+  });
+  m.attr("HAVE_ONNX") = bool(TENSORMEM_PY_HAVE_ONNX);
+  m.attr("__version__") = TENSORMEM_VERSION_STRING;
+  SetInputInterruptCheck(&PythonSignalRaised);
+  m.attr("HAVE_VMM") = true;  // always built since the vmm allocator landed; kept for callers that check it
+  BindDefaults(m);
+  BindProblem(m);
+  py::class_<PyPlan> plan = BindPlan(m);
+  BindPlanWriters(plan);
+  BindPlanning(m);
+  BindFiles(m);
+  BindSolve(m);
+  BindAllocatorClass(m);
+  BindAllocatorFactories(m);
+  BindReplay(m);
 }

@@ -24,14 +24,15 @@ import json
 import os
 import subprocess
 import sys
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _tensormem as _tm
 from ._tensormem import Plan, Problem, SolveResult, Trace, TensormemError, Allocator
 
 __all__ = [
-    "plan", "strategies", "solve", "load_problem", "write_problem", "records_from_onnx",
-    "load_trace", "replay", "replay_allocators", "Plan", "Problem", "SolveResult", "Trace",
+    "plan", "strategies", "solve", "tuning_keys", "load_problem", "write_problem", "records_from_onnx",
+    "load_trace", "replay", "replay_allocators", "bfc_presets", "DEFAULTS", "Plan", "Problem", "SolveResult",
+    "Trace",
     "TensormemError", "Allocator", "BfcAllocator", "BufferPool", "SystemAllocator",
     "VmmAllocator", "HAVE_ONNX", "HAVE_VMM",
 ]
@@ -45,6 +46,13 @@ def __dir__() -> List[str]:
 
 HAVE_ONNX: bool = bool(_tm.HAVE_ONNX)
 HAVE_VMM: bool = bool(_tm.HAVE_VMM)
+
+#: The defaults every surface shares (C++ ``tensormem/defaults.h``, the CLI,
+#: these functions): ``plan_alignment`` for planning and solving (a buffer's
+#: own alignment applies on top), ``tensor_alignment`` for what is made from
+#: tensors (an ONNX model's records, a trace's replayed allocations),
+#: ``time_limit`` (seconds), ``replay_repetitions``.
+DEFAULTS: Dict[str, Any] = dict(_tm.DEFAULTS)
 
 ArrayLike = Any  # a sequence of ints or a 1-D NumPy integer array
 PathLike = Union[str, "os.PathLike[str]"]
@@ -65,14 +73,15 @@ def strategies(objects: bool = False) -> List[str]:
 
 
 def plan(sizes: Union[ArrayLike, Problem], first: Optional[ArrayLike] = None,
-         last: Optional[ArrayLike] = None, strategy: str = "best", alignment: Optional[int] = None,
-         objects: bool = False, time_limit: float = 10.0, threads: int = 1) -> Plan:
+         last: Optional[ArrayLike] = None, strategy: str = "best",
+         alignment: int = DEFAULTS["plan_alignment"], objects: bool = False,
+         time_limit: float = DEFAULTS["time_limit"], threads: int = 1) -> Plan:
     """Plans memory for buffers: ``sizes[i]`` bytes live during tasks
     ``first[i]..last[i]`` (inclusive). Or pass a :class:`Problem` alone.
 
-    ``alignment`` (bytes, a power of two) defaults to 64 for arrays (tensors,
-    as for an ONNX model's records) and to 1 for a :class:`Problem`, whose
-    buffers carry their own alignments: the defaults of ``tensormem plan``.
+    ``alignment`` (bytes, a power of two): every offset is a multiple of it
+    and of the buffer's own alignment; ``DEFAULTS["plan_alignment"]`` (1),
+    as ``tensormem plan`` on a problem file and the C++ ``PlanParams``.
 
     Returns a :class:`Plan`: ``offsets`` (NumPy uint64), ``total``,
     ``lower_bound``, ``ratio``, ``strategy``, ``seconds``; ``objects=True``
@@ -86,35 +95,31 @@ def plan(sizes: Union[ArrayLike, Problem], first: Optional[ArrayLike] = None,
     if isinstance(sizes, Problem):
         if first is not None or last is not None:
             raise ValueError("plan(problem, ...): first and last come from the problem")
-        return _tm._plan_problem(sizes, strategy, _count("alignment", 1 if alignment is None else alignment),
+        return _tm._plan_problem(sizes, strategy, _count("alignment", alignment),
                                  objects, time_limit, _count("threads", threads))
     if first is None or last is None:
         raise ValueError("plan(sizes, first, last): first and last are required with sizes")
-    return _tm._plan_arrays(sizes, first, last, strategy, _count("alignment", 64 if alignment is None else alignment),
+    return _tm._plan_arrays(sizes, first, last, strategy, _count("alignment", alignment),
                             objects, time_limit, _count("threads", threads))
 
 
 def solve(problem: Union[Problem, PathLike], capacity: Optional[int] = None,
           time_limit: float = 10.0, minimize: bool = False, node_limit: int = 0,
           alignment: int = 1, iis: bool = False, start=None, threads: int = 1,
-          fit_descent: bool = True, weighted_restarts: bool = False) -> SolveResult:
+          tuning: Optional[Mapping[str, Any]] = None) -> SolveResult:
     """The exact offset solver. Without a capacity (or with ``minimize``):
     the smallest arena, anytime, with a proven lower bound. With one: a plan
     that fits (``status == "feasible"``/``"optimal"``), ``"infeasible"`` (a
     proof; ``iis=True`` names a subset) or ``"unknown"`` at the limit.
+    The answer does not depend on the order of the buffers or their ids.
     ``start``: offsets to start from, one per buffer (e.g. a previous
     result's ``offsets``); they must form a plan (``ValueError`` otherwise).
     ``threads``: searches racing on threads, each in its own buffer order,
-    sharing plans and bounds (0: one per hardware thread); minimising, every
-    second one restarts by weights as ``weighted_restarts``; beyond 1 the
+    sharing plans and bounds (0: one per hardware thread); beyond 1 the
     answer may differ between runs.
-    ``fit_descent=False``: a fit question with slack searches at the
-    capacity alone, without minimise's descent beside it (``solve
-    --no-fit-descent``).
-    ``weighted_restarts=True``: one search that restarts in the order its
-    failures teach it, instead of the portfolio (``solve
-    --weighted-restarts``): for instances whose hardness is fragmentation
-    rather than the peak, such as MiniMalloc J; slower on most others.
+    ``tuning``: knobs of the search, ``{key: value}`` (as ``solve --tuning
+    KEY=VALUE``); the defaults are the best general choice. ``tuning_keys()``
+    lists the keys; an unknown key or a bad value raises ``ValueError``.
     Ctrl-C stops the search and raises ``KeyboardInterrupt``.
     """
     if not isinstance(problem, Problem):
@@ -123,7 +128,13 @@ def solve(problem: Union[Problem, PathLike], capacity: Optional[int] = None,
         time_limit = float("inf")
     return _tm._solve(problem, _count("capacity", capacity, optional=True), float(time_limit), minimize,
                       _count("node_limit", node_limit), _count("alignment", alignment), iis, start,
-                      _count("threads", threads), bool(fit_descent), bool(weighted_restarts))
+                      _count("threads", threads), dict(tuning or {}))
+
+
+def tuning_keys() -> List[Tuple[str, str, str]]:
+    """The solver's tuning keys, ``(name, values, help)`` each: what
+    ``solve(tuning=...)`` and ``tensormem solve --tuning`` take."""
+    return _tm.tuning_keys()
 
 
 def load_problem(path: PathLike) -> Problem:
@@ -139,8 +150,8 @@ def write_problem(path: PathLike, problem: Problem) -> None:
 
 
 def records_from_onnx(path: PathLike, input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
-                      dims: Optional[Mapping[str, int]] = None, alignment: int = 64,
-                      order: str = "given") -> Problem:
+                      dims: Optional[Mapping[str, int]] = None,
+                      alignment: int = DEFAULTS["tensor_alignment"], order: str = "given") -> Problem:
     """An ONNX model's scratch-arena usage records (one buffer per tensor
     owning memory, ids = tensor names) as a :class:`Problem`.
     ``input_shapes={"input": [1, 3, 224, 224]}``, ``dims={"batch": 8}``.
@@ -165,17 +176,25 @@ def replay_allocators() -> List[str]:
     return list(_tm.replay_allocators())
 
 
-def replay(trace: Union[Trace, PathLike], allocator: Union[str, Allocator] = "bfc",
-           repetitions: int = 1, alignment: int = 64, isolate: bool = True,
-           html: Optional[PathLike] = None) -> Dict[str, Any]:
+def bfc_presets() -> List[str]:
+    """The preset names :func:`BfcAllocator` accepts (``tensormem replay --bfc-preset``)."""
+    return list(_tm.bfc_presets())
+
+
+def replay(trace: Union[Trace, PathLike], allocator: Union[str, Allocator],
+           repetitions: int = DEFAULTS["replay_repetitions"], alignment: int = DEFAULTS["tensor_alignment"],
+           isolate: bool = True, html: Optional[PathLike] = None) -> Dict[str, Any]:
     """Replays a trace through an allocator (a name from
-    :func:`replay_allocators`, or an :class:`Allocator` object) and returns
+    :func:`replay_allocators`, or an :class:`Allocator` object; ``tensormem
+    replay`` compares every one unless ``-a`` names some) and returns
     the figures: ops, ns_per_op (the cold pass: a fresh allocator),
     cpu_ns_per_op, warm_ns_per_op (a second pass over the same allocator),
     peak_in_use, peak_reserved, reserved_over_in_use, fragmentation, and
     for vmm its device calls in each pass (``vmm``, ``vmm_warm``: map_calls,
     handles_created, ...). ``html=path`` also writes the replay's memory map
-    (x = event, y = address, reserved bytes as a line).
+    (x = event, y = address, reserved bytes as a line). ``repetitions``
+    timed passes, the median reported, and ``alignment`` are the CLI's
+    defaults (:data:`DEFAULTS`).
     """
     if isinstance(allocator, str) and allocator in _NEEDS_STATIC_TLS and not _has_static_tls():
         return _replay_in_child(trace, allocator, repetitions, alignment, isolate, html)
@@ -218,7 +237,7 @@ def _replay_in_child(trace: Union[Trace, PathLike], allocator: str, repetitions:
     malloc peers that this process cannot load; the child reads the trace's
     file again, so a trace from standard input cannot go there."""
     path = trace.source if isinstance(trace, Trace) else os.fspath(trace)
-    if path in ("<stdin>", "-") or not os.path.exists(path):
+    if path in ("<stdin>", "-"):
         raise ValueError(f"replay(allocator={allocator!r}): {allocator} runs in a child process started "
                          "with spare static TLS, which reads the trace from its file; give the trace's "
                          "path, or start Python with GLIBC_TUNABLES=" + _STATIC_TLS_TUNABLE)
@@ -243,14 +262,18 @@ def _replay_in_child(trace: Union[Trace, PathLike], allocator: str, repetitions:
     raise errors.get(answer["error"], TensormemError)(answer["message"])
 
 
-def BfcAllocator(memory_limit: Optional[int] = None, growth: str = "doubling",
-                 initial_region_bytes: int = 2 << 20, virtual_memory: bool = False,
-                 compact: bool = False) -> Allocator:
-    """TensorFlow's best-fit-with-coalescing allocator (growth: doubling,
-    on_demand, reserve_all); ``compact=True`` is the compact preset over
-    virtual memory."""
+def BfcAllocator(memory_limit: Optional[int] = None, growth: Optional[str] = None,
+                 initial_region_bytes: Optional[int] = None, virtual_memory: Optional[bool] = None,
+                 preset: str = "tensorflow") -> Allocator:
+    """TensorFlow's best-fit-with-coalescing allocator under a preset (a name
+    from :func:`bfc_presets`: ``"tensorflow"``, TensorFlow's defaults over
+    host memory; ``"compact"``, on-demand growth and coalesced regions over
+    virtual memory, replay's ``bfc_compact``). ``growth`` (doubling,
+    on_demand, reserve_all), ``initial_region_bytes`` and ``virtual_memory``
+    change the preset's values when given, as ``replay --bfc-*`` does."""
     return _tm._bfc(_count("memory_limit", memory_limit, optional=True), growth,
-                    _count("initial_region_bytes", initial_region_bytes), virtual_memory, compact)
+                    _count("initial_region_bytes", initial_region_bytes, optional=True),
+                    None if virtual_memory is None else bool(virtual_memory), preset)
 
 
 def BufferPool(split_granularity: int = 64) -> Allocator:

@@ -4,7 +4,7 @@ import tensormem as tm
 
 FACTORIES = [
     ("bfc", lambda: tm.BfcAllocator()),
-    ("bfc", lambda: tm.BfcAllocator(compact=True)),
+    ("bfc", lambda: tm.BfcAllocator(preset="compact")),
     ("bfc", lambda: tm.BfcAllocator(memory_limit=64 << 20, growth="on_demand", virtual_memory=True)),
     ("pool", lambda: tm.BufferPool()),
     ("system", lambda: tm.SystemAllocator()),

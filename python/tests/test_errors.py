@@ -42,7 +42,7 @@ def test_missing_files():
     with pytest.raises(FileNotFoundError):
         tm.load_trace("/no/such/trace.csv")
     with pytest.raises(FileNotFoundError):
-        tm.replay("/no/such/trace.csv")
+        tm.replay("/no/such/trace.csv", "bfc")
 
 
 def test_malformed_file_names_line_and_field(tmp_path):

@@ -134,11 +134,13 @@ def test_best_on_threads_returns_the_one_thread_plan():
         tm.plan(sizes, first, last, threads=-1)
 
 
-def test_default_alignment_is_the_clis():
-    # Arrays are tensors: 64 bytes; a Problem keeps its buffers' own: 1, as
-    # `tensormem plan` on a problem file.
+def test_default_alignment_is_the_plan_alignment():
+    # Arrays and a Problem alike: DEFAULTS["plan_alignment"] (1), as C++
+    # PlanParams and `tensormem plan` on a problem file; a buffer's own
+    # alignment applies on top.
     sizes, first, last = [100, 30, 7], [0, 1, 2], [1, 2, 3]
-    assert tm.plan(sizes, first, last).total == tm.plan(sizes, first, last, alignment=64).total == 158
+    assert tm.DEFAULTS["plan_alignment"] == 1
+    assert tm.plan(sizes, first, last).total == tm.plan(sizes, first, last, alignment=1).total == 130
     problem = tm.Problem.from_arrays(sizes, first, last)
     assert tm.plan(problem).total == tm.plan(problem, alignment=1).total == 130
-    assert tm.plan(problem, alignment=64).total == 158
+    assert tm.plan(problem, alignment=64).total == tm.plan(sizes, first, last, alignment=64).total == 158

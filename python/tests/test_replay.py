@@ -2,21 +2,6 @@ import pytest
 
 import tensormem as tm
 
-TRACE = """Thread,Time,Action,Pointer,Size,Stream
-0,1,allocate,0x1000,1000,0
-0,2,allocate,0x2000,3000000,0
-0,3,free,0x1000,1000,0
-0,4,allocate,0x3000,500,0
-0,5,free,0x2000,3000000,0
-"""
-
-
-@pytest.fixture
-def trace_file(tmp_path):
-    p = tmp_path / "small.csv"
-    p.write_text(TRACE)
-    return p
-
 
 def test_trace_and_its_problem(trace_file):
     t = tm.load_trace(trace_file)

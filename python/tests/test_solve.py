@@ -34,10 +34,12 @@ def test_minimize_small_is_optimal():
 def test_fit_descent_beside_the_fit_question(shared):
     # J at 1,000,448 (above its bound): unknown within the nodes either way,
     # but with the descent beside it (the default) its plan is the descent's,
-    # below the heuristic's; fit_descent=False searches at the capacity alone.
+    # below the heuristic's; tuning fit_descent=False searches at the
+    # capacity alone.
     prob = tm.load_problem(shared / "benchmarks" / "minimalloc" / "J.1048576.csv")
     beside = tm.solve(prob, capacity=1000448, node_limit=150000, time_limit=60)
-    alone = tm.solve(prob, capacity=1000448, node_limit=150000, time_limit=60, fit_descent=False)
+    alone = tm.solve(prob, capacity=1000448, node_limit=150000, time_limit=60,
+                     tuning={"fit_descent": False})
     assert beside.status == alone.status == "unknown"
     assert beside.fit_descent_turns >= 1 and alone.fit_descent_turns == alone.fit_descent_plans == 0
     assert beside.height < alone.height == alone.heuristic_height
@@ -49,11 +51,43 @@ def test_weighted_restarts_prove_the_same_minimum():
     for seed in range(4):
         prob = hard(24, seed)
         default = tm.solve(prob, time_limit=20)
-        weighted = tm.solve(prob, time_limit=20, weighted_restarts=True)
+        weighted = tm.solve(prob, time_limit=20, tuning={"portfolio": "weighted"})
         assert default.status == weighted.status == "optimal"
         assert default.height == weighted.height
-        below = tm.solve(prob, capacity=weighted.height - 1, time_limit=20, weighted_restarts=True)
+        below = tm.solve(prob, capacity=weighted.height - 1, time_limit=20, tuning={"portfolio": "weighted"})
         assert below.status == "infeasible"
+
+
+def test_tuning_keys_and_errors():
+    # One table: tuning_keys() lists what solve(tuning=...) takes; an unknown
+    # key or a bad value is a ValueError naming it, a value of another type a
+    # TypeError.
+    keys = {name for name, _, _ in tm.tuning_keys()}
+    assert {"fit_descent", "portfolio", "weighted_share", "restriction_bound"} <= keys
+    prob = tm.Problem.from_arrays([4, 8, 4], [0, 1, 3], [2, 3, 4])
+    r = tm.solve(prob, time_limit=5, tuning={"restriction_bound": True, "probe_node_budget": 64,
+                                             "fit_descent_share": 0.5, "minimize_search": "bisection"})
+    assert r.status == "optimal"
+    for tuning, named in [({"no_such_key": 1}, "no_such_key"), ({"fit_descent": "maybe"}, "fit_descent"),
+                          ({"fit_descent_share": 2.0}, "fit_descent_share"),
+                          ({"probe_node_budget": -1}, "probe_node_budget")]:
+        with pytest.raises(ValueError, match=named):
+            tm.solve(prob, time_limit=5, tuning=tuning)
+    with pytest.raises(TypeError, match="portfolio"):
+        tm.solve(prob, time_limit=5, tuning={"portfolio": [1]})
+
+
+def test_the_answer_does_not_depend_on_the_rows_order():
+    # The same problem with its rows reversed: the same status, height and
+    # bound under a node limit, and each plan one of its own problem.
+    sizes, first, last = [], [], []
+    for i in range(60):
+        sizes.append(1 + (i * 37) % 23)
+        first.append((i * 11) % 40)
+        last.append((i * 11) % 40 + (i * 7) % 9)
+    a = tm.solve(tm.Problem.from_arrays(sizes, first, last), node_limit=3000, time_limit=None)
+    b = tm.solve(tm.Problem.from_arrays(sizes[::-1], first[::-1], last[::-1]), node_limit=3000, time_limit=None)
+    assert (a.status, a.height, a.lower_bound, a.nodes) == (b.status, b.height, b.lower_bound, b.nodes)
 
 
 def test_capacity_infeasible_with_subset():

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -341,7 +342,6 @@ struct BfcAllocator::State {
                                  : FindAlignedChunkPtr(rounded, bytes, alignment);
   }
 
-  // Reserves a new region big enough for `rounded` bytes at `alignment`.
   // The free chunk at the end of the top region when the backend's next
   // region would start right after it (then a coalescing extension needs
   // only the rest of the request).
@@ -353,44 +353,16 @@ struct BfcAllocator::State {
     return last.in_use ? 0 : last.size;
   }
 
+  // Reserves a new region big enough for `rounded` bytes at `alignment`
+  // (or extends the top one, coalescing); false when the limit or the
+  // backend refuses.
   bool Extend(std::uint64_t alignment, std::uint64_t rounded) {
-    const std::uint64_t available = RoundDown(params.memory_limit - total_region_bytes);
+    const std::uint64_t region_bytes_before = curr_region_bytes;
+    std::optional<RegionSize> size = SizeNextRegion(alignment, rounded);
+    if (!size) return false;
     // An aligned request may need the region start aligned; asking the
     // backend for that alignment keeps `rounded` enough.
-    const std::uint64_t region_alignment = std::max(alignment, kMinSize);
-    std::uint64_t bytes = 0;
-    std::uint64_t needed = rounded;  // the least region that serves the request
-    bool increased = false;
-    const std::uint64_t region_bytes_before = curr_region_bytes;
-    if (params.growth == BfcGrowth::kOnDemand) {
-      needed = rounded - std::min(rounded, FreeTailBeforeNextRegion(alignment));
-      if (needed > available) return false;
-      bytes = std::min(std::max(needed, curr_region_bytes), available);
-    } else {
-      if (rounded > available) return false;
-      while (rounded > curr_region_bytes) {
-        curr_region_bytes = internal::SaturatingMul(curr_region_bytes, 2);
-        increased = true;
-      }
-      bytes = std::min(curr_region_bytes, available);
-    }
-    Result<void*> mem = backend.Reserve(bytes, region_alignment);
-    if (!mem.ok() && params.retry_smaller_regions) {
-      // TensorFlow's backpedal: 90% of the size each time until the request
-      // no longer fits. (TensorFlow does this only the first time a backend
-      // refuses; here every time.)
-      // Rounded down, and at least one kMinSize less each time: rounding
-      // up (TensorFlow's RoundedBytes) stalls below 2,560 bytes, where 90%
-      // rounds back to the same size, and a small request the backend
-      // refused looped forever (found by the trace fuzzer).
-      while (!mem.ok()) {
-        std::uint64_t next = RoundDown(bytes - bytes / 10);
-        if (next >= bytes) next = bytes - kMinSize;
-        if (next < needed || next == 0) break;
-        bytes = next;
-        mem = backend.Reserve(bytes, region_alignment);
-      }
-    }
+    Result<void*> mem = ReserveRegion(*size, std::max(alignment, kMinSize));
     if (!mem.ok()) {
       backend_refusal = mem.status().message();
       // A refused request does not leave the next regions sized for it (a
@@ -399,51 +371,104 @@ struct BfcAllocator::State {
       return false;
     }
     char* const base = static_cast<char*>(*mem);
-
-    // TensorFlow's coalesce_regions: memory that starts where a region ends
-    // extends that region, and its chunk joins the region's chunk list.
-    Region* extended = nullptr;
-    if (Coalescing()) {
-      auto next = std::upper_bound(regions.begin(), regions.end(), base,
-                                   [](const char* p, const Region& r) { return p < r.ptr; });
-      if (next != regions.begin() && std::prev(next)->end() == base) extended = &*std::prev(next);
-    }
-    if (extended != nullptr) {
-      if (!extended->handles.Grow((extended->bytes + bytes) >> kMinBits)) {
-        (void)backend.Release(base, bytes);
-        return false;
-      }
-      extended->bytes += bytes;
-    } else {
-      Region region;
-      region.ptr = base;
-      region.bytes = bytes;
-      region.handles = HandleTable(bytes >> kMinBits);
-      if (!region.handles.ok()) {  // no host memory for the table: give the region back
-        (void)backend.Release(base, bytes);
-        return false;
-      }
-      auto at = std::upper_bound(regions.begin(), regions.end(), base,
-                                 [](const char* p, const Region& r) { return p < r.ptr; });
-      extended = &*regions.insert(at, std::move(region));
-      extended->last = kInvalidChunk;
-    }
-    if (params.growth == BfcGrowth::kDoubling && !increased)
+    Region* region = AddRegion(base, size->bytes);
+    if (region == nullptr) return false;
+    if (params.growth == BfcGrowth::kDoubling && !size->increased)
       curr_region_bytes = internal::SaturatingMul(curr_region_bytes, 2);
-    total_region_bytes += bytes;
+    total_region_bytes += size->bytes;
     stats.bytes_reserved = total_region_bytes;
     stats.peak_bytes_reserved = std::max(stats.peak_bytes_reserved, stats.bytes_reserved);
-
     const ChunkHandle h = NewChunk();
     Chunk& c = C(h);
     c.ptr = base;
-    c.size = bytes;
-    c.prev = extended->last;
-    if (extended->last != kInvalidChunk) C(extended->last).next = h;
-    extended->last = h;
+    c.size = size->bytes;
+    c.prev = region->last;
+    if (region->last != kInvalidChunk) C(region->last).next = h;
+    region->last = h;
     SetHandle(c.ptr, h);
     InsertFree(TryToCoalesce(h));
     return true;
+  }
+
+  struct RegionSize {
+    std::uint64_t bytes = 0;   // to reserve
+    std::uint64_t needed = 0;  // the least region that serves the request
+    bool increased = false;    // doubling: curr_region_bytes grew for this request
+  };
+  // The next region's size by params.growth, within the limit; nullopt when
+  // the request cannot fit under it.
+  std::optional<RegionSize> SizeNextRegion(std::uint64_t alignment, std::uint64_t rounded) {
+    const std::uint64_t available = RoundDown(params.memory_limit - total_region_bytes);
+    RegionSize size;
+    size.needed = rounded;
+    if (params.growth == BfcGrowth::kOnDemand) {
+      size.needed = rounded - std::min(rounded, FreeTailBeforeNextRegion(alignment));
+      if (size.needed > available) return std::nullopt;
+      size.bytes = std::min(std::max(size.needed, curr_region_bytes), available);
+      return size;
+    }
+    if (rounded > available) return std::nullopt;
+    while (rounded > curr_region_bytes) {
+      curr_region_bytes = internal::SaturatingMul(curr_region_bytes, 2);
+      size.increased = true;
+    }
+    size.bytes = std::min(curr_region_bytes, available);
+    return size;
+  }
+
+  // The backend's memory for the region; where it refuses, TensorFlow's
+  // backpedal: 90% of the size each time until the request no longer fits
+  // (TensorFlow does this only the first time a backend refuses; here every
+  // time). Rounded down, and at least one kMinSize less each time: rounding
+  // up (TensorFlow's RoundedBytes) stalls below 2,560 bytes, where 90%
+  // rounds back to the same size, and a small request the backend refused
+  // looped forever (found by the trace fuzzer). size.bytes is what was
+  // reserved.
+  Result<void*> ReserveRegion(RegionSize& size, std::uint64_t region_alignment) {
+    Result<void*> mem = backend.Reserve(size.bytes, region_alignment);
+    if (!params.retry_smaller_regions) return mem;
+    while (!mem.ok()) {
+      std::uint64_t next = RoundDown(size.bytes - size.bytes / 10);
+      if (next >= size.bytes) next = size.bytes - kMinSize;
+      if (next < size.needed || next == 0) break;
+      size.bytes = next;
+      mem = backend.Reserve(size.bytes, region_alignment);
+    }
+    return mem;
+  }
+
+  // The region [base, base + bytes) joins: TensorFlow's coalesce_regions
+  // extends the region it starts right after (its chunk then joins that
+  // region's chunk list); otherwise a new region. Null (the memory given
+  // back) when there is no host memory for its handle table.
+  Region* AddRegion(char* base, std::uint64_t bytes) {
+    auto after = [&] {
+      return std::upper_bound(regions.begin(), regions.end(), base,
+                              [](const char* p, const Region& r) { return p < r.ptr; });
+    };
+    if (Coalescing()) {
+      auto next = after();
+      if (next != regions.begin() && std::prev(next)->end() == base) {
+        Region* extended = &*std::prev(next);
+        if (!extended->handles.Grow((extended->bytes + bytes) >> kMinBits)) {
+          (void)backend.Release(base, bytes);
+          return nullptr;
+        }
+        extended->bytes += bytes;
+        return extended;
+      }
+    }
+    Region region;
+    region.ptr = base;
+    region.bytes = bytes;
+    region.handles = HandleTable(bytes >> kMinBits);
+    if (!region.handles.ok()) {  // no host memory for the table: give the region back
+      (void)backend.Release(base, bytes);
+      return nullptr;
+    }
+    Region* added = &*regions.insert(after(), std::move(region));
+    added->last = kInvalidChunk;
+    return added;
   }
 
   // Regions whose only chunk is free.
@@ -533,6 +558,40 @@ std::span<const BfcGrowth> AllBfcGrowths() { return kAllGrowths; }
 Result<BfcGrowth> ParseBfcGrowth(std::string_view name) {
   return internal::ParseName<BfcGrowth>(name, kAllGrowths, "BFC growth");
 }
+
+namespace {
+
+struct BfcPresetEntry {
+  BfcPreset preset;
+  std::string_view name;
+  BfcParams (*params)();
+  bool virtual_memory;
+};
+constexpr std::array<BfcPresetEntry, 2> kPresetTable = {{
+    {BfcPreset::kTensorflow, "tensorflow", [] { return BfcParams{}; }, false},
+    {BfcPreset::kCompact, "compact", CompactBfcParams, true},
+}};
+constexpr auto kAllPresets = [] {
+  std::array<BfcPreset, kPresetTable.size()> out{};
+  for (std::size_t i = 0; i < kPresetTable.size(); ++i) out[i] = kPresetTable[i].preset;
+  return out;
+}();
+
+const BfcPresetEntry& EntryOf(BfcPreset preset) {
+  for (const BfcPresetEntry& e : kPresetTable)
+    if (e.preset == preset) return e;
+  return kPresetTable[0];
+}
+
+}  // namespace
+
+std::string_view Name(BfcPreset preset) { return EntryOf(preset).name; }
+Result<BfcPreset> ParseBfcPreset(std::string_view name) {
+  return internal::ParseName<BfcPreset>(name, kAllPresets, "BFC preset");
+}
+std::span<const BfcPreset> AllBfcPresets() { return kAllPresets; }
+BfcParams BfcPresetParams(BfcPreset preset) { return EntryOf(preset).params(); }
+bool BfcPresetUsesVirtualMemory(BfcPreset preset) { return EntryOf(preset).virtual_memory; }
 
 Status Validate(const BfcParams& p) {
   if (p.memory_limit < BfcAllocator::kMinAllocationSize)

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -20,6 +21,7 @@
 #include "core/checked_math.h"
 #include "tensormem/allocators/backend.h"
 #include "tensormem/allocators/resource.h"
+#include "tensormem/types.h"
 
 namespace tensormem {
 
@@ -186,11 +188,12 @@ Result<void*> VirtualMemoryBackend::Reserve(std::uint64_t bytes, std::uint64_t a
   State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);
   if (s.base == nullptr) return ResourceExhausted(s.error);
-  if (!IsPowerOfTwo(alignment) || alignment > s.page)
-    return InvalidArgument("virtual backend: alignment " + std::to_string(alignment) +
-                           " is not a power of two up to the page size");
+  TM_RETURN_IF_ERROR(ValidateAlignment(alignment, "virtual backend", kMaxAllocationAlignment));
   if (bytes == 0) bytes = 1;
-  const std::uint64_t start = (s.top + alignment - 1) / alignment * alignment;
+  // The address is aligned, not the offset: the reservation's base is only
+  // page-aligned, and alignments above a page are allowed.
+  const auto base = reinterpret_cast<std::uintptr_t>(s.base);
+  const std::uint64_t start = (base + s.top + alignment - 1) / alignment * alignment - base;
   if (start > s.size || bytes > s.size - start)
     return ResourceExhausted("virtual backend: " + std::to_string(bytes) +
                              " bytes more do not fit in the reserved address space of " +

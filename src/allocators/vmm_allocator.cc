@@ -43,10 +43,19 @@
 namespace tensormem {
 namespace {
 
-constexpr std::uint64_t kNoPage = ~std::uint64_t{0};
+constexpr std::uint64_t kNoPage = ~std::uint64_t{0};  // no page (a PageId)
 constexpr int kSmall = 0;
 constexpr int kLarge = 1;
-constexpr std::uint64_t kPageBits = 40;  // page id = space << 40 | page index
+
+// A page of either space as one integer (the cache's list links pages of
+// both): its space above bit 40, its index in the space below.
+using PageId = std::uint64_t;
+constexpr int kPageIndexBits = 40;
+constexpr PageId MakePageId(int space, std::uint64_t index) {
+  return std::uint64_t(space) << kPageIndexBits | index;
+}
+constexpr int SpaceIndexOf(PageId id) { return static_cast<int>(id >> kPageIndexBits); }
+constexpr std::uint64_t PageIndexOf(PageId id) { return id & ((std::uint64_t{1} << kPageIndexBits) - 1); }
 
 // `m` is a power of two (granularity, rounding and alignment all are): a
 // mask, not a division, on every allocation.
@@ -88,6 +97,14 @@ struct MovedHandle {
   std::uint64_t pages = 0;
 };
 
+// What backs a page TouchAndMap maps: a handle and its pages at the first
+// page of a handle, pages 0 on the others of a run handle.
+struct Backing {
+  GranuleHandle handle = 0;
+  std::uint64_t pages = 0;
+  bool set = false;
+};
+
 struct Page {
   bool mapped = false;
   GranuleHandle granule = 0;  // the handle mapped here (shared by a run handle's pages)
@@ -98,7 +115,7 @@ struct Page {
   std::uint32_t handle_pages = 1;
   std::uint32_t head_offset = 0;
   std::uint64_t cached_seq = 0;
-  std::uint64_t lru_prev = kNoPage, lru_next = kNoPage;
+  PageId lru_prev = kNoPage, lru_next = kNoPage;
 };
 
 struct Space {
@@ -140,7 +157,7 @@ struct VmmAllocator::State {
   std::uint64_t touched = 0;       // pages some live block touches
   std::uint64_t peak_touched = 0;
   std::uint64_t cached_pages = 0;
-  std::uint64_t lru_head = kNoPage, lru_tail = kNoPage;
+  PageId lru_head = kNoPage, lru_tail = kNoPage;
   std::uint64_t cache_seq = 0;  // pages cached so far
   std::uint64_t safe_seq = 0;   // pages cached up to here are safe to unmap
   // Fences: (cache_seq after a free that cached pages, an event recorded
@@ -192,10 +209,8 @@ struct VmmAllocator::State {
   Space& SpaceOf(std::uint64_t rounded) {
     return has_small && rounded <= params.small_request_bytes ? spaces[kSmall] : spaces[kLarge];
   }
-  Page& PageAt(std::uint64_t id) { return spaces[id >> kPageBits].pages[id & ((std::uint64_t{1} << kPageBits) - 1)]; }
-  const Page& PageAt(std::uint64_t id) const {
-    return spaces[id >> kPageBits].pages[id & ((std::uint64_t{1} << kPageBits) - 1)];
-  }
+  Page& PageAt(PageId id) { return spaces[SpaceIndexOf(id)].pages[PageIndexOf(id)]; }
+  const Page& PageAt(PageId id) const { return spaces[SpaceIndexOf(id)].pages[PageIndexOf(id)]; }
 
   // ---- events ----
   void RefEvent(EventHandle e) {
@@ -299,14 +314,14 @@ struct VmmAllocator::State {
   }
 
   // ---- pages ----
-  void LruRemove(std::uint64_t id) {
+  void LruRemove(PageId id) {
     Page& p = PageAt(id);
     if (p.lru_prev != kNoPage) PageAt(p.lru_prev).lru_next = p.lru_next; else lru_head = p.lru_next;
     if (p.lru_next != kNoPage) PageAt(p.lru_next).lru_prev = p.lru_prev; else lru_tail = p.lru_prev;
     p.lru_prev = p.lru_next = kNoPage;
     --cached_pages;
   }
-  void LruPushBack(std::uint64_t id) {
+  void LruPushBack(PageId id) {
     Page& p = PageAt(id);
     p.cached_seq = ++cache_seq;
     p.lru_prev = lru_tail;
@@ -345,7 +360,7 @@ struct VmmAllocator::State {
     ++counters.handles_unmapped;
     counters.pages_unmapped += moved.pages;
     for (std::uint64_t k = head; k < head + moved.pages; ++k) {
-      LruRemove((std::uint64_t(s.index) << kPageBits) | k);
+      LruRemove(MakePageId(s.index, k));
       s.pages[k] = Page{};
     }
     return moved;
@@ -383,165 +398,215 @@ struct VmmAllocator::State {
   // counts as reserved, and the caller releases what it does not use.
   Status AcquireGranules(std::size_t count, std::vector<GranuleHandle>& out, std::size_t& reserved,
                          bool allow_create, std::vector<MovedHandle>* moved = nullptr) {
-    const std::size_t moved_before = moved ? moved->size() : 0;
-    const std::size_t out_before = out.size();
-    const std::size_t reserved_before = reserved;
     const std::size_t from_pool = std::min(count, pool.size());
+    Acquisition a{count - from_pool, out, reserved, allow_create, moved, out.size(), reserved,
+                  moved ? moved->size() : 0};
     out.insert(out.end(), pool.end() - static_cast<std::ptrdiff_t>(from_pool), pool.end());
     pool.resize(pool.size() - from_pool);
-    std::size_t need = count - from_pool;
-    auto create = [&](std::size_t want) {
-      if (want == 0 || !allow_create) return;
-      std::uint64_t allowed = want;
-      if (params.memory_limit) {
-        const std::uint64_t limit_granules = *params.memory_limit / g;
-        allowed = limit_granules > held ? std::min<std::uint64_t>(want, limit_granules - held) : 0;
-      }
-      held += allowed;
-      reserved += allowed;
-      need -= allowed;
-    };
-    // Takes the newest cached page that needs no wait for the device (any
-    // cached page, after a Synchronize, when `may_wait`) and the cached pages
-    // right above it that need none either (one unmap call for the run).
-    // Newest first, as a cache under a loop evicts: the page cached longest
-    // ago is the one the next iteration of a training step reaches soonest,
-    // so taking the oldest moved most pages again in every step (17,522 of
-    // 19,661 per pass on transformer_ctx128_fullstep; 1,062 newest first).
-    // A run handle moves only whole, once no live block is on any of its
-    // pages: it is unmapped and kept for the caller to map whole (see
-    // `moved`), or released and its granules created again where needed.
-    auto restitch = [&](bool may_wait) -> Status {
-      PollFence();
-      for (int round = 0; round < 2 && need > 0; ++round) {
-        if (round == 1) {  // the safe pages did not suffice
-          // Waiting helps only where a cached page that is not safe yet
-          // could then be taken.
-          if (!may_wait || OldestTakeableUnsafe() == 0) break;
-          TM_RETURN_IF_ERROR(memory->Synchronize());
-          ++counters.synchronizations;
-          safe_seq = cache_seq;
-        }
-        // Pages cached after safe_seq (still in use by the device) are the
-        // newest: a suffix of the list, left alone. `unsafe` is its first.
-        std::uint64_t unsafe = kNoPage;
-        for (std::uint64_t id = lru_tail; id != kNoPage && PageAt(id).cached_seq > safe_seq; id = PageAt(id).lru_prev)
-          unsafe = id;
-        auto newest_safe = [&] { return unsafe == kNoPage ? lru_tail : PageAt(unsafe).lru_prev; };
-        std::uint64_t id = newest_safe();
-        while (need > 0 && id != kNoPage) {
-          Space& s = spaces[id >> kPageBits];
-          const std::uint64_t i = id & ((std::uint64_t{1} << kPageBits) - 1);
-          const std::uint64_t head = i - s.pages[i].head_offset;
-          const std::uint64_t n = s.pages[head].handle_pages;
-          const std::uint64_t older = s.pages[i].lru_prev;
-          if (n > 1) {
-            if (!RunHandleFree(s, head, true)) {  // a live block is on another of its pages
-              id = older;
-              continue;
-            }
-            const std::uint64_t again = std::min<std::uint64_t>(n, need);
-            if (allow_create) {
-              if (moved != nullptr && again == n) {  // stays held, for the caller to map whole
-                TM_ASSIGN_OR_RETURN(const MovedHandle h, UnmapRunHandle(s, head));
-                moved->push_back(h);
-              } else {
-                TM_RETURN_IF_ERROR(ReleaseRunHandle(s, head).status());
-                held += again;  // created by the caller, in runs
-              }
-              reserved += again;
-              need -= again;
-              counters.pages_restitched += again;
-            } else if (Status st = ReleaseRunHandle(s, head).status(); !st.ok()) {
-              return st;
-            } else if (memory->CreateGranules(again, out).ok()) {
-              // New granules were refused: the memory just given back is
-              // taken again at once, as single granules.
-              held += again;
-              need -= again;
-              counters.granules_created += again;
-              counters.handles_created += again;
-              counters.pages_restitched += again;
-            }
-          } else {
-            std::uint64_t end = i + 1;
-            while (end - i < need && end < s.pages.size() && s.pages[end].mapped && s.pages[end].touch == 0 &&
-                   s.pages[end].cached_seq <= safe_seq && s.pages[end].handle_pages == 1 &&
-                   s.pages[end].head_offset == 0)
-              ++end;
-            TM_RETURN_IF_ERROR(memory->Unmap(s.base + i * g, end - i));
-            counters.handles_unmapped += end - i;
-            for (std::uint64_t k = i; k < end; ++k) {
-              LruRemove((std::uint64_t(s.index) << kPageBits) | k);
-              s.pages[k].mapped = false;
-              out.push_back(s.pages[k].granule);
-            }
-            counters.pages_unmapped += end - i;
-            counters.pages_restitched += end - i;
-            need -= end - i;
-          }
-          // Go on from the next older page, unless it was just taken.
-          id = older != kNoPage && PageAt(older).mapped && PageAt(older).touch == 0 ? older : newest_safe();
-        }
-      }
-      return Status::Ok();
-    };
-    // Pages cached up to a pending fence become safe once it completes:
-    // waiting for it costs less than a Synchronize (the device need not
-    // finish what was queued since, on any stream).
-    auto wait_for_fence = [&]() -> Status {
-      PollFence();
-      // The fences in order, up to the first that covers the oldest page
-      // that could then be taken.
-      while (need > 0 && !fences.empty()) {
-        const std::uint64_t oldest = OldestTakeableUnsafe();
-        if (oldest == 0 || oldest > fences.back().first) break;
-        while (!fences.empty() && safe_seq < oldest) {
-          TM_RETURN_IF_ERROR(memory->WaitForEvent(fences.front().second));
-          ++counters.event_waits;
-          safe_seq = std::max(safe_seq, fences.front().first);
-          UnrefEvent(fences.front().second);
-          fences.pop_front();
-          PollFence();
-        }
-        TM_RETURN_IF_ERROR(restitch(false));
-      }
-      return Status::Ok();
-    };
-    Status st = Status::Ok();
-    if (params.restitch_before_growing) {
-      // Growth within the slack over the most pages ever touched at once
-      // costs one create; a re-stitch costs an unmap and a map, and in a
-      // steady state would repeat every iteration.
-      const double cap = std::floor(double(peak_touched) * (1.0 + params.growth_slack));
-      if (cap > double(held)) create(std::min<std::uint64_t>(need, std::uint64_t(cap - double(held))));
-      st = restitch(false);  // pages safe without waiting for the device
-      // Memory first: where the device is behind (a GPU runs its queue after
-      // the host frees), the pages it still uses are waited for rather than
-      // grown past: under a lag of 200 trace events gpt2_train_varlen held
-      // 1.070x its peak in use when growing first, as the plug-in did on an
-      // H200 (1.0685x).
-      if (st.ok() && need > 0) st = wait_for_fence();
-      if (st.ok() && need > 0) st = restitch(true);
-      if (st.ok()) create(need);
-    } else {
-      create(need);
-      st = restitch(true);
-    }
-    if (st.ok() && need == 0) return Status::Ok();
-    pool.insert(pool.end(), out.begin() + static_cast<std::ptrdiff_t>(out_before), out.end());
-    out.resize(out_before);
-    // Handles kept whole go back to the device: `held` counted them as reserved.
-    if (moved != nullptr) {
-      (void)ReleaseHandles(std::span<const MovedHandle>(*moved).subspan(moved_before));
-      moved->resize(moved_before);
-    }
-    held -= reserved - reserved_before;
-    reserved = reserved_before;
+    const Status st = FindGranules(a);
+    if (st.ok() && a.need == 0) return Status::Ok();
+    UndoAcquisition(a);
     if (!st.ok()) return st;
-    std::string why = "needs " + std::to_string(need) + " more granule(s) of " + HumanBytes(g);
+    std::string why = "needs " + std::to_string(a.need) + " more granule(s) of " + HumanBytes(g);
     if (params.memory_limit) why += "; the limit is " + HumanBytes(*params.memory_limit);
     return ResourceExhausted(why);
+  }
+
+  // One AcquireGranules call: what it was asked, what it has found so far,
+  // and where it started (to undo it).
+  struct Acquisition {
+    std::size_t need;                   // granules still wanted
+    std::vector<GranuleHandle>& out;    // single granules found
+    std::size_t& reserved;              // new granules counted as held, for the caller to create
+    bool allow_create;
+    std::vector<MovedHandle>* moved;    // run handles kept whole, or null
+    const std::size_t out_before, reserved_before, moved_before;
+  };
+
+  // The pool and new granules first or the cache first, by
+  // params.restitch_before_growing; Ok with a.need > 0 when nothing more
+  // was found.
+  Status FindGranules(Acquisition& a) {
+    if (!params.restitch_before_growing) {
+      ReserveNew(a, a.need);
+      return Restitch(a, true);
+    }
+    // Growth within the slack over the most pages ever touched at once
+    // costs one create; a re-stitch costs an unmap and a map, and in a
+    // steady state would repeat every iteration.
+    const double cap = std::floor(double(peak_touched) * (1.0 + params.growth_slack));
+    if (cap > double(held)) ReserveNew(a, std::min<std::uint64_t>(a.need, std::uint64_t(cap - double(held))));
+    TM_RETURN_IF_ERROR(Restitch(a, false));  // pages safe without waiting for the device
+    // Memory first: where the device is behind (a GPU runs its queue after
+    // the host frees), the pages it still uses are waited for rather than
+    // grown past: under a lag of 200 trace events gpt2_train_varlen held
+    // 1.070x its peak in use when growing first, as the plug-in did on an
+    // H200 (1.0685x).
+    if (a.need > 0) TM_RETURN_IF_ERROR(WaitForFencesAndRestitch(a));
+    if (a.need > 0) TM_RETURN_IF_ERROR(Restitch(a, true));
+    ReserveNew(a, a.need);
+    return Status::Ok();
+  }
+
+  // Counts up to `want` new granules within the limit as held and reserved
+  // (the caller creates them).
+  void ReserveNew(Acquisition& a, std::size_t want) {
+    if (want == 0 || !a.allow_create) return;
+    std::uint64_t allowed = want;
+    if (params.memory_limit) {
+      const std::uint64_t limit_granules = *params.memory_limit / g;
+      allowed = limit_granules > held ? std::min<std::uint64_t>(want, limit_granules - held) : 0;
+    }
+    held += allowed;
+    a.reserved += allowed;
+    a.need -= allowed;
+  }
+
+  // Cached pages the device is done with; when they do not suffice and
+  // `may_wait`, a Synchronize and again (waiting helps only where a cached
+  // page that is not safe yet could then be taken).
+  Status Restitch(Acquisition& a, bool may_wait) {
+    PollFence();
+    for (int round = 0; round < 2 && a.need > 0; ++round) {
+      if (round == 1) {
+        if (!may_wait || OldestTakeableUnsafe() == 0) break;
+        TM_RETURN_IF_ERROR(memory->Synchronize());
+        ++counters.synchronizations;
+        safe_seq = cache_seq;
+      }
+      TM_RETURN_IF_ERROR(TakeSafePages(a));
+    }
+    return Status::Ok();
+  }
+
+  // Pages cached after safe_seq (still in use by the device) are the
+  // newest: a suffix of the list. Its first page; kNoPage: none.
+  PageId FirstUnsafePage() const {
+    PageId unsafe = kNoPage;
+    for (PageId id = lru_tail; id != kNoPage && PageAt(id).cached_seq > safe_seq; id = PageAt(id).lru_prev)
+      unsafe = id;
+    return unsafe;
+  }
+  // The newest cached page older than `unsafe` (kNoPage: the newest of all).
+  PageId NewestBelow(PageId unsafe) const { return unsafe == kNoPage ? lru_tail : PageAt(unsafe).lru_prev; }
+
+  // Takes the newest cached page that needs no wait for the device and the
+  // cached pages right above it that need none either (one unmap call for
+  // the run), then older ones, until enough. Newest first, as a cache under
+  // a loop evicts: the page cached longest ago is the one the next iteration
+  // of a training step reaches soonest, so taking the oldest moved most
+  // pages again in every step (17,522 of 19,661 per pass on
+  // transformer_ctx128_fullstep; 1,062 newest first). A run handle moves
+  // only whole, once no live block is on any of its pages (TakeRunHandle).
+  Status TakeSafePages(Acquisition& a) {
+    const PageId unsafe = FirstUnsafePage();
+    PageId id = NewestBelow(unsafe);
+    while (a.need > 0 && id != kNoPage) {
+      Space& s = spaces[SpaceIndexOf(id)];
+      const std::uint64_t i = PageIndexOf(id);
+      const std::uint64_t head = i - s.pages[i].head_offset;
+      const PageId older = s.pages[i].lru_prev;
+      if (s.pages[head].handle_pages > 1) {
+        if (!RunHandleFree(s, head, true)) {  // a live block is on another of its pages
+          id = older;
+          continue;
+        }
+        TM_RETURN_IF_ERROR(TakeRunHandle(a, s, head));
+      } else {
+        TM_RETURN_IF_ERROR(TakeSingles(a, s, i));
+      }
+      // Go on from the next older page, unless it was just taken.
+      id = older != kNoPage && PageAt(older).mapped && PageAt(older).touch == 0 ? older : NewestBelow(unsafe);
+    }
+    return Status::Ok();
+  }
+
+  // A free run handle: unmapped and kept for the caller to map whole (see
+  // Acquisition::moved), or released and its granules created again where
+  // needed (by the caller, or here when it may not create).
+  Status TakeRunHandle(Acquisition& a, Space& s, std::uint64_t head) {
+    const std::uint64_t n = s.pages[head].handle_pages;
+    const std::uint64_t again = std::min<std::uint64_t>(n, a.need);
+    if (a.allow_create) {
+      if (a.moved != nullptr && again == n) {  // stays held, for the caller to map whole
+        TM_ASSIGN_OR_RETURN(const MovedHandle h, UnmapRunHandle(s, head));
+        a.moved->push_back(h);
+      } else {
+        TM_RETURN_IF_ERROR(ReleaseRunHandle(s, head).status());
+        held += again;  // created by the caller, in runs
+      }
+      a.reserved += again;
+      a.need -= again;
+      counters.pages_restitched += again;
+      return Status::Ok();
+    }
+    TM_RETURN_IF_ERROR(ReleaseRunHandle(s, head).status());
+    if (memory->CreateGranules(again, a.out).ok()) {
+      // New granules were refused: the memory just given back is taken
+      // again at once, as single granules.
+      held += again;
+      a.need -= again;
+      counters.granules_created += again;
+      counters.handles_created += again;
+      counters.pages_restitched += again;
+    }
+    return Status::Ok();
+  }
+
+  // Page i (a single granule) and the safe single-granule pages right above
+  // it, up to what is needed: unmapped with one call, their granules to a.out.
+  Status TakeSingles(Acquisition& a, Space& s, std::uint64_t i) {
+    std::uint64_t end = i + 1;
+    while (end - i < a.need && end < s.pages.size() && s.pages[end].mapped && s.pages[end].touch == 0 &&
+           s.pages[end].cached_seq <= safe_seq && s.pages[end].handle_pages == 1 && s.pages[end].head_offset == 0)
+      ++end;
+    TM_RETURN_IF_ERROR(memory->Unmap(s.base + i * g, end - i));
+    counters.handles_unmapped += end - i;
+    for (std::uint64_t k = i; k < end; ++k) {
+      LruRemove(MakePageId(s.index, k));
+      s.pages[k].mapped = false;
+      a.out.push_back(s.pages[k].granule);
+    }
+    counters.pages_unmapped += end - i;
+    counters.pages_restitched += end - i;
+    a.need -= end - i;
+    return Status::Ok();
+  }
+
+  // Pages cached up to a pending fence become safe once it completes:
+  // waiting for it costs less than a Synchronize (the device need not
+  // finish what was queued since, on any stream). The fences in order, up
+  // to the first that covers the oldest page that could then be taken.
+  Status WaitForFencesAndRestitch(Acquisition& a) {
+    PollFence();
+    while (a.need > 0 && !fences.empty()) {
+      const std::uint64_t oldest = OldestTakeableUnsafe();
+      if (oldest == 0 || oldest > fences.back().first) break;
+      while (!fences.empty() && safe_seq < oldest) {
+        TM_RETURN_IF_ERROR(memory->WaitForEvent(fences.front().second));
+        ++counters.event_waits;
+        safe_seq = std::max(safe_seq, fences.front().first);
+        UnrefEvent(fences.front().second);
+        fences.pop_front();
+        PollFence();
+      }
+      TM_RETURN_IF_ERROR(Restitch(a, false));
+    }
+    return Status::Ok();
+  }
+
+  // All or nothing: the singles found go back to the pool, the handles kept
+  // whole back to the device, and nothing stays reserved.
+  void UndoAcquisition(Acquisition& a) {
+    pool.insert(pool.end(), a.out.begin() + static_cast<std::ptrdiff_t>(a.out_before), a.out.end());
+    a.out.resize(a.out_before);
+    // Handles kept whole go back to the device: `held` counted them as reserved.
+    if (a.moved != nullptr) {
+      (void)ReleaseHandles(std::span<const MovedHandle>(*a.moved).subspan(a.moved_before));
+      a.moved->resize(a.moved_before);
+    }
+    held -= a.reserved - a.reserved_before;
+    a.reserved = a.reserved_before;
   }
 
   // The oldest cached page the device may still use (cached after
@@ -550,8 +615,8 @@ struct VmmAllocator::State {
   std::uint64_t OldestTakeableUnsafe() {
     std::uint64_t oldest = 0;
     for (std::uint64_t id = lru_tail; id != kNoPage && PageAt(id).cached_seq > safe_seq; id = PageAt(id).lru_prev) {
-      const Space& s = spaces[id >> kPageBits];
-      const std::uint64_t i = id & ((std::uint64_t{1} << kPageBits) - 1);
+      const Space& s = spaces[SpaceIndexOf(id)];
+      const std::uint64_t i = PageIndexOf(id);
       const std::uint64_t head = i - s.pages[i].head_offset;
       if (s.pages[head].handle_pages == 1 || RunHandleFree(s, head, false)) oldest = PageAt(id).cached_seq;
     }
@@ -586,27 +651,9 @@ struct VmmAllocator::State {
   // nothing is touched and nothing leaks.
   Status TouchAndMap(Space& s, std::uint64_t offset, std::uint64_t size) {
     const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
-    // Pages past the table have never been mapped: each needs a granule of
-    // its own. More of them than the limit (or what is held, above a
-    // lowered limit) can ever be served is refused before anything grows.
-    const std::uint64_t beyond = last + 1 - std::max<std::uint64_t>(first, std::min<std::uint64_t>(last + 1, s.pages.size()));
-    if (params.memory_limit) {
-      const std::uint64_t most = std::max<std::uint64_t>(*params.memory_limit >> g_shift, held);
-      if (beyond > most)
-        return ResourceExhausted("needs " + std::to_string(beyond) + " new granule(s) of " + HumanBytes(g) +
-                                 ", more than the limit of " + HumanBytes(*params.memory_limit) + " allows");
-    }
+    TM_RETURN_IF_ERROR(RefuseBeyondLimit(s, first, last));
     TM_RETURN_IF_ERROR(EnsurePages(s, offset + size));
-    std::vector<std::uint64_t> todo;  // the pages to map, in address order
-    for (std::uint64_t i = first; i <= last; ++i) {
-      Page& p = s.pages[i];
-      if (p.touch++ == 0) {
-        ++touched;
-        if (p.mapped) LruRemove((std::uint64_t(s.index) << kPageBits) | i);
-      }
-      if (!p.mapped) todo.push_back(i);
-    }
-    peak_touched = std::max(peak_touched, touched);
+    const std::vector<std::uint64_t> todo = TouchPages(s, first, last);  // the pages to map, in address order
     if (todo.empty()) return Status::Ok();
     std::vector<GranuleHandle> singles;
     singles.reserve(todo.size());
@@ -616,31 +663,71 @@ struct VmmAllocator::State {
       Untouch(s, offset, size);
       return st;
     }
-    // What backs each page of todo: a handle and its pages at the first
-    // page of a handle, pages 0 on the others of a run handle.
-    struct Backing {
-      GranuleHandle handle = 0;
-      std::uint64_t pages = 0;
-      bool set = false;
-    };
     std::vector<Backing> back(todo.size());
     for (std::size_t k = 0; k < singles.size(); ++k) back[k] = {singles[k], 1, true};
-    // The end of the handle that starts at todo[k]: consecutive pages not
-    // yet backed, up to max_handle_granules.
-    auto handle_end = [&](std::size_t k) {
-      std::size_t j = k + 1;
-      while (j - k < params.max_handle_granules && j < todo.size() && todo[j] == todo[j - 1] + 1 && !back[j].set)
-        ++j;
-      return j;
-    };
-    // Run handles moved whole first, each where the pages are cut into a
-    // handle of its very size (as they would be for new granules, so the
-    // map calls stay the same and a create and a release are saved; a
-    // handle on part of a run would cut the rest into more map calls: on
-    // transformer_ctx128_fullstep 2,518 -> 3,047 a cold pass). Those no run
-    // takes go back to the device before anything is created.
-    for (std::size_t k = singles.size(); k < todo.size() && !moved.empty();) {
-      const std::size_t j = handle_end(k);
+    PlaceMovedHandles(todo, back, singles.size(), moved);
+    (void)ReleaseHandles(moved);  // still counted in `held`: created below instead
+    Status st = BackTheRest(todo, back, singles.size());
+    std::size_t mapped_upto = 0;  // back[0, mapped_upto) are mapped
+    if (st.ok()) st = MapBacked(s, todo, back, mapped_upto);
+    if (!st.ok()) {
+      ReturnUnmapped(back, mapped_upto);
+      Untouch(s, offset, size);
+    }
+    peak_held = std::max(peak_held, held);
+    return st;
+  }
+
+  // Pages past the table have never been mapped: each needs a granule of
+  // its own. More of them than the limit (or what is held, above a lowered
+  // limit) can ever be served is refused before anything grows.
+  Status RefuseBeyondLimit(const Space& s, std::uint64_t first, std::uint64_t last) const {
+    if (!params.memory_limit) return Status::Ok();
+    const std::uint64_t beyond =
+        last + 1 - std::max<std::uint64_t>(first, std::min<std::uint64_t>(last + 1, s.pages.size()));
+    const std::uint64_t most = std::max<std::uint64_t>(*params.memory_limit >> g_shift, held);
+    if (beyond > most)
+      return ResourceExhausted("needs " + std::to_string(beyond) + " new granule(s) of " + HumanBytes(g) +
+                               ", more than the limit of " + HumanBytes(*params.memory_limit) + " allows");
+    return Status::Ok();
+  }
+
+  // Touches pages first..last (a cached one leaves the cache); returns those
+  // not mapped, in address order.
+  std::vector<std::uint64_t> TouchPages(Space& s, std::uint64_t first, std::uint64_t last) {
+    std::vector<std::uint64_t> todo;
+    for (std::uint64_t i = first; i <= last; ++i) {
+      Page& p = s.pages[i];
+      if (p.touch++ == 0) {
+        ++touched;
+        if (p.mapped) LruRemove(MakePageId(s.index, i));
+      }
+      if (!p.mapped) todo.push_back(i);
+    }
+    peak_touched = std::max(peak_touched, touched);
+    return todo;
+  }
+
+  // The end of the handle that starts at todo[k]: consecutive pages not yet
+  // backed, up to max_handle_granules.
+  std::size_t HandleEnd(const std::vector<std::uint64_t>& todo, const std::vector<Backing>& back,
+                        std::size_t k) const {
+    std::size_t j = k + 1;
+    while (j - k < params.max_handle_granules && j < todo.size() && todo[j] == todo[j - 1] + 1 && !back[j].set)
+      ++j;
+    return j;
+  }
+
+  // Run handles moved whole first, each where the pages from `from` on are
+  // cut into a handle of its very size (as they would be for new granules,
+  // so the map calls stay the same and a create and a release are saved; a
+  // handle on part of a run would cut the rest into more map calls: on
+  // transformer_ctx128_fullstep 2,518 -> 3,047 a cold pass). Those no run
+  // takes stay in `moved`.
+  void PlaceMovedHandles(const std::vector<std::uint64_t>& todo, std::vector<Backing>& back, std::size_t from,
+                         std::vector<MovedHandle>& moved) {
+    for (std::size_t k = from; k < todo.size() && !moved.empty();) {
+      const std::size_t j = HandleEnd(todo, back, k);
       auto fits = std::find_if(moved.begin(), moved.end(), [&](const MovedHandle& h) { return h.pages == j - k; });
       if (fits == moved.end()) {
         k = j;
@@ -652,15 +739,39 @@ struct VmmAllocator::State {
       k += fits->pages;
       moved.erase(fits);
     }
-    (void)ReleaseHandles(moved);  // still counted in `held`: created below instead
+  }
+
+  // New granules for the pages from `from` on not backed yet: a handle per
+  // run (one granule a page where the device refuses a large one); what the
+  // device does not grant at all comes from the cache.
+  Status BackTheRest(const std::vector<std::uint64_t>& todo, std::vector<Backing>& back, std::size_t from) {
     Status refused = Status::Ok();
+    const std::size_t uncovered = CreateHandles(todo, back, from, refused);
+    if (uncovered == 0) return Status::Ok();
+    held -= uncovered;
+    std::vector<GranuleHandle> more;
+    std::size_t none = 0;
+    Status st = AcquireGranules(uncovered, more, none, false);
+    if (st.code() == StatusCode::kResourceExhausted)
+      return ResourceExhausted(st.message() + "; the device refused: " + refused.message());
+    TM_RETURN_IF_ERROR(st);
+    std::size_t next = 0;
+    for (Backing& b : back)
+      if (!b.set) b = {more[next++], 1, true};
+    return Status::Ok();
+  }
+
+  // Creates the handles of BackTheRest; returns how many pages the device
+  // refused a granule (`refused`: its last answer).
+  std::size_t CreateHandles(const std::vector<std::uint64_t>& todo, std::vector<Backing>& back, std::size_t from,
+                            Status& refused) {
     std::size_t uncovered = 0;
-    for (std::size_t k = singles.size(); k < todo.size();) {
+    for (std::size_t k = from; k < todo.size();) {
       if (back[k].set) {
         ++k;
         continue;
       }
-      const std::size_t j = handle_end(k);
+      const std::size_t j = HandleEnd(todo, back, k);
       std::vector<GranuleHandle> h;
       if (j - k > 1 && memory->CreateGranules(1, h, j - k).ok()) {
         back[k] = {h[0], j - k, true};
@@ -683,28 +794,17 @@ struct VmmAllocator::State {
       }
       k = j;
     }
-    Status st = Status::Ok();
-    if (uncovered > 0) {
-      // The device refused some: what it did not grant comes from the cache.
-      held -= uncovered;
-      std::vector<GranuleHandle> more;
-      std::size_t none = 0;
-      st = AcquireGranules(uncovered, more, none, false);
-      if (st.ok()) {
-        std::size_t next = 0;
-        for (Backing& b : back)
-          if (!b.set) b = {more[next++], 1, true};
-      } else if (st.code() == StatusCode::kResourceExhausted) {
-        st = ResourceExhausted(st.message() + "; the device refused: " + refused.message());
-      }
-    }
-    // Map: a run of pages on single granules with one call, and run handles
-    // of one size on consecutive pages with one call too (a GPU still maps
-    // each handle, but sets access once for all of them; the host maps
-    // handles whose granules are consecutive with one mmap).
-    std::size_t mapped_upto = 0;  // back[0, mapped_upto) are mapped
+    return uncovered;
+  }
+
+  // Maps the backed pages: a run of pages on single granules with one call,
+  // and run handles of one size on consecutive pages with one call too (a
+  // GPU still maps each handle, but sets access once for all of them; the
+  // host maps handles whose granules are consecutive with one mmap).
+  Status MapBacked(Space& s, const std::vector<std::uint64_t>& todo, const std::vector<Backing>& back,
+                   std::size_t& mapped_upto) {
     std::vector<GranuleHandle> run;
-    for (std::size_t k = 0; st.ok() && k < todo.size();) {
+    for (std::size_t k = 0; k < todo.size();) {
       std::size_t j = k + 1;
       const std::uint64_t n = back[k].pages;  // 1: singles; more: a run handle's head
       run.assign(1, back[k].handle);
@@ -717,8 +817,7 @@ struct VmmAllocator::State {
           j += n;
         }
       }
-      st = memory->Map(s.base + todo[k] * g, run, n);
-      if (!st.ok()) break;
+      TM_RETURN_IF_ERROR(memory->Map(s.base + todo[k] * g, run, n));
       ++counters.map_calls;
       counters.pages_mapped += j - k;
       counters.handles_mapped += run.size();
@@ -734,14 +833,14 @@ struct VmmAllocator::State {
       mapped_upto = j;
       k = j;
     }
-    if (st.ok()) {
-      peak_held = std::max(peak_held, held);
-      return Status::Ok();
-    }
-    // Undo: single granules not mapped go to the pool, run handles not
-    // mapped back to the device; pages mapped now stay mapped and become
-    // cached when their touch drops back to 0.
-    for (std::size_t k = mapped_upto; k < todo.size(); ++k) {
+    return Status::Ok();
+  }
+
+  // Undo of a TouchAndMap that failed: single granules not mapped go to the
+  // pool, run handles not mapped back to the device; pages mapped stay
+  // mapped and become cached when their touch drops back to 0.
+  void ReturnUnmapped(const std::vector<Backing>& back, std::size_t mapped_upto) {
+    for (std::size_t k = mapped_upto; k < back.size(); ++k) {
       const Backing& b = back[k];
       if (!b.set || b.pages == 0) continue;
       if (b.pages == 1) {
@@ -752,9 +851,6 @@ struct VmmAllocator::State {
         counters.granules_released += b.pages;
       }
     }
-    peak_held = std::max(peak_held, held);
-    Untouch(s, offset, size);
-    return st;
   }
   void Untouch(Space& s, std::uint64_t offset, std::uint64_t size) {
     const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
@@ -762,7 +858,7 @@ struct VmmAllocator::State {
       Page& p = s.pages[i];
       if (--p.touch == 0) {
         --touched;
-        if (p.mapped) LruPushBack((std::uint64_t(s.index) << kPageBits) | i);
+        if (p.mapped) LruPushBack(MakePageId(s.index, i));
       }
     }
   }
@@ -815,6 +911,71 @@ struct VmmAllocator::State {
     return p;
   }
 
+  // The block at `start` of `rounded` bytes cut out of the free block
+  // `fit`; what is left on either side stays free, with fit's tag.
+  Block* CarveFromFree(Space& s, Block* fit, std::uint64_t start, std::uint64_t rounded) {
+    s.free_blocks.erase(FreeKey(fit));
+    Block* b = fit;
+    if (start > b->offset) {  // the skipped front stays free, with b's tag
+      Block* front = NewBlock();
+      front->offset = b->offset;
+      front->size = start - b->offset;
+      front->free = true;
+      CopyTag(front, b);
+      front->prev = b->prev;
+      front->next = b;
+      if (b->prev) b->prev->next = front;
+      b->prev = front;
+      b->offset = start;
+      b->size -= front->size;
+      s.free_blocks.emplace(front);
+    }
+    if (b->size > rounded) {  // the rest stays free, with b's tag
+      Block* back = NewBlock();
+      back->offset = start + rounded;
+      back->size = b->size - rounded;
+      back->free = true;
+      CopyTag(back, b);
+      back->prev = b;
+      back->next = b->next;
+      if (b->next) b->next->prev = back; else s.tail = back;
+      b->next = back;
+      b->size = rounded;
+      s.free_blocks.emplace(back);
+    }
+    UnrefEvent(b->event);
+    b->event = 0;
+    return b;
+  }
+
+  // A new block at `start` of `rounded` bytes at the top of the space,
+  // above a free gap (with the wilderness's tag) where alignment skipped one.
+  Block* CarveFromWilderness(Space& s, std::uint64_t start, std::uint64_t rounded) {
+    if (start > s.top) {  // alignment gap below the block
+      Block* gap = NewBlock();
+      gap->offset = s.top;
+      gap->size = start - s.top;
+      gap->free = true;
+      gap->settled = s.wild_settled;
+      gap->stream = s.wild_stream;
+      gap->event = s.wild_event;
+      gap->event_seq = s.wild_event_seq;
+      RefEvent(gap->event);
+      gap->prev = s.tail;
+      if (s.tail) s.tail->next = gap;
+      s.tail = gap;
+      s.free_blocks.emplace(gap);
+    }
+    Block* b = NewBlock();
+    b->offset = start;
+    b->size = rounded;
+    b->prev = s.tail;
+    if (s.tail) s.tail->next = b;
+    s.tail = b;
+    s.top = start + rounded;
+    return b;
+  }
+
   Result<void*> AllocateOnce(std::uint64_t bytes, std::uint64_t alignment, StreamHandle stream) {
     TM_RETURN_IF_ERROR(NoteStream(stream));
     const std::uint64_t r = params.block_rounding_bytes;
@@ -840,63 +1001,7 @@ struct VmmAllocator::State {
       if (st.code() == StatusCode::kResourceExhausted) return Exhausted(bytes, st.message());
       return st;
     }
-    Block* b;
-    if (fit != nullptr) {
-      s.free_blocks.erase(FreeKey(fit));
-      b = fit;
-      if (start > b->offset) {  // the skipped front stays free, with b's tag
-        Block* front = NewBlock();
-        front->offset = b->offset;
-        front->size = start - b->offset;
-        front->free = true;
-        CopyTag(front, b);
-        front->prev = b->prev;
-        front->next = b;
-        if (b->prev) b->prev->next = front;
-        b->prev = front;
-        b->offset = start;
-        b->size -= front->size;
-        s.free_blocks.emplace(front);
-      }
-      if (b->size > rounded) {  // the rest stays free, with b's tag
-        Block* back = NewBlock();
-        back->offset = start + rounded;
-        back->size = b->size - rounded;
-        back->free = true;
-        CopyTag(back, b);
-        back->prev = b;
-        back->next = b->next;
-        if (b->next) b->next->prev = back; else s.tail = back;
-        b->next = back;
-        b->size = rounded;
-        s.free_blocks.emplace(back);
-      }
-      UnrefEvent(b->event);
-      b->event = 0;
-    } else {
-      if (start > s.top) {  // alignment gap below the block
-        Block* gap = NewBlock();
-        gap->offset = s.top;
-        gap->size = start - s.top;
-        gap->free = true;
-        gap->settled = s.wild_settled;
-        gap->stream = s.wild_stream;
-        gap->event = s.wild_event;
-        gap->event_seq = s.wild_event_seq;
-        RefEvent(gap->event);
-        gap->prev = s.tail;
-        if (s.tail) s.tail->next = gap;
-        s.tail = gap;
-        s.free_blocks.emplace(gap);
-      }
-      b = NewBlock();
-      b->offset = start;
-      b->size = rounded;
-      b->prev = s.tail;
-      if (s.tail) s.tail->next = b;
-      s.tail = b;
-      s.top = start + rounded;
-    }
+    Block* b = fit != nullptr ? CarveFromFree(s, fit, start, rounded) : CarveFromWilderness(s, start, rounded);
     b->free = false;
     b->settled = true;
     b->stream = stream;
@@ -1141,8 +1246,8 @@ struct VmmAllocator::State {
     std::vector<std::uint64_t> cached;
     for (std::uint64_t id = lru_head; id != kNoPage; id = PageAt(id).lru_next) cached.push_back(id);
     for (const std::uint64_t id : cached) {
-      Space& s = spaces[id >> kPageBits];
-      const std::uint64_t i = id & ((std::uint64_t{1} << kPageBits) - 1);
+      Space& s = spaces[SpaceIndexOf(id)];
+      const std::uint64_t i = PageIndexOf(id);
       Page& p = s.pages[i];
       if (!p.mapped) continue;  // released with its run handle
       const std::uint64_t head = i - p.head_offset;

@@ -11,17 +11,24 @@
 
 namespace tensormem::internal {
 
+// "a, b, c": every name of the list, for errors and --help.
+template <typename Enum>
+std::string JoinNames(std::span<const Enum> all) {
+  std::string out;
+  for (Enum e : all) {
+    if (!out.empty()) out += ", ";
+    out += Name(e);
+  }
+  return out;
+}
+
 // `what`: the noun in the error, e.g. "offsets strategy".
 template <typename Enum>
 Result<Enum> ParseName(std::string_view name, std::span<const Enum> all, std::string_view what) {
-  std::string known;
-  for (Enum e : all) {
+  for (Enum e : all)
     if (Name(e) == name) return e;
-    if (!known.empty()) known += ", ";
-    known += Name(e);
-  }
   return InvalidArgument("unknown " + std::string(what) + " '" + std::string(name) +
-                         "' (known: " + known + ")");
+                         "' (known: " + JoinNames(all) + ")");
 }
 
 }  // namespace tensormem::internal

@@ -63,7 +63,7 @@ Result<GraphPlan> Prepare(const Graph& graph, const GraphPlanParams& params) {
   const std::size_t n = graph.tensors.size();
   plan.placements.resize(n);
   const auto& lt = plan.liveness.tensors;
-  std::uint64_t persistent_end = 0, naive_end = 0;
+  std::uint64_t persistent_end = 0;
   for (std::size_t t = 0; t < n; ++t) {
     const GraphTensor& tensor = graph.tensors[t];
     const std::uint64_t align = AlignmentOf(tensor, params.alignment);
@@ -76,10 +76,6 @@ Result<GraphPlan> Prepare(const Graph& graph, const GraphPlanParams& params) {
         return OutOfRange("the persistent arena overflows 64 bits at " +
                           TensorLabel(graph, static_cast<int>(t)));
     } else if (lt[t].arena == Arena::kScratch) {
-      std::uint64_t at;
-      if (!CheckedAlignUp(naive_end, align, &at) || !CheckedAdd(at, tensor.bytes, &naive_end))
-        return OutOfRange("the scratch arena overflows 64 bits at " +
-                          TensorLabel(graph, static_cast<int>(t)));
       if (lt[t].root != static_cast<int>(t)) continue;
       p.buffer = static_cast<int>(plan.scratch.buffers.size());
       Buffer b;
@@ -101,6 +97,16 @@ Result<GraphPlan> Prepare(const Graph& graph, const GraphPlanParams& params) {
     buf.alignment = std::max(buf.alignment, AlignmentOf(graph.tensors[t], params.alignment));
   }
   plan.persistent_bytes = persistent_end;
+  // The naive strategy's arena: the buffers back to back, each aligned, an
+  // in-place chain one buffer as in every plan (so the saving reported
+  // against it compares like with like).
+  std::uint64_t naive_end = 0;
+  for (std::size_t b = 0; b < plan.scratch.buffers.size(); ++b) {
+    const Buffer& buf = plan.scratch.buffers[b];
+    std::uint64_t at;
+    if (!CheckedAlignUp(naive_end, buf.alignment, &at) || !CheckedAdd(at, buf.size, &naive_end))
+      return OutOfRange("the scratch arena overflows 64 bits at " + TensorLabel(graph, plan.scratch_owner[b]));
+  }
   plan.naive_scratch_bytes = naive_end;
   return plan;
 }

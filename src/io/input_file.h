@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <istream>
 #include <memory>
 #include <string>
@@ -39,6 +40,22 @@ void ReleaseStreamInput(const std::string& path);
 // then simply ended early, so a reader alone could not tell); Ok otherwise.
 Status InputFileError(const std::istream& in, const std::string& path);
 
+// What a regular file looked like before it was read (its identity, size
+// and modification time), to tell whether it changed under the reader: a
+// file truncated at a row boundary while read would be taken as a shorter,
+// valid input.
+struct FileSnapshot {
+  bool taken = false;
+  std::uint64_t device = 0, inode = 0, size = 0;
+  std::int64_t mtime_ns = 0;
+};
+FileSnapshot SnapshotFile(const std::string& path);
+// InvalidArgument "PATH: changed while it was read (...)" when the file
+// `before` describes has another size or modification time now; Ok when it
+// is unchanged, was replaced (a rename: the old file was read whole), or
+// no snapshot was taken.
+Status CheckUnchanged(const std::string& path, const FileSnapshot& before);
+
 // Opens `path` ("-": standard input; a pipe or a device as a stream), runs `read(stream, source)` with the
 // name messages give it ("<stdin>" for "-") and returns its result, unless
 // the gzip data was bad: that error comes first, as it explains the reader's.
@@ -54,9 +71,11 @@ auto ReadInputFile(const std::string& path, Read&& read)
     if (!error.ok()) return error;
     return result;
   }
+  const FileSnapshot before = SnapshotFile(path);
   TM_ASSIGN_OR_RETURN(std::unique_ptr<std::istream> in, OpenInputFile(path));
   auto result = read(*in, path);
   if (Status error = InputFileError(*in, path); !error.ok()) return error;
+  TM_RETURN_IF_ERROR(CheckUnchanged(path, before));
   return result;
 }
 

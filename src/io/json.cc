@@ -1,12 +1,16 @@
 // JSON problems and plans. Parsing never throws: errors come back as a
 // Status naming the byte offset or the buffer and field.
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <istream>
 #include <iterator>
 #include <ostream>
+#include <streambuf>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +21,13 @@ namespace tensormem {
 namespace {
 
 using nlohmann::json;
+
+// The longest string (key or value) and the most values held outside the
+// buffers array a JSON problem may have: the parser holds a whole string,
+// and values outside the buffers stay in its DOM, so these bound its memory
+// whatever the input (a valid problem comes nowhere near them).
+constexpr std::size_t kMaxJsonStringBytes = std::size_t{1} << 20;
+constexpr std::size_t kMaxJsonHeldValues = std::size_t{1} << 20;
 
 // Builds a DOM without exceptions and remembers the first syntax error.
 // The elements of the buffers array (the root array, or the root object's
@@ -29,19 +40,19 @@ class NoThrowDom : public nlohmann::json_sax<json> {
   using OnBuffer = std::function<Status(const json&)>;
   NoThrowDom(json& root, OnBuffer on_buffer)
       : root_(root), dom_(root, /*allow_exceptions=*/false), on_buffer_(std::move(on_buffer)) {}
-  bool null() override { return Scalar() && dom_.null(); }
-  bool boolean(bool v) override { return Scalar() && dom_.boolean(v); }
-  bool number_integer(number_integer_t v) override { return Scalar() && dom_.number_integer(v); }
-  bool number_unsigned(number_unsigned_t v) override { return Scalar() && dom_.number_unsigned(v); }
+  bool null() override { return Scalar() && Held() && dom_.null(); }
+  bool boolean(bool v) override { return Scalar() && Held() && dom_.boolean(v); }
+  bool number_integer(number_integer_t v) override { return Scalar() && Held() && dom_.number_integer(v); }
+  bool number_unsigned(number_unsigned_t v) override { return Scalar() && Held() && dom_.number_unsigned(v); }
   bool number_float(number_float_t v, const string_t& s) override {
-    return Scalar() && dom_.number_float(v, s);
+    return Scalar() && Held() && dom_.number_float(v, s);
   }
-  bool string(string_t& v) override { return Scalar() && dom_.string(v); }
-  bool binary(binary_t& v) override { return Scalar() && dom_.binary(v); }
+  bool string(string_t& v) override { return Scalar() && Held() && dom_.string(v); }
+  bool binary(binary_t& v) override { return Scalar() && Held() && dom_.binary(v); }
   bool start_object(std::size_t n) override {
     if (depth_ == 0) root_is_array_ = false;
     if (depth_ == 1 && root_key_ == "buffers") buffers_is_array_ = false;
-    return Depth() && dom_.start_object(n);
+    return Held() && Depth() && dom_.start_object(n);
   }
   bool key(string_t& v) override {
     if (depth_ == 1) root_key_ = v;
@@ -57,7 +68,7 @@ class NoThrowDom : public nlohmann::json_sax<json> {
     if (depth_ == 1 && !root_is_array_ && root_key_ == "buffers") buffers_is_array_ = true;
     if (depth_ == BufferLevel() && InBuffers())
       return Fail("buffer " + std::to_string(count_) + " is not an object");
-    return Depth() && dom_.start_array(n);
+    return Held() && Depth() && dom_.start_array(n);
   }
   bool end_array() override { --depth_; return dom_.end_array(); }
   const Status& status() const { return status_; }
@@ -93,6 +104,7 @@ class NoThrowDom : public nlohmann::json_sax<json> {
     if (!array->is_array() || array->empty()) return true;
     Status st = on_buffer_(array->back());
     ++count_;
+    held_in_buffer_ = 0;
     array->erase(array->size() - 1);
     if (!st.ok()) {
       status_ = st;
@@ -102,6 +114,15 @@ class NoThrowDom : public nlohmann::json_sax<json> {
     return true;
   }
   json& root_;
+  // The values the DOM holds at once: one buffer's (dropped when it ends),
+  // and those outside the buffers array.
+  bool Held() {
+    const bool in_buffer = InBuffers() && depth_ >= BufferLevel();
+    std::size_t& held = in_buffer ? held_in_buffer_ : held_outside_;
+    if (++held <= kMaxJsonHeldValues) return true;
+    return Fail(std::string("more than ") + std::to_string(kMaxJsonHeldValues) + " values " +
+                (in_buffer ? "in buffer " + std::to_string(count_) : std::string("outside the buffers")));
+  }
   // Bounded nesting keeps hostile input from exhausting the stack later.
   bool Depth() {
     if (++depth_ <= 64) return true;
@@ -114,9 +135,82 @@ class NoThrowDom : public nlohmann::json_sax<json> {
   std::string error_;
   std::string root_key_;
   std::size_t count_ = 0;
+  std::size_t held_in_buffer_ = 0, held_outside_ = 0;
   int depth_ = 0;
   bool root_is_array_ = false;
   bool buffers_is_array_ = false;
+};
+
+// Passes the JSON text through, ending it where a string, number or literal
+// grows longer than kMaxJsonStringBytes (nlohmann's lexer would hold it
+// whole): error() then says so, naming the byte where it began.
+class StringLimitBuffer final : public std::streambuf {
+ public:
+  explicit StringLimitBuffer(std::streambuf* source) : source_(source), piece_(std::size_t{1} << 16) {}
+  const std::string& error() const { return error_; }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    if (!error_.empty()) return traits_type::eof();
+    const std::streamsize n = source_->sgetn(piece_.data(), static_cast<std::streamsize>(piece_.size()));
+    if (n <= 0) return traits_type::eof();
+    const std::size_t passed = Scan(static_cast<std::size_t>(n));
+    offset_ += passed;
+    if (passed == 0) return traits_type::eof();
+    setg(piece_.data(), piece_.data(), piece_.data() + passed);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  // The bytes of piece_[0, n) that pass: all, or those before the byte
+  // that makes a string, number or literal too long.
+  std::size_t Scan(std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const char c = piece_[i];
+      if (!in_string_) {
+        if (c == '"') {
+          in_string_ = true;
+          length_ = 0;
+          opened_ = offset_ + i;
+          continue;
+        }
+        // A number or a literal: as long as its bytes run.
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' || c == ':' || c == '[' || c == ']' ||
+            c == '{' || c == '}') {
+          length_ = 0;
+          continue;
+        }
+        if (length_++ == 0) opened_ = offset_ + i;
+        if (length_ > kMaxJsonStringBytes) return TooLong(i, "value");
+        continue;
+      }
+      if (escaped_) escaped_ = false;
+      else if (c == '\\') escaped_ = true;
+      else if (c == '"') {
+        in_string_ = false;
+        length_ = 0;
+        continue;
+      }
+      if (++length_ > kMaxJsonStringBytes) return TooLong(i, "string");
+    }
+    return n;
+  }
+
+  std::size_t TooLong(std::size_t i, const char* what) {
+    error_ = "byte " + std::to_string(opened_) + ": a " + what + " longer than " +
+             std::to_string(kMaxJsonStringBytes) + " bytes (the longest JSON token)";
+    return i;
+  }
+
+  std::streambuf* source_;
+  std::vector<char> piece_;
+  std::string error_;
+  std::uint64_t offset_ = 0;  // of piece_[0] in the text
+  std::uint64_t opened_ = 0;
+  std::size_t length_ = 0;
+  bool in_string_ = false;  // else length_ counts the bytes of a number or literal
+  bool escaped_ = false;
 };
 
 class JsonReader {
@@ -137,8 +231,12 @@ class JsonReader {
       streamed.buffers.push_back(std::move(b));
       return Status::Ok();
     });
-    const bool ok = json::sax_parse(in, &sax, nlohmann::detail::input_format_t::json,
+    StringLimitBuffer limited(in.rdbuf());
+    std::istream limited_in(&limited);
+    const bool ok = json::sax_parse(limited_in, &sax, nlohmann::detail::input_format_t::json,
                                     /*strict=*/true, /*ignore_comments=*/false);
+    if (!limited.error().empty())
+      return InvalidArgument(std::string(source_) + ": " + limited.error());
     if (!sax.status().ok()) {
       // A buffer refused while streaming: its own message.
       const std::string& m = sax.status().message();
@@ -222,6 +320,9 @@ class JsonReader {
       else if (it->is_number_integer()) b.id = it->dump();
       else return Error(i, "id", "expected a string or an integer");
       if (b.id.empty()) return Error(i, "id", "empty id");
+      // As in CSV (where a NUL byte is refused): an id every output can
+      // carry, and the CSV written from it reads back.
+      if (b.id.find('\0') != std::string::npos) return Error(i, "id", "holds a NUL character (\\u0000)");
     } else {
       b.id = std::to_string(i);
     }

@@ -26,6 +26,7 @@ Result<InputFormat> DetectInputFormat(const std::string& path) {
   char head[64] = {};
   std::string ahead;
   std::unique_ptr<std::istream> file;
+  if (IsStreamInput(path) && EndsWith(path, ".onnx")) return InputFormat::kOnnx;
   if (IsStreamInput(path)) {  // looked at without consuming it: the reader takes it next
     TM_ASSIGN_OR_RETURN(ahead, internal::PeekStreamInput(path, sizeof head - 1));
     h = ahead;

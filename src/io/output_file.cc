@@ -1,5 +1,9 @@
-// Writing an output file whole or not at all (see WriteFileWhole in io.h).
+// Writing an output file whole or not at all (see WriteFileWhole in io.h):
+// a temporary file renamed over the old one, which keeps the old file's
+// owner and mode; in place where a rename could not keep them (hard links,
+// an owner the writer cannot give).
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,6 +17,20 @@
 #include "tensormem/io.h"
 
 namespace tensormem {
+namespace {
+
+// Gives the temporary file `fd` the owner, group and mode of the file it
+// replaces (owner first: a change of owner clears set-id bits); false when
+// the owner or group cannot be given.
+bool KeepOwnerAndMode(int fd, const struct stat& old) {
+  struct stat now {};
+  if (::fstat(fd, &now) != 0) return false;
+  if ((now.st_uid != old.st_uid || now.st_gid != old.st_gid) && ::fchown(fd, old.st_uid, old.st_gid) != 0)
+    return false;
+  return ::fchmod(fd, old.st_mode & 07777) == 0;
+}
+
+}  // namespace
 
 Status WriteFileWhole(const std::string& path, const std::function<Status(std::ostream&)>& write) {
   namespace fs = std::filesystem;
@@ -49,6 +67,11 @@ Status WriteFileWhole(const std::string& path, const std::function<Status(std::o
     resolved = next.is_absolute() ? next : resolved.parent_path() / next;
   }
   const std::string target = resolved.string();
+  // A file with other hard links is written in place: a rename would split
+  // them.
+  struct stat old {};
+  const bool exists = ::stat(target.c_str(), &old) == 0;
+  if (exists && old.st_nlink > 1) return write_to(target);
   // The temporary file sits in the same directory, so the rename is atomic.
   // Created with O_EXCL and mode 0666, so the umask gives it the permissions
   // an ordinary new file gets (mkstemp's 0600 would need the process-wide
@@ -62,7 +85,14 @@ Status WriteFileWhole(const std::string& path, const std::function<Status(std::o
     if (fd < 0 && errno != EEXIST) break;
   }
   if (fd < 0) return NotFound(path + ": cannot open for writing: " + std::strerror(errno));
+  const bool kept = !exists || KeepOwnerAndMode(fd, old);
   ::close(fd);
+  if (!kept) {
+    // Only the owner's own write keeps a file owned by someone else (or
+    // by a group the writer cannot give): in place.
+    fs::remove(tmp, ec);
+    return write_to(target);
+  }
   Status st = [&]() -> Status {
     TM_RETURN_IF_ERROR(write_to(tmp));
     std::error_code rename_error;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <charconv>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,7 +33,10 @@ inline bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
 
 // Shortened, printable copy of an offending value for error messages.
 std::string Quote(std::string_view s);
-// Text for SVG/HTML: <, >, &, " as entities; control bytes as '?'.
+// Text for SVG/HTML: <, >, &, " as entities; control bytes as '?'; a byte
+// that is not part of well-formed UTF-8 for a character XML allows (bad
+// bytes, overlong forms, surrogates, U+FFFE, U+FFFF) as U+FFFD, so the SVG
+// stays well-formed XML whatever the ids hold.
 std::string MarkupEscape(std::string_view s);
 
 // Parses a whole field as a decimal integer; nullopt + reason on failure.
@@ -51,10 +55,15 @@ IntParse ParseUnsigned(std::string_view field);
 bool SplitCsv(std::string_view line, std::vector<std::string_view>* fields, std::string* unescaped,
               std::string* error);
 
+// The longest CSV record the readers take, quoted line breaks included:
+// memory stays bounded by it whatever the input (a line of gigabytes, a
+// quote never closed), and no field of a valid file comes near it.
+inline constexpr std::size_t kMaxCsvRecordBytes = std::size_t{1} << 20;
+
 // Reads a CSV stream line by line: drops a UTF-8 byte-order mark at the
 // start of the file, skips blank lines, splits fields, and (when told how
 // many the header had) checks each line has that many. Errors name the
-// source and the line.
+// source and the line (for a quote never closed, the line it opened on).
 class CsvLines {
  public:
   CsvLines(std::istream& in, std::string_view source) : in_(in), source_(source) {}
@@ -65,6 +74,15 @@ class CsvLines {
   Status Error(const std::string& what) const;  // "source:line: what"
 
  private:
+  enum class LineEnd { kLine, kEnd, kTooLong, kReadError };
+  // Appends the next physical line (without its '\n') to text_, reading no
+  // further than kMaxCsvRecordBytes into the record.
+  LineEnd AppendLine();
+  // Continues text_ (the record starting on `first_line`) over the lines a
+  // quoted field spans; an error names the line where a quote never closed
+  // opened.
+  Status JoinQuotedLines(std::size_t first_line);
+
   std::istream& in_;
   std::string_view source_;
   std::string text_, unescaped_, error_;

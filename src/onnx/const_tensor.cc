@@ -1,8 +1,11 @@
 #include "onnx/const_tensor.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include <onnx/onnx_pb.h>
 
@@ -78,6 +81,27 @@ T LoadLE(const char* p) {
   return v;
 }
 
+// A tensor too large to fold still holds what its shape says: a model
+// declaring gigabytes over a few bytes of data is malformed, not large.
+// No data at all (a shape only) passes.
+Status CheckHeldData(const TensorProto& proto, const std::vector<std::int64_t>& dims, const std::string& what) {
+  const std::optional<std::uint64_t> declared = ElementCount(dims, UINT64_MAX);
+  if (!declared) return InvalidArgument(what + ": its shape has more than 2^64 elements");
+  std::uint64_t held = 0;
+  if (proto.has_raw_data()) {
+    const std::uint64_t esize = *ElementSize(proto.data_type());
+    held = proto.raw_data().size() / esize;
+    if (proto.raw_data().size() % esize == 0 && held == *declared) return Status::Ok();
+  } else {
+    held = static_cast<std::uint64_t>(proto.float_data_size()) + static_cast<std::uint64_t>(proto.double_data_size()) +
+           static_cast<std::uint64_t>(proto.int32_data_size()) + static_cast<std::uint64_t>(proto.int64_data_size()) +
+           static_cast<std::uint64_t>(proto.uint64_data_size());
+    if (held == 0 || held == *declared) return Status::Ok();
+  }
+  return InvalidArgument(what + ": holds " + std::to_string(held) + " values for a shape of " +
+                         std::to_string(*declared) + " elements");
+}
+
 }  // namespace
 
 Result<std::optional<ConstTensor>> ReadTensorProto(const TensorProto& proto,
@@ -91,7 +115,10 @@ Result<std::optional<ConstTensor>> ReadTensorProto(const TensorProto& proto,
   if (proto.data_location() == TensorProto::EXTERNAL) return std::optional<ConstTensor>();
   if (!IsFloating(t.dtype) && !IsIntegral(t.dtype)) return std::optional<ConstTensor>();
   const std::optional<std::uint64_t> count = ElementCount(t.dims, max_elements);
-  if (!count) return std::optional<ConstTensor>();
+  if (!count) {
+    TM_RETURN_IF_ERROR(CheckHeldData(proto, t.dims, what));
+    return std::optional<ConstTensor>();
+  }
   const auto n = static_cast<std::size_t>(*count);
   t.Allocate(n);
   auto mismatch = [&](std::size_t got) {

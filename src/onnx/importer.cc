@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -22,6 +23,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/defs/schema.h>
+#include <onnx/defs/shape_inference.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
@@ -35,6 +37,33 @@ namespace {
 
 using namespace onnx_import;
 using Dims = std::vector<std::int64_t>;
+
+// ONNX's STFT inference reads the signal's dimension 1 without checking its
+// rank: a signal of rank 1 (a graph input, or any node's output) crashed the
+// process. Each registered STFT schema's inference is wrapped, once per
+// process, to refuse such a signal first (an inference error, which the
+// import reports as an unknown shape, never a crash).
+// Test: OnnxImport.StftWithMalformedInputsNeverCrashes.
+void GuardStftInference() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::set<const onnx::OpSchema*> schemas;
+    for (int version = 1; version <= onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at("").second;
+         ++version)
+      if (const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema("STFT", version, "")) schemas.insert(s);
+    for (const onnx::OpSchema* s : schemas) {
+      // The registry owns its schemas, not const: only this wrapper changes.
+      auto* schema = const_cast<onnx::OpSchema*>(s);
+      onnx::InferenceFunction original = schema->GetTypeAndShapeInferenceFunction();
+      schema->TypeAndShapeInferenceFunction([original](onnx::InferenceContext& ctx) {
+        if (onnx::hasInputShape(ctx, 0) && onnx::getInputShape(ctx, 0).dim_size() < 2)
+          fail_shape_inference("STFT: the signal has rank ", onnx::getInputShape(ctx, 0).dim_size(),
+                               "; it needs at least 2 ([batch][length]...)");
+        if (original) original(ctx);
+      });
+    }
+  });
+}
 
 // A value's type as ONNX knows it: element type and, per dimension, a fixed
 // value (>= 0), a symbol (dim_param) or nothing (-1 with an empty symbol).
@@ -299,6 +328,7 @@ class Importer {
   }
 
   Status Infer() {
+    GuardStftInference();
     try {
       onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0,
                                           /*data_prop=*/false);

@@ -9,14 +9,11 @@
 #include <tuple>
 
 #include "core/checked_math.h"
+#include "solver/canonical_order.h"
 #include "tensormem/lower_bounds.h"
 
 namespace tensormem::solver {
 namespace {
-
-std::string Name(const Problem& p, std::size_t i) {
-  return "buffer " + std::to_string(i) + " (id '" + p.buffers[i].id + "')";
-}
 
 // One unit of presolve work: false once the deadline has passed (no
 // deadline: never).
@@ -514,12 +511,12 @@ Result<Presolved> Presolve(const Problem& problem, const PresolveOptions& option
     const Buffer& b = problem.buffers[i];
     std::uint64_t a;
     if (!internal::CheckedLcm(options.alignment, b.alignment, &a))
-      return OutOfRange(Name(problem, i) + ": the lcm of its alignment " +
+      return OutOfRange(BufferName(problem, i, options.caller_index) + ": the lcm of its alignment " +
                         std::to_string(b.alignment) + " and the global alignment " +
                         std::to_string(options.alignment) + " overflows 64 bits");
     out.effective_alignment[i] = a;
     if (b.fixed_offset && *b.fixed_offset % a != 0)
-      return InvalidArgument(Name(problem, i) + ": fixed offset " +
+      return InvalidArgument(BufferName(problem, i, options.caller_index) + ": fixed offset " +
                              std::to_string(*b.fixed_offset) +
                              " is not a multiple of the alignment " + std::to_string(a));
     if (b.fixed_offset || b.size == 0) {
@@ -558,7 +555,8 @@ Result<Presolved> Presolve(const Problem& problem, const PresolveOptions& option
       std::erase_if(active, [&](const Rect* a) { return a->last < r.first; });
       for (const Rect* a : active)
         if (a->buffer != r.buffer && a->lo < r.hi && r.lo < a->hi) {
-          out.conflict = Name(problem, a->buffer) + " and " + Name(problem, r.buffer) +
+          out.conflict = BufferName(problem, a->buffer, options.caller_index) + " and " +
+                         BufferName(problem, r.buffer, options.caller_index) +
                          " have fixed offsets that overlap while both are live";
           out.conflict_buffers = {std::min(a->buffer, r.buffer), std::max(a->buffer, r.buffer)};
           return out;

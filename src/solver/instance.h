@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -148,6 +149,9 @@ struct PresolveOptions {
   // Read in every loop and between the stages (nullptr: none). When it
   // passes, Presolve fails with kDeadlineExceeded.
   internal::Deadline* deadline = nullptr;
+  // The caller's index of each buffer, for errors and reasons (empty: the
+  // problem's own; canonical_order.h).
+  std::span<const std::size_t> caller_index;
 };
 
 // Sets Item::rank of every item by the static order (ties by index), under

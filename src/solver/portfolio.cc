@@ -45,7 +45,7 @@ PartitionSolver::PartitionSolver(const Instance& instance, const SolverParams& p
     : inst_(instance), params_(params) {
   by_order_.resize(4);
   if (const std::optional<std::uint64_t> load =
-          params.time_sweep ? TimeSweep::ZeroSlackLoad(instance) : std::nullopt) {
+          params.tuning.time_sweep ? TimeSweep::ZeroSlackLoad(instance) : std::nullopt) {
     for (const double chance :
          {TimeSweep::kBaseChance, TimeSweep::kLaxChance, TimeSweep::kStrictChance}) {
       sweeps_.push_back(std::make_unique<TimeSweep>(instance, *load, /*reversed=*/false, chance,
@@ -88,7 +88,7 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
     }
     return out;
   }
-  std::vector<SearchConfig> portfolio = params_.portfolio;
+  std::vector<SearchConfig> portfolio = params_.tuning.portfolio;
   if (portfolio.empty()) portfolio.push_back({});
   if (searches_.size() != portfolio.size() || capacity != capacity_) {
     searches_.clear();
@@ -105,8 +105,8 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
   // item): on busy traces (thousands of items) shorter slices would have
   // every configuration stop halfway down its first dive, turn after turn.
   const std::uint64_t slice = std::max<std::uint64_t>(
-      {params_.portfolio_slice_nodes, 1,
-       params_.portfolio_slice_nodes > 1 ? inst_.items.size() + 1 : 1});
+      {params_.tuning.portfolio_slice_nodes, 1,
+       params_.tuning.portfolio_slice_nodes > 1 ? inst_.items.size() + 1 : 1});
   std::uint64_t spent = 0;
   for (;;) {
     if (control.stopped() || spent >= budget) return SearchOutcome::kLimit;
@@ -159,7 +159,7 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
       std::uint64_t unit = std::max<std::uint64_t>(slice, 2 * inst_.items.size());
       if (config.weighted)
         unit = std::max<std::uint64_t>(
-            1, static_cast<std::uint64_t>(params_.weighted_run_scale * static_cast<double>(unit)));
+            1, static_cast<std::uint64_t>(params_.tuning.weighted_run_scale * static_cast<double>(unit)));
       return unit * Luby(std::max<std::uint64_t>(runs_[slot], 1));
     };
     if (search && config.restarts && run_nodes_[slot] >= run_budget()) search.reset();
@@ -167,15 +167,15 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
       auto& inst = by_order_[static_cast<std::size_t>(config.order)];
       if (inst.empty()) RankItems(inst_, config.order, nullptr, &inst);
       SkylineOptions options;
-      options.dominance = params_.dominance;
-      options.section_inference = params_.section_inference;
-      options.hole_inference = params_.hole_inference;
-      options.tiling = params_.tiling_inference;
-      options.dynamic_decomposition = params_.dynamic_decomposition;
+      options.dominance = params_.tuning.dominance;
+      options.section_inference = params_.tuning.section_inference;
+      options.hole_inference = params_.tuning.hole_inference;
+      options.tiling = params_.tuning.tiling_inference;
+      options.dynamic_decomposition = params_.tuning.dynamic_decomposition;
       options.branching = config.branching;
       options.regroup_ranks = config.order == CanonicalOrder::kTotalFirst;
       options.ranks = &inst;
-      options.max_growing_bytes = params_.search_memory_bytes;
+      options.max_growing_bytes = params_.tuning.search_memory_bytes;
       // The memory for nogoods is shared by the searches that run together.
       options.memo_words = options.memo_words / portfolio.size();
       if (config.restarts) {
@@ -228,7 +228,7 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
         largest_at = k;
       }
     }
-    if (held > params_.search_memory_bytes && largest_at < searches_.size()) {
+    if (held > params_.tuning.search_memory_bytes && largest_at < searches_.size()) {
       searches_[largest_at].reset();
       if (portfolio[largest_at].restarts) --runs_[largest_at];  // the same run again
     }
@@ -237,7 +237,7 @@ SearchOutcome PartitionSolver::Probe(std::uint64_t capacity, std::uint64_t budge
 
 const std::vector<std::uint32_t>* PartitionSolver::WeightedRanks(
     std::size_t slot, const std::vector<std::uint32_t>& ranks) {
-  const std::size_t configs = std::max(params_.portfolio.size(), slot + 1);
+  const std::size_t configs = std::max(params_.tuning.portfolio.size(), slot + 1);
   if (section_failures_.size() < configs) {
     section_failures_.resize(configs);
     section_weights_.resize(configs);
@@ -249,7 +249,7 @@ const std::vector<std::uint32_t>* PartitionSolver::WeightedRanks(
   failures.resize(sections, 0);
   weights.resize(sections, 0.0);
   for (std::size_t s = 0; s < sections; ++s) {
-    weights[s] = weights[s] * params_.restart_weight_decay + failures[s];
+    weights[s] = weights[s] * params_.tuning.restart_weight_decay + failures[s];
     failures[s] = 0;
   }
   const std::size_t n = inst_.items.size();

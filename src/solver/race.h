@@ -1,6 +1,7 @@
 // Racing searches (SolverParams::threads): the same problem searched on
-// several threads, each in its own buffer order (search 0 in the problem's,
-// search k in one shuffled from seed k). The order breaks the engines' ties,
+// several threads, each in its own buffer order (the first search of each
+// portfolio in the problem's, which SolveOffsets made canonical; search k
+// otherwise in one shuffled from seed k). The order breaks the engines' ties,
 // so the searches explore different plans; what they share is two numbers
 // and a flag: the lowest plan height any has found (searches 1.. descend
 // below it; search 0 keeps its own descent, so a race is never a worse
@@ -13,7 +14,9 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "tensormem/problem.h"
 #include "tensormem/solver.h"
@@ -45,11 +48,14 @@ struct RaceShared {
 // (solver.cc). It always shares its plans' heights and takes the race's
 // bound and stop flag; `follow_frontier`: it also descends below the race's
 // lowest plan rather than its own.
+// `caller_index`: the caller's index of each buffer, for the reasons that
+// name one (canonical_order.h; empty: the problem's own).
 Result<SolveResult> SolveRaceMember(const Problem& problem, const SolverParams& params,
-                                    RaceShared* race, bool follow_frontier);
+                                    RaceShared* race, bool follow_frontier,
+                                    std::span<const std::size_t> caller_index);
 
 // The race of `threads` (>= 2) searches (race.cc); params validated.
 Result<SolveResult> SolveRace(const Problem& problem, const SolverParams& params,
-                              unsigned threads);
+                              unsigned threads, std::span<const std::size_t> caller_index);
 
 }  // namespace tensormem::solver

@@ -23,6 +23,21 @@ inline bool SumFits(std::uint64_t a, std::uint64_t b, std::uint64_t d, std::uint
   return static_cast<Uint128>(a) + b + d <= c;
 }
 
+// The pieces of `it`: its rectangles in (section, byte) space.
+inline std::span<const Piece> PiecesOf(const Instance& inst, const Item& it) {
+  return {inst.pieces.data() + it.piece_begin, it.piece_end - it.piece_begin};
+}
+
+// Calls f(piece, section) for every section of every piece of `it`, in
+// order, until f returns false: false then, else true.
+template <typename F>
+inline bool ForEachPieceSection(const Instance& inst, const Item& it, F&& f) {
+  for (const Piece& pc : PiecesOf(inst, it))
+    for (std::uint32_t s = pc.begin; s < pc.end; ++s)
+      if (!f(pc, s)) return false;
+  return true;
+}
+
 }  // namespace
 
 // ---- MaxAddTree ----------------------------------------------------------
@@ -101,11 +116,9 @@ std::uint64_t SkylineSearch::SharedTop(std::uint32_t xi, std::uint32_t yi,
   if (x.first_section >= y.end_section || y.first_section >= x.end_section) return 0;
   if (x.plain && y.plain) return offset + x.height;
   std::uint64_t reach = 0;
-  for (std::uint32_t p = x.piece_begin; p < x.piece_end; ++p)
-    for (std::uint32_t q = y.piece_begin; q < y.piece_end; ++q)
-      if (inst_.pieces[p].begin < inst_.pieces[q].end &&
-          inst_.pieces[q].begin < inst_.pieces[p].end)
-        reach = std::max(reach, inst_.pieces[p].hi);
+  for (const Piece& px : PiecesOf(inst_, x))
+    for (const Piece& py : PiecesOf(inst_, y))
+      if (px.begin < py.end && py.begin < px.end) reach = std::max(reach, px.hi);
   return reach == 0 ? 0 : offset + reach;
 }
 
@@ -120,11 +133,8 @@ bool SkylineSearch::Eligible(std::uint32_t item, std::uint64_t level) const {
       return false;
   }
   if (it.twin >= 0 && !placed_[static_cast<std::uint32_t>(it.twin)]) return false;
-  if (active_blocks_ > 0)
-    for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
-      for (std::uint32_t s = inst_.pieces[q].begin; s < inst_.pieces[q].end; ++s)
-        if (blocked_[s] == level) return false;
-  return true;
+  return active_blocks_ == 0 ||
+         ForEachPieceSection(inst_, it, [&](const Piece&, std::uint32_t s) { return blocked_[s] != level; });
 }
 
 // Finds the point to branch on: the leftmost section a candidate at the
@@ -252,8 +262,7 @@ bool SkylineSearch::Place(std::uint32_t item, std::uint32_t comp, std::uint64_t 
   pos_[item] = q;
   --c.count;
   const Item& it = inst_.items[item];
-  for (std::uint32_t k = it.piece_begin; k < it.piece_end; ++k) {
-    const Piece& pc = inst_.pieces[k];
+  for (const Piece& pc : PiecesOf(inst_, it)) {
     remaining_.Add(pc.begin, pc.end, -static_cast<std::int64_t>(pc.hi));
     for (std::uint32_t s = pc.begin; s < pc.end; ++s) rem_[s] -= pc.hi;
     if (floors_)
@@ -300,8 +309,7 @@ void SkylineSearch::UndoTo(std::size_t mark) {
     }
     const Item& it = inst_.items[st.item];
     for (std::uint32_t k = it.first_section + 1; k < it.end_section; ++k) ++cut_[k];
-    for (std::uint32_t k = it.piece_begin; k < it.piece_end; ++k) {
-      const Piece& pc = inst_.pieces[k];
+    for (const Piece& pc : PiecesOf(inst_, it)) {
       remaining_.Add(pc.begin, pc.end, static_cast<std::int64_t>(pc.hi));
       for (std::uint32_t s = pc.begin; s < pc.end; ++s) rem_[s] += pc.hi;
     }
@@ -319,8 +327,7 @@ bool SkylineSearch::SectionsHold(std::uint32_t item, std::uint32_t comp) const {
   if (!options_.section_inference) return true;
   const Item& it = inst_.items[item];
   const std::uint64_t o = offset_[item];
-  for (std::uint32_t k = it.piece_begin; k < it.piece_end; ++k) {
-    const Piece& p = inst_.pieces[k];
+  for (const Piece& p : PiecesOf(inst_, it)) {
     if (!SumFits(o, p.hi, remaining_.Max(p.begin, p.end), capacity_)) {
       BlameSections(p.begin, p.end);
       return false;
@@ -338,8 +345,7 @@ void SkylineSearch::BlameSections(std::uint32_t lo, std::uint32_t hi) const {
 void SkylineSearch::BlameItem(std::uint32_t item) const {
   if (options_.section_failures == nullptr) return;
   const Item& it = inst_.items[item];
-  for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
-    BlameSections(inst_.pieces[q].begin, inst_.pieces[q].end);
+  for (const Piece& pc : PiecesOf(inst_, it)) BlameSections(pc.begin, pc.end);
 }
 
 // Brings the skyline offsets of `comp` up to date after `placed` went down,
@@ -394,6 +400,25 @@ bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
   if (!options_.section_inference) return true;
   const Comp& c = comps_[comp];
   if (c.count == 0) return true;
+  if (!CollectReleases(c, level)) return false;
+  if (releases_.empty()) return true;
+  if (!options_.release_order) return LeastReleasesFit(c, level);
+  const std::uint32_t leaves = std::bit_ceil(std::max<std::uint32_t>(c.sec_hi - c.sec_lo, 1));
+  const bool trees = UseSumTree(leaves);
+  if (!trees && !KeepReleasesOfTightSections(c)) return true;
+  // The check's answer does not depend on the order of equal releases (a
+  // group's sums are exact once all of it is in), but the blame does: it
+  // goes to the item, or the section, where the sums first fail, and weighted
+  // restarts follow the blame.
+  SortReleasesHighestFirst();
+  return trees ? StackedSumsFitInTree(c, leaves) : StackedSumsFit(c);
+}
+
+// releases_: the unplaced items whose release can fail (R + the most
+// unplaced bytes of a section above the capacity), without those at the
+// least release (they come last, and with them every sum is the section's
+// unplaced bytes, checked here). False when that check fails.
+bool SkylineSearch::CollectReleases(const Comp& c, std::uint64_t level) {
   const std::uint64_t most = remaining_.Max(c.sec_lo, c.sec_hi);
   releases_.clear();
   std::uint64_t least = UINT64_MAX;
@@ -406,99 +431,95 @@ bool SkylineSearch::ReleasesFit(std::uint32_t comp, std::uint64_t level) {
   }
   // The fullest section cannot hold its bytes above the least release.
   if (!SumFits(least, most, capacity_)) return false;
-  // The items released at the least release come last, and with them
-  // every sum is the section's unplaced bytes: just checked.
   std::erase_if(releases_, [least](const auto& ry) { return ry.first == least; });
-  if (releases_.empty()) return true;
-  if (!options_.release_order) {
-    // Weaker and cheaper: per section, the least release of the items
-    // covering it + its unplaced bytes.
-    std::vector<std::uint64_t>& lo = section_scratch_;
-    for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) lo[s] = UINT64_MAX;
-    for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k) {
-      const std::uint32_t y = pool_[k];
-      const std::uint64_t r = Release(y, level);
-      const Item& it = inst_.items[y];
-      for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
-        for (std::uint32_t s = inst_.pieces[q].begin; s < inst_.pieces[q].end; ++s)
-          lo[s] = std::min(lo[s], r);
-    }
-    for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s)
-      if (rem_[s] != 0 && !SumFits(lo[s], rem_[s], capacity_)) return false;
-    return true;
-  }
-  std::uint64_t span_total = 0, pieces = 0;
-  for (const auto& ry : releases_) {
-    const Item& it = inst_.items[ry.second];
-    for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
-      span_total += inst_.pieces[q].end - inst_.pieces[q].begin;
-    pieces += it.piece_end - it.piece_begin;
-  }
-  const std::uint32_t width = c.sec_hi - c.sec_lo;
-  const std::uint32_t leaves = std::bit_ceil(std::max<std::uint32_t>(width, 1));
-  const bool trees =
-      options_.trees == SkylineOptions::Trees::kAlways ||
-      (options_.trees == SkylineOptions::Trees::kAuto &&
-       span_total > 2 * std::uint64_t{leaves} + 2 * pieces * std::bit_width(leaves));
-  if (!trees) {
-    // Short spans: a pass finds the sections whose stack can end above the
-    // capacity (the highest release covering one + its unplaced bytes
-    // exceeds it), and only the items covering one of those are sorted
-    // (the others only lower the sums of sections that cannot fail).
-    std::vector<std::uint64_t>& hi = section_scratch_;
-    for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) hi[s] = 0;
-    for (const auto& [r, y] : releases_) {
-      const Item& it = inst_.items[y];
-      for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
-        for (std::uint32_t s = inst_.pieces[q].begin; s < inst_.pieces[q].end; ++s)
-          hi[s] = std::max(hi[s], r);
-    }
-    std::vector<std::uint32_t>& tight = tight_count_;  // tight sections before s
-    tight[c.sec_lo] = 0;
-    for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s)
-      tight[s + 1] = tight[s] + (rem_[s] != 0 && !SumFits(hi[s], rem_[s], capacity_) ? 1 : 0);
-    if (tight[c.sec_hi] == 0) return true;
-    std::erase_if(releases_, [&](const auto& ry) {
-      const Item& it = inst_.items[ry.second];
-      for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q)
-        if (tight[inst_.pieces[q].end] != tight[inst_.pieces[q].begin]) return false;
+  return true;
+}
+
+// Weaker and cheaper (SkylineOptions::release_order off): per section, the
+// least release of the items covering it + its unplaced bytes.
+bool SkylineSearch::LeastReleasesFit(const Comp& c, std::uint64_t level) {
+  std::vector<std::uint64_t>& lo = section_scratch_;
+  for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) lo[s] = UINT64_MAX;
+  for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k) {
+    const std::uint32_t y = pool_[k];
+    const std::uint64_t r = Release(y, level);
+    ForEachPieceSection(inst_, inst_.items[y], [&](const Piece&, std::uint32_t s) {
+      lo[s] = std::min(lo[s], r);
       return true;
     });
   }
-  // The check's answer does not depend on the order of equal releases (a
-  // group's sums are exact once all of it is in), but the blame does: it
-  // goes to the item, or the section, where the sums first fail, and weighted
-  // restarts follow the blame (MiniMalloc J's proof with them).
-  SortReleasesHighestFirst();
-  if (trees) {
-    sums_.Reset(leaves);
-    for (const auto& [r, y] : releases_) {
-      const Item& it = inst_.items[y];
-      for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q) {
-        const Piece& pc = inst_.pieces[q];
-        sums_.Add(pc.begin - c.sec_lo, pc.end - c.sec_lo, pc.hi);
-      }
-      if (!SumFits(r, sums_.Max(), capacity_)) {
-        BlameItem(y);  // the tree does not say which section
-        return false;
-      }
+  for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s)
+    if (rem_[s] != 0 && !SumFits(lo[s], rem_[s], capacity_)) return false;
+  return true;
+}
+
+// The sums as a segment tree when the releases' pieces span many sections
+// (busy traces), per section otherwise (SkylineOptions::trees).
+bool SkylineSearch::UseSumTree(std::uint32_t leaves) const {
+  if (options_.trees != SkylineOptions::Trees::kAuto) return options_.trees == SkylineOptions::Trees::kAlways;
+  std::uint64_t span_total = 0, pieces = 0;
+  for (const auto& ry : releases_) {
+    for (const Piece& pc : PiecesOf(inst_, inst_.items[ry.second])) {
+      span_total += pc.end - pc.begin;
+      ++pieces;
     }
-    return true;
   }
+  return span_total > 2 * std::uint64_t{leaves} + 2 * pieces * std::bit_width(leaves);
+}
+
+// Short spans: a pass finds the sections whose stack can end above the
+// capacity (the highest release covering one + its unplaced bytes exceeds
+// it), and only the items covering one of those are kept (the others only
+// lower the sums of sections that cannot fail). False when none is tight:
+// the releases fit.
+bool SkylineSearch::KeepReleasesOfTightSections(const Comp& c) {
+  std::vector<std::uint64_t>& hi = section_scratch_;
+  for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) hi[s] = 0;
+  for (const auto& [r, y] : releases_) {
+    ForEachPieceSection(inst_, inst_.items[y], [&](const Piece&, std::uint32_t s) {
+      hi[s] = std::max(hi[s], r);
+      return true;
+    });
+  }
+  std::vector<std::uint32_t>& tight = tight_count_;  // tight sections before s
+  tight[c.sec_lo] = 0;
+  for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s)
+    tight[s + 1] = tight[s] + (rem_[s] != 0 && !SumFits(hi[s], rem_[s], capacity_) ? 1 : 0);
+  if (tight[c.sec_hi] == 0) return false;
+  std::erase_if(releases_, [&](const auto& ry) {
+    for (const Piece& pc : PiecesOf(inst_, inst_.items[ry.second]))
+      if (tight[pc.end] != tight[pc.begin]) return false;
+    return true;
+  });
+  return true;
+}
+
+// The items added highest release first to the sections' sums (a segment
+// tree with range add and maximum): each sum within capacity - R.
+bool SkylineSearch::StackedSumsFitInTree(const Comp& c, std::uint32_t leaves) {
+  sums_.Reset(leaves);
+  for (const auto& [r, y] : releases_) {
+    for (const Piece& pc : PiecesOf(inst_, inst_.items[y])) sums_.Add(pc.begin - c.sec_lo, pc.end - c.sec_lo, pc.hi);
+    if (!SumFits(r, sums_.Max(), capacity_)) {
+      BlameItem(y);  // the tree does not say which section
+      return false;
+    }
+  }
+  return true;
+}
+
+// The same, the sums per section.
+bool SkylineSearch::StackedSumsFit(const Comp& c) {
   std::vector<std::uint64_t>& sum = section_scratch_;
   for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) sum[s] = 0;
   for (const auto& [r, y] : releases_) {
-    const Item& it = inst_.items[y];
-    for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q) {
-      const Piece& pc = inst_.pieces[q];
-      for (std::uint32_t s = pc.begin; s < pc.end; ++s) {
-        sum[s] += pc.hi;  // <= the section's unplaced bytes: no overflow
-        if (!SumFits(r, sum[s], capacity_)) {
-          BlameSections(s, s + 1);
-          return false;
-        }
-      }
-    }
+    const bool fits = ForEachPieceSection(inst_, inst_.items[y], [&](const Piece& pc, std::uint32_t s) {
+      sum[s] += pc.hi;  // <= the section's unplaced bytes: no overflow
+      if (SumFits(r, sum[s], capacity_)) return true;
+      BlameSections(s, s + 1);
+      return false;
+    });
+    if (!fits) return false;
   }
   return true;
 }
@@ -545,16 +566,13 @@ bool SkylineSearch::HolesFit(std::uint32_t comp, std::uint64_t level) {
   for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) sum[s] = 0, min_scratch_[s] = UINT64_MAX;
   for (const auto& [r, y] : releases_) {
     if (r >= capacity_) return false;
-    const Item& it = inst_.items[y];
-    for (std::uint32_t q = it.piece_begin; q < it.piece_end; ++q) {
-      const Piece& pc = inst_.pieces[q];
+    const bool fits = ForEachPieceSection(inst_, inst_.items[y], [&](const Piece& pc, std::uint32_t s) {
       const std::uint64_t b = pc.hi - pc.lo;
-      for (std::uint32_t s = pc.begin; s < pc.end; ++s) {
-        sum[s] += b;  // <= the section's unplaced bytes: no overflow
-        min_scratch_[s] = std::min(min_scratch_[s], b);
-        if (sum[s] > HoleBytes(s, r, min_scratch_[s])) return false;
-      }
-    }
+      sum[s] += b;  // <= the section's unplaced bytes: no overflow
+      min_scratch_[s] = std::min(min_scratch_[s], b);
+      return sum[s] <= HoleBytes(s, r, min_scratch_[s]);
+    });
+    if (!fits) return false;
   }
   return true;
 }
@@ -869,9 +887,9 @@ void SkylineSearch::Start(std::uint64_t capacity) {
     for (std::size_t i = 0; i < n; ++i) {
       const Item& it = inst_.items[i];
       am_[i] = LowestFreeOffset(inst_, it, inst_.base);
-      for (std::uint32_t k = it.piece_begin; k < it.piece_end; ++k) {
-        rem_diff[inst_.pieces[k].begin] += inst_.pieces[k].hi;  // wraps back: sums fit
-        rem_diff[inst_.pieces[k].end] -= inst_.pieces[k].hi;
+      for (const Piece& pc : PiecesOf(inst_, it)) {
+        rem_diff[pc.begin] += pc.hi;  // wraps back: sums fit
+        rem_diff[pc.end] -= pc.hi;
       }
       if (it.end_section > it.first_section + 1) {
         ++cut_diff[it.first_section + 1];

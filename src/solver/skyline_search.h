@@ -214,6 +214,13 @@ class SkylineSearch {
   bool Update(std::uint32_t comp, std::uint32_t placed);
   std::uint64_t Release(std::uint32_t item, std::uint64_t level) const;
   bool ReleasesFit(std::uint32_t comp, std::uint64_t level);
+  // ReleasesFit's steps (skyline_search.cc).
+  bool CollectReleases(const Comp& c, std::uint64_t level);
+  bool LeastReleasesFit(const Comp& c, std::uint64_t level);
+  bool UseSumTree(std::uint32_t leaves) const;
+  bool KeepReleasesOfTightSections(const Comp& c);
+  bool StackedSumsFitInTree(const Comp& c, std::uint32_t leaves);
+  bool StackedSumsFit(const Comp& c);
   bool HolesFit(std::uint32_t comp, std::uint64_t level);
   // Sorts releases_ highest first, equal releases by the search's rank (then
   // the item): the order is the search's own, the same with every standard

@@ -1,28 +1,33 @@
-// SolveOffsets: the orchestration around the engines.
+// SolveOffsets: the orchestration around the engines (Solve::Run's phases).
 //
+// 0. The buffers are put in the canonical order (canonical_order.h), so the
+//    answer depends on the problem alone; the plan is mapped back at the end.
 // 1. Presolve (instance.h): trivial placements, obstacles, independent time
 //    partitions, full-span reduction. Quick proofs of infeasibility: a
 //    buffer or fixed buffer above the capacity, overlapping fixed buffers,
 //    peak live bytes above the capacity.
 // 2. Incumbents: the best heuristic on the whole problem (kBest's heuristic
 //    part, or SolverParams::initial_plan when better) and the same heuristic on
-//    each partition; the arena is the highest partition.
-// 3. A capacity (kFit, or kMinimize within one): each partition above it is
-//    probed at the capacity with no budget but the solve's limits; with
-//    slack above the proven bound (SolverParams::fit_descent) in turns with
+//    each partition with a base; the arena is the highest partition.
+// 3. A capacity (kFit, or kMinimize within one): the partitions above it
+//    are probed at the capacity with no budget but the solve's limits; with
+//    slack above the proven bound (SolverTuning::fit_descent) in turns with
 //    the descent below, whose plan within the capacity is an answer too.
-//    kMinimize: anytime bisection on the height between the proven lower
-//    bound and the best plan: each probe asks every partition above the
-//    target to fit under it with a node budget. A plan lowers the upper
-//    bound; a finished search raises the proven lower bound to target + 1;
-//    a probe out of budget marks the target "soft-failed" and the next probe
-//    goes higher; when the soft-failed range reaches the best plan, the
-//    budget quadruples and the bisection restarts from the proven bound.
-//    Between probes, the restriction bound: the buffers live in a time
-//    window around a highest load point are minimised by a nested solve
-//    (a bounded budget); a bound proven on a subset of the buffers is one of
-//    the whole problem (docs/design/solver.md).
-// 4. The plan is assembled and checked by ValidateOffsetsPlan; an
+// 4. kMinimize: the descent (SolverTuning::minimize_search, kDescent by
+//    default): first a probe at the proven bound itself, then probes at the
+//    best plan minus a step that doubles after each plan and halves after
+//    descent_probe_nodes at one height without one, down to one granule
+//    below the best plan, where the fit question goes on until the limits.
+//    A probe asks every partition above the target to fit under it within a
+//    node budget; a plan lowers the best, a finished search raises the
+//    proven bound. When the descent stalls: the relay probe and samples
+//    (relay.h: plans of the problem with its relay chains merged), the deep
+//    probe (the restarting searches near the bound), and between probes the
+//    restriction bound when asked for. Minimising with a finite limit on one
+//    thread, weighted restarts take the rest of the time after the portfolio
+//    (SolveInTurn); with threads, searches race (race.h). kBisection, the
+//    alternative, bisects between the bound and the best plan.
+// 5. The plan is assembled and checked by ValidateOffsetsPlan; an
 //    infeasible answer can carry an irreducible infeasible subset (iis.h).
 #include <algorithm>
 #include <chrono>
@@ -32,6 +37,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -39,6 +45,7 @@
 
 #include "core/checked_math.h"
 #include "planning/offsets/offsets_strategies.h"
+#include "solver/canonical_order.h"
 #include "solver/iis.h"
 #include "solver/instance.h"
 #include "solver/portfolio.h"
@@ -60,25 +67,6 @@ std::string_view Name(SolveStatus status) {
     case SolveStatus::kUnknown: return "unknown";
   }
   return "unknown";
-}
-
-std::vector<SearchConfig> DefaultPortfolio() {
-  // Ordered by how soon each found plans on the MiniMalloc benchmark (see
-  // docs/design/solver.md): no single one finds them all quickly.
-  return {
-      {Branching::kLowest, CanonicalOrder::kLongestFirst},
-      {Branching::kLowest, CanonicalOrder::kTotalFirst},
-      {Branching::kLowest, CanonicalOrder::kLargestFirst},
-      {Branching::kLowest, CanonicalOrder::kAreaFirst},
-      {Branching::kRightPoint, CanonicalOrder::kLongestFirst},
-      {Branching::kLowestFloating, CanonicalOrder::kTotalFirst},
-      // Perfectly packed (zero-slack) problems: best fit, with restarts.
-      {Branching::kLeftFit, CanonicalOrder::kTotalFirst, true},
-  };
-}
-
-std::vector<SearchConfig> WeightedRestartsPortfolio() {
-  return {{Branching::kLowest, CanonicalOrder::kLongestFirst, /*restarts=*/true, /*weighted=*/true}};
 }
 
 namespace {
@@ -176,19 +164,44 @@ class Solve {
       });
     }
     deep_params_ = params;
-    deep_params_.portfolio.clear();
-    for (const SearchConfig& config : params.portfolio)
-      if (config.restarts) deep_params_.portfolio.push_back(config);
-    deep_params_.time_sweep = false;
-    deep_params_.search_memory_bytes = std::max<std::size_t>(params.search_memory_bytes / 4, 1);
+    deep_params_.tuning.portfolio.clear();
+    for (const SearchConfig& config : params.tuning.portfolio)
+      if (config.restarts) deep_params_.tuning.portfolio.push_back(config);
+    deep_params_.tuning.time_sweep = false;
+    deep_params_.tuning.search_memory_bytes = std::max<std::size_t>(params.tuning.search_memory_bytes / 4, 1);
   }
 
   Result<SolveResult> Run();
   // The time limit the answer's reason names: the caller's, when this solve
   // has a share of it (SolverParams::weighted_share).
   void ShowLimit(double seconds) { shown_limit_ = seconds; }
+  // The caller's index of each buffer, for the reasons that name one
+  // (canonical_order.h; empty: the problem's own).
+  void SetCallerIndex(std::span<const std::size_t> caller) { caller_index_ = caller; }
 
  private:
+  // A phase's end of the solve: its answer, or nullopt to go on.
+  using Answer = std::optional<Result<SolveResult>>;
+  // Which searches run after the incumbents (ChoosePhases, the one place
+  // that decides).
+  struct Phases {
+    bool fit = false;                 // a plan within the capacity first
+    bool fit_beside_descent = false;  // SolverTuning::fit_descent
+    bool relay_in_fit = false;        // the relay probe within the fit question alone
+    bool sliced_fit = false;          // racing to minimise: fit in slices
+    bool minimize = false;
+    bool restriction_bound = false;   // SolverTuning::restriction_bound
+  };
+  Answer RunPresolve();
+  Answer QuickProofs();
+  Answer FindIncumbents();
+  Phases ChoosePhases() const;
+  Answer FitWithinCapacity(const Phases& phases);
+  SearchOutcome FitAlone(const Phases& phases, std::uint64_t best);
+  // The time limit has passed (a finite, positive one).
+  bool LimitSpent() const;
+  // The limit or the stop request came during the presolve: said so.
+  Result<SolveResult> StoppedInPresolve();
   void Infeasible(std::string reason, std::vector<std::size_t> culprits);
   // What is left of the time limit for a heuristic (0 and +infinity kept:
   // untimed, as time_limit_seconds = 0 runs the heuristics only).
@@ -220,6 +233,11 @@ class Solve {
   // where the last stopped, until the limits, the bound, `quota` more nodes
   // or (kFit) a plan within the capacity.
   void Descend(std::uint64_t quota = UINT64_MAX);
+  // Descend's steps: its start (false: nothing to descend), the probe at
+  // the bound, and what runs when it stalls.
+  bool StartDescent();
+  void ProbeTheBound();
+  void DescentStalled();
   // SolverParams::fit_descent: the fit question at the capacity and the
   // descent in turns, until a plan fits, a proof, or the limits.
   SearchOutcome FitBesideDescent();
@@ -228,7 +246,7 @@ class Solve {
   void NoteMemory(std::uint64_t target) {
     memory_note_ = "the searches stopped at height " + std::to_string(target) +
                    ": their paths outgrew search_memory_bytes (" +
-                   std::to_string(params_.search_memory_bytes) + " bytes)";
+                   std::to_string(params_.tuning.search_memory_bytes) + " bytes)";
   }
   // The restriction bound (SolverParams::restriction_bound): the windows
   // to try, then one nested minimise per call, between probes.
@@ -303,6 +321,7 @@ class Solve {
   std::string memory_note_;
   std::string general_note_;  // GeneralSearch::exhausted_unproven, said in the answer
   double shown_limit_;
+  std::span<const std::size_t> caller_index_;
 };
 
 HeuristicLimit Solve::Remaining() const {
@@ -318,8 +337,7 @@ Result<SolveResult> Solve::OutOfTime(const Status& why) {
   // at the solve's own limit (Remaining()), so before it only the stop
   // request can have stopped them.
   std::string what = "the stop request came";
-  if (const double limit = params_.time_limit_seconds;
-      limit > 0 && limit < 1e9 && control_.Seconds() >= limit) {
+  if (LimitSpent()) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "the time limit of %.3g s was reached", shown_limit_);
     what = buf;
@@ -396,10 +414,10 @@ SearchOutcome Solve::TryTarget(std::uint64_t target, std::uint64_t budget, std::
 }
 
 void Solve::Minimize() {
-  if (params_.minimize_search == MinimizeSearch::kDescent) return Descend();
+  if (params_.tuning.minimize_search == MinimizeSearch::kDescent) return Descend();
   std::uint64_t ub = OwnBest();
   std::uint64_t soft = lower_bound_;
-  std::uint64_t budget = std::max<std::uint64_t>(params_.probe_node_budget, 1);
+  std::uint64_t budget = std::max<std::uint64_t>(params_.tuning.probe_node_budget, 1);
   while (!control_.stopped()) {
     ub = Frontier(ub);
     if (ub <= lower_bound_) break;
@@ -447,40 +465,8 @@ void Solve::Descend(std::uint64_t quota) {
   if (d.started) {
     // Resumed: the fit question or the relay probe may have lowered the plan.
     d.ub = std::min(d.ub, OwnBest());
-  } else {
-    d.started = true;
-    // ub: the frontier (this search's best plan, or a racing search's).
-    d.ub = Frontier(OwnBest());
-    if (d.ub <= lower_bound_) return;
-    d.step = std::max<std::uint64_t>((d.ub - lower_bound_) / 64, 1);
-    d.budget = std::max<std::uint64_t>(params_.probe_node_budget, 1);
-    if (params_.bound_probe) {
-      // The bound itself: one slice per configuration (see SolverParams).
-      std::uint64_t slices = 0;
-      for (const Part& p : parts_)
-        slices = std::max<std::uint64_t>(
-            slices, std::max<std::uint64_t>({params_.portfolio_slice_nodes, 1,
-                                             params_.portfolio_slice_nodes > 1
-                                                 ? p.inst->items.size() + 1
-                                                 : 1}));
-      const std::uint64_t configs = std::max<std::size_t>(params_.portfolio.size(), 1);
-      const std::uint64_t budget_here = slices > UINT64_MAX / configs ? UINT64_MAX : slices * configs;
-      std::uint64_t proven = lower_bound_ + 1;
-      const SearchOutcome out = TryTarget(lower_bound_, budget_here, &proven);
-      if (out == SearchOutcome::kFound) {
-        d.ub = std::min(d.ub, AssembledHeight());
-      } else if (out == SearchOutcome::kExhausted) {
-        lower_bound_ = std::max(lower_bound_, proven);
-      }
-      Publish();
-      d.ub = Frontier(d.ub);
-      if (d.ub <= lower_bound_ || control_.stopped()) return;
-      d.step = std::max<std::uint64_t>((d.ub - lower_bound_) / 64, 1);
-    }
-    // The deep probe needs a restarting configuration, and partitions the
-    // skyline engine searches (the general engine would only start over).
-    d.deep = params_.deep_probe && !deep_params_.portfolio.empty();
-    for (const Part& p : parts_) d.deep = d.deep && !p.inst->needs_general;
+  } else if (!StartDescent()) {
+    return;
   }
   const std::uint64_t budget = d.budget;
   while (!control_.stopped() && !quota_spent()) {
@@ -506,40 +492,84 @@ void Solve::Descend(std::uint64_t quota) {
       // over there), down to one granule below the best plan.
       if (d.step == 1) break;
       d.step = std::max<std::uint64_t>(d.step / 2, 1);
-    } else if (!control_.stopped() && d.spent_here >= params_.descent_probe_nodes) {
+    } else if (!control_.stopped() && d.spent_here >= params_.tuning.descent_probe_nodes) {
       d.step = std::max<std::uint64_t>(d.step / 2, 1);
     }
-    const bool stalled = out == SearchOutcome::kLimit && d.spent_here >= params_.descent_probe_nodes;
-    if (params_.relay_probe && stalled && control_.nodes() >= params_.relay_after_nodes &&
-        d.ub > lower_bound_ && !control_.stopped()) {
-      // The first stall after relay_after_nodes: the relay probe's turn
-      // (once per solve), the later ones relay samples' (see SolverParams).
-      if (relay_pending_) {
-        RelayProbe();
-      } else {
-        RelaySample();
-      }
-      d.ub = Frontier(std::min(d.ub, OwnBest()));
-    }
-    if (d.deep && stalled && d.ub > lower_bound_ && !control_.stopped()) {
-      // The descent is stalled: the deep probe's turn (see SolverParams).
-      const std::uint64_t deep_target =
-          lower_bound_ + (d.ub - lower_bound_) / params_.deep_probe_divisor;
-      std::uint64_t deep_proven = deep_target + 1;
-      const SearchOutcome deep_out =
-          TryTarget(deep_target, internal::SaturatingMul(budget, params_.deep_probe_weight),
-                    &deep_proven, Engine::kDeep);
-      ++result_.deep_probes;
-      if (deep_out == SearchOutcome::kFound) {
-        d.ub = std::min(d.ub, AssembledHeight());
-        ++result_.deep_probe_plans;
-      } else if (deep_out == SearchOutcome::kExhausted) {
-        result_.deep_probe_proofs += deep_proven > lower_bound_;
-        lower_bound_ = std::max(lower_bound_, deep_proven);
-      }
-    }
+    if (out == SearchOutcome::kLimit && d.spent_here >= params_.tuning.descent_probe_nodes) DescentStalled();
     Publish();
     RestrictionStep();
+  }
+}
+
+// The descent's first call: its frontier, step and budget, the bound probe;
+// false when nothing is left to descend.
+bool Solve::StartDescent() {
+  DescentState& d = descent_;
+  d.started = true;
+  // ub: the frontier (this search's best plan, or a racing search's).
+  d.ub = Frontier(OwnBest());
+  if (d.ub <= lower_bound_) return false;
+  d.step = std::max<std::uint64_t>((d.ub - lower_bound_) / 64, 1);
+  d.budget = std::max<std::uint64_t>(params_.tuning.probe_node_budget, 1);
+  if (params_.tuning.bound_probe) {
+    ProbeTheBound();
+    d.ub = Frontier(d.ub);
+    if (d.ub <= lower_bound_ || control_.stopped()) return false;
+    d.step = std::max<std::uint64_t>((d.ub - lower_bound_) / 64, 1);
+  }
+  // The deep probe needs a restarting configuration, and partitions the
+  // skyline engine searches (the general engine would only start over).
+  d.deep = params_.tuning.deep_probe && !deep_params_.tuning.portfolio.empty();
+  for (const Part& p : parts_) d.deep = d.deep && !p.inst->needs_general;
+  return true;
+}
+
+// The bound itself: one slice per configuration (SolverTuning::bound_probe).
+void Solve::ProbeTheBound() {
+  const SolverTuning& t = params_.tuning;
+  std::uint64_t slices = 0;
+  for (const Part& p : parts_)
+    slices = std::max<std::uint64_t>(
+        slices, std::max<std::uint64_t>(
+                    {t.portfolio_slice_nodes, 1, t.portfolio_slice_nodes > 1 ? p.inst->items.size() + 1 : 1}));
+  const std::uint64_t configs = std::max<std::size_t>(t.portfolio.size(), 1);
+  const std::uint64_t budget = slices > UINT64_MAX / configs ? UINT64_MAX : slices * configs;
+  std::uint64_t proven = lower_bound_ + 1;
+  const SearchOutcome out = TryTarget(lower_bound_, budget, &proven);
+  if (out == SearchOutcome::kFound) {
+    descent_.ub = std::min(descent_.ub, AssembledHeight());
+  } else if (out == SearchOutcome::kExhausted) {
+    lower_bound_ = std::max(lower_bound_, proven);
+  }
+  Publish();
+}
+
+// The descent spent descent_probe_nodes at one height without a plan: the
+// relay probe's turn (once per solve, after relay_after_nodes), later the
+// relay samples', and the deep probe's (SolverTuning).
+void Solve::DescentStalled() {
+  DescentState& d = descent_;
+  if (params_.tuning.relay_probe && control_.nodes() >= params_.tuning.relay_after_nodes &&
+      d.ub > lower_bound_ && !control_.stopped()) {
+    if (relay_pending_) {
+      RelayProbe();
+    } else {
+      RelaySample();
+    }
+    d.ub = Frontier(std::min(d.ub, OwnBest()));
+  }
+  if (!d.deep || d.ub <= lower_bound_ || control_.stopped()) return;
+  const std::uint64_t deep_target = lower_bound_ + (d.ub - lower_bound_) / params_.tuning.deep_probe_divisor;
+  std::uint64_t deep_proven = deep_target + 1;
+  const SearchOutcome deep_out = TryTarget(
+      deep_target, internal::SaturatingMul(d.budget, params_.tuning.deep_probe_weight), &deep_proven, Engine::kDeep);
+  ++result_.deep_probes;
+  if (deep_out == SearchOutcome::kFound) {
+    d.ub = std::min(d.ub, AssembledHeight());
+    ++result_.deep_probe_plans;
+  } else if (deep_out == SearchOutcome::kExhausted) {
+    result_.deep_probe_proofs += deep_proven > lower_bound_;
+    lower_bound_ = std::max(lower_bound_, deep_proven);
   }
 }
 
@@ -552,9 +582,9 @@ void Solve::Descend(std::uint64_t quota) {
 // relay probe runs once the solve has spent relay_after_nodes, as with the
 // fit question alone.
 SearchOutcome Solve::FitBesideDescent() {
-  const std::uint64_t descent_turn = params_.fit_descent_nodes;
+  const std::uint64_t descent_turn = params_.tuning.fit_descent_nodes;
   // The fit question's turn, at least one node.
-  const double ratio = (1 - params_.fit_descent_share) / params_.fit_descent_share;
+  const double ratio = (1 - params_.tuning.fit_descent_share) / params_.tuning.fit_descent_share;
   const double fit_nodes = std::ceil(static_cast<double>(descent_turn) * ratio);
   const std::uint64_t fit_turn =
       fit_nodes >= 1.8e19 ? UINT64_MAX : std::max<std::uint64_t>(static_cast<std::uint64_t>(fit_nodes), 1);
@@ -571,7 +601,7 @@ SearchOutcome Solve::FitBesideDescent() {
     ++result_.fit_descent_turns;
     // The relay probe once the solve has spent relay_after_nodes, as the
     // fit question alone has it (the descent's stalls may come later).
-    if (params_.relay_probe && control_.nodes() >= params_.relay_after_nodes && !control_.stopped())
+    if (params_.tuning.relay_probe && control_.nodes() >= params_.tuning.relay_after_nodes && !control_.stopped())
       RelayProbe();
     Publish();
     if (plan_fits()) {
@@ -599,7 +629,7 @@ void Solve::PlanWindows() {
     }
   std::sort(pts.begin(), pts.end());
   pts.erase(std::unique(pts.begin(), pts.end()), pts.end());
-  if (pts.size() < 2 || params_.restriction_windows == 0) return;
+  if (pts.size() < 2 || params_.tuning.restriction_windows == 0) return;
   // Loads by a difference array over the points (wrapping sums only blur
   // the choice of windows, never a bound).
   std::vector<std::uint64_t> diff(pts.size() + 1, 0);
@@ -621,15 +651,15 @@ void Solve::PlanWindows() {
                    [&load](std::size_t x, std::size_t y) { return load[x] > load[y]; });
   const std::size_t tops = std::min<std::size_t>(order.size(), 4);
   std::set<std::pair<std::size_t, std::size_t>> seen;
-  for (std::size_t w = 1; w < pts.size() && windows_.size() < params_.restriction_windows; w *= 2) {
+  for (std::size_t w = 1; w < pts.size() && windows_.size() < params_.tuning.restriction_windows; w *= 2) {
     bool any = false;
-    for (std::size_t k = 0; k < tops && windows_.size() < params_.restriction_windows; ++k) {
+    for (std::size_t k = 0; k < tops && windows_.size() < params_.tuning.restriction_windows; ++k) {
       const std::size_t a = order[k] >= w ? order[k] - w : 0;
       const std::size_t b = std::min(order[k] + w, pts.size() - 1);
       std::size_t count = 0;
       for (const Buffer& buf : problem_.buffers)
         count += buf.size > 0 && buf.first_task <= pts[b] && buf.last_task >= pts[a];
-      if (count >= nonzero || count > params_.restriction_max_buffers) continue;
+      if (count >= nonzero || count > params_.tuning.restriction_max_buffers) continue;
       any = true;
       if (seen.insert({a, b}).second) windows_.push_back({pts[a], pts[b]});
     }
@@ -653,7 +683,7 @@ void Solve::RestrictionStep() {
   for (const Buffer& b : problem_.buffers)
     if (b.size > 0 && b.first_task <= last && b.last_task >= first) sub.buffers.push_back(b);
   SolverParams sp;
-  if (!NestedParams(params_.restriction_node_budget, 1.0, &sp)) return;
+  if (!NestedParams(params_.tuning.restriction_node_budget, 1.0, &sp)) return;
   sp.goal = SolveGoal::kMinimize;
   sp.capacity.reset();
   Result<SolveResult> r = SolveOffsets(sub, sp);
@@ -683,8 +713,8 @@ void Solve::TakeGlobal(Part* part) {
 
 bool Solve::NestedParams(std::uint64_t node_budget, double share, SolverParams* sp) const {
   *sp = params_;
-  sp->restriction_bound = false;
-  sp->relay_probe = false;
+  sp->tuning.restriction_bound = false;
+  sp->tuning.relay_probe = false;
   sp->compute_iis = false;
   sp->progress_to_stderr = false;
   sp->on_progress = nullptr;
@@ -692,7 +722,7 @@ bool Solve::NestedParams(std::uint64_t node_budget, double share, SolverParams* 
   sp->threads = 1;  // nested in one search of a race, or in a solve of one
   // The relay probe's and samples' fit questions are short: the descent
   // beside them would halve what they get.
-  sp->fit_descent = false;
+  sp->tuning.fit_descent = false;
   sp->node_limit = node_budget;
   if (params_.node_limit > 0) {
     const std::uint64_t left =
@@ -715,12 +745,12 @@ void Solve::RelayProbe() {
   relay_pending_ = false;
   const std::uint64_t best = Frontier(OwnBest());
   if (best <= lower_bound_ || (capacity_ && params_.goal == SolveGoal::kFit && best <= *capacity_) ||
-      problem_.buffers.size() > params_.relay_max_buffers)
+      problem_.buffers.size() > params_.tuning.relay_max_buffers)
     return;
   solver::RelayChains chains = solver::MergeRelays(problem_);
   if (chains.merged.buffers.size() == problem_.buffers.size()) return;
   SolverParams sp;
-  if (!NestedParams(params_.relay_node_budget, params_.relay_share, &sp)) return;
+  if (!NestedParams(params_.tuning.relay_node_budget, params_.tuning.relay_share, &sp)) return;
   relay_chains_ = std::move(chains);
   result_.relay_buffers = relay_chains_->merged.buffers.size();
   sp.capacity = capacity_;
@@ -764,7 +794,7 @@ bool Solve::AdoptRelayPlan(const OffsetsPlan& merged_plan, std::uint64_t best) {
 // (when they are all asked, the budget doubles). The relay probe's and the
 // samples' nodes stay within half of the solve's.
 void Solve::RelaySample() {
-  if (!params_.relay_samples || !relay_chains_ || control_.stopped()) return;
+  if (!params_.tuning.relay_samples || !relay_chains_ || control_.stopped()) return;
   if (relay_nodes_ > control_.nodes() - relay_nodes_) return;
   const std::uint64_t best = Frontier(OwnBest());
   if (best <= lower_bound_) return;
@@ -774,7 +804,7 @@ void Solve::RelaySample() {
   for (const Part& p : parts_)
     if (p.inst->granule != granule) granule = 1;
   const std::uint64_t half = (best - lower_bound_) / 2;
-  if (relay_sample_budget_ == 0) relay_sample_budget_ = params_.relay_sample_nodes;
+  if (relay_sample_budget_ == 0) relay_sample_budget_ = params_.tuning.relay_sample_nodes;
   std::optional<std::uint64_t> target;
   for (int tries = 0; !target; ++tries) {
     if (tries == 16) {
@@ -792,7 +822,7 @@ void Solve::RelaySample() {
     if (relay_asked_.insert(t).second) target = t;
   }
   SolverParams sp;
-  if (!NestedParams(relay_sample_budget_, params_.relay_share, &sp)) return;
+  if (!NestedParams(relay_sample_budget_, params_.tuning.relay_share, &sp)) return;
   sp.goal = SolveGoal::kFit;
   sp.capacity = *target;
   const std::optional<SolveResult> r = SolveMerged(std::move(sp));
@@ -802,75 +832,96 @@ void Solve::RelaySample() {
     ++result_.relay_sample_plans;
 }
 
+// The solve as a sequence of phases; ChoosePhases alone decides which of
+// the searches run. A phase that answers (a proof, or the limit) ends it.
 Result<SolveResult> Solve::Run() {
+  if (Answer a = RunPresolve()) return std::move(*a);
+  if (Answer a = QuickProofs()) return std::move(*a);
+  if (Answer a = FindIncumbents()) return std::move(*a);
+  const Phases phases = ChoosePhases();
+  if (phases.fit)
+    if (Answer a = FitWithinCapacity(phases)) return std::move(*a);
+  if (phases.restriction_bound) PlanWindows();
+  if (phases.minimize) Minimize();
+  return Finish();
+}
+
+bool Solve::LimitSpent() const {
+  const double limit = params_.time_limit_seconds;
+  return limit > 0 && limit < 1e9 && control_.Seconds() >= limit;
+}
+
+Result<SolveResult> Solve::StoppedInPresolve() {
+  std::ostringstream why;
+  if (LimitSpent()) {
+    why << "the time limit of " << shown_limit_ << " s was spent in the presolve of "
+        << problem_.buffers.size() << " buffers";
+  } else {
+    why << "the stop request (SolverParams::should_stop) came during the presolve of "
+        << problem_.buffers.size() << " buffers";
+  }
+  return OutOfTime(DeadlineExceeded(why.str()));
+}
+
+// Trivial placements, obstacles, independent time partitions. The presolve
+// reads the limit in its loops and between its stages (on 10^6 buffers it
+// takes seconds); a limit spent there is named as such.
+Solve::Answer Solve::RunPresolve() {
   solver::PresolveOptions po;
   po.alignment = params_.alignment;
-  po.decompose = params_.decompose;
-  po.full_span_reduction = params_.full_span_reduction;
-  // The presolve reads the limit in its loops and between its stages (on
-  // 10^6 buffers it takes seconds); a limit spent there is named as such.
-  {
-    const HeuristicLimit left = Remaining();
-    internal::Deadline deadline(left.seconds, left.should_stop);
-    po.deadline = &deadline;
-    Result<solver::Presolved> pre = solver::Presolve(problem_, po);
-    if (!pre.ok() && pre.status().code() == StatusCode::kDeadlineExceeded) {
-      std::ostringstream why;
-      if (const double limit = params_.time_limit_seconds;
-          limit > 0 && limit < 1e9 && control_.Seconds() >= limit) {
-        why << "the time limit of " << shown_limit_ << " s was spent in the presolve of "
-            << problem_.buffers.size() << " buffers";
-      } else {
-        why << "the stop request (SolverParams::should_stop) came during the presolve of "
-            << problem_.buffers.size() << " buffers";
-      }
-      return OutOfTime(DeadlineExceeded(why.str()));
-    }
-    if (!pre.ok()) return pre.status();
-    presolved_ = std::move(*pre);
-  }
+  po.decompose = params_.tuning.decompose;
+  po.full_span_reduction = params_.tuning.full_span_reduction;
+  po.caller_index = caller_index_;
+  const HeuristicLimit left = Remaining();
+  internal::Deadline deadline(left.seconds, left.should_stop);
+  po.deadline = &deadline;
+  Result<solver::Presolved> pre = solver::Presolve(problem_, po);
+  if (!pre.ok() && pre.status().code() == StatusCode::kDeadlineExceeded) return StoppedInPresolve();
+  if (!pre.ok()) return pre.status();
+  presolved_ = std::move(*pre);
   result_.partitions = presolved_.instances.size();
+  return std::nullopt;
+}
 
-  // Quick proofs.
+// The presolve's bound, and the proofs that need no search: overlapping
+// fixed buffers, a buffer or the peak above the capacity.
+Solve::Answer Solve::QuickProofs() {
   if (!presolved_.conflict.empty()) {
     Infeasible(presolved_.conflict, presolved_.conflict_buffers);
     return Finish();
   }
   lower_bound_ = std::max(presolved_.peak, presolved_.placed_height);
-  for (const Instance& inst : presolved_.instances)
-    lower_bound_ = std::max(lower_bound_, inst.lower_bound);
-  if (capacity_) {
-    for (std::size_t i = 0; i < problem_.buffers.size(); ++i) {
-      const Buffer& b = problem_.buffers[i];
-      const std::uint64_t top = b.fixed_offset ? *b.fixed_offset + b.size : b.size;
-      if (b.size > 0 && top > *capacity_) {
-        Infeasible("buffer " + std::to_string(i) + " (id '" + b.id + "') " +
-                       (b.fixed_offset ? "ends at its fixed offset + size " + std::to_string(top)
-                                       : "alone needs " + std::to_string(b.size) + " bytes") +
-                       ", more than the capacity of " + std::to_string(*capacity_),
-                   {i});
-        return Finish();
-      }
-    }
-    if (lower_bound_ > *capacity_) {
-      Infeasible("the buffers need at least " + std::to_string(lower_bound_) +
-                     " bytes (peak live bytes or a partition's bound), more than the capacity of " +
-                     std::to_string(*capacity_),
-                 {});
+  for (const Instance& inst : presolved_.instances) lower_bound_ = std::max(lower_bound_, inst.lower_bound);
+  if (!capacity_) return std::nullopt;
+  for (std::size_t i = 0; i < problem_.buffers.size(); ++i) {
+    const Buffer& b = problem_.buffers[i];
+    const std::uint64_t top = b.fixed_offset ? *b.fixed_offset + b.size : b.size;
+    if (b.size > 0 && top > *capacity_) {
+      Infeasible(solver::BufferName(problem_, i, caller_index_) + " " +
+                     (b.fixed_offset ? "ends at its fixed offset + size " + std::to_string(top)
+                                     : "alone needs " + std::to_string(b.size) + " bytes") +
+                     ", more than the capacity of " + std::to_string(*capacity_),
+                 {i});
       return Finish();
     }
   }
-
-  // Incumbents. When the presolve alone spent the limit, say so (the
-  // heuristics would only report the 1e-9 s left to them).
-  if (const double limit = params_.time_limit_seconds;
-      limit > 0 && limit < 1e9 && control_.Seconds() >= limit) {
-    std::ostringstream why;
-    why << "the time limit of " << shown_limit_ << " s was spent in the presolve of "
-        << problem_.buffers.size() << " buffers";
-    return OutOfTime(DeadlineExceeded(why.str()));
+  if (lower_bound_ > *capacity_) {
+    Infeasible("the buffers need at least " + std::to_string(lower_bound_) +
+                   " bytes (peak live bytes or a partition's bound), more than the capacity of " +
+                   std::to_string(*capacity_),
+               {});
+    return Finish();
   }
-  if (params_.heuristic_incumbent) {
+  return std::nullopt;
+}
+
+// The best heuristic plan of the whole problem (or the start plan when
+// lower), and of each partition with a base.
+Solve::Answer Solve::FindIncumbents() {
+  // The presolve alone spent the limit: said so (the heuristics would only
+  // report the 1e-9 s left to them).
+  if (LimitSpent()) return StoppedInPresolve();
+  if (params_.tuning.heuristic_incumbent) {
     Result<OffsetsPlan> h = BestHeuristic(problem_, params_.alignment, Remaining());
     if (!h.ok() && h.status().code() == StatusCode::kDeadlineExceeded) return OutOfTime(h.status());
     if (!h.ok()) return h.status();
@@ -892,67 +943,74 @@ Result<SolveResult> Solve::Run() {
   for (std::size_t k = 0; k < parts_.size(); ++k) {
     parts_[k].inst = &presolved_.instances[k];
     parts_[k].solver = std::make_unique<PartitionSolver>(presolved_.instances[k], params_);
-    const Instance& inst = presolved_.instances[k];
-    if (inst.base == 0 && global_) {
+    if (presolved_.instances[k].base == 0 && global_) {
       TakeGlobal(&parts_[k]);
     } else {
       const Status st = PartHeuristic(problem_, params_.alignment, Remaining(), &parts_[k]);
       if (st.code() == StatusCode::kDeadlineExceeded) return OutOfTime(st);
-      TM_RETURN_IF_ERROR(st);
+      if (!st.ok()) return st;
     }
   }
-  result_.heuristic_height =
-      initial_taken ? heuristic_total : std::optional<std::uint64_t>(OwnBest());
+  result_.heuristic_height = initial_taken ? heuristic_total : std::optional<std::uint64_t>(OwnBest());
   Publish();
-  if (params_.time_limit_seconds <= 0) return Finish();
+  return std::nullopt;
+}
 
+Solve::Phases Solve::ChoosePhases() const {
+  Phases ph;
+  if (params_.time_limit_seconds <= 0) return ph;  // the heuristics alone
+  const SolverTuning& t = params_.tuning;
+  // The general engine starts over at every probe: no turns, no slices.
+  bool skyline = true;
+  for (const Part& p : parts_) skyline = skyline && !p.inst->needs_general;
+  // Both goals need a plan within the capacity first.
+  ph.fit = capacity_ && Frontier(OwnBest()) > *capacity_;
+  ph.fit_beside_descent = ph.fit && t.fit_descent && *capacity_ > lower_bound_ &&
+                          t.minimize_search == MinimizeSearch::kDescent && skyline;
+  ph.relay_in_fit = ph.fit && !ph.fit_beside_descent && t.relay_probe;
+  // Racing to minimise, a search stops fitting once another has fitted.
+  ph.sliced_fit = follow_frontier_ && params_.goal == SolveGoal::kMinimize && skyline;
+  ph.minimize = params_.goal == SolveGoal::kMinimize;
+  ph.restriction_bound = ph.minimize && t.restriction_bound;
+  return ph;
+}
+
+// A plan within the capacity, or a proof that none fits; the limit without
+// either ends the solve.
+Solve::Answer Solve::FitWithinCapacity(const Phases& phases) {
   const std::uint64_t best = OwnBest();
-  if (capacity_ && Frontier(best) > *capacity_) {
-    // Fit first (both goals need a plan within the capacity).
-    bool beside = params_.fit_descent && *capacity_ > lower_bound_ &&
-                  params_.minimize_search == MinimizeSearch::kDescent;
-    for (const Part& p : parts_) beside = beside && !p.inst->needs_general;
-    SearchOutcome out = beside ? FitBesideDescent() : SearchOutcome::kLimit;
-    if (!beside) {
-      // With the relay probe, the search gets relay_after_nodes first, then
-      // the merged problem its turn, then the search goes on where it
-      // stopped.
-      if (params_.relay_probe) {
-        out = TryTarget(*capacity_, std::max<std::uint64_t>(params_.relay_after_nodes, 1), nullptr);
-        if (out == SearchOutcome::kLimit && !control_.stopped()) {
-          RelayProbe();
-          if (OwnBest() <= *capacity_)
-            out = SearchOutcome::kFound;
-        }
-      }
-      // Racing to minimise, a search stops fitting once another has fitted
-      // (slices of 2^16 nodes continue one search; it descends from there).
-      // Not with the general engine, which starts over at every probe.
-      bool sliced = follow_frontier_ && params_.goal == SolveGoal::kMinimize;
-      for (const Part& p : parts_) sliced = sliced && !p.inst->needs_general;
-      const std::uint64_t slice = sliced ? std::uint64_t{1} << 16 : UINT64_MAX;
-      while (out == SearchOutcome::kLimit && !control_.stopped() && Frontier(best) > *capacity_) {
-        const std::uint64_t before = control_.nodes();
-        out = TryTarget(*capacity_, slice, nullptr);
-        // One probe unless sliced; a probe that spent no node (a search that
-        // cannot go on, e.g. the general engine's dead end) will not change.
-        if (!sliced || control_.nodes() == before) break;
-      }
-    }
-    if (out == SearchOutcome::kExhausted) {
-      Infeasible("the search proved that no placement fits in " + std::to_string(*capacity_) +
-                     " bytes",
-                 {});
-      return Finish();
-    }
-    Publish();
-    if (out == SearchOutcome::kLimit && Frontier(best) > *capacity_) return Finish();
+  const SearchOutcome out = phases.fit_beside_descent ? FitBesideDescent() : FitAlone(phases, best);
+  if (out == SearchOutcome::kExhausted) {
+    Infeasible("the search proved that no placement fits in " + std::to_string(*capacity_) + " bytes", {});
+    return Finish();
   }
-  if (params_.goal == SolveGoal::kMinimize) {
-    if (params_.restriction_bound) PlanWindows();
-    Minimize();
+  Publish();
+  if (out == SearchOutcome::kLimit && Frontier(best) > *capacity_) return Finish();
+  return std::nullopt;
+}
+
+// The fit question at the capacity alone. With the relay probe, the search
+// gets relay_after_nodes first, then the merged problem its turn, then the
+// search goes on where it stopped. Sliced (racing to minimise), it probes
+// 2^16 nodes at a time and stops once another search's plan fits.
+SearchOutcome Solve::FitAlone(const Phases& phases, std::uint64_t best) {
+  SearchOutcome out = SearchOutcome::kLimit;
+  if (phases.relay_in_fit) {
+    out = TryTarget(*capacity_, std::max<std::uint64_t>(params_.tuning.relay_after_nodes, 1), nullptr);
+    if (out == SearchOutcome::kLimit && !control_.stopped()) {
+      RelayProbe();
+      if (OwnBest() <= *capacity_) out = SearchOutcome::kFound;
+    }
   }
-  return Finish();
+  const std::uint64_t slice = phases.sliced_fit ? std::uint64_t{1} << 16 : UINT64_MAX;
+  while (out == SearchOutcome::kLimit && !control_.stopped() && Frontier(best) > *capacity_) {
+    const std::uint64_t before = control_.nodes();
+    out = TryTarget(*capacity_, slice, nullptr);
+    // One probe unless sliced; a probe that spent no node (a search that
+    // cannot go on, e.g. the general engine's dead end) will not change.
+    if (!phases.sliced_fit || control_.nodes() == before) break;
+  }
+  return out;
 }
 
 Result<SolveResult> Solve::Finish() {
@@ -1015,10 +1073,11 @@ Result<SolveResult> Solve::Finish() {
 // The default portfolio, then weighted restarts from its best plan
 // (SolverParams::weighted_share).
 Result<SolveResult> SolveInTurn(const Problem& problem, const SolverParams& params,
-                                std::optional<std::uint64_t> capacity) {
+                                std::optional<std::uint64_t> capacity,
+                                std::span<const std::size_t> caller_index) {
   const auto start = std::chrono::steady_clock::now();
   SolverParams first = params;
-  first.time_limit_seconds = params.time_limit_seconds * (1 - params.weighted_share);
+  first.time_limit_seconds = params.time_limit_seconds * (1 - params.tuning.weighted_share);
   // Whether the caller's hook stopped the first search (asked no more often
   // than without the turn).
   bool stopped = false;
@@ -1029,6 +1088,7 @@ Result<SolveResult> SolveInTurn(const Problem& problem, const SolverParams& para
     };
   auto first_solve = std::make_unique<Solve>(problem, first, capacity);
   first_solve->ShowLimit(params.time_limit_seconds);
+  first_solve->SetCallerIndex(caller_index);
   Result<SolveResult> r = first_solve->Run();
   first_solve.reset();
   if (!r.ok()) return r;
@@ -1036,7 +1096,7 @@ Result<SolveResult> SolveInTurn(const Problem& problem, const SolverParams& para
   const bool out_of_nodes = params.node_limit != 0 && a.nodes >= params.node_limit;
   if (a.status != SolveStatus::kFeasible || stopped || out_of_nodes) return r;
   SolverParams second = params;
-  second.portfolio = WeightedRestartsPortfolio();
+  second.tuning.portfolio = WeightedRestartsPortfolio();
   const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   second.time_limit_seconds = std::max(params.time_limit_seconds - spent, 0.0);
   if (params.node_limit != 0) second.node_limit = params.node_limit - a.nodes;
@@ -1045,6 +1105,7 @@ Result<SolveResult> SolveInTurn(const Problem& problem, const SolverParams& para
   if (second.time_limit_seconds <= 0) return r;
   auto second_solve = std::make_unique<Solve>(problem, second, capacity);
   second_solve->ShowLimit(params.time_limit_seconds);
+  second_solve->SetCallerIndex(caller_index);
   Result<SolveResult> r2 = second_solve->Run();
   second_solve.reset();
   if (!r2.ok()) return r2;
@@ -1073,74 +1134,76 @@ Result<SolveResult> SolveInTurn(const Problem& problem, const SolverParams& para
   return out;
 }
 
-}  // namespace
+// The problem in the canonical order: one search, a race, or the
+// portfolio and weighted restarts in turn.
+Result<SolveResult> SolveCanonical(const Problem& problem, const SolverParams& params,
+                                   std::optional<std::uint64_t> capacity,
+                                   std::span<const std::size_t> caller_index) {
+  const unsigned threads =
+      params.threads == 0 ? std::clamp(std::thread::hardware_concurrency(), 1u, kMaxSolverThreads)
+                          : params.threads;
+  // A race needs a search: time_limit 0 runs the heuristics alone.
+  if (threads > 1 && params.time_limit_seconds > 0)
+    return solver::SolveRace(problem, params, threads, caller_index);
+  const bool in_turn = params.goal == SolveGoal::kMinimize && params.tuning.weighted_share > 0 &&
+                       std::isfinite(params.time_limit_seconds) && params.time_limit_seconds > 0 &&
+                       params.tuning.portfolio == DefaultPortfolio();
+  if (in_turn) return SolveInTurn(problem, params, capacity, caller_index);
+  // On the heap: the state is large, and SolveOffsets nests (IIS tests).
+  auto solve = std::make_unique<Solve>(problem, params, capacity);
+  solve->SetCallerIndex(caller_index);
+  return solve->Run();
+}
 
-Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& params) {
+Status CheckParams(const SolverParams& params) {
   TM_RETURN_IF_ERROR(ValidateAlignment(params.alignment, "SolverParams::alignment"));
   if (std::isnan(params.time_limit_seconds) || params.time_limit_seconds < 0)
     return InvalidArgument("time limit must be >= 0 seconds (+infinity for none)");
   if (std::isnan(params.iis_time_limit_seconds) || params.iis_time_limit_seconds < 0)
     return InvalidArgument("IIS time limit must be >= 0 seconds");
-  if (params.search_memory_bytes == 0)
-    return InvalidArgument("SolverParams::search_memory_bytes must be > 0");
-  if (params.minimize_search != MinimizeSearch::kDescent &&
-      params.minimize_search != MinimizeSearch::kBisection)
-    return InvalidArgument("unknown minimize_search");
-  if (params.restriction_bound && params.restriction_node_budget == 0)
-    return InvalidArgument("restriction_node_budget must be > 0 (or restriction_bound off)");
-  if (params.deep_probe && params.deep_probe_divisor == 0)
-    return InvalidArgument("deep_probe_divisor must be > 0 (or deep_probe off)");
-  if (params.deep_probe && params.deep_probe_weight == 0)
-    return InvalidArgument("deep_probe_weight must be > 0 (or deep_probe off)");
-  if (params.fit_descent && params.fit_descent_nodes == 0)
-    return InvalidArgument("fit_descent_nodes must be > 0 (or fit_descent off)");
-  if (params.fit_descent && !(params.fit_descent_share > 0 && params.fit_descent_share < 1))
-    return InvalidArgument("fit_descent_share must be in (0, 1) (or fit_descent off)");
-  if (params.relay_probe && !(params.relay_share > 0 && params.relay_share <= 1))
-    return InvalidArgument("relay_share must be in (0, 1] (or relay_probe off)");
-  if (params.relay_probe && params.relay_node_budget == 0)
-    return InvalidArgument("relay_node_budget must be > 0 (or relay_probe off)");
-  if (params.relay_probe && params.relay_samples && params.relay_sample_nodes == 0)
-    return InvalidArgument("relay_sample_nodes must be > 0 (or relay_samples off)");
-  if (!(params.restart_weight_decay >= 0 && params.restart_weight_decay <= 1))
-    return InvalidArgument("restart_weight_decay must be in [0, 1], got " +
-                           std::to_string(params.restart_weight_decay));
-  if (!(params.weighted_share >= 0 && params.weighted_share < 1))
-    return InvalidArgument("weighted_share must be in [0, 1), got " +
-                           std::to_string(params.weighted_share));
-  if (!(params.weighted_run_scale > 0 && params.weighted_run_scale <= 16))
-    return InvalidArgument("weighted_run_scale must be in (0, 16], got " +
-                           std::to_string(params.weighted_run_scale));
-  TM_RETURN_IF_ERROR(CheckProblem(problem));
-  const std::optional<std::uint64_t> capacity = params.capacity ? params.capacity : problem.capacity;
-  if (params.goal == SolveGoal::kFit && !capacity)
-    return InvalidArgument("the fit goal needs a capacity (SolverParams::capacity or Problem::capacity)");
   if (params.threads > kMaxSolverThreads)
     return InvalidArgument("threads must be at most " + std::to_string(kMaxSolverThreads) +
                            " (SolverParams::threads; 0: one per hardware thread), got " +
                            std::to_string(params.threads));
-  const unsigned threads =
-      params.threads == 0 ? std::clamp(std::thread::hardware_concurrency(), 1u, kMaxSolverThreads)
-                          : params.threads;
-  // A race needs a search: time_limit 0 runs the heuristics alone.
-  if (threads > 1 && params.time_limit_seconds > 0) return solver::SolveRace(problem, params, threads);
-  const bool in_turn = params.goal == SolveGoal::kMinimize && params.weighted_share > 0 &&
-                       std::isfinite(params.time_limit_seconds) && params.time_limit_seconds > 0 &&
-                       params.portfolio == DefaultPortfolio();
-  if (!in_turn) {
-    // On the heap: the state is large, and SolveOffsets nests (IIS tests).
-    auto solve = std::make_unique<Solve>(problem, params, capacity);
-    return solve->Run();
-  }
-  return SolveInTurn(problem, params, capacity);
+  return CheckTuning(params.tuning);
 }
 
+}  // namespace
 
+// The search runs on the buffers in the canonical order (canonical_order.h),
+// so that neither the rows' order nor the ids change the answer; the start
+// plan goes in, and the plan and the infeasible subset come out, mapped.
+Result<SolveResult> SolveOffsets(const Problem& problem, const SolverParams& params) {
+  TM_RETURN_IF_ERROR(CheckParams(params));
+  TM_RETURN_IF_ERROR(CheckProblem(problem));
+  const std::optional<std::uint64_t> capacity = params.capacity ? params.capacity : problem.capacity;
+  if (params.goal == SolveGoal::kFit && !capacity)
+    return InvalidArgument("the fit goal needs a capacity (SolverParams::capacity or Problem::capacity)");
+  const std::vector<std::size_t> order = solver::CanonicalBufferOrder(problem);
+  bool identity = true;
+  for (std::size_t i = 0; i < order.size() && identity; ++i) identity = order[i] == i;
+  if (identity) return SolveCanonical(problem, params, capacity, {});
+  const Problem canonical = solver::Reordered(problem, order);
+  SolverParams p = params;
+  OffsetsPlan start;
+  if (params.initial_plan && params.initial_plan->offsets.size() == order.size()) {
+    start = *params.initial_plan;
+    for (std::size_t i = 0; i < order.size(); ++i) start.offsets[i] = params.initial_plan->offsets[order[i]];
+    p.initial_plan = &start;
+  }
+  TM_ASSIGN_OR_RETURN(SolveResult r, SolveCanonical(canonical, p, capacity, order));
+  if (r.has_plan) r.plan.offsets = solver::OffsetsInProblemOrder(order, r.plan.offsets);
+  for (std::size_t& i : r.infeasible_subset) i = order[i];
+  std::sort(r.infeasible_subset.begin(), r.infeasible_subset.end());
+  return r;
+}
 
 Result<SolveResult> solver::SolveRaceMember(const Problem& problem, const SolverParams& params,
-                                            RaceShared* race, bool follow_frontier) {
+                                            RaceShared* race, bool follow_frontier,
+                                            std::span<const std::size_t> caller_index) {
   const std::optional<std::uint64_t> capacity = params.capacity ? params.capacity : problem.capacity;
   auto solve = std::make_unique<Solve>(problem, params, capacity, race, follow_frontier);
+  solve->SetCallerIndex(caller_index);
   return solve->Run();
 }
 

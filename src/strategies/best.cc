@@ -31,16 +31,16 @@ Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params
     // budget over many heights and restarts (shufflenet_v2 then stays 16
     // bytes above its bound); the whole budget in one probe tries too few
     // heights on the MiniMalloc instances (C, D, G, K 3-8 % worse).
-    sp.probe_node_budget = std::max<std::uint64_t>(params.polish_nodes / 2, 1);
+    sp.tuning.probe_node_budget = std::max<std::uint64_t>(params.polish_nodes / 2, 1);
     // The budget above was tuned without the solver's probe at the bound
     // (7 slices of at least 1,024 nodes): kept so.
-    sp.bound_probe = false;
+    sp.tuning.bound_probe = false;
     sp.time_limit_seconds = std::min(params.polish_seconds, deadline.ForNested());
     sp.should_stop = params.should_stop;
-    sp.heuristic_incumbent = false;  // start from this plan (the solver's would be the same)
+    sp.tuning.heuristic_incumbent = false;  // start from this plan (the solver's would be the same)
     // The polish is for the plan: every node goes to the descent, none to
     // the restriction bound's windows (a lower bound only).
-    sp.restriction_bound = false;
+    sp.tuning.restriction_bound = false;
     sp.initial_plan = &best;
     Problem unbounded = problem;
     unbounded.capacity.reset();

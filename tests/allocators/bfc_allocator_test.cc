@@ -231,6 +231,34 @@ TEST(Bfc, LargeAlignmentsLeaveTheFrontPaddingFree) {
   EXPECT_EQ(a.GetStats().largest_free_block, 2 * MiB);
 }
 
+// The virtual backend aligns addresses (its reservation is only
+// page-aligned): every allocation alignment up to kMaxAllocationAlignment
+// (2 MiB) works on a fresh compact BFC, and the backend alone.
+TEST(Bfc, CompactOverVirtualMemoryTakesAlignmentsUpTo2MiB) {
+  for (std::uint64_t align = 8 * KiB; align <= kMaxAllocationAlignment; align *= 2) {
+    VirtualMemoryBackend vm;
+    BfcAllocator a(vm, CompactBfcParams());
+    void* small = Alloc(a, 100, 64);
+    void* p = Alloc(a, 1000, align);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % align, 0u) << align;
+    ASSERT_TRUE(a.Deallocate(p).ok());
+    ASSERT_TRUE(a.Deallocate(small).ok());
+
+    VirtualMemoryBackend raw;
+    Result<void*> one = raw.Reserve(100, 64);
+    Result<void*> region = raw.Reserve(5000, align);
+    ASSERT_TRUE(one.ok() && region.ok()) << region.status().ToString();
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(*region) % align, 0u) << align;
+    ASSERT_TRUE(raw.Release(*region, 5000).ok());
+    ASSERT_TRUE(raw.Release(*one, 100).ok());
+  }
+  VirtualMemoryBackend vm;
+  Result<void*> too_much = vm.Reserve(100, 2 * kMaxAllocationAlignment);
+  ASSERT_FALSE(too_much.ok());
+  EXPECT_EQ(too_much.status().message(),
+            "virtual backend: alignment 4194304 is not a power of two between 1 and 2097152");
+}
+
 TEST(Bfc, CoalescedRegionsOverVirtualMemoryStayOneRegion) {
   VirtualMemoryBackend vm(std::uint64_t{1} << 32);
   BfcAllocator a(vm, CompactBfcParams());

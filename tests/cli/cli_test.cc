@@ -7,6 +7,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +16,7 @@
 #include "harness/generators.h"
 #include "tensormem/io.h"
 #include "tensormem/planning.h"
+#include "tensormem/solver_tuning.h"
 #include "tensormem/validator.h"
 #include "test_util.h"
 
@@ -175,16 +177,21 @@ TEST_F(CliTest, SolveWithThreads) {
   EXPECT_TRUE(j["heuristic"].is_null()) << r.out;
 }
 
-// solve --no-fit-descent: the fit question with slack searches at the
-// capacity alone (SolverParams::fit_descent, echoed in the JSON); the answer
-// is the same question's.
+// solve --tuning fit_descent=false: the fit question with slack searches at
+// the capacity alone (SolverTuning::fit_descent, echoed in the JSON's
+// "tuning" with the other knobs off their defaults); the answer is the same
+// question's.
 TEST_F(CliTest, SolveWithoutTheFitDescent) {
   const std::string in = Write("five.csv", kFive);
   for (const bool off : {false, true}) {
-    CliRun r = Cli("solve " + in + " --capacity 14 --json --time-limit 5" + (off ? " --no-fit-descent" : ""));
+    CliRun r =
+        Cli("solve " + in + " --capacity 14 --json --time-limit 5" + (off ? " --tuning fit_descent=false" : ""));
     ASSERT_EQ(r.code, 0) << r.out;
     const auto j = nlohmann::json::parse(r.out);
-    EXPECT_EQ(j["fit_descent"], !off) << r.out;
+    EXPECT_EQ(j["tuning"].contains("fit_descent"), off) << r.out;
+    if (off) {
+      EXPECT_EQ(j["tuning"]["fit_descent"], "false") << r.out;
+    }
     EXPECT_EQ(j["goal"], "fit");
     EXPECT_LE(j["height"].get<std::uint64_t>(), 14u);
     if (off) {
@@ -193,18 +200,44 @@ TEST_F(CliTest, SolveWithoutTheFitDescent) {
   }
 }
 
-// solve --weighted-restarts: the weighted restarting search alone
+// solve --tuning: every key of the table is in --help with its default;
+// an unknown key, a bad value, a value out of range or no '=' is exit 2 with
+// a message naming it, before the input is read; a later assignment wins.
+TEST_F(CliTest, SolveTuningKeysAndErrors) {
+  const CliRun help = Cli("solve --help");
+  ASSERT_EQ(help.code, 0) << help.out;
+  for (const TuningKey& k : TuningKeys())
+    EXPECT_NE(help.out.find("  " + std::string(k.name) + "="), std::string::npos) << k.name;
+  EXPECT_EQ(help.out.find("SolverParams"), std::string::npos) << help.out;
+  EXPECT_EQ(help.out.find("MiniMalloc J"), std::string::npos) << help.out;
+  const std::string in = Write("five.csv", kFive);
+  const std::pair<const char*, const char*> bad[] = {
+      {"no_such_key=1", "no_such_key"},          {"fit_descent=maybe", "fit_descent"},
+      {"fit_descent_share=2", "fit_descent_share"}, {"probe_node_budget=-1", "probe_node_budget"},
+      {"portfolio=other", "portfolio"},          {"decompose", "decompose"}};
+  for (const auto& [arg, named] : bad) {
+    const CliRun r = Cli("solve missing-input.csv --tuning " + std::string(arg));
+    EXPECT_EQ(r.code, 2) << arg << ": " << r.out;
+    EXPECT_NE(r.out.find(named), std::string::npos) << arg << ": " << r.out;
+    EXPECT_EQ(r.out.find("missing-input"), std::string::npos) << arg << ": " << r.out;
+  }
+  const CliRun r = Cli("solve " + in + " --json --tuning weighted_share=0.25 --tuning weighted_share=0");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["tuning"]["weighted_share"], "0") << r.out;
+}
+
+// solve --tuning portfolio=weighted: the weighted restarting search alone
 // (WeightedRestartsPortfolio, echoed in the JSON) is complete: the same
 // proven minimum as the portfolio's, and a proof that nothing fits below it.
 TEST_F(CliTest, SolveWithWeightedRestarts) {
   const std::string in = Write("five.csv", kFive);
   std::uint64_t heights[2] = {0, 0};
   for (const bool weighted : {false, true}) {
-    const std::string flag = weighted ? " --weighted-restarts" : "";
+    const std::string flag = weighted ? " --tuning portfolio=weighted" : "";
     CliRun r = Cli("solve " + in + " --json --time-limit 5" + flag);
     ASSERT_EQ(r.code, 0) << r.out;
     auto j = nlohmann::json::parse(r.out);
-    EXPECT_EQ(j["weighted_restarts"], weighted) << r.out;
+    EXPECT_EQ(j["tuning"].value("portfolio", "default"), weighted ? "weighted" : "default") << r.out;
     EXPECT_EQ(j["weighted_turn"], false) << r.out;  // proven at once: no turn
     EXPECT_EQ(j["status"], "optimal") << r.out;
     heights[weighted] = j["height"].get<std::uint64_t>();

@@ -122,6 +122,9 @@ TEST_F(Hostile, ReplayBfcParametersAreValidatedBeforeAnyPass) {
       {"-a bfc --bfc-coalesce-regions", 2, "--bfc-coalesce-regions needs virtual memory"},
       {"-a bfc --bfc-coalesce-regions --bfc-backend virtual --no-isolate -r 1", 0, "bfc"},
       {"-a bfc_compact --bfc-coalesce-regions --no-isolate -r 1", 0, "bfc_compact"},
+      // Alignments above a page, up to 2 MiB, over the virtual backend.
+      {"-a bfc_compact --align 8192 --no-isolate -r 1", 0, "bfc_compact"},
+      {"-a bfc_compact --align 2097152 --no-isolate -r 1", 0, "bfc_compact"},
       // A vmm limit below a granule is known only once the device is:
       // refused then, as a bad parameter (exit 2) in a forked pass too (it
       // came back as out of memory, exit 1, with the allocator named twice).
@@ -155,6 +158,15 @@ TEST_F(Hostile, AnOutputThatIsTheInputIsRefused) {
     EXPECT_NE(r.out.find("refusing to overwrite"), std::string::npos) << r.out;
     EXPECT_EQ(testing::ReadFile(in), kFive) << args;
   }
+  // Two outputs on one path: one would overwrite the other. Refused before
+  // any work (nothing printed, nothing written).
+  for (const std::string args : {"--out x.csv --html x.csv", "--out x.csv --svg ./x.csv", "--svg x.svg --html x.svg"}) {
+    Outcome r = Cli("plan five.csv " + args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("give each output its own file"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("lower bound"), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(dir_ / "x.csv") || fs::exists(dir_ / "x.svg")) << args;
+  }
   fs::create_symlink(in, dir_ / "link.csv");
   EXPECT_EQ(Cli("plan link.csv --out five.csv").code, 2);
   EXPECT_EQ(testing::ReadFile(in), kFive);
@@ -168,8 +180,19 @@ TEST_F(Hostile, AnOutputThatIsTheInputIsRefused) {
   }
   EXPECT_EQ(files, 4);
   EXPECT_TRUE(ReadProblemCsv(*std::make_unique<std::ifstream>(dir_ / "plan.csv"), "plan.csv").ok());
-  // A directory that does not exist: an error, no file.
-  EXPECT_EQ(Cli("plan five.csv --out nowhere/plan.csv").code, 2);
+  // A directory that does not exist, a parent that is a file, a folder
+  // that may not be written: an output that could not be written (exit 1,
+  // no bad input), no file.
+  for (const std::string out : {"nowhere/plan.csv", "five.csv/plan.csv"}) {
+    Outcome r = Cli("plan five.csv --out " + out);
+    EXPECT_EQ(r.code, 1) << out << "\n" << r.out;
+    EXPECT_NE(r.out.find("cannot open for writing"), std::string::npos) << r.out;
+  }
+  if (::geteuid() != 0) {  // (root writes anywhere)
+    fs::create_directory(dir_ / "locked");
+    fs::permissions(dir_ / "locked", fs::perms::owner_read | fs::perms::owner_exec);
+    EXPECT_EQ(Cli("plan five.csv --out locked/plan.csv").code, 1);
+  }
 }
 
 // Item 7 and 12: stdout that cannot be written is an error; '-' is stdout.
@@ -185,6 +208,20 @@ TEST_F(Hostile, LostStandardOutputIsAnErrorAndDashIsStdout) {
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_FALSE(fs::exists(dir_ / "-"));
   EXPECT_NE(r.out.find("id,lower,upper,size,offset"), std::string::npos) << r.out;
+}
+
+// An argument of 100 KB is not echoed whole: errors cut long words, from
+// the argument parser and from the commands alike.
+TEST_F(Hostile, ErrorsCutLongArguments) {
+  Write("five.csv", kFive);
+  const std::string huge(100000, 'z');
+  for (const std::string& args : {"plan five.csv -s " + huge, "plan five.csv --align " + huge, "plan " + huge,
+                                   "replay " + huge}) {
+    const Outcome r = Cli(args);
+    EXPECT_EQ(r.code, 2) << r.out.substr(0, 400);
+    EXPECT_LT(r.out.size(), 2000u) << r.out.substr(0, 400);
+  }
+  EXPECT_NE(Cli("plan five.csv -s " + huge).out.find("...(99762 bytes cut)..."), std::string::npos);
 }
 
 // Item 3: bytes that are not UTF-8 in ids and paths under --json.

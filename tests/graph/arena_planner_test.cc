@@ -67,6 +67,13 @@ TEST(PlanGraph, InPlaceChainIsOneBufferWithTheStrictestAlignment) {
   EXPECT_EQ(plan->placements[3].offset, plan->placements[1].offset);
   EXPECT_EQ(plan->scratch.buffers[static_cast<std::size_t>(plan->placements[1].buffer)].alignment, 512u);
   EXPECT_EQ(plan->placements[1].offset % 512, 0u);
+  // The naive total is the naive strategy's arena: the chain counted once.
+  GraphPlanParams naive;
+  naive.strategy = OffsetsStrategy::kNaive;
+  Result<GraphPlan> naive_plan = PlanGraph(g, naive);
+  ASSERT_TRUE(naive_plan.ok());
+  EXPECT_EQ(plan->naive_scratch_bytes, naive_plan->scratch_bytes());
+  EXPECT_EQ(plan->naive_scratch_bytes, 640u + 96);  // tensor 0 at 0, the chain at 512, tensor 4 at 640
 }
 
 TEST(PlanGraph, EveryStrategyOnRandomGraphs) {

@@ -1,4 +1,7 @@
+#include <istream>
 #include <sstream>
+#include <streambuf>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -54,6 +57,52 @@ TEST(Json, ErrorsNameBufferAndField) {
             std::string::npos);
   EXPECT_NE(err(std::string(100, '[') + std::string(100, ']')).find("buffer 0 is not an object"),
             std::string::npos);
+}
+
+// `head` then the byte `fill` without end: what a reader holding a whole
+// string could never finish.
+class Endless final : public std::streambuf {
+ public:
+  Endless(std::string head, char fill) : head_(std::move(head)), fill_(4096, fill) {
+    setg(head_.data(), head_.data(), head_.data() + head_.size());
+  }
+
+ protected:
+  int_type underflow() override {
+    setg(fill_.data(), fill_.data(), fill_.data() + fill_.size());
+    return traits_type::to_int_type(fill_[0]);
+  }
+
+ private:
+  std::string head_, fill_;
+};
+
+// Memory stays bounded by what a problem can hold: a string (under any
+// key) or a run of values beyond the limits is refused as it is read.
+TEST(Json, LimitsAreCheckedWhileReading) {
+  Endless string_bytes(R"({"junk": ")", '0');
+  std::istream endless_string(&string_bytes);
+  Result<Problem> r = ReadProblemJson(endless_string, "t.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "t.json: byte 9: a string longer than 1048576 bytes (the longest JSON token)");
+
+  Endless digits(R"({"junk": [)", '1');  // a number without end
+  std::istream endless_number(&digits);
+  r = ReadProblemJson(endless_number, "t.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "t.json: byte 10: a value longer than 1048576 bytes (the longest JSON token)");
+
+  std::string many = R"({"junk": [)";
+  for (int i = 0; i < (1 << 20) + 1; ++i) many += "0,";
+  many += "0]}";
+  r = Read(many);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "t.json: more than 1048576 values outside the buffers");
+
+  r = Read(R"({"buffers": [{"id": "a\u0000b", "lower": 0, "upper": 1, "size": 1}]})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("buffer 0: field 'id': holds a NUL character"), std::string::npos)
+      << r.status().message();
 }
 
 TEST(Json, WriteThenReadRoundTrips) {

@@ -83,6 +83,44 @@ TEST_F(WriteFileWholeTest, PermissionsFollowTheUmask) {
   EXPECT_EQ(info.st_mode & 0777, 0644u) << "not mkstemp's 0600";
 }
 
+// A replaced file keeps its mode, its owner and its hard links.
+TEST_F(WriteFileWholeTest, AReplacedFileKeepsItsModeOwnerAndLinks) {
+  auto write = [](const char* text) {
+    return [text](std::ostream& o) {
+      o << text;
+      return Status::Ok();
+    };
+  };
+  const fs::path secret = dir_ / "secret.csv";
+  { std::ofstream(secret) << "old\n"; }
+  ASSERT_EQ(::chmod(secret.c_str(), 0600), 0);
+  ASSERT_TRUE(WriteFileWhole(secret.string(), write("new\n")).ok());
+  struct stat info {};
+  ASSERT_EQ(::stat(secret.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 07777, 0600u);
+  EXPECT_EQ(Read(secret), "new\n");
+
+  const fs::path linked = dir_ / "linked.csv";
+  const fs::path other = dir_ / "other_name.csv";
+  { std::ofstream(linked) << "old\n"; }
+  fs::create_hard_link(linked, other);
+  ASSERT_TRUE(WriteFileWhole(linked.string(), write("new\n")).ok());
+  EXPECT_EQ(fs::hard_link_count(linked), 2u);
+  EXPECT_EQ(Read(other), "new\n");
+  EXPECT_EQ(Others(dir_ / "none"), 3) << "secret and both links; no temporary file";
+
+  // Another user's file (as root, the only one who may make it here):
+  // still theirs.
+  if (::geteuid() != 0) GTEST_SKIP() << "not root: cannot make another user's file";
+  ASSERT_EQ(::chown(secret.c_str(), 65534, 65534), 0);
+  ASSERT_TRUE(WriteFileWhole(secret.string(), write("newer\n")).ok());
+  ASSERT_EQ(::stat(secret.c_str(), &info), 0);
+  EXPECT_EQ(info.st_uid, 65534u);
+  EXPECT_EQ(info.st_gid, 65534u);
+  EXPECT_EQ(info.st_mode & 07777, 0600u);
+  EXPECT_EQ(Read(secret), "newer\n");
+}
+
 // A pipe (or a device) is written to, not replaced by a renamed file (as
 // root, `-o /dev/null` replaced /dev/null); a symbolic link keeps its target.
 TEST_F(WriteFileWholeTest, DevicesPipesAndLinksStayWhatTheyAre) {

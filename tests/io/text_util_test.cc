@@ -1,8 +1,10 @@
 // The CSV splitter every reader uses: fields are views into the line, or into
 // the unescaped text for quoted fields holding "", so they must come out as a
 // copying splitter would make them, and stay valid together.
+#include <istream>
 #include <random>
 #include <sstream>
+#include <streambuf>
 #include <string>
 #include <vector>
 
@@ -129,7 +131,85 @@ TEST(CsvLines, QuotedLineBreaksJoinLinesAndErrorsNameTheFirst) {
   EXPECT_EQ(fields, (std::vector<std::string_view>{"d", "\xef\xbb\xbf" "e"}));
   Result<bool> bad = lines.Next(&fields, 2);
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().message(), "t.csv:6: unterminated quoted field");
+  EXPECT_EQ(bad.status().message(),
+            "t.csv:6: unterminated quoted field: the quote opened on this line is never closed");
+}
+
+// An endless line of one byte: what a reader that held whole lines could
+// never finish (or would run out of memory on).
+class EndlessBytes final : public std::streambuf {
+ public:
+  explicit EndlessBytes(char c) : piece_(4096, c) { setg(piece_.data(), piece_.data(), piece_.data()); }
+
+ protected:
+  int_type underflow() override {
+    setg(piece_.data(), piece_.data(), piece_.data() + piece_.size());
+    return traits_type::to_int_type(piece_[0]);
+  }
+
+ private:
+  std::string piece_;
+};
+
+TEST(CsvLines, AnEndlessLineStopsAtTheRecordLimit) {
+  for (const char c : {'0', '\0'}) {
+    EndlessBytes bytes(c);
+    std::istream in(&bytes);
+    CsvLines lines(in, "t.csv");
+    std::vector<std::string_view> fields;
+    Result<bool> r = lines.Next(&fields);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().message(), c == '0' ? "t.csv:1: line longer than 1048576 bytes (the longest CSV record)"
+                                             : "t.csv:1: NUL byte: not a text (CSV) file");
+  }
+}
+
+TEST(CsvLines, AQuoteNeverClosedIsNamedWhereItOpened) {
+  // 200,000 lines after it: refused at the record limit (in linear time;
+  // each line's quotes are counted once), naming line 3.
+  std::string text = "h1,h2\na,b\n\"c,d\n";
+  for (int i = 0; i < 200000; ++i) {
+    text += 'e';
+    text += std::to_string(i);
+    text += ",f\n";
+  }
+  std::istringstream in(text);
+  CsvLines lines(in, "t.csv");
+  std::vector<std::string_view> fields;
+  ASSERT_TRUE(*lines.Next(&fields));
+  ASSERT_TRUE(*lines.Next(&fields, 2));
+  Result<bool> r = lines.Next(&fields, 2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "t.csv:3: a quoted field opened on this line is not closed within 1048576 bytes (the longest CSV record)");
+  // Within the limit: the end of the file names the line the last quote
+  // left open opened on (line 3 here: line 2's closed there, another opened).
+  std::istringstream short_in("h\n\"a\nb\" \"c\nd\ne\n");
+  CsvLines short_lines(short_in, "t.csv");
+  ASSERT_TRUE(*short_lines.Next(&fields));
+  r = short_lines.Next(&fields);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "t.csv:3: unterminated quoted field: the quote opened on this line is never closed");
+}
+
+}  // namespace
+}  // namespace tensormem::io
+
+namespace tensormem::io {
+namespace {
+
+// Whatever an id holds, the markup is well-formed UTF-8 of XML characters.
+TEST(MarkupEscape, BytesThatAreNoXmlCharacterBecomeTheReplacementCharacter) {
+  const std::string r = "\xef\xbf\xbd";
+  EXPECT_EQ(MarkupEscape("a<b>&\"\x01"), "a&lt;b&gt;&amp;&quot;?");
+  EXPECT_EQ(MarkupEscape("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+  EXPECT_EQ(MarkupEscape("\xff"), r);
+  EXPECT_EQ(MarkupEscape("\xef\xbf\xbe"), r + r + r);          // U+FFFE
+  EXPECT_EQ(MarkupEscape("\xed\xa0\x80"), r + r + r);          // a surrogate
+  EXPECT_EQ(MarkupEscape("\xc0\xaf"), r + r);                  // overlong '/'
+  EXPECT_EQ(MarkupEscape("\xf4\x90\x80\x80"), r + r + r + r);  // above U+10FFFF
+  EXPECT_EQ(MarkupEscape("a\xe2\x82"), "a" + r + r);           // cut short
 }
 
 }  // namespace

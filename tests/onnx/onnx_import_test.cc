@@ -1,6 +1,8 @@
 // The ONNX importer on small models built here: weights, data inputs,
 // shapes through inference and folding, user dimensions, in-place flags, and
 // every kind of bad input ending in a clear error (never a crash).
+#include <cstdlib>
+#include <functional>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -246,6 +248,22 @@ TEST(OnnxImport, RejectsMalformedGraphs) {
     EXPECT_NE(m.status().message().find("'branch'"), std::string::npos);
   }
   {
+    ModelBuilder b;  // an initializer of 2^29 floats declared over 16 bytes
+    b.Input("x", {4});
+    onnx::TensorProto* w = b.model().mutable_graph()->add_initializer();
+    w->set_name("huge");
+    w->set_data_type(onnx::TensorProto::FLOAT);
+    w->add_dims(std::int64_t{1} << 29);
+    w->set_raw_data(std::string(16, '\0'));
+    b.Node("Add", {"x", "huge"}, {"y"});
+    b.Output("y");
+    Result<OnnxModel> m = Import(b);
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find("tensor 'huge': holds 4 values for a shape of 536870912 elements"),
+              std::string::npos)
+        << m.status().message();
+  }
+  {
     ModelBuilder b;  // no default-domain opset
     b.model().mutable_opset_import(0)->set_domain("com.other");
     b.Input("x", {2});
@@ -312,6 +330,82 @@ TEST(OnnxImport, TruncatedAndCorruptedFilesNeverCrash) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace tensormem
+
+namespace tensormem {
+namespace {
+
+// ONNX's STFT inference reads frame_step, frame_length and the window's
+// shape as the schema promises them; each malformed variant (wrong type,
+// wrong rank, no data) must be refused or imported, never crash.
+TEST(OnnxImport, StftWithMalformedInputsNeverCrashes) {
+  struct Variant {
+    std::string name;
+    std::function<void(ModelBuilder&, std::vector<std::string>&)> add;
+  };
+  auto scalar = [](ModelBuilder& b, const std::string& name, std::vector<std::int64_t> dims,
+                   std::vector<std::int64_t> values, int dtype) { b.Initializer(name, dims, values, dtype); };
+  const std::vector<Variant> variants = {
+      {"int64 step", [&](ModelBuilder& b, auto& in) { scalar(b, "step", {}, {4}, onnx::TensorProto::INT64); in = {"signal", "step"}; }},
+      {"int32 step", [&](ModelBuilder& b, auto& in) { scalar(b, "step", {}, {4}, onnx::TensorProto::INT32); in = {"signal", "step"}; }},
+      {"float step", [&](ModelBuilder& b, auto& in) {
+         onnx::TensorProto* t = b.model().mutable_graph()->add_initializer();
+         t->set_name("step"); t->set_data_type(onnx::TensorProto::FLOAT); t->add_float_data(4.0f);
+         in = {"signal", "step"}; }},
+      {"empty step", [&](ModelBuilder& b, auto& in) { scalar(b, "step", {0}, {}, onnx::TensorProto::INT64); in = {"signal", "step"}; }},
+      {"step without data", [&](ModelBuilder& b, auto& in) {
+         onnx::TensorProto* t = b.model().mutable_graph()->add_initializer();
+         t->set_name("step"); t->set_data_type(onnx::TensorProto::INT64);
+         in = {"signal", "step"}; }},
+      {"two steps", [&](ModelBuilder& b, auto& in) { scalar(b, "step", {2}, {4, 4}, onnx::TensorProto::INT64); in = {"signal", "step"}; }},
+      {"window", [&](ModelBuilder& b, auto& in) { scalar(b, "step", {}, {4}, onnx::TensorProto::INT64); b.Input("w", {8}); in = {"signal", "step", "w"}; }},
+      {"window rank 2", [&](ModelBuilder& b, auto& in) { scalar(b, "step", {}, {4}, onnx::TensorProto::INT64); b.Input("w", {8, 2}); in = {"signal", "step", "w"}; }},
+      {"window rank 0", [&](ModelBuilder& b, auto& in) { scalar(b, "step", {}, {4}, onnx::TensorProto::INT64); b.Input("w", {}); in = {"signal", "step", "w"}; }},
+      {"window unknown", [&](ModelBuilder& b, auto& in) {
+         scalar(b, "step", {}, {4}, onnx::TensorProto::INT64);
+         onnx::ValueInfoProto* vi = b.model().mutable_graph()->add_input(); vi->set_name("w");
+         vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+         in = {"signal", "step", "w"}; }},
+      {"empty window name", [&](ModelBuilder& b, auto& in) { scalar(b, "step", {}, {4}, onnx::TensorProto::INT64); in = {"signal", "step", ""}; }},
+      {"float length", [&](ModelBuilder& b, auto& in) {
+         scalar(b, "step", {}, {4}, onnx::TensorProto::INT64);
+         onnx::TensorProto* t = b.model().mutable_graph()->add_initializer();
+         t->set_name("len"); t->set_data_type(onnx::TensorProto::FLOAT); t->add_float_data(8.0f);
+         in = {"signal", "step", "", "len"}; }},
+      {"empty length", [&](ModelBuilder& b, auto& in) { scalar(b, "step", {}, {4}, onnx::TensorProto::INT64); scalar(b, "len", {0}, {}, onnx::TensorProto::INT64); in = {"signal", "step", "", "len"}; }},
+  };
+  for (const std::vector<std::int64_t>& signal : std::vector<std::vector<std::int64_t>>{{1, 16, 1}, {1, 16}, {16}, {1, 16, 3}}) {
+    for (const Variant& v : variants) {
+      ModelBuilder b(17);
+      b.Input("signal", signal);
+      std::vector<std::string> inputs;
+      v.add(b, inputs);
+      b.Node("STFT", inputs, {"y"}, "stft");
+      b.Output("y");
+      const std::string bytes = b.Bytes();
+      EXPECT_EXIT(
+          {
+            Result<OnnxModel> m = ImportOnnxBytes(bytes, "stft.onnx");
+            std::exit(m.ok() || m.status().code() == StatusCode::kInvalidArgument ? 0 : 1);
+          },
+          ::testing::ExitedWithCode(0), "")
+          << v.name << ", signal rank " << signal.size();
+    }
+  }
+  // The rank-1 signal that crashed ONNX's inference is refused.
+  ModelBuilder b(17);
+  b.Input("signal", {16});
+  b.Initializer("step", {}, {4});
+  b.Node("STFT", {"signal", "step"}, {"y"}, "stft");
+  b.Output("y");
+  Result<OnnxModel> m = Import(b);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument) << m.status().message();
+  EXPECT_NE(m.status().message().find("'stft' (STFT): output 'y': shape unknown"), std::string::npos)
+      << m.status().message();
 }
 
 }  // namespace

@@ -459,7 +459,7 @@ TEST(TimeSweep, TheSolverAnswersWithIt) {
   ASSERT_TRUE(with.ok());
   EXPECT_EQ(with->status, SolveStatus::kOptimal);
   EXPECT_TRUE(ValidateOffsetsPlan(p, with->plan).ok());
-  params.time_sweep = false;
+  params.tuning.time_sweep = false;
   Result<SolveResult> without = SolveOffsets(p, params);
   ASSERT_TRUE(without.ok());
   EXPECT_NE(without->status, SolveStatus::kOptimal);

@@ -20,8 +20,28 @@
 
 namespace tensormem::cli {
 
+std::string CutLongWords(std::string_view message) {
+  constexpr std::size_t kLongest = 256, kHead = 160, kTail = 80;
+  std::string out;
+  std::size_t i = 0;
+  while (i < message.size()) {
+    const std::size_t space = std::min(message.find(' ', i), message.size());
+    const std::string_view word = message.substr(i, space - i);
+    if (word.size() <= kLongest) {
+      out += word;
+    } else {
+      out += word.substr(0, kHead);
+      out += "...(" + std::to_string(word.size() - kHead - kTail) + " bytes cut)...";
+      out += word.substr(word.size() - kTail);
+    }
+    if (space < message.size()) out += ' ';
+    i = space + 1;
+  }
+  return out;
+}
+
 int ReportError(const Status& status) {
-  std::cerr << "tensormem: error: " << status.message() << '\n';
+  std::cerr << "tensormem: error: " << CutLongWords(status.message()) << '\n';
   switch (status.code()) {
     case StatusCode::kInvalidArgument:
     case StatusCode::kOutOfRange:
@@ -93,7 +113,12 @@ Status WriteOutput(const std::string& path, const std::vector<std::string>& inpu
     return FlushStdout();
   }
   TM_RETURN_IF_ERROR(CheckNotAnInput(path, inputs));
-  return WriteFileWhole(path, write);
+  Status st = WriteFileWhole(path, write);
+  // The system refused the file (permission, a missing folder, a parent
+  // that is a file): no bad input but an output that could not be written
+  // (exit 1). A directory given as the output stays a bad argument (2).
+  if (st.code() == StatusCode::kNotFound) return FailedPrecondition(st.message());
+  return st;
 }
 
 Status CheckNotAnInput(const std::string& path, const std::vector<std::string>& inputs) {
@@ -104,6 +129,28 @@ Status CheckNotAnInput(const std::string& path, const std::vector<std::string>& 
     if (in != "-" && fs::equivalent(fs::path(path), fs::path(in), ec) && !ec)
       return InvalidArgument(path + ": is the input " + in + "; refusing to overwrite it");
   }
+  return Status::Ok();
+}
+
+Status CheckDistinctOutputs(const std::vector<std::pair<std::string_view, std::string>>& outputs) {
+  namespace fs = std::filesystem;
+  auto same = [](const std::string& a, const std::string& b) {
+    if (a == b) return true;
+    std::error_code ec_a, ec_b;
+    // (Not yet existing: the same path written two ways, "x" and "./x".)
+    const fs::path pa = fs::weakly_canonical(fs::absolute(a, ec_a), ec_a);
+    const fs::path pb = fs::weakly_canonical(fs::absolute(b, ec_b), ec_b);
+    return !ec_a && !ec_b && pa == pb;
+  };
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    for (std::size_t j = i + 1; j < outputs.size(); ++j) {
+      const auto& [name_a, a] = outputs[i];
+      const auto& [name_b, b] = outputs[j];
+      if (a.empty() || b.empty() || !same(a, b)) continue;
+      if (a == "-" && b == "-") continue;  // standard output takes both, one after the other
+      return InvalidArgument(std::string(name_a) + " and " + std::string(name_b) + " both name " + a +
+                             ": give each output its own file");
+    }
   return Status::Ok();
 }
 

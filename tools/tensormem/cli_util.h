@@ -5,6 +5,8 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -40,6 +42,11 @@ class Table {
 
 std::string FormatDouble(double v, int decimals);
 
+// `message` with every word (a run without spaces) longer than 256 bytes cut
+// to its start and end around "...(N bytes cut)...": an argument of
+// megabytes is not echoed whole in an error.
+std::string CutLongWords(std::string_view message);
+
 // JSON text for the console: bytes that are not UTF-8 (ids, paths) become
 // U+FFFD instead of an exception.
 std::string DumpJson(const nlohmann::json& j, int indent = -1);
@@ -47,13 +54,19 @@ std::string DumpJson(const nlohmann::json& j, int indent = -1);
 // Writes an output file: "-" (or /dev/stdout) is standard output; otherwise
 // WriteFileWhole (io.h: whole or not at all, so a failed run never leaves
 // half a file). Refuses (InvalidArgument) an output that is one of `inputs`
-// (same file, by inode).
+// (same file, by inode). A file the system will not create or replace
+// (permission denied, a missing folder) is FailedPrecondition (exit 1).
 Status WriteOutput(const std::string& path, const std::vector<std::string>& inputs,
                    const std::function<Status(std::ostream&)>& write);
 
 // InvalidArgument when `path` names one of `inputs` (same file, by inode):
 // checked before any work so that nothing is printed for a refused run.
 Status CheckNotAnInput(const std::string& path, const std::vector<std::string>& inputs);
+
+// InvalidArgument when two of `outputs` (option name, path; empty: not
+// given) name one file, as one would overwrite the other: checked before any
+// work. Standard output ("-") may take several.
+Status CheckDistinctOutputs(const std::vector<std::pair<std::string_view, std::string>>& outputs);
 
 // Flushes standard output; an error when anything written to it was lost
 // (a full disk, a closed pipe).

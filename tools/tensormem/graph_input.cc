@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "tensormem/defaults.h"
 #include "tensormem/io.h"
 #if TENSORMEM_HAVE_ONNX
 #include "tensormem/onnx.h"
@@ -95,6 +96,12 @@ Result<GraphInput> LoadGraphInput(const std::string& path, const GraphInputOptio
 }
 
 #endif
+
+Result<Problem> LoadProblemOrModel(const std::string& path) {
+  if (!IsGraphInput(path)) return LoadProblem(path);
+  TM_ASSIGN_OR_RETURN(GraphInput in, LoadGraphInput(path, {}, defaults::kTensorAlignment));
+  return std::move(in.plan.scratch);
+}
 
 Result<OffsetsPlan> PlanScratchArena(const GraphInput& input, OffsetsStrategy strategy,
                                      const PlanParams& params) {

@@ -44,6 +44,11 @@ struct GraphInput {
 Result<GraphInput> LoadGraphInput(const std::string& path, const GraphInputOptions& options,
                                   std::uint64_t alignment);
 
+// The problem in a file: a problem file as LoadProblem reads it, or an ONNX
+// model's scratch arena (its records, tensors aligned to
+// defaults::kTensorAlignment), as `plan` and Python's load_problem read one.
+Result<Problem> LoadProblemOrModel(const std::string& path);
+
 // The scratch arena planned by the graph planner with `strategy` (for
 // `arena`, TFLite's order computed from the graph), in the node order of
 // input.plan; offsets index the buffers of input.plan.scratch.

@@ -7,7 +7,7 @@
 // one row per strategy: total, lower bound, ratio, milliseconds. An ONNX
 // model is imported and its scratch arena planned by the graph planner (ids
 // are tensor names); the persistent arena, the naive total and the saving
-// are reported too.
+// are reported too. Every option is checked before the input is read.
 #include <chrono>
 #include <fstream>
 #include <functional>
@@ -22,6 +22,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "core/parse_name.h"
 #include "graph_input.h"
 #include "tensormem/tensormem.h"
 
@@ -32,12 +33,12 @@ struct PlanOptions {
   std::string input;
   std::string strategy = "best";
   bool objects = false;
-  std::uint64_t align = 0;  // 0 = the default: 1 for problem files, 64 for ONNX models
+  std::uint64_t align = 0;  // 0 = the default (tensormem/defaults.h): the plan's for problems, tensors' for models
   std::string out;
   bool json = false;
   std::string svg;
   std::string html;
-  double time_limit = 10.0;
+  double time_limit = defaults::kTimeLimitSeconds;
   unsigned threads = 1;
   bool reference = false;
   GraphInputOptions graph;
@@ -48,6 +49,24 @@ struct Row {
   std::uint64_t total = 0;
   std::uint64_t lower_bound = 0;
   double ms = 0;
+};
+
+// One strategy's plan, objects or offsets alike: its row, the offsets the
+// maps draw (for objects, the objects laid back to back) and, for objects,
+// the plan --out writes.
+struct Planned {
+  Row row;
+  OffsetsPlan offsets;
+  std::optional<ObjectsPlan> objects;
+};
+
+// What is planned: a problem file, or a model's scratch arena.
+struct Input {
+  Problem file_problem;
+  std::optional<GraphInput> graph;
+  std::vector<UsageRecord> records;  // --objects: the problem's records
+  double read_seconds = 0;
+  const Problem& problem() const { return graph ? graph->plan.scratch : file_problem; }
 };
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
@@ -61,10 +80,138 @@ Status Hint(const Status& st, double read_seconds) {
                          FormatDouble(read_seconds, 1) + " s, is not counted)"};
 }
 
-// Never the input itself; atomically renamed into place; "-" = stdout.
-Status WriteFile(const PlanOptions& o, const std::string& path,
-                 const std::function<Status(std::ostream&)>& write) {
-  return WriteOutput(path, {o.input}, write);
+// The strategies --strategy names in the mode asked for ('all': every one,
+// in the library's order). A name of the other mode's table says so.
+Result<std::vector<std::string>> StrategyNames(const PlanOptions& o) {
+  auto names = [](auto all) {
+    std::vector<std::string> out;
+    for (auto s : all) out.emplace_back(Name(s));
+    return out;
+  };
+  const std::vector<std::string> mode = o.objects ? names(AllObjectsStrategies()) : names(AllOffsetsStrategies());
+  const std::vector<std::string> other = o.objects ? names(AllOffsetsStrategies()) : names(AllObjectsStrategies());
+  if (o.strategy == "all") return mode;
+  if (std::find(mode.begin(), mode.end(), o.strategy) != mode.end()) return std::vector<std::string>{o.strategy};
+  if (std::find(other.begin(), other.end(), o.strategy) != other.end())
+    return InvalidArgument("--strategy " + o.strategy + " plans " + (o.objects ? "offsets" : "shared objects (--objects)") +
+                           "; " + (o.objects ? "shared objects" : "offsets") + " strategies: " +
+                           (o.objects ? internal::JoinNames(AllObjectsStrategies()) : internal::JoinNames(AllOffsetsStrategies())));
+  return o.objects ? ParseObjectsStrategy(o.strategy).status() : ParseOffsetsStrategy(o.strategy).status();
+}
+
+// Options that cannot apply to what was asked, and outputs onto the input:
+// refused before any work, so that nothing is printed for a refused run.
+Status CheckOptions(const PlanOptions& o, bool model) {
+  for (const std::string* out : {&o.out, &o.svg, &o.html}) TM_RETURN_IF_ERROR(CheckNotAnInput(*out, {o.input}));
+  TM_RETURN_IF_ERROR(CheckDistinctOutputs({{"--out", o.out}, {"--svg", o.svg}, {"--html", o.html}}));
+  // Shared objects have no offsets: an alignment would be ignored, silently.
+  if (o.objects && o.align > 1)
+    return InvalidArgument("--align applies to offsets plans; shared objects (--objects) have no offsets to align");
+  if (o.objects && model)
+    return InvalidArgument("--objects plans problem files; an ONNX model is planned as arenas");
+  if (!model && (!o.graph.dims.empty() || !o.graph.input_shapes.empty() || !o.graph.data_inputs.empty()))
+    return InvalidArgument("--dim, --input-shape and --data-input shape the import of an ONNX model; " +
+                           InputName(o.input) + " is a problem file");
+  if (!model && o.graph.order != "given")
+    return InvalidArgument("--order chooses the node order of an ONNX model; " + InputName(o.input) +
+                           " is a problem file");
+  return Status::Ok();
+}
+
+Result<Input> ReadInput(const PlanOptions& o, bool model) {
+  const auto start = std::chrono::steady_clock::now();
+  Input in;
+  if (model) {
+    TM_ASSIGN_OR_RETURN(in.graph, LoadGraphInput(o.input, o.graph, o.align ? o.align : defaults::kTensorAlignment));
+    in.read_seconds = in.graph->import_seconds;
+    return in;
+  }
+  TM_ASSIGN_OR_RETURN(in.file_problem, LoadProblem(o.input));
+  if (o.objects) in.records = ToRecords(in.file_problem);
+  in.read_seconds = SecondsSince(start);
+  return in;
+}
+
+Result<Planned> PlanOne(const PlanOptions& o, const Input& in, const std::string& strategy, const PlanParams& params) {
+  Planned p;
+  if (o.objects) {
+    TM_ASSIGN_OR_RETURN(ObjectsStrategy s, ParseObjectsStrategy(strategy));
+    TM_ASSIGN_OR_RETURN(ObjectsPlan plan, PlanObjects(in.records, s, params));
+    TM_ASSIGN_OR_RETURN(p.offsets, ObjectsToOffsets(plan, 1));
+    p.row = {plan.strategy, TotalSize(plan), plan.lower_bound, plan.seconds * 1e3};
+    p.objects = std::move(plan);
+    return p;
+  }
+  TM_ASSIGN_OR_RETURN(OffsetsStrategy s, ParseOffsetsStrategy(strategy));
+  TM_ASSIGN_OR_RETURN(p.offsets, in.graph ? PlanScratchArena(*in.graph, s, params)
+                                          : PlanOffsets(in.problem(), s, params));
+  p.row = {p.offsets.strategy, p.offsets.total, p.offsets.lower_bound, p.offsets.seconds * 1e3};
+  return p;
+}
+
+// Every strategy in turn, a row each; the smallest plan. With 'all' the
+// strategies share the one time limit: each gets what is left, in the
+// library's order (cheapest first, so that one slow strategy cannot keep
+// the fast ones from running), and once nothing is left the rest are not
+// run, with a note saying why; one strategy's failure other than bad input
+// (naive overflowing 64 bits) does not sink the others.
+Result<Planned> PlanEach(const PlanOptions& o, const Input& in, const std::vector<std::string>& strategies,
+                         PlanParams params, std::vector<Row>& rows) {
+  const auto planning_start = std::chrono::steady_clock::now();
+  std::optional<Planned> best;
+  for (const std::string& s : strategies) {
+    if (o.time_limit > 0 && o.time_limit < 1e9) {
+      const double left = o.time_limit - SecondsSince(planning_start);
+      // One strategy alone runs anyway and reports its own deadline.
+      if (left <= 0 && strategies.size() > 1) {
+        std::cerr << "tensormem: note: " << s << ": not run: nothing was left of --time-limit " << o.time_limit
+                  << " s, which covers every strategy together\n";
+        continue;
+      }
+      params.time_limit_seconds = std::max(left, 1e-9);
+    }
+    Result<Planned> plan = PlanOne(o, in, s, params);
+    if (!plan.ok()) {
+      const Status st = plan.status().WithContext(s);
+      if (strategies.size() > 1 && st.code() != StatusCode::kInvalidArgument) {
+        std::cerr << "tensormem: note: " << st.message() << '\n';
+        continue;
+      }
+      return Hint(st, in.read_seconds);
+    }
+    rows.push_back(plan->row);
+    if (!best || plan->row.total < best->row.total) best = std::move(*plan);
+  }
+  if (!best) return OutOfRange("no strategy could plan the input");
+  return std::move(*best);
+}
+
+// --out, --svg and --html of the smallest plan. Never the input itself;
+// atomically renamed into place; "-" = stdout.
+Status WriteOutputs(const PlanOptions& o, const Problem& problem, const Planned& best) {
+  if (!o.out.empty())
+    TM_RETURN_IF_ERROR(WriteOutput(o.out, {o.input}, [&](std::ostream& f) {
+      return best.objects ? WriteObjectsCsv(f, problem, *best.objects) : WriteProblemCsv(f, problem, &best.offsets);
+    }));
+  const std::string title = InputName(o.input) + " \u2014 " +
+                            (best.objects ? "objects " + best.row.strategy + " laid back to back" : best.row.strategy);
+  // Objects laid back to back have no offsets bound to draw.
+  const std::optional<std::uint64_t> bound =
+      best.objects ? std::nullopt : std::optional<std::uint64_t>(best.offsets.lower_bound);
+  if (!o.svg.empty()) {
+    SvgOptions so;
+    so.title = title;
+    if (bound) so.lower_bound = *bound;
+    TM_RETURN_IF_ERROR(WriteOutput(o.svg, {o.input}, [&](std::ostream& f) { return WriteSvg(f, problem, best.offsets, so); }));
+  }
+  if (!o.html.empty()) {
+    HtmlMapOptions ho;
+    ho.title = title;
+    if (bound) ho.lower_bound = *bound;
+    TM_RETURN_IF_ERROR(
+        WriteOutput(o.html, {o.input}, [&](std::ostream& f) { return WriteHtmlMap(f, problem, best.offsets, ho); }));
+  }
+  return Status::Ok();
 }
 
 nlohmann::json OrderJson(const Schedule& s) {
@@ -75,218 +222,97 @@ nlohmann::json OrderJson(const Schedule& s) {
 
 void PrintOrder(const Schedule& s) {
   std::cout << "order: " << s.method << ", peak of live bytes " << WithThousands(s.peak) << " (given order "
-            << WithThousands(s.given_peak) << "; " << (s.proved_optimal ? "proved optimal" : "lower bound " + WithThousands(s.lower_bound))
+            << WithThousands(s.given_peak) << "; "
+            << (s.proved_optimal ? "proved optimal" : "lower bound " + WithThousands(s.lower_bound))
             << "), chosen in " << FormatDouble(s.seconds * 1e3, 1) << " ms\n";
 }
 
-void Print(const PlanOptions& o, const Problem& problem, std::uint64_t lower_bound,
-           const std::vector<Row>& rows, double read_seconds, const GraphInput* graph = nullptr) {
-  std::uint64_t smallest = UINT64_MAX;
-  for (const Row& r : rows) smallest = std::min(smallest, r.total);
-  if (o.json) {
-    nlohmann::json j = {{"input", o.input},
-                        {"mode", o.objects ? "objects" : "offsets"},
-                        {"buffers", problem.buffers.size()},
-                        {"lower_bound", lower_bound},
-                        {"alignment", graph ? graph->params.alignment : std::max<std::uint64_t>(o.align, 1)},
-                        {"read_ms", read_seconds * 1e3}};
-    if (graph)
-      j["graph"] = {{"tensors", graph->graph.tensors.size()},
-                    {"nodes", graph->graph.nodes.size()},
-                    {"file_nodes", graph->file_nodes},
-                    {"folded_nodes", graph->folded_nodes},
-                    {"in_place_shared", graph->plan.liveness.in_place_shared},
-                    {"import_ms", graph->import_seconds * 1e3},
-                    {"persistent_bytes", graph->plan.persistent_bytes},
-                    {"naive_scratch_bytes", graph->plan.naive_scratch_bytes},
-                    {"saving", 1.0 - static_cast<double>(smallest) /
-                                         static_cast<double>(std::max<std::uint64_t>(graph->plan.naive_scratch_bytes, 1))}};
-    if (graph) j["graph"]["order"] = OrderJson(graph->plan.schedule);
-    nlohmann::json results = nlohmann::json::array();
-    for (const Row& r : rows)
-      results.push_back({{"strategy", r.strategy},
-                         {"total", r.total},
-                         {"lower_bound", r.lower_bound},
-                         {"ratio", Ratio(r.total, r.lower_bound)},
-                         {"ms", r.ms}});
-    j["results"] = results;
-    std::cout << DumpJson(j, 1) << '\n';
-    return;
-  }
+void PrintJson(const PlanOptions& o, const Input& in, std::uint64_t lower_bound, std::uint64_t alignment,
+               const std::vector<Row>& rows, std::uint64_t smallest) {
+  nlohmann::json j = {{"input", o.input},
+                      {"mode", o.objects ? "objects" : "offsets"},
+                      {"buffers", in.problem().buffers.size()},
+                      {"lower_bound", lower_bound},
+                      {"alignment", alignment},
+                      {"read_ms", in.read_seconds * 1e3}};
+  if (const GraphInput* graph = in.graph ? &*in.graph : nullptr)
+    j["graph"] = {{"tensors", graph->graph.tensors.size()},
+                  {"nodes", graph->graph.nodes.size()},
+                  {"file_nodes", graph->file_nodes},
+                  {"folded_nodes", graph->folded_nodes},
+                  {"in_place_shared", graph->plan.liveness.in_place_shared},
+                  {"import_ms", graph->import_seconds * 1e3},
+                  {"persistent_bytes", graph->plan.persistent_bytes},
+                  {"naive_scratch_bytes", graph->plan.naive_scratch_bytes},
+                  {"saving", 1.0 - static_cast<double>(smallest) /
+                                       static_cast<double>(std::max<std::uint64_t>(graph->plan.naive_scratch_bytes, 1))},
+                  {"order", OrderJson(graph->plan.schedule)}};
+  nlohmann::json results = nlohmann::json::array();
+  for (const Row& r : rows)
+    results.push_back({{"strategy", r.strategy},
+                       {"total", r.total},
+                       {"lower_bound", r.lower_bound},
+                       {"ratio", Ratio(r.total, r.lower_bound)},
+                       {"ms", r.ms}});
+  j["results"] = results;
+  std::cout << DumpJson(j, 1) << '\n';
+}
+
+void PrintTable(const PlanOptions& o, const Input& in, std::uint64_t lower_bound, const std::vector<Row>& rows,
+                std::uint64_t smallest) {
+  const GraphInput* graph = in.graph ? &*in.graph : nullptr;
   if (graph)
-    std::cout << o.input << ": " << graph->graph.nodes.size() << " nodes ("
-              << graph->folded_nodes << " shape nodes folded), " << graph->graph.tensors.size()
-              << " tensors, imported in " << FormatDouble(graph->import_seconds * 1e3, 1)
-              << " ms; scratch arena (alignment " << graph->params.alignment << "):\n";
+    std::cout << o.input << ": " << graph->graph.nodes.size() << " nodes (" << graph->folded_nodes
+              << " shape nodes folded), " << graph->graph.tensors.size() << " tensors, imported in "
+              << FormatDouble(graph->import_seconds * 1e3, 1) << " ms; scratch arena (alignment "
+              << graph->params.alignment << "):\n";
   if (graph && graph->params.schedule.order != OrderStrategy::kGiven) PrintOrder(graph->plan.schedule);
-  std::cout << InputName(o.input) << ": " << problem.buffers.size() << " buffers";
+  std::cout << InputName(o.input) << ": " << in.problem().buffers.size() << " buffers";
   // Reading is not planning: the time limit covers only the strategies.
-  if (!graph) std::cout << " read in " << FormatDouble(read_seconds * 1e3, 0) << " ms";
-  std::cout << ", " << (o.objects ? "shared objects" : "offsets") << ", lower bound "
-            << WithThousands(lower_bound)
+  if (!graph) std::cout << " read in " << FormatDouble(in.read_seconds * 1e3, 0) << " ms";
+  std::cout << ", " << (o.objects ? "shared objects" : "offsets") << ", lower bound " << WithThousands(lower_bound)
             << (o.objects ? " (sum of positional maximums)" : " (peak live bytes)") << '\n';
   Table t({"strategy", "total", "lower_bound", "ratio", "ms"});
   for (const Row& r : rows)
     t.AddRow({r.strategy, WithThousands(r.total), WithThousands(r.lower_bound),
               FormatDouble(Ratio(r.total, r.lower_bound), 3), FormatDouble(r.ms, 2)});
   std::cout << t.ToString();
-  if (graph) {
-    const std::uint64_t naive = graph->plan.naive_scratch_bytes;
-    std::cout << "persistent arena (constants, variables): "
-              << WithThousands(graph->plan.persistent_bytes) << " bytes\n"
-              << "scratch without reuse (naive total): " << WithThousands(naive)
-              << " bytes; smallest plan " << WithThousands(smallest) << " bytes, saving "
-              << FormatDouble(naive ? 100.0 * (1.0 - static_cast<double>(smallest) / static_cast<double>(naive)) : 0.0, 1)
-              << "%\n";
-  }
+  if (!graph) return;
+  // The naive strategy's arena (in-place chains shared as in every plan),
+  // so that it matches a naive row above.
+  const std::uint64_t naive = graph->plan.naive_scratch_bytes;
+  std::cout << "persistent arena (constants, variables): " << WithThousands(graph->plan.persistent_bytes)
+            << " bytes\n"
+            << "scratch without reuse (naive): " << WithThousands(naive) << " bytes; smallest plan "
+            << WithThousands(smallest) << " bytes, saving "
+            << FormatDouble(naive ? 100.0 * (1.0 - static_cast<double>(smallest) / static_cast<double>(naive)) : 0.0, 1)
+            << "%\n";
 }
 
 int RunPlan(const PlanOptions& o) {
-  for (const std::string* out : {&o.out, &o.svg})
-    if (Status st = CheckNotAnInput(*out, {o.input}); !st.ok()) return ReportError(st);
-  // Shared objects have no offsets: an alignment would be ignored, silently.
-  if (o.objects && o.align > 1)
-    return ReportError(InvalidArgument("--align applies to offsets plans; shared objects (--objects) have no "
-                                       "offsets to align"));
-  const auto start = std::chrono::steady_clock::now();
-  std::optional<GraphInput> graph;
-  Result<Problem> loaded = Problem{};
-  if (IsGraphInput(o.input)) {
-    if (o.objects)
-      return ReportError(InvalidArgument("--objects plans problem files; an ONNX model is planned "
-                                         "as arenas"));
-    Result<GraphInput> g = LoadGraphInput(o.input, o.graph, o.align ? o.align : 64);
-    if (!g.ok()) return ReportError(g.status());
-    graph = std::move(*g);
-  } else {
-    loaded = LoadProblem(o.input);
-    if (!loaded.ok()) return ReportError(loaded.status());
-  }
-  const double read_seconds = graph ? graph->import_seconds : SecondsSince(start);
-  const Problem& problem = graph ? graph->plan.scratch : *loaded;
+  const bool model = IsGraphInput(o.input);
+  if (Status st = CheckOptions(o, model); !st.ok()) return ReportError(st);
+  Result<std::vector<std::string>> strategies = StrategyNames(o);
+  if (!strategies.ok()) return ReportError(strategies.status());
+  Result<Input> in = ReadInput(o, model);
+  if (!in.ok()) return ReportError(in.status());
   PlanParams params;
-  params.alignment = graph ? 1 : std::max<std::uint64_t>(o.align, 1);  // graph buffers carry theirs
+  // A model's buffers carry their tensors' alignment.
+  params.alignment = model || o.align == 0 ? defaults::kPlanAlignment : o.align;
   params.time_limit_seconds = o.time_limit;
   params.reference = o.reference;
   params.threads = o.threads;
   std::vector<Row> rows;
-  // With 'all' the strategies share the one time limit: each gets what is
-  // left, in the library's order (cheapest first, so that one slow strategy
-  // cannot keep the fast ones from running), and once nothing is left the
-  // rest are not run, with a note saying why (rather than each running with
-  // a nominal 1e-9 s and failing).
-  const auto planning_start = std::chrono::steady_clock::now();
-  auto share_time = [&](std::string_view strategy) {
-    if (o.time_limit > 0 && o.time_limit < 1e9) {
-      const double left = o.time_limit - SecondsSince(planning_start);
-      // One strategy alone runs anyway and reports its own deadline.
-      if (left <= 0 && o.strategy == "all") {
-        std::cerr << "tensormem: note: " << strategy << ": not run: nothing was left of --time-limit "
-                  << o.time_limit << " s, which covers every strategy together\n";
-        return false;
-      }
-      params.time_limit_seconds = std::max(left, 1e-9);
-    }
-    return true;
-  };
-
-  if (o.objects) {
-    std::vector<ObjectsStrategy> strategies;
-    if (o.strategy == "all") {
-      strategies.assign(AllObjectsStrategies().begin(), AllObjectsStrategies().end());
-    } else {
-      Result<ObjectsStrategy> s = ParseObjectsStrategy(o.strategy);
-      if (!s.ok()) return ReportError(s.status());
-      strategies.push_back(*s);
-    }
-    const std::vector<UsageRecord> records = ToRecords(problem);
-    std::optional<ObjectsPlan> best;
-    for (ObjectsStrategy s : strategies) {
-      if (!share_time(Name(s))) continue;
-      Result<ObjectsPlan> plan = PlanObjects(records, s, params);
-      if (!plan.ok()) {
-        // With 'all', one strategy's failure (naive overflowing 64 bits)
-        // does not sink the others.
-        if (strategies.size() > 1 && plan.status().code() != StatusCode::kInvalidArgument) {
-          std::cerr << "tensormem: note: " << plan.status().WithContext(std::string(Name(s))).message() << '\n';
-          continue;
-        }
-        return ReportError(Hint(plan.status().WithContext(std::string(Name(s))), read_seconds));
-      }
-      rows.push_back({plan->strategy, TotalSize(*plan), plan->lower_bound, plan->seconds * 1e3});
-      if (!best || TotalSize(*plan) < TotalSize(*best)) best = std::move(*plan);
-    }
-    if (!best) return ReportError(OutOfRange("no strategy could plan the input"));
-    Print(o, problem, best->lower_bound, rows, read_seconds);  // the records' bound, on every plan
-    if (!o.out.empty()) {
-      Status st = WriteFile(o, o.out, [&](std::ostream& f) { return WriteObjectsCsv(f, problem, *best); });
-      if (!st.ok()) return ReportError(st);
-    }
-    if (!o.svg.empty() || !o.html.empty()) {
-      // Both maps draw the objects laid back to back: lay them out once.
-      Result<OffsetsPlan> laid = ObjectsToOffsets(*best, 1);
-      if (!laid.ok()) return ReportError(laid.status());
-      const std::string title = InputName(o.input) + " \u2014 objects " + best->strategy + " laid back to back";
-      if (!o.svg.empty()) {
-        SvgOptions so;
-        so.title = title;
-        Status st = WriteFile(o, o.svg, [&](std::ostream& f) { return WriteSvg(f, problem, *laid, so); });
-        if (!st.ok()) return ReportError(st);
-      }
-      if (!o.html.empty()) {
-        HtmlMapOptions ho;
-        ho.title = title;
-        Status st = WriteFile(o, o.html, [&](std::ostream& f) { return WriteHtmlMap(f, problem, *laid, ho); });
-        if (!st.ok()) return ReportError(st);
-      }
-    }
-    return kExitOk;
-  }
-
-  std::vector<OffsetsStrategy> strategies;
-  if (o.strategy == "all") {
-    strategies.assign(AllOffsetsStrategies().begin(), AllOffsetsStrategies().end());
-  } else {
-    Result<OffsetsStrategy> s = ParseOffsetsStrategy(o.strategy);
-    if (!s.ok()) return ReportError(s.status());
-    strategies.push_back(*s);
-  }
-  std::optional<OffsetsPlan> best;
-  for (OffsetsStrategy s : strategies) {
-    if (!share_time(Name(s))) continue;
-    Result<OffsetsPlan> plan =
-        graph ? PlanScratchArena(*graph, s, params) : PlanOffsets(problem, s, params);
-    if (!plan.ok()) {
-      if (strategies.size() > 1 && plan.status().code() != StatusCode::kInvalidArgument) {
-        std::cerr << "tensormem: note: " << plan.status().WithContext(std::string(Name(s))).message() << '\n';
-        continue;
-      }
-      return ReportError(Hint(plan.status().WithContext(std::string(Name(s))), read_seconds));
-    }
-    rows.push_back({plan->strategy, plan->total, plan->lower_bound, plan->seconds * 1e3});
-    if (!best || plan->total < best->total) best = std::move(*plan);
-  }
-  if (!best) return ReportError(OutOfRange("no strategy could plan the input"));
-  Print(o, problem, PeakLiveBytes(problem, params.alignment), rows, read_seconds,
-        graph ? &*graph : nullptr);
-  if (!o.out.empty()) {
-    Status st = WriteFile(o, o.out, [&](std::ostream& f) { return WriteProblemCsv(f, problem, &*best); });
-    if (!st.ok()) return ReportError(st);
-  }
-  if (!o.svg.empty()) {
-    SvgOptions so;
-    so.title = InputName(o.input) + " — " + best->strategy;
-    so.lower_bound = best->lower_bound;
-    Status st = WriteFile(o, o.svg, [&](std::ostream& f) { return WriteSvg(f, problem, *best, so); });
-    if (!st.ok()) return ReportError(st);
-  }
-  if (!o.html.empty()) {
-    HtmlMapOptions ho;
-    ho.title = InputName(o.input) + " \u2014 " + best->strategy;
-    ho.lower_bound = best->lower_bound;
-    Status st = WriteFile(o, o.html, [&](std::ostream& f) { return WriteHtmlMap(f, problem, *best, ho); });
-    if (!st.ok()) return ReportError(st);
-  }
+  Result<Planned> best = PlanEach(o, *in, *strategies, params, rows);
+  if (!best.ok()) return ReportError(best.status());
+  // Objects: the records' bound, on every plan; offsets: the peak live bytes.
+  const std::uint64_t lower_bound =
+      best->objects ? best->objects->lower_bound : PeakLiveBytes(in->problem(), params.alignment);
+  if (o.json)
+    PrintJson(o, *in, lower_bound, in->graph ? in->graph->params.alignment : params.alignment, rows, best->row.total);
+  else
+    PrintTable(o, *in, lower_bound, rows, best->row.total);
+  if (Status st = WriteOutputs(o, in->problem(), *best); !st.ok()) return ReportError(st);
   return kExitOk;
 }
 
@@ -301,10 +327,15 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
                   "problem: MiniMalloc CSV or JSON, an allocation trace, or an ONNX model; "
                   "gzip-compressed or not; '-' = standard input (not for ONNX)")
       ->required();
-  cmd->add_option("--strategy,-s", o->strategy, "strategy name, or 'all'")->capture_default_str();
+  cmd->add_option("--strategy,-s", o->strategy,
+                  "offsets: " + internal::JoinNames(AllOffsetsStrategies()) + "; shared objects (--objects): " +
+                      internal::JoinNames(AllObjectsStrategies()) + "; or all")
+      ->capture_default_str();
   cmd->add_flag("--objects", o->objects, "plan shared objects instead of offsets");
   cmd->add_option("--align", o->align,
-                  "offset alignment in bytes (default: 1 for problem files, 64 for ONNX models)")
+                  "offset alignment in bytes; on an ONNX model, its tensors' (default: " +
+                      std::to_string(defaults::kPlanAlignment) + " for problem files, " +
+                      std::to_string(defaults::kTensorAlignment) + " for ONNX models)")
       ->check(PowerOfTwoAlign());
   cmd->add_option("--out,-o", o->out,
                   "write the plan: the input's CSV with an offset (or object) column; with "

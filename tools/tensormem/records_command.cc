@@ -21,7 +21,7 @@ namespace {
 struct RecordsOptions {
   std::string input;
   std::string out = "-";
-  std::uint64_t align = 64;
+  std::uint64_t align = defaults::kTensorAlignment;
   bool preserve_all_tensors = false;
   bool no_in_place = false;
   GraphInputOptions graph;

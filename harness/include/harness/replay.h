@@ -49,15 +49,19 @@
 #include "tensormem/allocators/buffer_pool.h"
 #include "tensormem/allocators/resource.h"
 #include "tensormem/allocators/system_allocator.h"
+#include "tensormem/defaults.h"
 #include "tensormem/trace.h"
 #include "tensormem/allocators/vmm_allocator.h"
 
 namespace tensormem {
 
-// kBfc runs ReplayParams::bfc (TensorFlow's defaults unless changed);
-// kBfcCompact runs CompactBfcParams() over virtual memory; kVmm runs
-// ReplayParams::vmm over physical memory (host memfd granules, or CUDA).
+// kBfc runs ReplayParams::bfc (the tensorflow preset unless changed);
+// kBfcCompact is the BFC under the compact preset: ReplayParams::bfc_compact
+// over virtual memory; kVmm runs ReplayParams::vmm over physical memory
+// (host memfd granules, or CUDA).
 enum class ReplayAllocator { kBfc, kBfcCompact, kVmm, kPool, kSystem, kMalloc, kJemalloc, kMimalloc };
+// The allocator name of the BFC under `preset` (bfc, bfc_compact).
+ReplayAllocator ReplayAllocatorOf(BfcPreset preset);
 
 // Where our allocators get their memory. kCuda: bfc on cudaMalloc,
 // bfc_compact on a VirtualMemoryBackend over CUDA physical memory, vmm on CUDA
@@ -68,29 +72,40 @@ enum class ReplayAllocator { kBfc, kBfcCompact, kVmm, kPool, kSystem, kMalloc, k
 enum class ReplayDevice { kHost, kCuda, kHostGranules };
 std::string_view Name(ReplayDevice device);
 Result<ReplayDevice> ParseReplayDevice(std::string_view name);
+std::span<const ReplayDevice> AllReplayDevices();
 
 std::string_view Name(ReplayAllocator allocator);
 // "bfc", "bfc_compact", "pool", "system", "malloc", "jemalloc", "mimalloc"; the error lists them.
 Result<ReplayAllocator> ParseReplayAllocator(std::string_view name);
 std::span<const ReplayAllocator> AllReplayAllocators();
 bool IsMallocPeer(ReplayAllocator allocator);
+// System and the malloc peers: host memory only.
+bool IsHostOnly(ReplayAllocator allocator);
+// InvalidArgument for a host-only allocator on the cuda device (the message
+// names the ones that can); Ok otherwise.
+Status CheckReplayDevice(ReplayAllocator allocator, ReplayDevice device);
+
+// The most timed passes a replay takes (the CLI's and Python's bound).
+inline constexpr int kMaxReplayRepetitions = 1000;
 
 struct ReplayParams {
   // Alignment of every allocation (the CPU traces come from 64-byte
   // posix_memalign; BFC rounds to 256 anyway).
-  std::uint64_t alignment = 64;
-  // Timed passes; ns_per_op is their median.
-  int repetitions = 3;
+  std::uint64_t alignment = defaults::kTensorAlignment;
+  // Timed passes; ns_per_op is their median. 1 to kMaxReplayRepetitions.
+  int repetitions = defaults::kReplayRepetitions;
   // Run every pass in a forked child process, so that each starts from the
   // same heap (glibc's heap and its dynamic mmap threshold remember every
   // earlier allocation of the process). Without it passes run here, and
   // later passes of a peer find a warm heap.
   bool isolate = true;
-  BfcParams bfc;
-  // The BFC allocator's memory: host (aligned allocations from the C
-  // library, TensorFlow's CPU sub-allocator) or a VirtualMemoryBackend (what
+  BfcParams bfc = BfcPresetParams(BfcPreset::kTensorflow);
+  // kBfc's memory: host (aligned allocations from the C library,
+  // TensorFlow's CPU sub-allocator) or a VirtualMemoryBackend (what
   // coalesce_regions needs).
-  bool bfc_virtual_memory = false;
+  bool bfc_virtual_memory = BfcPresetUsesVirtualMemory(BfcPreset::kTensorflow);
+  // kBfcCompact's parameters (always over virtual memory).
+  BfcParams bfc_compact = BfcPresetParams(BfcPreset::kCompact);
   BufferPoolParams pool;
   SystemAllocatorParams system;
   VmmParams vmm;
@@ -135,7 +150,7 @@ Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
 // from its statistics). The resource is left with the never-freed blocks
 // freed again.
 Result<ReplayResult> ReplayTraceThrough(const Trace& trace, MemoryResource& resource,
-                                        std::uint64_t alignment = 64);
+                                        std::uint64_t alignment = defaults::kTensorAlignment);
 
 // Where a replay put every block, for a memory map: one untimed pass in this
 // process through a fresh instance of one of our allocators (the malloc

@@ -89,6 +89,20 @@ struct BfcParams {
 // more would be left over. Use with a VirtualMemoryBackend.
 BfcParams CompactBfcParams();
 
+// The named parameter sets, one table (bfc_allocator.cc) that the CLI's
+// --bfc-preset, replay's allocator names (bfc_compact is bfc under the
+// compact preset) and Python's BfcAllocator(preset=...) all read:
+// "tensorflow" (BfcParams{}: TensorFlow's defaults, host memory) and
+// "compact" (CompactBfcParams() over a VirtualMemoryBackend).
+enum class BfcPreset { kTensorflow, kCompact };
+std::string_view Name(BfcPreset preset);
+Result<BfcPreset> ParseBfcPreset(std::string_view name);
+std::span<const BfcPreset> AllBfcPresets();
+BfcParams BfcPresetParams(BfcPreset preset);
+// Whether the preset runs over a VirtualMemoryBackend (coalesce_regions
+// needs regions that can be adjacent).
+bool BfcPresetUsesVirtualMemory(BfcPreset preset);
+
 // Checks every field once: memory_limit >= 256; initial_region_bytes in
 // [1, 2^62]; growth a known value; kReserveAll with a finite memory_limit.
 // InvalidArgument naming the field otherwise.

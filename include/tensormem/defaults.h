@@ -1,0 +1,28 @@
+// The defaults every surface shares: the C++ parameter structs start from
+// these values, the CLI's options and the Python functions read them, so the
+// same question gets the same answer wherever it is asked.
+//
+// Alignment, in one sentence: planning and solving align offsets to 1 byte
+// unless asked (a buffer's own alignment always applies on top), while what
+// tensormem makes from tensors itself -- an ONNX model's usage records, a
+// trace's replayed allocations -- is aligned to 64 bytes, as tensor
+// allocators align.
+#pragma once
+
+#include <cstdint>
+
+namespace tensormem::defaults {
+
+// PlanParams, SolverParams; `plan` and `solve` on problem files, Python
+// plan() and solve() on arrays and problems.
+inline constexpr std::uint64_t kPlanAlignment = 1;
+// GraphPlanParams (ONNX models' tensors), ReplayParams (a trace's
+// allocations); `plan`/`records` on a model, `replay`, Python
+// records_from_onnx(), load_problem() on a model, replay().
+inline constexpr std::uint64_t kTensorAlignment = 64;
+// Seconds a plan or a solve may take.
+inline constexpr double kTimeLimitSeconds = 10.0;
+// Timed passes of a replay (the median is reported).
+inline constexpr int kReplayRepetitions = 3;
+
+}  // namespace tensormem::defaults
