@@ -22,6 +22,7 @@
 #include "tensormem/defaults.h"
 #include "tensormem/planning.h"
 #include "tensormem/problem.h"
+#include "tensormem/schedule.h"
 #include "tensormem/status.h"
 #include "tensormem/types.h"
 
@@ -80,7 +81,8 @@ struct GraphNode {
   InPlace in_place = InPlace::kNone;
 };
 
-// Nodes run in the order given. Every tensor index is in [0, tensors.size())
+// Nodes run in the order given (or the one GraphPlanParams::schedule
+// chooses, see schedule.h). Every tensor index is in [0, tensors.size())
 // or kNoTensor where optional.
 struct Graph {
   std::vector<GraphTensor> tensors;
@@ -169,6 +171,9 @@ struct GraphPlanParams {
   // freed) first by index, then by size descending, ties by earlier
   // allocation node, then index; each takes the best-fitting gap.
   OffsetsStrategy strategy = OffsetsStrategy::kArena;
+  // The execution order to plan in: the given one by default; kBest and
+  // kExact choose one with a lower peak of live bytes (schedule.h).
+  ScheduleParams schedule;
   // Other knobs of the offset strategies (time limit, validate, ...). Its
   // alignment must stay 1 (PlanGraph refuses another): the alignment is
   // `alignment` above and each tensor's own.
@@ -182,6 +187,10 @@ struct TensorPlacement {
 };
 
 struct GraphPlan {
+  // The order planned in, with its peak and the given order's. The node
+  // numbers of the liveness and of the scratch problem's tasks are positions
+  // in schedule.order.
+  Schedule schedule;
   Liveness liveness;
   std::vector<TensorPlacement> placements;  // per tensor
   // The scratch arena as an offset-planning problem: one buffer per tensor
@@ -200,15 +209,17 @@ struct GraphPlan {
   std::uint64_t scratch_bytes() const { return scratch_plan.total; }
 };
 
-// Plans both arenas. Constants and variables are laid out back to back in
-// the persistent arena in index order.
+// Chooses the order (params.schedule), then plans both arenas in it.
+// Constants and variables are laid out back to back in the persistent arena
+// in index order.
 Result<GraphPlan> PlanGraph(const Graph& graph, const GraphPlanParams& params = {});
 
 // Re-plans after sizes changed from node `first_node` on (TFLite's
 // ResetAllocationsAfter(first_node - 1) then ExecuteAllocations): scratch
 // tensors allocated before `first_node` keep their offsets in `previous`
 // (their size and allocation node must be unchanged); the others are placed
-// around them with the strategy. The persistent arena is laid out again.
+// around them with the strategy, in previous.schedule.order (node numbers
+// are positions in it). The persistent arena is laid out again.
 // The kept tensors are fixed offsets to the strategy, so from_objects (which
 // cannot honour them) is refused, InvalidArgument, once any tensor is kept.
 Result<GraphPlan> ReplanGraphFrom(const Graph& graph, const GraphPlan& previous,
@@ -284,7 +295,8 @@ struct ExecutionReport {
   double seconds = 0;
 };
 
-// Runs the graph in order over the committed memory: constants, variables
+// Runs the graph in the plan's order (plan.schedule.order; empty = the given
+// order) over the committed memory: constants, variables
 // and graph inputs get their pattern first; at each node every input is
 // checked, the temporaries and outputs are written with their own pattern
 // (distinct per tensor and position), then the inputs (except one whose

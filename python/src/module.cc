@@ -331,11 +331,12 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 std::shared_ptr<PyProblem> RecordsFromOnnx(const std::string& path,
                                            const std::map<std::string, std::vector<std::int64_t>>& shapes,
                                            const std::map<std::string, std::int64_t>& dims,
-                                           std::uint64_t alignment) {
+                                           std::uint64_t alignment, const std::string& order = "given") {
   if (IsStreamInput(CheckPath(path))) Raise(OnnxNotFromAFileError(path));
   OnnxImportParams ip;
   ip.input_shapes = shapes;
   ip.dims = dims;
+  const OrderStrategy node_order = Take(ParseOrderStrategy(order));
   std::optional<Result<OnnxModel>> model;
   std::optional<Result<GraphPlan>> plan;
   {
@@ -344,6 +345,7 @@ std::shared_ptr<PyProblem> RecordsFromOnnx(const std::string& path,
     if (model->ok()) {
       GraphPlanParams gp;
       gp.alignment = alignment;
+      gp.schedule.order = node_order;
       plan.emplace(PlanGraph((*model)->graph, gp));
     }
   }
@@ -753,7 +755,8 @@ void BindFiles(py::module_& m) {
 #if TENSORMEM_PY_HAVE_ONNX
   m.def("records_from_onnx", &RecordsFromOnnx, py::arg("path"),
         py::arg("input_shapes") = std::map<std::string, std::vector<std::int64_t>>{},
-        py::arg("dims") = std::map<std::string, std::int64_t>{}, py::arg("alignment") = defaults::kTensorAlignment);
+        py::arg("dims") = std::map<std::string, std::int64_t>{}, py::arg("alignment") = defaults::kTensorAlignment,
+        py::arg("order") = "given");
 #endif
 }
 

@@ -151,15 +151,19 @@ def write_problem(path: PathLike, problem: Problem) -> None:
 
 def records_from_onnx(path: PathLike, input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
                       dims: Optional[Mapping[str, int]] = None,
-                      alignment: int = DEFAULTS["tensor_alignment"]) -> Problem:
+                      alignment: int = DEFAULTS["tensor_alignment"], order: str = "given") -> Problem:
     """An ONNX model's scratch-arena usage records (one buffer per tensor
     owning memory, ids = tensor names) as a :class:`Problem`.
-    ``input_shapes={"input": [1, 3, 224, 224]}``, ``dims={"batch": 8}``."""
+    ``input_shapes={"input": [1, 3, 224, 224]}``, ``dims={"batch": 8}``.
+    ``order``: the node order the lifetimes follow, ``"given"`` (the
+    file's), ``"best"`` (the best heuristic order, never a higher peak of
+    live bytes than the given one) or ``"exact"`` (best, then a search that
+    proves the lowest peak where it can within 10 s)."""
     if not HAVE_ONNX:
         raise TensormemError("this tensormem was built without the ONNX importer "
                              "(libonnx and protobuf were not found)")
     return _tm.records_from_onnx(os.fspath(path), {k: list(v) for k, v in (input_shapes or {}).items()},
-                                 dict(dims or {}), _count("alignment", alignment))
+                                 dict(dims or {}), _count("alignment", alignment), order)
 
 
 def load_trace(path: PathLike) -> Trace:

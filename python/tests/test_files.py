@@ -36,6 +36,19 @@ def test_onnx_records(shared, tmp_path):
     p.to_html(str(tmp_path / "resnet18.html"))
 
 
+def test_onnx_records_in_a_chosen_order(shared):
+    if not tm.HAVE_ONNX:
+        pytest.skip("built without the ONNX importer")
+    model = shared / "models" / "shufflenet_v2_x1_0.onnx"
+    given = tm.records_from_onnx(model)
+    for order in ("best", "exact"):
+        chosen = tm.records_from_onnx(model, order=order)
+        assert len(chosen) == len(given)
+        assert chosen.lower_bound() <= given.lower_bound()
+    with pytest.raises(ValueError, match="unknown order 'fastest'"):
+        tm.records_from_onnx(model, order="fastest")
+
+
 def shared_model():
     from conftest import SHARED
     path = SHARED / "models" / "resnet18.onnx"

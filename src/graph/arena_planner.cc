@@ -1,4 +1,5 @@
-// The two arenas of a graph. Persistent: constants and variables back to
+// The two arenas of a graph, planned in the order the scheduler chooses
+// (schedule.h; the given order by default). Persistent: constants and variables back to
 // back in index order (they live for the whole run). Scratch: one buffer per
 // tensor owning memory (in-place chains are one buffer), lifetimes from the
 // liveness, planned with an offset strategy. The default is TensorFlow
@@ -123,15 +124,23 @@ Status Finish(const Graph& graph, GraphPlan& plan, const GraphPlanParams& params
 }  // namespace
 
 Result<GraphPlan> PlanGraph(const Graph& graph, const GraphPlanParams& params) {
-  TM_ASSIGN_OR_RETURN(GraphPlan plan, Prepare(graph, params));
-  TM_RETURN_IF_ERROR(Finish(graph, plan, params));
+  TM_ASSIGN_OR_RETURN(Schedule schedule, ScheduleGraph(graph, params.schedule, params.liveness));
+  TM_ASSIGN_OR_RETURN(const Graph ordered, ReorderGraph(graph, schedule.order));
+  TM_ASSIGN_OR_RETURN(GraphPlan plan, Prepare(ordered, params));
+  plan.schedule = std::move(schedule);
+  TM_RETURN_IF_ERROR(Finish(ordered, plan, params));
   return plan;
 }
 
 Result<GraphPlan> ReplanGraphFrom(const Graph& graph, const GraphPlan& previous,
                                   TaskIndex first_node, const GraphPlanParams& params) {
   if (first_node < 0) return InvalidArgument("re-plan: first node must be >= 0");
-  TM_ASSIGN_OR_RETURN(GraphPlan plan, Prepare(graph, params));
+  // The previous plan's order (a plan made without one: the given order).
+  Schedule schedule = previous.schedule;
+  if (schedule.order.empty()) schedule.order = GivenOrder(graph);
+  TM_ASSIGN_OR_RETURN(const Graph ordered, ReorderGraph(graph, schedule.order));
+  TM_ASSIGN_OR_RETURN(GraphPlan plan, Prepare(ordered, params));
+  plan.schedule = std::move(schedule);
   if (previous.placements.size() != graph.tensors.size())
     return InvalidArgument("re-plan: the previous plan has " +
                            std::to_string(previous.placements.size()) +
@@ -162,7 +171,7 @@ Result<GraphPlan> ReplanGraphFrom(const Graph& graph, const GraphPlan& previous,
                              " which does not suit its alignment " + std::to_string(buf.alignment));
     buf.fixed_offset = old.offset;
   }
-  TM_RETURN_IF_ERROR(Finish(graph, plan, params));
+  TM_RETURN_IF_ERROR(Finish(ordered, plan, params));
   return plan;
 }
 

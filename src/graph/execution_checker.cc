@@ -1,4 +1,4 @@
-// The execution checker: runs a graph in order over committed arena memory,
+// The execution checker: runs a graph in its plan's order over committed arena memory,
 // writing each tensor's own pattern when it is produced and checking it
 // whenever it is read. Patterns are 64-bit hashes of (arena, tensor,
 // position), so a tensor that some other tensor overwrote fails its check
@@ -164,13 +164,9 @@ class Checker {
   ExecutionReport report_;
 };
 
-}  // namespace
-
-Result<ExecutionReport> CheckExecution(const Graph& graph, const GraphPlan& plan,
-                                       const CommittedArenas& arenas,
-                                       const ExecutionCheckParams& params) {
-  const auto start = std::chrono::steady_clock::now();
-  TM_RETURN_IF_ERROR(CheckGraph(graph));
+// The run in the graph's own node order.
+Result<ExecutionReport> Run(const Graph& graph, const GraphPlan& plan, const CommittedArenas& arenas,
+                            const ExecutionCheckParams& params) {
   Checker c(graph, plan, arenas, params);
   TM_RETURN_IF_ERROR(c.Prepare());
   const auto& lt = plan.liveness.tensors;
@@ -198,7 +194,24 @@ Result<ExecutionReport> CheckExecution(const Graph& graph, const GraphPlan& plan
     ++c.report().nodes_run;
   }
   for (int t : graph.outputs) TM_RETURN_IF_ERROR(c.Check(t, "after the run, graph output"));
-  ExecutionReport report = c.report();
+  return c.report();
+}
+
+}  // namespace
+
+Result<ExecutionReport> CheckExecution(const Graph& graph, const GraphPlan& plan,
+                                       const CommittedArenas& arenas,
+                                       const ExecutionCheckParams& params) {
+  const auto start = std::chrono::steady_clock::now();
+  TM_RETURN_IF_ERROR(CheckGraph(graph));
+  // Node numbers in the plan are positions in its order: run the graph in it.
+  Graph ordered;
+  const Graph* run = &graph;
+  if (!plan.schedule.order.empty()) {
+    TM_ASSIGN_OR_RETURN(ordered, ReorderGraph(graph, plan.schedule.order));
+    run = &ordered;
+  }
+  TM_ASSIGN_OR_RETURN(ExecutionReport report, Run(*run, plan, arenas, params));
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }

@@ -20,9 +20,10 @@ struct GraphInputOptions {
   std::vector<std::string> dims;          // NAME=VALUE
   std::vector<std::string> input_shapes;  // NAME=1x3x224x224
   std::vector<std::string> data_inputs;
+  std::string order = "given";  // OrderStrategy name
 };
 
-// --dim, --input-shape, --data-input.
+// --dim, --input-shape, --data-input, --order.
 void AddGraphInputOptions(CLI::App* cmd, GraphInputOptions* options);
 
 // True when the file is an ONNX model (by content or extension).
@@ -36,7 +37,7 @@ struct GraphInput {
   std::size_t folded_nodes = 0;
   double import_seconds = 0;
   GraphPlanParams params;  // alignment as asked
-  GraphPlan plan;          // with the default strategy: liveness, problem, arenas
+  GraphPlan plan;          // with the default strategy: order, liveness, problem, arenas
 };
 
 // Fails with a clear message when the ONNX importer was not built.
@@ -49,8 +50,8 @@ Result<GraphInput> LoadGraphInput(const std::string& path, const GraphInputOptio
 Result<Problem> LoadProblemOrModel(const std::string& path);
 
 // The scratch arena planned by the graph planner with `strategy` (for
-// `arena`, TFLite's order computed from the graph); offsets index the
-// buffers of input.plan.scratch.
+// `arena`, TFLite's order computed from the graph), in the node order of
+// input.plan; offsets index the buffers of input.plan.scratch.
 Result<OffsetsPlan> PlanScratchArena(const GraphInput& input, OffsetsStrategy strategy,
                                      const PlanParams& params);
 

@@ -112,6 +112,9 @@ Status CheckOptions(const PlanOptions& o, bool model) {
   if (!model && (!o.graph.dims.empty() || !o.graph.input_shapes.empty() || !o.graph.data_inputs.empty()))
     return InvalidArgument("--dim, --input-shape and --data-input shape the import of an ONNX model; " +
                            InputName(o.input) + " is a problem file");
+  if (!model && o.graph.order != "given")
+    return InvalidArgument("--order chooses the node order of an ONNX model; " + InputName(o.input) +
+                           " is a problem file");
   return Status::Ok();
 }
 
@@ -211,6 +214,19 @@ Status WriteOutputs(const PlanOptions& o, const Problem& problem, const Planned&
   return Status::Ok();
 }
 
+nlohmann::json OrderJson(const Schedule& s) {
+  return {{"method", s.method}, {"peak", s.peak}, {"given_peak", s.given_peak},
+          {"lower_bound", s.lower_bound}, {"proved_optimal", s.proved_optimal},
+          {"states", s.states}, {"ms", s.seconds * 1e3}};
+}
+
+void PrintOrder(const Schedule& s) {
+  std::cout << "order: " << s.method << ", peak of live bytes " << WithThousands(s.peak) << " (given order "
+            << WithThousands(s.given_peak) << "; "
+            << (s.proved_optimal ? "proved optimal" : "lower bound " + WithThousands(s.lower_bound))
+            << "), chosen in " << FormatDouble(s.seconds * 1e3, 1) << " ms\n";
+}
+
 void PrintJson(const PlanOptions& o, const Input& in, std::uint64_t lower_bound, std::uint64_t alignment,
                const std::vector<Row>& rows, std::uint64_t smallest) {
   nlohmann::json j = {{"input", o.input},
@@ -229,7 +245,8 @@ void PrintJson(const PlanOptions& o, const Input& in, std::uint64_t lower_bound,
                   {"persistent_bytes", graph->plan.persistent_bytes},
                   {"naive_scratch_bytes", graph->plan.naive_scratch_bytes},
                   {"saving", 1.0 - static_cast<double>(smallest) /
-                                       static_cast<double>(std::max<std::uint64_t>(graph->plan.naive_scratch_bytes, 1))}};
+                                       static_cast<double>(std::max<std::uint64_t>(graph->plan.naive_scratch_bytes, 1))},
+                  {"order", OrderJson(graph->plan.schedule)}};
   nlohmann::json results = nlohmann::json::array();
   for (const Row& r : rows)
     results.push_back({{"strategy", r.strategy},
@@ -249,6 +266,7 @@ void PrintTable(const PlanOptions& o, const Input& in, std::uint64_t lower_bound
               << " shape nodes folded), " << graph->graph.tensors.size() << " tensors, imported in "
               << FormatDouble(graph->import_seconds * 1e3, 1) << " ms; scratch arena (alignment "
               << graph->params.alignment << "):\n";
+  if (graph && graph->params.schedule.order != OrderStrategy::kGiven) PrintOrder(graph->plan.schedule);
   std::cout << InputName(o.input) << ": " << in.problem().buffers.size() << " buffers";
   // Reading is not planning: the time limit covers only the strategies.
   if (!graph) std::cout << " read in " << FormatDouble(in.read_seconds * 1e3, 0) << " ms";

@@ -1,0 +1,137 @@
+// The execution-order scheduler on the shared ONNX models and on generated
+// RandWire-style graphs: a Markdown table of, per graph, the nodes, the peak
+// of live scratch bytes and the scratch arena (TFLite's arena strategy) in
+// the given order, with the best heuristic order and with the exact search
+// (proved or not, its lower bound, seconds), and the execution checker's
+// verdict on every order planned.
+//
+//   schedule_bench [--time-limit S] [--models DIR] [--no-models] [--no-randwire]
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "harness/graph_generators.h"
+#include "tensormem/onnx.h"
+
+namespace {
+
+using namespace tensormem;
+
+struct Planned {
+  Schedule schedule;
+  std::uint64_t arena = 0;
+  bool checked = false;
+};
+
+Planned PlanIn(const Graph& g, OrderStrategy order, double time_limit) {
+  GraphPlanParams pp;
+  pp.schedule.order = order;
+  pp.schedule.time_limit_seconds = time_limit;
+  Planned out;
+  auto plan = PlanGraph(g, pp);
+  if (!plan.ok()) {
+    std::fprintf(stderr, "plan (%s): %s\n", std::string(Name(order)).c_str(),
+                 plan.status().ToString().c_str());
+    return out;
+  }
+  out.schedule = plan->schedule;
+  out.arena = plan->scratch_bytes();
+  CommittedArenas arenas;
+  out.checked = arenas.Commit(*plan).ok() && CheckExecution(g, *plan, arenas).ok();
+  return out;
+}
+
+double MiB(std::uint64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); }
+
+void Row(const std::string& name, const Graph& g, double time_limit) {
+  const Planned given = PlanIn(g, OrderStrategy::kGiven, time_limit);
+  const Planned best = PlanIn(g, OrderStrategy::kBest, time_limit);
+  const Planned exact = PlanIn(g, OrderStrategy::kExact, time_limit);
+  const double gp = static_cast<double>(given.schedule.peak);
+  auto pct = [&](std::uint64_t p) { return gp > 0 ? 100.0 * (static_cast<double>(p) - gp) / gp : 0.0; };
+  std::printf("| %s | %zu | %.3f | %.3f | %.3f (%+.1f%%, %s) | %.3f | %.4f | %.3f (%+.1f%%) | %.3f | %s | %.3f | %zu | %.3f | %s |\n",
+              name.c_str(), g.nodes.size(), MiB(given.schedule.peak), MiB(given.arena),
+              MiB(best.schedule.peak), pct(best.schedule.peak), best.schedule.method.c_str(),
+              MiB(best.arena), best.schedule.seconds, MiB(exact.schedule.peak),
+              pct(exact.schedule.peak), MiB(exact.arena),
+              exact.schedule.proved_optimal ? "yes" : "no", MiB(exact.schedule.lower_bound),
+              exact.schedule.states, exact.schedule.seconds,
+              given.checked && best.checked && exact.checked ? "ok" : "FAILED");
+  std::fflush(stdout);
+}
+
+void Header() {
+  std::printf("| graph | nodes | given peak MiB | given arena MiB | best peak MiB (vs given, method) | "
+              "best arena MiB | best s | exact peak MiB (vs given) | exact arena MiB | proved | "
+              "lower bound MiB | states | exact s | execution check |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double time_limit = 10;
+  bool models = true, randwire = true;
+  std::filesystem::path dir = std::filesystem::path(TENSORMEM_SHARED_DIR) / "models";
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--time-limit") && i + 1 < argc)
+      time_limit = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--models") && i + 1 < argc)
+      dir = argv[++i];
+    else if (!std::strcmp(argv[i], "--no-models"))
+      models = false;
+    else if (!std::strcmp(argv[i], "--no-randwire"))
+      randwire = false;
+    else {
+      std::fprintf(stderr, "usage: schedule_bench [--time-limit S] [--models DIR] [--no-models] [--no-randwire]\n");
+      return 2;
+    }
+  }
+  Header();
+  if (models) {
+    std::vector<std::filesystem::path> files;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (e.path().extension() == ".onnx") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      auto m = ImportOnnxFile(f.string());
+      if (!m.ok()) {
+        std::fprintf(stderr, "%s: %s\n", f.c_str(), m.status().ToString().c_str());
+        continue;
+      }
+      Row(f.stem().string(), m->graph, time_limit);
+    }
+  }
+  if (randwire) {
+    using internal::JoinKind;
+    using internal::RandomGraphModel;
+    const char* model_names[] = {"ws", "er", "ba"};
+    // (stages, random-graph nodes per stage): about 50 to 250 graph nodes.
+    const std::pair<int, int> sizes[] = {{1, 32}, {3, 24}, {3, 40}, {3, 50}};
+    for (const auto& [stages, nodes] : sizes)
+      for (int model = 0; model < 3; ++model)
+        for (JoinKind join : {JoinKind::kSum, JoinKind::kConcat}) {
+          internal::RandWireParams rp;
+          rp.model = static_cast<RandomGraphModel>(model);
+          rp.join = join;
+          rp.stages = stages;
+          rp.nodes = nodes;
+          rp.k = 4;
+          rp.p = rp.model == RandomGraphModel::kErdosRenyi ? 0.2 : 0.75;
+          rp.m = 2;
+          rp.seed = static_cast<std::uint64_t>(1 + model + 3 * stages);
+          const Graph g = internal::GenerateRandWireGraph(rp);
+          std::string name = std::string("randwire-") + model_names[model] + "-" +
+                             (join == JoinKind::kSum ? "sum" : "concat") + "-" +
+                             std::to_string(stages) + "x" + std::to_string(rp.nodes);
+          Row(name, g, time_limit);
+        }
+  }
+  return 0;
+}

@@ -1,0 +1,86 @@
+// Execution order: a topological order of a graph's nodes that lowers the
+// peak of live scratch bytes (the arena's lower bound) under the graph
+// planner's own liveness (reference counting, in-place chains, graph inputs
+// and outputs never freed).
+//
+// kBest runs the heuristic orders (XLA's list scheduler and DFS and
+// post-order schedulers, PyTorch Inductor's LPMF and BFS) and keeps the best
+// of them and the given order, so it is never worse than the given order.
+// kExact then searches the sets of nodes already run (SERENITY's dynamic
+// programming over downsets, memoised, with a dominance rule): a beam of
+// the best states first, whose order tightens the bound, then every state
+// below the best peak known; it proves the minimum peak when it finishes
+// within the time limit and the state budget, and otherwise keeps the best
+// order found with the lower bound it proved. Every peak reported is computed with
+// ComputeLiveness on the reordered graph.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tensormem/status.h"
+
+namespace tensormem {
+
+struct Graph;
+struct LivenessParams;
+
+enum class OrderStrategy : std::uint8_t {
+  kGiven,  // the graph's node order
+  kBest,   // the best of the heuristic orders and the given order
+  kExact,  // kBest, then the exact search (anytime, under the time limit)
+};
+
+std::string_view Name(OrderStrategy order);
+Result<OrderStrategy> ParseOrderStrategy(std::string_view name);
+std::span<const OrderStrategy> AllOrderStrategies();
+
+struct ScheduleParams {
+  OrderStrategy order = OrderStrategy::kGiven;
+  // The exact search's limits (beam included): wall-clock seconds (<= 0:
+  // none) and the number of search states it may keep. Past either it stops
+  // and keeps the best order found, with the lower bound proved so far.
+  // The states are also kept under 1 GiB (fewer on graphs of many nodes).
+  double time_limit_seconds = 10;
+  std::size_t max_states = 20'000'000;
+};
+
+struct Schedule {
+  // Node indices in execution order (a permutation of the graph's nodes).
+  std::vector<int> order;
+  // What found the order: "given", "list", "dfs", "post-order", "lpmf",
+  // "bfs" or "exact".
+  std::string method = "given";
+  std::uint64_t given_peak = 0;   // peak live scratch bytes in the given order
+  std::uint64_t peak = 0;         // ... in `order`
+  std::uint64_t lower_bound = 0;  // no order has a lower peak
+  bool proved_optimal = false;    // peak == lower_bound
+  std::size_t states = 0;         // search states the exact search kept
+  double seconds = 0;
+};
+
+// The identity order 0, 1, ..., nodes - 1.
+std::vector<int> GivenOrder(const Graph& graph);
+
+// Checks `order` is a permutation of the nodes in which every tensor is
+// written before any node reads it; names the node at fault.
+Status CheckOrder(const Graph& graph, std::span<const int> order);
+
+// The graph with its nodes in `order` (checked with CheckOrder).
+Result<Graph> ReorderGraph(const Graph& graph, std::span<const int> order);
+
+// The peak of live scratch bytes (unaligned) when the nodes run in `order`:
+// the largest sum, over a node, of the sizes of the scratch buffers live at
+// it, from ComputeLiveness on the reordered graph.
+Result<std::uint64_t> PeakLiveBytes(const Graph& graph, std::span<const int> order,
+                                    const LivenessParams& liveness);
+
+// The order params.order asks for, its peak and the given order's.
+Result<Schedule> ScheduleGraph(const Graph& graph, const ScheduleParams& params,
+                               const LivenessParams& liveness);
+
+}  // namespace tensormem

@@ -1,0 +1,145 @@
+// The scheduler's entry points: orders checked and applied, peaks from
+// ComputeLiveness, and ScheduleGraph keeping the best of the given order,
+// the heuristic orders and (kExact) the exact search.
+#include "tensormem/schedule.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "core/parse_name.h"
+#include "graph/schedule_model.h"
+#include "tensormem/graph.h"
+
+namespace tensormem {
+namespace {
+
+constexpr OrderStrategy kOrderStrategies[] = {OrderStrategy::kGiven, OrderStrategy::kBest,
+                                              OrderStrategy::kExact};
+
+// The largest bytes any one node needs in any order.
+std::uint64_t StaticBound(const internal::OrderModel& model) {
+  std::uint64_t b = model.initial_live();
+  for (int v = 0; v < model.nodes(); ++v) b = std::max(b, model.alone(v));
+  return b;
+}
+
+}  // namespace
+
+std::string_view Name(OrderStrategy order) {
+  switch (order) {
+    case OrderStrategy::kGiven: return "given";
+    case OrderStrategy::kBest: return "best";
+    case OrderStrategy::kExact: return "exact";
+  }
+  return "unknown";
+}
+
+Result<OrderStrategy> ParseOrderStrategy(std::string_view name) {
+  return internal::ParseName<OrderStrategy>(name, kOrderStrategies, "order");
+}
+
+std::span<const OrderStrategy> AllOrderStrategies() { return kOrderStrategies; }
+
+std::vector<int> GivenOrder(const Graph& graph) {
+  std::vector<int> order(graph.nodes.size());
+  std::iota(order.begin(), order.end(), 0);
+  return order;
+}
+
+Status CheckOrder(const Graph& graph, std::span<const int> order) {
+  const std::size_t n = graph.nodes.size();
+  if (order.size() != n)
+    return InvalidArgument("order: " + std::to_string(order.size()) + " nodes for a graph of " +
+                           std::to_string(n));
+  std::vector<int> step(n, -1);
+  for (std::size_t k = 0; k < n; ++k) {
+    const int v = order[k];
+    if (v < 0 || static_cast<std::size_t>(v) >= n)
+      return InvalidArgument("order: position " + std::to_string(k) + " names node " +
+                             std::to_string(v) + ", not in [0, " + std::to_string(n) + ")");
+    if (step[static_cast<std::size_t>(v)] >= 0)
+      return InvalidArgument("order: " + NodeLabel(graph, static_cast<std::size_t>(v)) +
+                             " appears twice");
+    step[static_cast<std::size_t>(v)] = static_cast<int>(k);
+  }
+  std::vector<int> writer(graph.tensors.size(), -1);
+  for (std::size_t v = 0; v < n; ++v)
+    for (int t : graph.nodes[v].outputs)
+      if (t >= 0 && static_cast<std::size_t>(t) < writer.size()) writer[static_cast<std::size_t>(t)] = static_cast<int>(v);
+  for (std::size_t v = 0; v < n; ++v)
+    for (int t : graph.nodes[v].inputs) {
+      if (t < 0 || static_cast<std::size_t>(t) >= writer.size()) continue;
+      const int w = writer[static_cast<std::size_t>(t)];
+      if (w >= 0 && step[static_cast<std::size_t>(w)] > step[v])
+        return InvalidArgument("order: " + NodeLabel(graph, v) + " reads " + TensorLabel(graph, t) +
+                               " before " + NodeLabel(graph, static_cast<std::size_t>(w)) +
+                               " writes it");
+    }
+  return Status::Ok();
+}
+
+Result<Graph> ReorderGraph(const Graph& graph, std::span<const int> order) {
+  TM_RETURN_IF_ERROR(CheckOrder(graph, order));
+  Graph g;
+  g.tensors = graph.tensors;
+  g.inputs = graph.inputs;
+  g.outputs = graph.outputs;
+  g.nodes.reserve(order.size());
+  for (int v : order) g.nodes.push_back(graph.nodes[static_cast<std::size_t>(v)]);
+  return g;
+}
+
+Result<std::uint64_t> PeakLiveBytes(const Graph& graph, std::span<const int> order,
+                                    const LivenessParams& liveness) {
+  TM_ASSIGN_OR_RETURN(const Graph g, ReorderGraph(graph, order));
+  TM_ASSIGN_OR_RETURN(const Liveness live, ComputeLiveness(g, liveness));
+  std::vector<std::int64_t> delta(static_cast<std::size_t>(live.last_node) + 2, 0);
+  for (std::size_t t = 0; t < live.tensors.size(); ++t) {
+    const TensorLiveness& l = live.tensors[t];
+    if (l.arena != Arena::kScratch || l.root != static_cast<int>(t)) continue;
+    delta[static_cast<std::size_t>(l.first_node)] += static_cast<std::int64_t>(graph.tensors[t].bytes);
+    delta[static_cast<std::size_t>(l.last_node) + 1] -= static_cast<std::int64_t>(graph.tensors[t].bytes);
+  }
+  std::int64_t now = 0, peak = 0;
+  for (std::int64_t d : delta) peak = std::max(peak, now += d);
+  return static_cast<std::uint64_t>(peak);
+}
+
+Result<Schedule> ScheduleGraph(const Graph& graph, const ScheduleParams& params,
+                               const LivenessParams& liveness) {
+  const auto start = std::chrono::steady_clock::now();
+  TM_ASSIGN_OR_RETURN(const Liveness live, ComputeLiveness(graph, liveness));
+  Schedule best;
+  best.order = GivenOrder(graph);
+  TM_ASSIGN_OR_RETURN(best.given_peak, PeakLiveBytes(graph, best.order, liveness));
+  best.peak = best.given_peak;
+  // Nothing is freed when all tensors are preserved: every order is alike.
+  const bool fixed = params.order == OrderStrategy::kGiven || liveness.preserve_all_tensors;
+  const internal::OrderModel model(graph, live, liveness);
+  best.lower_bound = liveness.preserve_all_tensors ? best.peak : std::min(best.peak, StaticBound(model));
+  if (!fixed) {
+    for (internal::NamedOrder& h : internal::HeuristicOrders(model)) {
+      TM_ASSIGN_OR_RETURN(const std::uint64_t peak, PeakLiveBytes(graph, h.order, liveness));
+      if (peak < best.peak) best.peak = peak, best.order = std::move(h.order), best.method = h.method;
+    }
+  }
+  if (params.order == OrderStrategy::kExact && !fixed) {
+    internal::ExactResult r = internal::ExactOrder(model, best.peak, best.lower_bound,
+                                                   params.time_limit_seconds, params.max_states);
+    best.states = r.states;
+    best.lower_bound = r.lower_bound;
+    if (!r.order.empty()) {
+      TM_ASSIGN_OR_RETURN(const std::uint64_t peak, PeakLiveBytes(graph, r.order, liveness));
+      if (peak != r.peak)
+        return Internal("exact order: the search priced its order at " + std::to_string(r.peak) +
+                        " bytes, the liveness at " + std::to_string(peak));
+      best.peak = peak, best.order = std::move(r.order), best.method = "exact";
+    }
+  }
+  best.proved_optimal = best.peak == best.lower_bound;
+  best.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return best;
+}
+
+}  // namespace tensormem

@@ -1,0 +1,181 @@
+// The scheduler's per-step liveness (see schedule_model.h).
+#include "graph/schedule_model.h"
+
+#include <algorithm>
+
+namespace tensormem::internal {
+namespace {
+
+void AddUnique(std::vector<int>& v, int x) {
+  if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+}
+
+}  // namespace
+
+OrderModel::OrderModel(const Graph& graph, const Liveness& live, const LivenessParams& params)
+    : keep_unread_(params.keep_unread_tensors) {
+  const std::size_t n = graph.tensors.size();
+  bytes_.resize(n);
+  pinned_.assign(n, 0);
+  writer_.assign(n, -1);
+  readers_.resize(n);
+  readers_in_place_.resize(n);
+  std::vector<char> scratch(n, 0);
+  for (std::size_t t = 0; t < n; ++t) {
+    bytes_[t] = graph.tensors[t].bytes;
+    scratch[t] = live.tensors[t].arena == Arena::kScratch;
+  }
+  std::vector<char> is_input(n, 0);
+  for (int t : graph.inputs)
+    if (t != kNoTensor) pinned_[Index(t)] = is_input[Index(t)] = 1;
+  for (int t : graph.outputs)
+    if (t != kNoTensor) pinned_[Index(t)] = 1;
+  std::vector<char> counted(n, 0);
+  for (int t : graph.inputs)
+    if (t != kNoTensor && scratch[Index(t)] && !counted[Index(t)]) {
+      counted[Index(t)] = 1;
+      initial_live_ += bytes_[Index(t)];
+    }
+  node_.resize(graph.nodes.size());
+  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
+    const GraphNode& g = graph.nodes[i];
+    Node& node = node_[i];
+    const int v = static_cast<int>(i);
+    for (int t : g.outputs)
+      if (t != kNoTensor) {
+        writer_[Index(t)] = v;
+        if (scratch[Index(t)]) AddUnique(node.outputs, t);
+      }
+    for (int t : g.temporaries)
+      if (scratch[Index(t)]) node.temp_bytes += bytes_[Index(t)];
+  }
+  int slots = 0;
+  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
+    const GraphNode& g = graph.nodes[i];
+    Node& node = node_[i];
+    const int v = static_cast<int>(i);
+    for (int t : g.inputs) {
+      if (t == kNoTensor) continue;
+      if (writer_[Index(t)] >= 0) AddUnique(node.preds, writer_[Index(t)]);
+      if (!scratch[Index(t)]) continue;
+      AddUnique(node.inputs, t);
+      AddUnique(readers_[Index(t)], v);
+    }
+    for (int o : node.outputs) node.out_bytes += bytes_[Index(o)];
+    // ComputeLiveness's static conditions for sharing; the dynamic ones
+    // (last reader, the chain root's size) are checked per step.
+    node.in_place = g.in_place;
+    if (params.in_place && g.in_place != InPlace::kNone && !g.inputs.empty() && !g.outputs.empty()) {
+      const int in = g.inputs[0], out = g.outputs[0];
+      if (in != kNoTensor && out != kNoTensor && in != out && scratch[Index(in)] &&
+          scratch[Index(out)] && !pinned_[Index(in)] && !pinned_[Index(out)] &&
+          (g.in_place == InPlace::kInput0Unmodified || bytes_[Index(in)] == bytes_[Index(out)])) {
+        node.in_place_slot = slots++;
+        readers_in_place_[Index(in)].push_back(v);
+      }
+    }
+    // Alone: its inputs, outputs and temporaries, and the graph inputs, all
+    // live while it runs (less the output it may write in place).
+    std::uint64_t alone = initial_live_ + node.temp_bytes + node.out_bytes;
+    for (int t : node.inputs)
+      if (!is_input[Index(t)]) alone += bytes_[Index(t)];
+    if (node.in_place_slot >= 0) alone -= bytes_[Index(g.outputs[0])];
+    node.alone = alone;
+  }
+  words_ = (node_.size() + static_cast<std::size_t>(slots) + 63) / 64;
+  if (words_ == 0) words_ = 1;
+}
+
+bool OrderModel::Ready(const std::uint64_t* state, int v) const {
+  if (Has(state, v)) return false;
+  for (int p : node_[Index(v)].preds)
+    if (!Has(state, p)) return false;
+  return true;
+}
+
+bool OrderModel::PendingReader(const std::uint64_t* state, int t, int except) const {
+  for (int r : readers_[Index(t)])
+    if (r != except && !Has(state, r)) return true;
+  return false;
+}
+
+// The tensor owning t's buffer: back along the in-place nodes that shared.
+int OrderModel::Root(const std::uint64_t* state, int t) const {
+  for (;;) {
+    const int w = writer_[Index(t)];
+    if (w < 0) return t;
+    const Node& node = node_[Index(w)];
+    if (node.in_place_slot < 0 || node.outputs.empty() || node.outputs[0] != t ||
+        !Has(state, nodes() + node.in_place_slot))
+      return t;
+    t = node.inputs[0];
+  }
+}
+
+bool OrderModel::Shares(const std::uint64_t* state, int v) const {
+  const Node& node = node_[Index(v)];
+  if (node.in_place_slot < 0) return false;
+  const int in = node.inputs[0], out = node.outputs[0];
+  if (PendingReader(state, in, v)) return false;
+  return node.in_place == InPlace::kInput0 || bytes_[Index(out)] <= bytes_[Index(Root(state, in))];
+}
+
+OrderModel::Step OrderModel::Run(const std::uint64_t* state, std::uint64_t live,
+                                 std::uint64_t peak, int v) const {
+  const Node& node = node_[Index(v)];
+  Step s;
+  s.shares = Shares(state, v);
+  std::uint64_t alloc = node.temp_bytes, freed = node.temp_bytes, kept = 0;
+  for (std::size_t k = 0; k < node.outputs.size(); ++k) {
+    const int o = node.outputs[k];
+    if (k == 0 && s.shares) continue;
+    alloc += bytes_[Index(o)];
+    if (readers_[Index(o)].empty() && !pinned_[Index(o)] && !keep_unread_)
+      freed += bytes_[Index(o)];
+    else
+      kept += bytes_[Index(o)];
+  }
+  bool hazard = node.in_place_slot >= 0 && !s.shares;
+  std::uint64_t released = 0;
+  for (int t : node.inputs) {
+    if (s.shares && t == node.inputs[0]) {
+      const int out = node.outputs[0];
+      if (readers_[Index(out)].empty()) released += bytes_[Index(Root(state, t))];
+      continue;
+    }
+    if (pinned_[Index(t)] || PendingReader(state, t, v)) {
+      // Running v now may make another reader the last one, which may then
+      // share t in place: a change the dominance rule does not cover.
+      for (int w : readers_in_place_[Index(t)]) hazard |= w != v && !Has(state, w);
+      continue;
+    }
+    released += bytes_[Index(Root(state, t))];
+  }
+  s.during = live + alloc;
+  s.after = s.during - freed - released;
+  // Running v now never raises the peak and leaves no more bytes live, and
+  // its effect on later steps is only that (its reads being the last ones):
+  // some best order from here runs it next.
+  s.dominant = !hazard && s.during <= peak && kept <= released;
+  return s;
+}
+
+void OrderModel::Apply(std::uint64_t* state, int v, bool shares) const {
+  auto set = [&](int bit) { state[static_cast<unsigned>(bit) >> 6] |= std::uint64_t{1} << (bit & 63); };
+  set(v);
+  if (shares) set(nodes() + node_[Index(v)].in_place_slot);
+}
+
+std::uint64_t OrderModel::Peak(const std::vector<int>& order) const {
+  std::vector<std::uint64_t> state(words_, 0);
+  std::uint64_t live = initial_live_, peak = initial_live_;
+  for (int v : order) {
+    const Step s = Run(state.data(), live, peak, v);
+    peak = std::max(peak, s.during);
+    live = s.after;
+    Apply(state.data(), v, s.shares);
+  }
+  return peak;
+}
+
+}  // namespace tensormem::internal

@@ -1,0 +1,106 @@
+// The scheduler's incremental view of the graph planner's liveness: what
+// running one more node costs, given the set of nodes already run. It is
+// ComputeLiveness's reference counting restated per step (a node allocates
+// its outputs and temporaries, then every buffer whose last reader it is, and
+// every unread output, is freed; graph inputs and outputs are never freed;
+// an in-place node shares its first input's buffer when it is that input's
+// last reader), so that the heuristics and the exact search can price a
+// choice without replanning. The tests check it against ComputeLiveness on
+// random graphs and orders; the scheduler reports peaks from ComputeLiveness.
+//
+// A state is a bit set: bit v (v < nodes) = node v has run; bit nodes + k =
+// the k-th in-place-capable node ran and shared its input's buffer (the only
+// history the live bytes depend on besides the set of nodes run).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tensormem/graph.h"
+
+namespace tensormem::internal {
+
+class OrderModel {
+ public:
+  // Needs a graph that passes CheckGraph; `liveness` must not preserve all
+  // tensors (nothing is then freed and every order has the same peak).
+  OrderModel(const Graph& graph, const Liveness& live, const LivenessParams& params);
+
+  struct Step {
+    std::uint64_t during = 0;  // live bytes while the node runs
+    std::uint64_t after = 0;   // live bytes once it has run
+    bool shares = false;       // its first output takes its input's buffer
+    // Running it now raises neither the peak so far nor the live bytes, and
+    // changes no other node's in-place sharing: some best order from here
+    // runs it next (the exact search's dominance rule).
+    bool dominant = false;
+  };
+
+  int nodes() const { return static_cast<int>(node_.size()); }
+  std::size_t words() const { return words_; }  // 64-bit words in a state
+  std::uint64_t initial_live() const { return initial_live_; }
+  // Nodes whose outputs `v` reads.
+  const std::vector<int>& preds(int v) const { return node_[Index(v)].preds; }
+  // Bytes node v needs whatever the order: a lower bound on every peak.
+  std::uint64_t alone(int v) const { return node_[Index(v)].alone; }
+  std::uint64_t out_bytes(int v) const { return node_[Index(v)].out_bytes; }
+
+  static bool Has(const std::uint64_t* state, int bit) {
+    return (state[static_cast<unsigned>(bit) >> 6] >> (static_cast<unsigned>(bit) & 63)) & 1;
+  }
+  bool Ready(const std::uint64_t* state, int v) const;
+  // Running v now, with `live` bytes live and a peak of `peak` so far.
+  Step Run(const std::uint64_t* state, std::uint64_t live, std::uint64_t peak, int v) const;
+  // Marks v run (and its sharing) in `state`.
+  void Apply(std::uint64_t* state, int v, bool shares) const;
+
+  // The peak of a whole order (checked elsewhere to be topological).
+  std::uint64_t Peak(const std::vector<int>& order) const;
+
+ private:
+  struct Node {
+    std::vector<int> inputs;   // distinct scratch tensors read
+    std::vector<int> outputs;  // scratch tensors written
+    std::vector<int> preds;    // distinct nodes writing what it reads
+    std::uint64_t temp_bytes = 0;
+    std::uint64_t out_bytes = 0;
+    std::uint64_t alone = 0;
+    int in_place_slot = -1;  // k when it may share its input in place
+    InPlace in_place = InPlace::kNone;
+  };
+  static std::size_t Index(int i) { return static_cast<std::size_t>(i); }
+  bool PendingReader(const std::uint64_t* state, int t, int except) const;
+  int Root(const std::uint64_t* state, int t) const;
+  bool Shares(const std::uint64_t* state, int v) const;
+
+  std::vector<Node> node_;
+  std::vector<std::uint64_t> bytes_;        // per tensor
+  std::vector<char> pinned_;                // graph input or output
+  std::vector<int> writer_;                 // per tensor, -1 = none
+  std::vector<std::vector<int>> readers_;   // distinct reader nodes per tensor
+  std::vector<std::vector<int>> readers_in_place_;  // readers that may share it
+  std::uint64_t initial_live_ = 0;
+  bool keep_unread_ = false;
+  std::size_t words_ = 0;
+};
+
+// The heuristic orders, by name ("list", "dfs", "post-order", "lpmf", "bfs").
+struct NamedOrder {
+  const char* method;
+  std::vector<int> order;
+};
+std::vector<NamedOrder> HeuristicOrders(const OrderModel& model);
+
+struct ExactResult {
+  std::vector<int> order;        // empty when nothing below the bound was found
+  std::uint64_t peak = 0;        // of `order`
+  std::uint64_t lower_bound = 0;
+  bool complete = false;         // the search finished: the bound is the optimum
+  std::size_t states = 0;
+};
+// The search for an order with a peak below `upper_bound` (the best known).
+ExactResult ExactOrder(const OrderModel& model, std::uint64_t upper_bound,
+                       std::uint64_t lower_bound, double time_limit_seconds,
+                       std::size_t max_states);
+
+}  // namespace tensormem::internal

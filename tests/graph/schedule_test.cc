@@ -1,0 +1,338 @@
+// The scheduler: its step model agrees with ComputeLiveness, the exact
+// search equals a brute force over all topological orders, no order is worse
+// than the given one, every order runs under the execution checker, and the
+// limits stop the search with a valid answer.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <random>
+
+#include "graph/graph_test_util.h"
+#include "graph/schedule_model.h"
+#include "harness/graph_generators.h"
+#include "tensormem/schedule.h"
+
+namespace tensormem {
+namespace {
+
+using internal::GenerateRandWireGraph;
+using internal::OrderModel;
+using internal::RandWireParams;
+using testing::AddNode;
+using testing::MakeGraph;
+using testing::MakeRandomGraph;
+
+// A uniformly random ready node at each step.
+std::vector<int> RandomOrder(const Graph& g, std::uint64_t seed) {
+  const std::size_t n = g.nodes.size();
+  std::vector<int> writer(g.tensors.size(), -1), order;
+  for (std::size_t v = 0; v < n; ++v)
+    for (int t : g.nodes[v].outputs)
+      if (t >= 0) writer[static_cast<std::size_t>(t)] = static_cast<int>(v);
+  std::vector<char> done(n, 0);
+  std::mt19937_64 rng(seed);
+  while (order.size() < n) {
+    std::vector<int> ready;
+    for (std::size_t v = 0; v < n; ++v) {
+      bool ok = !done[v];
+      for (int t : g.nodes[v].inputs)
+        if (t >= 0 && writer[static_cast<std::size_t>(t)] >= 0)
+          ok &= done[static_cast<std::size_t>(writer[static_cast<std::size_t>(t)])] != 0;
+      if (ok) ready.push_back(static_cast<int>(v));
+    }
+    const int v = ready[std::uniform_int_distribution<std::size_t>(0, ready.size() - 1)(rng)];
+    done[static_cast<std::size_t>(v)] = 1;
+    order.push_back(v);
+  }
+  return order;
+}
+
+// The minimum peak over every topological order, each priced by the liveness.
+std::uint64_t BruteForce(const Graph& g, const LivenessParams& lp) {
+  const std::size_t n = g.nodes.size();
+  std::vector<std::vector<int>> preds(n);
+  std::vector<int> writer(g.tensors.size(), -1);
+  for (std::size_t v = 0; v < n; ++v)
+    for (int t : g.nodes[v].outputs)
+      if (t >= 0) writer[static_cast<std::size_t>(t)] = static_cast<int>(v);
+  for (std::size_t v = 0; v < n; ++v)
+    for (int t : g.nodes[v].inputs)
+      if (t >= 0 && writer[static_cast<std::size_t>(t)] >= 0) preds[v].push_back(writer[static_cast<std::size_t>(t)]);
+  std::vector<int> order;
+  std::vector<char> done(n, 0);
+  std::uint64_t best = ~std::uint64_t{0};
+  std::function<void()> go = [&] {
+    if (order.size() == n) {
+      best = std::min(best, PeakLiveBytes(g, order, lp).value());
+      return;
+    }
+    for (std::size_t v = 0; v < n; ++v) {
+      if (done[v]) continue;
+      bool ready = true;
+      for (int p : preds[v]) ready &= done[static_cast<std::size_t>(p)] != 0;
+      if (!ready) continue;
+      done[v] = 1;
+      order.push_back(static_cast<int>(v));
+      go();
+      order.pop_back();
+      done[v] = 0;
+    }
+  };
+  go();
+  return best;
+}
+
+// Plans in the schedule's order, commits it and runs the execution checker.
+void ExpectRuns(const Graph& g, const ScheduleParams& sp, const LivenessParams& lp = {}) {
+  GraphPlanParams pp;
+  pp.schedule = sp;
+  pp.liveness = lp;
+  auto plan = PlanGraph(g, pp);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(CheckOrder(g, plan->schedule.order).ok());
+  CommittedArenas arenas;
+  ASSERT_TRUE(arenas.Commit(*plan).ok());
+  auto report = CheckExecution(g, *plan, arenas);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->nodes_run, g.nodes.size());
+}
+
+std::vector<LivenessParams> LivenessVariants() {
+  LivenessParams no_in_place;
+  no_in_place.in_place = false;
+  LivenessParams keep;
+  keep.keep_unread_tensors = true;
+  return {LivenessParams{}, no_in_place, keep};
+}
+
+TEST(Schedule, ModelAgreesWithLivenessOnRandomOrders) {
+  for (const LivenessParams& lp : LivenessVariants())
+    for (std::uint64_t seed = 1; seed <= 60; ++seed) {
+      const Graph g = MakeRandomGraph(seed, 5 + static_cast<int>(seed % 20));
+      const Liveness live = ComputeLiveness(g, lp).value();
+      const OrderModel model(g, live, lp);
+      for (std::uint64_t k = 0; k < 5; ++k) {
+        const std::vector<int> order = RandomOrder(g, seed * 31 + k);
+        EXPECT_EQ(model.Peak(order), PeakLiveBytes(g, order, lp).value()) << "seed " << seed;
+      }
+    }
+}
+
+TEST(Schedule, ExactEqualsBruteForceOnSmallGraphs) {
+  ScheduleParams sp;
+  sp.order = OrderStrategy::kExact;
+  for (const LivenessParams& lp : LivenessVariants())
+    for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+      const Graph g = MakeRandomGraph(seed, 3 + static_cast<int>(seed % 6));
+      const Schedule s = ScheduleGraph(g, sp, lp).value();
+      EXPECT_TRUE(s.proved_optimal) << "seed " << seed;
+      EXPECT_EQ(s.peak, BruteForce(g, lp)) << "seed " << seed;
+      EXPECT_EQ(s.peak, PeakLiveBytes(g, s.order, lp).value());
+    }
+}
+
+TEST(Schedule, ExactEqualsBruteForceOnSmallRandWire) {
+  ScheduleParams sp;
+  sp.order = OrderStrategy::kExact;
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    RandWireParams rp;
+    rp.nodes = 5;
+    rp.seed = seed;
+    rp.model = static_cast<internal::RandomGraphModel>(seed % 3);
+    rp.join = seed % 2 ? internal::JoinKind::kSum : internal::JoinKind::kConcat;
+    rp.p = 0.5;
+    const Graph g = GenerateRandWireGraph(rp);
+    ASSERT_LE(g.nodes.size(), 12u);
+    const Schedule s = ScheduleGraph(g, sp, {}).value();
+    EXPECT_TRUE(s.proved_optimal);
+    EXPECT_EQ(s.peak, BruteForce(g, {})) << "seed " << seed;
+  }
+}
+
+TEST(Schedule, NeverWorseThanGivenAndRunsUnderTheChecker) {
+  for (OrderStrategy order : AllOrderStrategies())
+    for (std::uint64_t seed = 1; seed <= 25; ++seed) {
+      const Graph g = MakeRandomGraph(seed, 10 + static_cast<int>(seed));
+      ScheduleParams sp;
+      sp.order = order;
+      const Schedule s = ScheduleGraph(g, sp, {}).value();
+      EXPECT_LE(s.peak, s.given_peak);
+      EXPECT_LE(s.lower_bound, s.peak);
+      EXPECT_EQ(s.peak, PeakLiveBytes(g, s.order, {}).value());
+      ExpectRuns(g, sp);
+    }
+}
+
+TEST(Schedule, FindsTheLowerPeakOfABranchyGraph) {
+  // Two branches off one input: a big one (a -> b), a small one (c -> d),
+  // joined at the end. The given order runs c while a's big output waits.
+  Graph g = MakeGraph(6, 100);
+  g.tensors[1].bytes = 1000;  // a's output
+  g.inputs = {0};
+  g.outputs = {5};
+  AddNode(g, {0}, {1});     // a: big
+  AddNode(g, {0}, {3});     // c
+  AddNode(g, {1}, {2});     // b: big -> small
+  AddNode(g, {3}, {4});     // d
+  AddNode(g, {2, 4}, {5});  // join
+  for (OrderStrategy order : {OrderStrategy::kBest, OrderStrategy::kExact}) {
+    ScheduleParams sp;
+    sp.order = order;
+    const Schedule s = ScheduleGraph(g, sp, {}).value();
+    EXPECT_EQ(s.given_peak, 100u + 1000 + 100 + 100);  // at b: input, a's, c's, b's
+    EXPECT_EQ(s.peak, 100u + 1000 + 100);               // a, b first: c's not yet live
+    ExpectRuns(g, sp);
+  }
+}
+
+TEST(Schedule, TheCheckerRunsThePlansOrder) {
+  // The branchy graph planned in its best order (a, b, then c, d): c's
+  // output may take a's memory, which is right in that order only.
+  Graph g = MakeGraph(6, 100);
+  g.tensors[1].bytes = 1000;
+  g.inputs = {0};
+  g.outputs = {5};
+  AddNode(g, {0}, {1});
+  AddNode(g, {0}, {3});
+  AddNode(g, {1}, {2});
+  AddNode(g, {3}, {4});
+  AddNode(g, {2, 4}, {5});
+  GraphPlanParams pp;
+  pp.schedule.order = OrderStrategy::kExact;
+  GraphPlan plan = PlanGraph(g, pp).value();
+  ASSERT_NE(plan.schedule.order, GivenOrder(g));
+  CommittedArenas arenas;
+  ASSERT_TRUE(arenas.Commit(plan).ok());
+  EXPECT_TRUE(CheckExecution(g, plan, arenas).ok());
+  ASSERT_EQ(plan.placements[3].offset, plan.placements[1].offset);  // c's over a's
+  plan.schedule.order = GivenOrder(g);  // the wrong order for these offsets
+  EXPECT_FALSE(CheckExecution(g, plan, arenas).ok());
+  plan.schedule.order = {0, 1};
+  EXPECT_FALSE(CheckExecution(g, plan, arenas).ok());
+}
+
+TEST(Schedule, RandWireExactIsNeverWorseAndValid) {
+  for (auto model : {internal::RandomGraphModel::kWattsStrogatz, internal::RandomGraphModel::kErdosRenyi,
+                     internal::RandomGraphModel::kBarabasiAlbert}) {
+    RandWireParams rp;
+    rp.model = model;
+    rp.nodes = 16;
+    rp.p = model == internal::RandomGraphModel::kErdosRenyi ? 0.2 : 0.75;
+    rp.join = internal::JoinKind::kConcat;
+    const Graph g = GenerateRandWireGraph(rp);
+    ASSERT_TRUE(CheckGraph(g).ok());
+    ScheduleParams sp;
+    sp.order = OrderStrategy::kExact;
+    const Schedule s = ScheduleGraph(g, sp, {}).value();
+    EXPECT_LE(s.peak, s.given_peak);
+    EXPECT_LE(s.lower_bound, s.peak);
+    ExpectRuns(g, sp);
+  }
+}
+
+TEST(Schedule, LimitsStopTheSearchWithAValidOrder) {
+  RandWireParams rp;
+  rp.nodes = 60;
+  rp.stages = 3;
+  rp.join = internal::JoinKind::kConcat;
+  const Graph g = GenerateRandWireGraph(rp);
+  ScheduleParams sp;
+  sp.order = OrderStrategy::kExact;
+  sp.max_states = 50;
+  const Schedule s = ScheduleGraph(g, sp, {}).value();
+  EXPECT_LE(s.lower_bound, s.peak);
+  EXPECT_LE(s.peak, s.given_peak);
+  EXPECT_EQ(s.proved_optimal, s.lower_bound == s.peak);
+  ExpectRuns(g, sp);
+  sp.max_states = std::size_t{1} << 40;
+  sp.time_limit_seconds = 0.05;
+  const Schedule t = ScheduleGraph(g, sp, {}).value();
+  EXPECT_LT(t.seconds, 5.0);  // generous: the heuristics and one level past the limit
+  EXPECT_LE(t.lower_bound, t.peak);
+  EXPECT_EQ(t.peak, PeakLiveBytes(g, t.order, {}).value());
+}
+
+TEST(Schedule, GivenKeepsTheOrder) {
+  const Graph g = MakeRandomGraph(7, 20);
+  const Schedule s = ScheduleGraph(g, {}, {}).value();
+  EXPECT_EQ(s.order, GivenOrder(g));
+  EXPECT_EQ(s.method, "given");
+  EXPECT_EQ(s.peak, s.given_peak);
+  LivenessParams preserve;
+  preserve.preserve_all_tensors = true;
+  ScheduleParams sp;
+  sp.order = OrderStrategy::kExact;
+  const Schedule p = ScheduleGraph(g, sp, preserve).value();
+  EXPECT_EQ(p.order, GivenOrder(g));
+  EXPECT_TRUE(p.proved_optimal);
+}
+
+TEST(Schedule, CheckOrderNamesTheFault) {
+  const Graph g = testing::MakeChain(4, 8);
+  EXPECT_TRUE(CheckOrder(g, std::vector<int>{0, 1, 2}).ok());
+  EXPECT_FALSE(CheckOrder(g, std::vector<int>{0, 1}).ok());
+  EXPECT_FALSE(CheckOrder(g, std::vector<int>{0, 0, 1}).ok());
+  EXPECT_FALSE(CheckOrder(g, std::vector<int>{0, 1, 7}).ok());
+  const Status s = CheckOrder(g, std::vector<int>{1, 0, 2});
+  EXPECT_NE(s.message().find("before"), std::string::npos) << s.message();
+  EXPECT_FALSE(ReorderGraph(g, std::vector<int>{2, 1, 0}).ok());
+}
+
+TEST(Schedule, OrderNames) {
+  for (OrderStrategy o : AllOrderStrategies()) EXPECT_EQ(ParseOrderStrategy(Name(o)).value(), o);
+  EXPECT_FALSE(ParseOrderStrategy("fastest").ok());
+}
+
+TEST(Schedule, ReplanKeepsThePlansOrder) {
+  RandWireParams rp;
+  rp.nodes = 12;
+  const Graph g = GenerateRandWireGraph(rp);
+  GraphPlanParams pp;
+  pp.schedule.order = OrderStrategy::kExact;
+  const GraphPlan plan = PlanGraph(g, pp).value();
+  const GraphPlan again = ReplanGraphFrom(g, plan, 3, pp).value();
+  EXPECT_EQ(again.schedule.order, plan.schedule.order);
+  CommittedArenas arenas;
+  ASSERT_TRUE(arenas.Commit(again).ok());
+  EXPECT_TRUE(CheckExecution(g, again, arenas).ok());
+}
+
+}  // namespace
+}  // namespace tensormem
+
+namespace tensormem {
+namespace {
+
+TEST(RandWireGenerator, WellFormedDeterministicAndJoinsAsAsked) {
+  for (int model = 0; model < 3; ++model)
+    for (auto join : {internal::JoinKind::kSum, internal::JoinKind::kConcat}) {
+      RandWireParams rp;
+      rp.model = static_cast<internal::RandomGraphModel>(model);
+      rp.join = join;
+      rp.nodes = 20;
+      rp.stages = 2;
+      rp.p = 0.3;
+      const Graph g = GenerateRandWireGraph(rp);
+      ASSERT_TRUE(CheckGraph(g).ok()) << CheckGraph(g).ToString();
+      EXPECT_GE(g.nodes.size(), 2u * 20 + 2);  // a conv per random node, a mean per stage
+      EXPECT_EQ(GenerateRandWireGraph(rp).nodes.size(), g.nodes.size());
+      bool joined = false;
+      for (const GraphNode& n : g.nodes) {
+        if (n.op != "sum" && n.op != "concat") continue;
+        joined = true;
+        EXPECT_EQ(n.op, join == internal::JoinKind::kSum ? "sum" : "concat");
+        std::uint64_t total = 0, largest = 0;
+        for (int t : n.inputs) {
+          total += g.tensors[static_cast<std::size_t>(t)].bytes;
+          largest = std::max(largest, g.tensors[static_cast<std::size_t>(t)].bytes);
+        }
+        EXPECT_EQ(g.tensors[static_cast<std::size_t>(n.outputs[0])].bytes,
+                  join == internal::JoinKind::kSum ? largest : total);
+      }
+      EXPECT_TRUE(joined);
+    }
+}
+
+}  // namespace
+}  // namespace tensormem
