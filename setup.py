@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Builds tensormem._tensormem with CMake for `pip install .` (metadata in
 pyproject.toml). Offline: uses the pybind11 and the compilers installed
 (Debian: pybind11-dev, python3-dev); with --no-build-isolation pip uses the

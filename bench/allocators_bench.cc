@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Allocator benchmarks: allocate/free pairs (1 and 2 threads sharing one
 // allocator), delayed frees (a window of live blocks), and the replay of
 // every trace in ../shared/traces through every allocator.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The graph planner on every model of ../shared/models: a Markdown table of
 // import time, tensors planned, the lower bound (peak live bytes of the
 // scratch arena), each offset strategy's arena / lower bound, planning times

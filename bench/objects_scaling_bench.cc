@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scaling of every shared-objects strategy on deep-network-like records
 // (internal::GenerateNetworkRecords: chains with skip connections, sizes
 // log-uniform 256 B - 8 MiB) at 1k, 10k and 100k records, default path and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Offset planning benchmarks:
 //  - Scaling: every offset strategy on 1k, 10k, 100k deep-network-like
 //    records (chains with skip connections, varied sizes), the scalable

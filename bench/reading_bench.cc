@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading input files, the first step of every CLI command and Python load:
 //  - traces/<name>: LoadTrace on each real allocation trace of
 //    ../shared/traces (gzip ones decompressed as they are read), and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The execution-order scheduler on the shared ONNX models and on generated
 // RandWire-style graphs: a Markdown table of, per graph, the nodes, the peak
 // of live scratch bytes and the scratch arena (TFLite's arena strategy) in

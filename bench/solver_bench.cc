@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The exact solver on the MiniMalloc "challenging" instances
 // (../shared/benchmarks/minimalloc/{A..K}.1048576.csv) at capacity
 // 1,048,576: does each fit? One solve per iteration (they take seconds);

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The library's layers (docs/design/layers.md). Each layer is an OBJECT library
 # tensormem_<layer>; the one installed archive `tensormem`
 # (tensormem::tensormem) holds the objects of them all.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Body of the allocator fuzzer (and of its seeded replay in allocators_test):
 // the allocators driven by arbitrary bytes. The first bytes pick an
 // allocator and its parameters (Create must refuse bad ones with an error

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Body of the buffer pool fuzzer (and of its seeded replay in
 // allocators_test): what the allocator fuzzer does not reach, the pool's own
 // calls, in any order the bytes give. Allocations, separate blocks and frees

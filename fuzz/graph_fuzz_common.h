@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Body of the graph fuzzer (and of its seeded replay in graph_test): a graph
 // the bytes describe, well formed or not, through the graph planner. Tensors
 // of every kind (some of any size, some with alignments that are not powers

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "graph_fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ONNX importer on arbitrary bytes: a model or an error with a message,
 // never a crash or a hang; an imported graph is well formed and plans to a
 // plan the graph validator accepts. Seeds: fuzz/corpus/onnx (the bundled

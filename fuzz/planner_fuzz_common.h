@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Body of the planner fuzzer (and of its seeded replay in planning_test):
 // every static strategy on a problem the bytes describe. The first bytes
 // give the knobs (alignment, the reference paths, the polish's nodes, which

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared body of the reader fuzzers: whatever the bytes, the reader returns a
 // Problem or an error (never crashes, hangs or throws); an accepted problem
 // plans to a plan the validator accepts, and writing it back and reading it

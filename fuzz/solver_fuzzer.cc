@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The exact solver on arbitrary problems (the problem CSV reader's input,
 // at most 40 buffers, a node budget): an answer, or an error for bad input
 // only, never a crash or a hang. Every plan validates and lies within its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Body of the trace fuzzer (and of its corpus replay in io_test): whatever
 // the bytes, ReadTrace returns a trace or an error with a message. An
 // accepted trace pairs every free with a live earlier allocation of the same

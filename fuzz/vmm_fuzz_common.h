@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Body of the vmm fuzzer (and of its seeded replay in allocators_test): the
 // virtual-memory allocator's stream semantics, which the allocator fuzzer
 // (one stream, Allocate and Deallocate) does not reach. Host granules with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Research tool, not part of the library: repair a start plan of a MiniMalloc
 // CSV into a plan within HEIGHT bytes by local search over the offsets
 // (docs/design/solver.md, "A plan of J at 993,280").

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The research local search (research/overlap_local_search.cc) and
 its start-plan driver (research/point_restriction.py): on small
 random problems built around a known plan (fixed seeds), the search repairs

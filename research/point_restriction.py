@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Research driver, not part of the library: a start plan for
 overlap_local_search.cc from restrictions of a problem to sets of task points
 (docs/design/solver.md, "A plan of J at 993,280").

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Reads a SAT solver's answer to sat_order_encoding's CNF (research tool,
 docs/design/solver.md "A SAT model of the fit question") and writes the plan as the
 problem's CSV with an offset column, after checking that no two buffers live

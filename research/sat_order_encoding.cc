@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Research tool, not part of the library: a MiniMalloc CSV's fit question
 // ("do the buffers fit in HEIGHT bytes?") as a SAT problem in DIMACS CNF,
 // to compare a CDCL solver (Debian's cadical) with `tensormem solve

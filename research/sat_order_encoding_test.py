@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The SAT model of the fit question (research/sat_order_encoding.cc)
 against brute force: on small random problems (fixed seeds) the CNF is
 satisfiable at the minimum height and not one granule below, with and

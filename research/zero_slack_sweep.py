@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Research prototype: zero-slack fit by a time sweep over a PQ-tree.
 
 Not part of the library: the prototype of src/solver/time_sweep.h (the C++

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Compiles every source of a build's compile database with clang 14,
 syntax only, warnings as errors (issue 12 item 19: Debian 12's default
 clang is 14, which rejects, e.g., a lambda capturing a structured binding

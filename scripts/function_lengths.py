@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The longest C++ functions under the given files or folders.
 
     scripts/function_lengths.py src/allocators harness tools python/src [--top 15] [--over 60]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Gathers what the lent GPU machine lacks into .gpu/ (ignored by git), to be
 # named in the device tool's `carry`: the headers, static libraries and CMake
 # config files of GoogleTest, nlohmann-json and CLI11 and zlib's header (that

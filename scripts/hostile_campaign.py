@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Hostile-input campaign against the tensormem CLI (issue 12).
 
 Derives COUNT inputs from valid seeds (CSV and JSON problems, a replay trace,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian 12 packages tensormem needs that are missing (as root).
 # Nothing is downloaded at build or run time beyond these packages.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # One command on a fresh Debian 12 machine (as root): installs what is
 # missing, builds tensormem, and plans the bundled example network.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds everything (warnings are errors) and runs every test with CTest;
 # then the same with clang 16 and libc++ (which catches missing standard
 # includes that GCC's headers forgive), without the ONNX importer and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs a fuzz target's body (fuzz/*_fuzz_common.h) on fixed seeded random
 // inputs inside a test, with whatever compiler builds the tests: a failed
 // fuzz check becomes a test failure naming the input and giving its bytes

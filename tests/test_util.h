@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the tests: where ../shared is, skipping when it is not;
 // running a command; a temporary folder per test.
 #pragma once

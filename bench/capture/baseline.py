@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Replays traces through every allocator and prints the table of bench/traces/BASELINE.md.
 
     python3 bench/capture/baseline.py --cli build/tools/tensormem/tensormem \

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Captures the allocation trace of one dynamic CPU PyTorch workload.
 
 Runs a model written in plain torch.nn with random weights (nothing downloaded) on requests of

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """What vmm's reserve consists of at its peak, on one or more traces.
 
     PYTHONPATH=build/python python3 bench/capture/reserve_breakdown.py TRACE...

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Peak resident memory of glibc malloc, jemalloc and mimalloc on a trace, the blocks' pages touched.
 
     python3 bench/capture/rss_replay.py TRACE...

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the device scripts (run_all.sh, run_e2e.sh): the output folder
 # ($OUT, or out/), the carried prefix and traces (.gpu, from
 # scripts/gpu_prepare.sh), elapsed-time stamps, everything printed also

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """End to end with the PyTorch plug-in, for a machine with an NVIDIA GPU and PyTorch.
 
 Usage: plugin_e2e.py WORKLOAD ALLOCATOR [PLUGIN.so]

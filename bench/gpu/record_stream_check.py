@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """record_stream through the plug-in on a GPU, with tensormem.torch's own enable().
 
 Usage: record_stream_check.py PLUGIN.so

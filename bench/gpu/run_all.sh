@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Every GPU measurement of the vmm allocator and the PyTorch plug-in in one
 # device call (about 6 minutes on an H200; each step has its own time cap so
 # the later ones still run). Run scripts/gpu_prepare.sh here first and carry

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A shorter device call than run_all.sh: build, the CUDA tests, the plug-in
 # end to end (GPT-2 training and generation, default beside tensormem, and
 # tensormem at growth slack 0.05), record_stream through the plug-in, vmm replays of three traces on the device,

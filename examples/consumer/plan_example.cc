@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Plans an arena for a few tensors with the library API and checks the plan.
 #include <cstdio>
 

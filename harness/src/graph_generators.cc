@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RandWire-style graphs (see graph_generators.h).
 #include "harness/graph_generators.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // glibc malloc, jemalloc and mimalloc as replay peers, found with dlopen so
 // that none of them is linked into tensormem (and none replaces the
 // process's malloc). Each peer's "reserved" figure is its own statistic:

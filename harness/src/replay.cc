@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Trace replay: one loop, templated over how a block is allocated and
 // freed, so our allocators (through MemoryResource) and the malloc peers
 // (through function pointers) pay the same overhead. A free finds its block

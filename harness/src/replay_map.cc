@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The replay's memory map (replay.h WriteReplayHtmlMap): the placement of a
 // replay drawn by the library's HTML map, with the reserved bytes as a line.
 #include <ostream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Umbrella header: the dynamic allocators, their backends and adaptors, and
 // the physical memory (host granules, CUDA) the vmm allocator stitches.
 // (Allocation traces are read by tensormem/trace.h; replaying them through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The defaults every surface shares: the C++ parameter structs start from
 // these values, the CLI's options and the Python functions read them, so the
 // same question gets the same answer wherever it is asked.

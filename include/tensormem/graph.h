@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // From a graph to memory: TensorFlow Lite ArenaPlanner semantics.
 //
 // A Graph is tensors (bytes, kind) and nodes (inputs, outputs, temporaries,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File formats: the edge where half-open spans become inclusive lifetimes.
 //
 // MiniMalloc CSV: header `id,lower,upper,size` with optional `alignment`,

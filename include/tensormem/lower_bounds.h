@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lower bounds, the one routine every report uses.
 //
 // Offsets: no arena can be smaller than the peak live bytes (max over tasks of

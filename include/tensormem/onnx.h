@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ONNX import (library tensormem::onnx, built when libonnx and protobuf are
 // found): an ONNX model becomes a Graph ready for PlanGraph.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Static planning: one small dispatcher over every strategy, keyed by enum.
 //
 // Shared-objects strategies group tensors onto buffers ("objects"); offset

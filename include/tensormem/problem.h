@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An offset-planning problem: the richer form of usage records that the file
 // formats, the offset strategies, the exact solver and the validator share.
 //

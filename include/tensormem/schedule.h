@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Execution order: a topological order of a graph's nodes that lowers the
 // peak of live scratch bytes (the arena's lower bound) under the graph
 // planner's own liveness (reference counting, in-place chains, graph inputs

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The exact offset solver: the smallest arena for an offsets problem, or the
 // answer to "does it fit in N bytes?", with proofs.
 //

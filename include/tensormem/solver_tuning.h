@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the exact solver searches: the knobs behind SolverParams::tuning.
 //
 // SolverParams (solver.h) holds what a user decides (the goal, the

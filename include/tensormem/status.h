@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Errors as values: the core library never throws, so runtimes built without
 // exceptions can use it. A Status is a code and a message that names what and
 // where; Result<T> is a value or a Status.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Umbrella header: the static-planning core, the graph planner and the
 // readers (problems and allocation traces).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Allocation traces: the CSV of the RAPIDS memory manager's replay log,
 // `Thread,Time,Action,Pointer,Size,Stream` (columns in any order, names case-
 // insensitive, Stream optional). Action is `allocate` or `free` (`allocate

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Core vocabulary: usage records, tensor extents, and the two kinds of plan.
 //
 // One interval convention inside the library: a lifetime is the INCLUSIVE task

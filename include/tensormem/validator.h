@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one validator, independent of every planner: it checks a plan against
 // the problem using only the definitions (SPEC "Vocabulary"), so a planner
 // bug cannot hide behind a shared helper. O(n log n) sweeps.

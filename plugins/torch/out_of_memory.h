@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The message of an allocation the plug-in refuses for want of memory, in
 // the words of PyTorch's own allocator ("CUDA out of memory. Tried to
 // allocate ..."). It reaches Python as a RuntimeError, not as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The PyTorch plug-in (see tensormem_torch.h): one vmm allocator per device
 // over CUDA physical memory, created at the device's first allocation with
 // the settings of the environment. PyTorch calls malloc and free with the

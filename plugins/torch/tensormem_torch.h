@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The PyTorch plug-in's C interface (libtensormem_torch.so): the two
  * functions torch.cuda.memory.CUDAPluggableAllocator loads, plus statistics
  * and empty_cache. One tensormem `vmm` allocator per device, over CUDA

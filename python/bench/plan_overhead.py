@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Python call overhead of tensormem.plan against the C++ call.
 
 For n buffers (random lifetimes and sizes, NumPy int64 arrays) and a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tensormem._tensormem: the pybind11 binding of the C++ library.
 //
 // Arrays come in as NumPy arrays (or anything np.asarray takes) and are read

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """tensormem: tensor memory planning and allocators, from Python.
 
 The C++ library does the work (``tensormem._tensormem``, a pybind11 module);

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Type stubs of the pybind11 module (python/src/module.cc).
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PyTorch's CUDA allocations through tensormem.
 
 ``enable(device=0)`` routes every CUDA allocation of this process through

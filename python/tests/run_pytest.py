@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """CTest's entry to the Python tests: pytest on the given folder, with the
 built package on PYTHONPATH (set by CMake). Exit 77 (CTest: skipped) with the
 reason when pytest or NumPy is missing; pytest's exit 5 (no tests collected)

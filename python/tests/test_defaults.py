@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The same defaults and names on every surface: the CLI (run as a program),
 the Python functions and the C++ table they both read (tensormem.DEFAULTS
 is tensormem/defaults.h)."""

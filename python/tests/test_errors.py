@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bad input: a Python exception naming the problem, never a crash."""
 import numpy as np
 import pytest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Hostile use from Python: threads that close what another uses, paths and
 inputs that must fail cleanly. None may crash the interpreter."""
 import threading

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """tensormem.torch: the error paths run everywhere; enabling needs PyTorch,
 a GPU and the built plug-in (skipped with the reason otherwise)."""
 import importlib.util

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The racing searches' figures of docs/design/solver.md ("Racing searches"): the
 # MiniMalloc challenging instances minimised with each thread count, one
 # run at a time (a race needs the machine's cores to itself).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Replays every trace in the shared folder through every allocator (BFC with
 # TensorFlow's defaults and with the compact preset) and prints one table per
 # trace: the figures of docs/design/allocators.md.

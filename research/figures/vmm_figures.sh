@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The vmm figures of docs/design/allocators.md: every shared trace (plain and
 # .csv.gz) through vmm, bfc_compact and glibc malloc in one run each, on the
 # host (or --device cuda where a GPU is: then malloc is left out).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A mutex that spins before it sleeps (internal), for the allocators' one
 // lock each. Their critical sections take 50-300 ns; a std::mutex puts a
 // contending thread to sleep on a futex and the wake-up costs microseconds,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the adaptors that remember the requested size of each live
 // pointer (internal).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The host backend (aligned allocation from the C library) and the capped
 // backend (a capacity in front of another backend).
 #include <cstdlib>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The BFC allocator (TensorFlow's bfc_allocator.cc, re-implemented from its
 // documented behaviour; see bfc_allocator.h for the rules).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The buffer pool (MNN BufferAllocator). A node is a span of a block from
 // the backend; a split node has two children (front: the part handed out,
 // back: the rest; both from the pool's arena of split nodes) and counts the

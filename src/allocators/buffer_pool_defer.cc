@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The buffer pool's defer mode: virtual chunks are recorded with the order
 // of events (each DeferAllocate / DeferFree is one task), then planned as an
 // offsets problem by the static planner (tensormem::PlanOffsets) and backed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The buffer pool's internal state, shared by buffer_pool.cc (the MNN
 // BufferAllocator core) and buffer_pool_defer.cc (the defer mode).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA device memory for the BFC allocator's regions: cuMemAlloc / cuMemFree
 // in the device's primary context (the one the CUDA runtime and PyTorch
 // use). The driver is opened at run time (cuda_driver.h), so nothing here

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA physical memory through the driver's virtual memory management API.
 // The driver (libcuda.so.1) is opened with dlopen (cuda_driver.h), so
 // nothing links libcuda and a machine without a driver or device gets

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HostPhysicalMemory: one memfd holds every granule; granule g is the file's
 // bytes [g * granularity, (g + 1) * granularity), and a handle of n
 // granules is n consecutive ones, named by the first. The file grows by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LimitingAdaptor: the requested bytes in use may not exceed the limit; the
 // check and the count happen under one mutex so concurrent callers cannot
 // overshoot together. A refused request never reaches the resource below.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LoggingAdaptor: one RAPIDS replay-log line per successful allocate and
 // free, written under a mutex (so lines never interleave). Threads are
 // numbered 0, 1, ... in order of first appearance; Time is microseconds

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fixed-size nodes for node-based containers (std::set, std::multimap)
 // from a free list, for allocators that already serialise every container
 // operation under their own mutex (internal): no malloc per insert, and a

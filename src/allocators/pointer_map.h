@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A hash map from non-null pointers to small values, for an allocator's
 // live blocks (internal). Open addressing with linear probing in one array
 // and deletion by shifting the probe run back (no tombstones): a lookup

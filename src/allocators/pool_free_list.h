@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The buffer pool's free list: free nodes in MNN's order (smallest size
 // first, then the order they were inserted in), as a std::multimap keyed by
 // size gives, without its tree. Sizes map monotonically to 1,920 bins (every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The non-virtual front of MemoryResource: argument checks shared by every
 // allocator, and the formatting helpers of its reports.
 #include "tensormem/allocators/resource.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // StatisticsAdaptor: counts requested bytes per pointer (a map under a
 // mutex); reserved bytes, free bytes and fragmentation come from below.
 #include <mutex>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The system allocator (MNN DefaultAllocator): malloc(bytes + alignment +
 // header), the address moved up to the alignment, and a header just below
 // the returned block holding the original pointer and the size. Statistics

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // VirtualMemoryBackend: one PROT_NONE reservation (MAP_NORESERVE, so it
 // costs no memory), a bump pointer `top`, and the live regions in address
 // order. Commit makes pages read-write up to a commit step past the page

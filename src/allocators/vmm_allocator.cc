@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The vmm allocator (see vmm_allocator.h for the policy). Inside:
 // - per space: blocks in an address-ordered list, free ones in a set ordered
 //   by (size, offset); addresses at and above `top` belong to no block (the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Overflow-checked and saturating unsigned arithmetic used across src/.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The time limit of one planning call (PlanParams::time_limit_seconds and
 // should_stop), read by every strategy whose work grows with the input.
 // Tick() is called once per unit of work (a placement); the clock and the

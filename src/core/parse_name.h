@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Enum from its name, for every enum with a Name() and a list of all its
 // values: the error lists the known names from that same list, so adding a
 // value cannot leave a stale message behind.

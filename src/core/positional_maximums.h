@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PositionalMaximums (tensormem/lower_bounds.h) under a planning call's
 // deadline: objects best and greedy_by_size compute it inside their time
 // limit, and at 10^6 records it takes about a second.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // std::stable_sort under a deadline: sorts of 10^6 elements and more take
 // a large part of a second, longer than a planning call's time limit may
 // allow, so the set-ups that sort read the limit too.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The two arenas of a graph, planned in the order the scheduler chooses
 // (schedule.h; the given order by default). Persistent: constants and variables back to
 // back in index order (they live for the whole run). Scratch: one buffer per

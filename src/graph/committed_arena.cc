@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Committing a graph plan to memory, as TFLite's SimpleMemoryArena::Commit:
 // one aligned block per arena, grown (new block, contents copied, old block
 // freed) when a plan needs more, never shrunk until released. Tensor

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The execution checker: runs a graph in its plan's order over committed arena memory,
 // writing each tensor's own pattern when it is produced and checking it
 // whenever it is read. Patterns are 64-bit hashes of (arena, tensor,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The graph model: names, labels for messages, the structural check and the
 // tensor roles.
 #include "tensormem/graph.h"

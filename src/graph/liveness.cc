@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Liveness by reference counting, as TensorFlow Lite's
 // ArenaPlanner::PlanAllocations: every read of a tensor is one reference;
 // graph inputs and outputs hold one more that is never released. Walking the

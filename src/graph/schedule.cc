@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scheduler's entry points: orders checked and applied, peaks from
 // ComputeLiveness, and ScheduleGraph keeping the best of the given order,
 // the heuristic orders and (kExact) the exact search.

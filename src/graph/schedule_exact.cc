@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The exact search for a minimum-peak order (SERENITY's dynamic programming):
 // breadth first over the sets of nodes already run, one level per node
 // count. A state is the set run (plus the in-place sharing decisions, see

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The heuristic orders the scheduler compares:
 // - "list": XLA's list scheduler rule, greedy: the ready node that leaves
 //   the fewest bytes live (frees the most, allocates the least);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scheduler's per-step liveness (see schedule_model.h).
 #include "graph/schedule_model.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scheduler's incremental view of the graph planner's liveness: what
 // running one more node costs, given the set of nodes already run. It is
 // ComputeLiveness's reference counting restated per step (a node allocates

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MiniMalloc CSV, read and written. Half-open [lower, upper) spans become
 // inclusive [lower, upper - 1] here and nowhere else.
 #include <algorithm>

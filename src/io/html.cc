@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An interactive memory map: one self-contained HTML page (inline script and
 // style, no network). The data goes in as flat number arrays; the script
 // draws on a canvas (one fillRect per buffer, batched by colour), so 10^5

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OpenInputFile: a plain std::ifstream, or an istream inflating the file
 // (zlib, 256 KiB pieces) when it starts with the gzip magic bytes.
 // StreamInput (standard input, a pipe, a device): always through that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Opening an input file, gzip-compressed or not: the stream decompresses as
 // it is read (zlib), so a .csv.gz is read in place with bounded memory.
 // Compression is recognised by its magic bytes, whatever the file's name.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // JSON problems and plans. Parsing never throws: errors come back as a
 // Status naming the byte offset or the buffer and field.
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Input detection and loading of CSV/JSON problems and allocation traces
 // (read as planning problems) from files.
 #include <cstring>

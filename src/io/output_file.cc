@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writing an output file whole or not at all (see WriteFileWhole in io.h):
 // a temporary file renamed over the old one, which keeps the old file's
 // owner and mode; in place where a rename could not keep them (hard links,

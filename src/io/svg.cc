@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An SVG memory map: x = task, y = address (0 at the bottom), one rectangle
 // per occupancy segment, a <title> tooltip per buffer, the lower bound as a
 // dashed line. Plain SVG 1.1, readable in any browser.

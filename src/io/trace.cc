@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Allocation traces (RAPIDS replay-log CSV), read and turned into planning
 // problems. The reader pairs every free with its allocate as it goes (a
 // hash map of live pointers), so a replay needs no lookups of its own.

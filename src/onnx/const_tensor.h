@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small tensor of known values, the currency of shape folding: integers
 // (and booleans) as int64, floating types as double, row-major.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "onnx/dtype.h"
 
 #include <onnx/onnx_pb.h>

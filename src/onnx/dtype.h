@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ONNX element types: sizes in bytes, names, and families.
 #pragma once
 

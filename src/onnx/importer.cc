@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ONNX model -> Graph. Parses the protobuf with bounded limits, applies the
 // user's dimensions, then alternates ONNX shape inference and shape folding
 // (shape_folding.h) on a working copy of the model, where folded nodes are

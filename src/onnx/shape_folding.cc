@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The evaluator behind shape folding. Values are int64 (integers, bools) or
 // double (floating types); every op checks its arguments and refuses, rather
 // than guesses, anything outside its domain, so a hostile model can only

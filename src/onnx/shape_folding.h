@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Folding the small sub-graphs that compute shapes: evaluates one ONNX node
 // whose inputs are all known values (for Shape and Size, whose input shape is
 // known), numpy-style broadcasting included. Supported ops: Shape, Size,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The visiting order of the greedy_by_breadth strategies (TFLite GPU
 // delegate): tasks in non-increasing breadth (sum of live sizes), ties by
 // task index; within a task its live tensors by size, largest first, ties by

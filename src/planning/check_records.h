@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The lifetime check of the record-based entry points (PlanObjects, and
 // PlanOffsets above the solver), shared so both report it in one way.
 #pragma once

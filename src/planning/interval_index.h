@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IntervalIndex: the inclusive task intervals of a fixed set of tensors, any
 // subset of them "present", and an output-sensitive query for the present
 // intervals that overlap [first, last]. A max-segment tree over the tensors

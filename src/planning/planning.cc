@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The objects dispatcher, and the part of the offsets dispatcher every
 // offsets strategy shares (RunOffsetsStrategy): names, argument checks,
 // sorting records into task order, timing, lower bounds and validation are

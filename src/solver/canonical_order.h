@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The solver's canonical buffer order: the buffers sorted by their own data
 // (lifetime, size, alignment, fixed offset, gaps), never by their position
 // in the input or their ids, so that the same problem gets the same answer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The general engine, for instances where some buffer's window starts above
 // its offset (a gap during which only bytes [offset + lo, offset + hi) with
 // lo > 0 are in use). There the skyline argument fails (a buffer placed

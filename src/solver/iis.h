@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An irreducible infeasible subset (IIS): a set of buffers that alone does
 // not fit in the capacity, while every proper subset does.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Presolve: from a Problem to the independent search instances.
 //
 // 1. Zero-byte buffers take offset 0 (or their fixed one) and leave.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One partition at one capacity: "is there a placement with every top <=
 // capacity?", answered by the engines.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A PQ-tree (Booth and Lueker, 1976): every order of a set of leaves that
 // keeps each of some given subsets consecutive, held at once.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SolveRace (race.h): searches on threads, each on its own copy of the
 // problem in its own buffer order, sharing the lowest plan height and the
 // highest bound; the answer is the lowest plan, mapped back and validated.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Racing searches (SolverParams::threads): the same problem searched on
 // several threads, each in its own buffer order (the first search of each
 // portfolio in the problem's, which SolveOffsets made canonical; search k

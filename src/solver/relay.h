@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Relay chains: a buffer that starts when another of the same size (and
 // alignment) ends often takes over its place in real programs (an
 // activation overwritten by the next of its shape). A *relay* is such a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The limits of one solve, shared by every search it runs: a wall-clock
 // deadline, a node budget over the whole solve, and the progress report.
 // Engines call Tick() once per node; the clock is read only every 256 ticks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #ifndef TENSORMEM_SOLVER_SHUFFLE_H_
 #define TENSORMEM_SOLVER_SHUFFLE_H_
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fast engine: depth-first search over canonical placements for
 // instances whose buffers all occupy bytes from their offset up (plain
 // buffers, gaps, windows starting at 0), with alignment and fixed obstacles.

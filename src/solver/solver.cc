@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SolveOffsets: the orchestration around the engines (Solve::Run's phases).
 //
 // 0. The buffers are put in the canonical order (canonical_order.h), so the

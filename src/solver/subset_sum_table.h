@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which sums the suffixes of a list of sizes reach: row i holds the sums of
 // the subsets of sizes[i..] (in units of their common divisor), so a search
 // for the subsets with a given sum never enters a branch without one. The

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The time sweep: an engine for zero-slack partitions, where every time
 // section holds exactly the same live bytes L (perfect packings). A plan of
 // height L is then a sequence of stacks: in every section the live buffers,

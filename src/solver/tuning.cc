@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SolverTuning's table of keys (solver_tuning.h): each knob's name, what it
 // takes, one line of help, and how it is read and shown. The CLI's
 // `--tuning`, its help and errors, and Python's `tuning=` all read this

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // best (offsets): the best of the fast strategies (BestHeuristicOffsets, in
 // the planning layer) and, when it misses the lower bound on a small problem,
 // the exact solver's polish within a node budget (PlanParams::polish_*):

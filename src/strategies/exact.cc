@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // exact (offsets): the exact solver (tensormem/solver.h) minimising the
 // arena within PlanParams::time_limit_seconds, started from the best
 // heuristic. Always a valid plan; its lower bound is the solver's proven one.

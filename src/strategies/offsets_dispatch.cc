@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The offsets dispatcher: PlanOffsets over the table of every offsets
 // strategy. It sits above the solver because best and exact are built on
 // it; the checks, timing, lower bound and validation it shares with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The offsets strategies built over the exact solver, in the layer above it
 // (planning <- solver <- strategies): only the offsets dispatcher
 // (offsets_dispatch.cc) names them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The allocator fuzzer's checks (fuzz/allocator_fuzz_common.h) on fixed
 // seeded inputs, with whatever compiler builds the tests: the fuzzer itself
 // needs clang's libFuzzer, so without this its checks would only run in a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The BFC allocator's own rules, checked to the byte: rounding and bins,
 // best fit in (size, address) order, TensorFlow's split rule and cap,
 // coalescing, region growth (doubling, reserve-all, on-demand with

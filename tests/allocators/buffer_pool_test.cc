@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The buffer pool's own rules (MNN BufferAllocator): smallest fit, split
 // and recursive merge, alignment adjustment, groups and barriers, the two
 // release modes, and the defer mode planned by the static planner.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The allocators' internal containers against the standard ones: the
 // pointer map against std::unordered_map over random inserts, overwrites,
 // lookups and erases (a small key range, so probe runs collide and wrap

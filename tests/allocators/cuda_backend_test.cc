@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA backend: built when a CUDA toolkit was found; run only where a
 // device is present (skipped with the reason elsewhere).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every allocator's parameters are checked once (Validate), by the Create
 // factory up front and by the constructor (every allocation then fails with
 // the reason): a typed test feeds each allocator every invalid value.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Replay: our allocators and the malloc peers over the bundled trace and
 // the shared traces; the logging adaptor's output replays; the CLI.
 #include <gtest/gtest.h>

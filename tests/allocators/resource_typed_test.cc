@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The same suite over every allocator and adaptor (typed tests): exact
 // statistics, coalescing, the limit, alignment, seeded random stress with a
 // pattern in every block, multi-threaded stress, double frees and foreign

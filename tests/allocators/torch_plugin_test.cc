@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The PyTorch plug-in as PyTorch loads it: dlopen, then the C functions by
 // name. Without a GPU every allocation fails with "no device" and nothing
 // crashes; with one, memory round-trips and the statistics follow.

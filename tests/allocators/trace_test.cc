@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The trace reader (RAPIDS replay-log CSV): pairing, tolerant parsing,
 // errors that name file, line and field, and traces as planning problems.
 #include <gtest/gtest.h>

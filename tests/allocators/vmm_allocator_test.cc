@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The vmm allocator and the physical memory below it, on the host (memfd
 // granules): the page cache (a repeat costs no map call), re-stitching under
 // a limit, out-of-memory reports that leak nothing, stream ordering with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CLI contract: output formats, files written, exit codes (0 ok, 2 bad
 // input) and error messages naming file, line and field.
 #include <array>

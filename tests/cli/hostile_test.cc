@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Issue 12: the CLI under hostile input and arguments. Every case exits 0,
 // 1 or 2 (3/4 for solve), never by a signal, and never damages its input.
 #include <array>

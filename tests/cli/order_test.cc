@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tensormem plan MODEL.onnx --order given|best|exact: the order's line and
 // JSON, never a higher peak than the given order, a bad name refused.
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One behaviour on every surface, the CLI's side: options that cannot apply
 // to what was asked are errors saying why, checked before any work; the
 // names in --help come from the library's tables; the defaults are

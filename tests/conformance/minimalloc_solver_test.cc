@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ../shared/conformance/minimalloc_solver.json: MiniMalloc's solver cases
 // (feasible or not at a capacity, fixed offsets, alignment, gaps with
 // windows, the irreducible infeasible subset). Lifetimes there are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ../shared/conformance/tflite_arena.json, part "graphs": TFLite
 // ArenaPlanner's graph cases (liveness by reference counting, temporaries,
 // optional and dynamic tensors, in-place chains, preserve_all_tensors) planned

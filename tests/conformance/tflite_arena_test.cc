@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ../shared/conformance/tflite_arena.json, part "arena": SimpleMemoryArena
 // fed allocations in call order with an alignment. (Part "graphs" belongs to
 // the graph planner's tests.)

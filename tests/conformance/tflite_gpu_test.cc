@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ../shared/conformance/tflite_gpu.json: every expected id, size, offset,
 // bound and graph edge of the TFLite GPU delegate's memory-management tests.
 #include <nlohmann/json.hpp>

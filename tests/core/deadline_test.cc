@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The deadline-aware building blocks the strategies' set-ups use: each gives
 // the plain routine's result when its deadline does not pass, and stops at
 // its polls when it does (counted polls of a stop hook, not timing).

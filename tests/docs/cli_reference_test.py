@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Keeps docs/reference/cli.md in step with `tensormem SUB --help`.
 
 For every subcommand `tensormem --help` lists, every long option that

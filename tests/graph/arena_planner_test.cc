@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PlanGraph: both arenas, every strategy, per-tensor alignment, re-planning
 // from a node, and the plan validator.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CommittedArenas: aligned blocks, pointers = base + offset, growing keeps
 // the contents, never shrinking, release and re-acquire keeping the plan.
 #include <cstring>

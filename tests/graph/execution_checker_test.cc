@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The execution checker passes every valid plan and catches every plan that
 // lets a live tensor be overwritten, naming the node and both tensors.
 #include <gtest/gtest.h>

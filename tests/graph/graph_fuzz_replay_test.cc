@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The graph fuzzer's checks (fuzz/graph_fuzz_common.h) on fixed seeded
 // inputs, with whatever compiler builds the tests (the fuzzer itself needs
 // clang's libFuzzer): random bytes are a graph, well formed or not, planned,

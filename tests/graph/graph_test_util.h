@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small graphs for the graph planner's tests.
 #pragma once
 

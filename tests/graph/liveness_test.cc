@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Liveness by reference counting (TFLite ArenaPlanner semantics) and the
 // graph's structural check.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scheduler: its step model agrees with ComputeLiveness, the exact
 // search equals a brute force over all topological orders, no order is worse
 // than the given one, every order runs under the execution checker, and the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the build into a temporary prefix, then builds and runs
 # examples/consumer against it twice: with find_package(tensormem), and with
 # the flags of the installed pkg-config file (tensormem.pc).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds tests/install/subdirectory: a project that adds tensormem with
 # add_subdirectory, configured with GoogleTest, Google Benchmark, CLI11 and
 # pybind11 hidden from CMake (a consumer needs only a compiler, CMake, zlib

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fuzzers' checks (fuzz/reader_fuzz_common.h) over their seed corpus and
 // every prefix of each seed, with whatever compiler builds the tests: the
 // fuzzers themselves need clang's libFuzzer, so without this a change that

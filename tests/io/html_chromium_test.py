@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The HTML memory map checked as a person would: headless Chromium opens it.
 
 Writes maps with the CLI (`tensormem plan ... --html`, `tensormem replay ...

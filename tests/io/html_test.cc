@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The interactive HTML map (io.h WriteHtmlMap) and the replay placements it
 // draws for a replay (replay.h ReplayPlacements, WriteReplayHtmlMap). The
 // page itself is checked in Chromium by html_chromium_test.py.

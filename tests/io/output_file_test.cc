@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // WriteFileWhole: an output appears whole or not at all, with the permissions
 // an ordinary new file gets, and a directory or a missing parent is refused
 // with the reason.

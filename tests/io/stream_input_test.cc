@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Inputs that are streams (IsStreamInput): a named pipe by its path is read
 // once, its format told from the bytes read ahead (not consumed), and opened
 // afresh for its next writer.

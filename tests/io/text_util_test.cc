@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CSV splitter every reader uses: fields are views into the line, or into
 // the unescaped text for quoted fields holding "", so they must come out as a
 // copying splitter would make them, and stay valid together.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CLI on an ONNX model: plan (table and JSON), records, and errors.
 #include <cstdio>
 #include <filesystem>

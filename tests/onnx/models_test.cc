@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every model in ../shared/models: imports with every shape known, matches
 // the reference activation counts, sums and peaks of models/README.md (a
 // simpler liveness convention, recomputed here), plans with the TFLite order

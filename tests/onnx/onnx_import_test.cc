@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ONNX importer on small models built here: weights, data inputs,
 // shapes through inference and folding, user dimensions, in-place flags, and
 // every kind of bad input ending in a clear error (never a crash).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Building small ONNX models in tests.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Issue 12 item 2: every registered ONNX operator, imported as a one-node
 // model with missing, extra and malformed inputs, attributes and
 // sub-graphs. None may crash the importer (ONNX's own shape inference

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shape-folding evaluator, op by op, against values worked out by hand
 // (ONNX semantics: negative indices, clamped slices, truncating integer
 // division, Python-style Mod, numpy broadcasting), and its refusals.

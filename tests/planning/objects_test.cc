@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared-objects strategies: every plan validates and respects the lower
 // bound, the scalable default paths equal the faithful transcriptions, the
 // edge cases (empty, zero bytes, unsorted input, multi-GiB sizes) behave,

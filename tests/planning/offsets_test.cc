@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Offset strategies: the scalable best-fit equals the faithful transcription,
 // every plan validates, and the edge cases (alignment, fixed offsets, gaps,
 // zero bytes, overflow) behave.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The planner fuzzer's checks (fuzz/planner_fuzz_common.h) on fixed seeded
 // inputs, with whatever compiler builds the tests: the fuzzer itself needs
 // clang's libFuzzer. Random bytes are a problem of up to 64 buffers with

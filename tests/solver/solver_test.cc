@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The exact solver against brute force on small random problems (plain,
 // aligned, fixed offsets, gaps and windows), its answers in fit and
 // minimise mode, anytime behaviour, determinism and bad input. Every plan

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The PQ-tree against brute force over permutations, the subset-sum table
 // against brute force over subsets, and the time sweep (zero-slack
 // partitions) against the independent validator.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared pieces of the CLI: exit codes, error reporting, tables.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Each subcommand registers itself on the app; its callback stores the exit
 // code in *exit_code.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ONNX models as CLI input: importing them (when tensormem::onnx was built),
 // the options that shape the import, and planning their scratch arena with
 // the graph planner.

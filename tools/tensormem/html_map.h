@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tensormem replay --html: the memory map of a replay.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tensormem: plan tensor memory from the command line.
 #include <CLI/CLI.hpp>
 #include <exception>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tensormem plan INPUT [--strategy NAME|all] [--objects] [--align N]
 //                      [--out PLAN.csv] [--json] [--svg MAP.svg] [--html MAP.html]
 //                      [--dim NAME=V] [--input-shape NAME=AxBxC] [--data-input NAME]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tensormem records MODEL.onnx [--out RECORDS.csv] [--align N] [--dim ...]
 //                              [--input-shape ...] [--data-input ...]
 //                              [--preserve-all-tensors] [--no-in-place]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tensormem replay TRACE.csv[.gz] [--allocator NAME[,NAME...]|all] [--json] [--align N]
 //                            [--repetitions N] [--device NAME] [--bfc-* ...] [--vmm-* ...]
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tensormem solve INPUT [--capacity N] [--minimize] [--time-limit SECONDS]
 //                       [--nodes N] [--align N] [--out PLAN.csv] [--json]
 //                       [--progress] [--iis] [--start PLAN] [--threads N]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Synthetic usage records for tests and benchmarks (internal, not installed).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Irregularly wired graphs for the scheduler's tests and benchmarks
 // (internal, not installed): RandWire-style networks (Xie et al., 2019).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The system allocators the replay compares against, loaded at run time
 // with dlopen (by replay.cc, and by allocators_bench, which times them
 // directly): glibc malloc, jemalloc, mimalloc.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Perfectly packed instances: a rectangle of `tasks` x `bytes` cut
 // recursively by guillotine cuts into N pieces, each piece one buffer (its
 // time span the lifetime, its byte span the size). Every byte of every task

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Replaying an allocation trace through an allocator: every allocate and
 // free of the trace, in order (one thread), timed as a whole. Part of the
 // benchmark harness (tensormem_harness), not of the installed library: it

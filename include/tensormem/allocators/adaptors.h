@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adaptors: wrap any MemoryResource to add statistics, a limit, or a log.
 // Each keeps a reference to the resource below (which must outlive it) and
 // is thread-safe when that resource is.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where an allocator's memory comes from: a backend hands out large regions
 // and takes them back. The BFC allocator and the buffer pool sit on one.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The BFC allocator: TensorFlow's best-fit with coalescing.
 //
 // - Requests are rounded up to 256 bytes. Free chunks sit in 21 bins: bin k

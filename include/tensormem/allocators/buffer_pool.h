@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The buffer pool: MNN's BufferAllocator.
 //
 // - A request is served from a free list keyed by size: the smallest free

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Physical memory in granules, mapped into reserved virtual address ranges:
 // the one interface below the `vmm` allocator and the VirtualMemoryBackend.
 //

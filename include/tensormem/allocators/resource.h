@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one allocator interface (RAPIDS RMM / std::pmr style): public
 // non-virtual Allocate / Deallocate / GetStats that check their arguments and
 // call private virtual hooks. Errors are values: an allocation that cannot be

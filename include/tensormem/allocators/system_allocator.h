@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The system allocator (MNN DefaultAllocator): aligned allocation on top of
 // malloc. It over-allocates by alignment + a small header, aligns the
 // address, and stashes the original pointer (and the size) just below the

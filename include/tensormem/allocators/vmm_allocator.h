@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `vmm` allocator: physical granules stitched into virtual ranges.
 //
 // - Two virtual address spaces, each one huge reservation: requests up to

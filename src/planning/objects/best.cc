@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // best (objects), ours: run every fast strategy and keep the cheapest plan
 // (ties: the earlier in the list below); plan.strategy names the winner,
 // e.g. "best(greedy_by_size)". greedy_best is not run on its own: it is the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // equality (objects): a tensor reuses a free object only if the object has
 // exactly its size (for 2-D/3-D/4-D extents: exactly its shape). Tensors are
 // walked in task order; before tensor i every object whose last user ended

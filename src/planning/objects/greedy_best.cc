@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // greedy_best (objects), TFLite GPU's BestGreedy: run greedy_by_size and
 // greedy_by_breadth and keep greedy_by_breadth only if its total is strictly
 // smaller. Both paths (default and reference) run the chosen path of each.

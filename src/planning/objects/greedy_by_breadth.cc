@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // greedy_by_breadth (objects): a task's breadth is the sum of the sizes of
 // the tensors live at it. Tasks are visited in non-increasing breadth
 // (stable), and within a task its live tensors largest first (stable); each

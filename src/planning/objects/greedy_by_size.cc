@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // greedy_by_size (objects), TFLite GPU's GreedyBySizeDistPriorityAssignment.
 // Each tensor's position is the last rank whose positional maximum is >= its
 // size. A tensor's distance to an object is the smallest gap (in tasks)

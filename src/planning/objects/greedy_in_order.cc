@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // greedy_in_order (objects): walk tensors in task order; before tensor i,
 // release every object whose last user ended before i's first task. Among
 // the free objects, take the one that wastes least: the smallest object >=

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // min_cost_flow (objects), TFLite GPU's MinCostFlowAssignment. A bipartite
 // flow graph: source -> "tensor j finished" (cap 1, cost 0), "tensor i wants
 // an object" -> sink (cap 1, cost 0), source -> "i wants" (cost size_i: a new

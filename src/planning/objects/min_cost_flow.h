@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal knobs of the default min_cost_flow path, exposed for tests and
 // benchmarks (see min_cost_flow.cc for what they mean).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // naive (objects): one object per tensor, as large as the tensor. No reuse:
 // every intermediate survives, which is what a debugger wants.
 #include "planning/objects/objects_strategies.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shared-objects strategies behind PlanObjects (one file each). Records
 // arrive sorted by first task (the dispatcher sorts and maps back) and
 // well formed; the dispatcher fills the metadata and validates the result.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BuildReallocationGraph: which tensors may share memory under any parallel
 // execution order. From a dependency graph of tasks (dependencies[t] = the
 // tasks that consume t's output), root and v are adjacent when v is reached

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The "objects in use" queue of the TFLite GPU delegate's in-order
 // strategies: objects (or tensors) keyed by the last task of their current
 // user. Before tensor i is planned, every entry whose last task is < i's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tightest_fit (objects), ours (TFLite has no counterpart): tensors in
 // decreasing size (ties: earlier first task, then lower index), each put on
 // the existing object whose free stretch around it is the shortest, a

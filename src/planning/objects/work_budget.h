@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A deterministic cap on the work of the strategies whose cost grows with
 // how much the tensors overlap (quadratic in the worst case): on adversarial
 // inputs they return a clear error instead of running for minutes. The

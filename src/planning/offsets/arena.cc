@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // arena: the order of TensorFlow Lite's ArenaPlanner feeding its
 // SimpleMemoryArena: buffers live for the whole run (from the first task to
 // the last) first, by index; then by size, largest first; ties by earlier

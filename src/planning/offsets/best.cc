@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // best (offsets), its heuristic part: run every fast offset strategy and
 // keep the smallest arena. Planning cost is the sum of theirs, all
 // near-linear on real networks. from_objects (greedy_best objects laid back

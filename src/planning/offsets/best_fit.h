@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Best-fit placement, the core of every greedy offset strategy.
 //
 // Buffers are placed one at a time in a given order. A buffer may not share

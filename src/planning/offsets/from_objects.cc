@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // from_objects: a shared-objects plan (PlanParams::from_objects) turned into
 // offsets by laying the objects back to back in id order; every tensor takes
 // its object's offset. Useful when a runtime wants one arena but its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // greedy_by_breadth (offsets): visit tasks from the widest (largest sum of
 // live sizes) down, and within a task its tensors largest first; place each
 // tensor not yet placed at the best-fitting gap (best_fit.h). The peak task

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // greedy_by_size (offsets): buffers by size, largest first (stable by index),
 // each at the tightest gap among the already placed buffers it conflicts
 // with (best_fit.h). Large tensors claim space first; small ones fill holes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // greedy_in_order (offsets): buffers by first task (ties: larger first, then
 // index), each at the best-fitting gap (best_fit.h). In this order the placed
 // buffers a buffer conflicts with are those still live at its first task, so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // naive: every buffer gets its own bytes, laid out by prefix sums in index
 // order (aligned); no reuse. Buffers with fixed offsets keep them and the
 // others start above the highest of them.

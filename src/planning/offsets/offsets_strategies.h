@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The heuristic offset strategies behind PlanOffsets (one file each). They
 // may assume the problem passed CheckProblem and params.alignment >= 1;
 // RunOffsetsStrategy fills the plan's metadata and validates the result.
