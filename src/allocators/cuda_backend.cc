@@ -44,20 +44,8 @@ class CudaMemory final : public Backend {
   std::string_view name() const override { return "cuda"; }
 
  private:
-  // Makes the device's primary context current for one call (pushed only
-  // when another context is current, as in cuda_physical_memory.cc).
-  struct Scope {
-    explicit Scope(const CudaMemory& m) : m_(m) {
-      CUcontext current = nullptr;
-      m_.d_.cuCtxGetCurrent(&current);
-      if (current != m_.context_) pushed_ = m_.d_.cuCtxPushCurrent(m_.context_) == CUDA_SUCCESS;
-    }
-    ~Scope() {
-      CUcontext popped = nullptr;
-      if (pushed_) m_.d_.cuCtxPopCurrent(&popped);
-    }
-    const CudaMemory& m_;
-    bool pushed_ = false;
+  struct Scope : cuda::ContextScope {
+    explicit Scope(const CudaMemory& m) : cuda::ContextScope(m.d_, m.context_) {}
   };
 
   const cuda::Driver& d_;

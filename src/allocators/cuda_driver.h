@@ -59,4 +59,26 @@ const Driver& LoadDriver();
 // "call: the driver's text for r".
 std::string DriverError(const Driver& d, const std::string& call, CUresult r);
 
+// Makes a context (a device's primary context, the one the CUDA runtime and
+// PyTorch use) current for one call: pushed only when another context is
+// current, popped again at the end of the scope.
+class ContextScope {
+ public:
+  ContextScope(const Driver& d, CUcontext context) : d_(d) {
+    CUcontext current = nullptr;
+    d_.cuCtxGetCurrent(&current);
+    if (current != context) pushed_ = d_.cuCtxPushCurrent(context) == CUDA_SUCCESS;
+  }
+  ~ContextScope() {
+    CUcontext popped = nullptr;
+    if (pushed_) d_.cuCtxPopCurrent(&popped);
+  }
+  ContextScope(const ContextScope&) = delete;
+  ContextScope& operator=(const ContextScope&) = delete;
+
+ private:
+  const Driver& d_;
+  bool pushed_ = false;
+};
+
 }  // namespace tensormem::cuda

@@ -171,19 +171,9 @@ class CudaPhysicalMemory final : public PhysicalMemory {
   }
 
  private:
-  // Makes the device's primary context current for one call.
-  struct Scope {
-    explicit Scope(const CudaPhysicalMemory& m) : m_(m) {
-      CUcontext current = nullptr;
-      m_.d_.cuCtxGetCurrent(&current);
-      if (current != m_.context_) pushed_ = m_.d_.cuCtxPushCurrent(m_.context_) == CUDA_SUCCESS;
-    }
-    ~Scope() {
-      CUcontext popped = nullptr;
-      if (pushed_) m_.d_.cuCtxPopCurrent(&popped);
-    }
-    const CudaPhysicalMemory& m_;
-    bool pushed_ = false;
+  // The device's primary context, current for one call.
+  struct Scope : cuda::ContextScope {
+    explicit Scope(const CudaPhysicalMemory& m) : cuda::ContextScope(m.d_, m.context_) {}
   };
   static CUdeviceptr Ptr(void* p) { return reinterpret_cast<CUdeviceptr>(p); }
   std::string Why(const std::string& call, CUresult r) const {
