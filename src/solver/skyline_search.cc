@@ -476,7 +476,10 @@ bool SkylineSearch::UseSumTree(std::uint32_t leaves) const {
 bool SkylineSearch::KeepReleasesOfTightSections(const Comp& c) {
   std::vector<std::uint64_t>& hi = section_scratch_;
   for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) hi[s] = 0;
-  for (const auto& [r, y] : releases_) {
+  for (const auto& release : releases_) {
+    // Named locals, not a structured binding: clang 14 cannot capture those.
+    const std::uint64_t r = release.first;
+    const std::uint32_t y = release.second;
     ForEachPieceSection(inst_, inst_.items[y], [&](const Piece&, std::uint32_t s) {
       hi[s] = std::max(hi[s], r);
       return true;
@@ -499,7 +502,10 @@ bool SkylineSearch::KeepReleasesOfTightSections(const Comp& c) {
 // tree with range add and maximum): each sum within capacity - R.
 bool SkylineSearch::StackedSumsFitInTree(const Comp& c, std::uint32_t leaves) {
   sums_.Reset(leaves);
-  for (const auto& [r, y] : releases_) {
+  for (const auto& release : releases_) {
+    // Named locals, not a structured binding: clang 14 cannot capture those.
+    const std::uint64_t r = release.first;
+    const std::uint32_t y = release.second;
     for (const Piece& pc : PiecesOf(inst_, inst_.items[y])) sums_.Add(pc.begin - c.sec_lo, pc.end - c.sec_lo, pc.hi);
     if (!SumFits(r, sums_.Max(), capacity_)) {
       BlameItem(y);  // the tree does not say which section
@@ -513,7 +519,10 @@ bool SkylineSearch::StackedSumsFitInTree(const Comp& c, std::uint32_t leaves) {
 bool SkylineSearch::StackedSumsFit(const Comp& c) {
   std::vector<std::uint64_t>& sum = section_scratch_;
   for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) sum[s] = 0;
-  for (const auto& [r, y] : releases_) {
+  for (const auto& release : releases_) {
+    // Named locals, not a structured binding: clang 14 cannot capture those.
+    const std::uint64_t r = release.first;
+    const std::uint32_t y = release.second;
     const bool fits = ForEachPieceSection(inst_, inst_.items[y], [&](const Piece& pc, std::uint32_t s) {
       sum[s] += pc.hi;  // <= the section's unplaced bytes: no overflow
       if (SumFits(r, sum[s], capacity_)) return true;
@@ -565,7 +574,10 @@ bool SkylineSearch::HolesFit(std::uint32_t comp, std::uint64_t level) {
   SortReleasesHighestFirst();
   std::vector<std::uint64_t>& sum = section_scratch_;
   for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) sum[s] = 0, min_scratch_[s] = UINT64_MAX;
-  for (const auto& [r, y] : releases_) {
+  for (const auto& release : releases_) {
+    // Named locals, not a structured binding: clang 14 cannot capture those.
+    const std::uint64_t r = release.first;
+    const std::uint32_t y = release.second;
     if (r >= capacity_) return false;
     const bool fits = ForEachPieceSection(inst_, inst_.items[y], [&](const Piece& pc, std::uint32_t s) {
       const std::uint64_t b = pc.hi - pc.lo;
