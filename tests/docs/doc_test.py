@@ -10,7 +10,9 @@ documentation cannot drift from the code.
   page order, so a later block may read what an earlier one wrote.
 - A block preceded by `<!-- doctest: skip: REASON -->` is not run (installs,
   builds, GPUs, minutes-long benchmarks); it is counted with its reason.
-- A block that names ../shared is skipped when the shared folder is absent.
+- A block that names ../shared is skipped when the shared folder is absent,
+  and one that reads an ONNX model when the build has no ONNX importer
+  (--no-onnx).
 
 Usage: doc_test.py --source DIR --cli PATH [--pythonpath DIR] [--shared DIR]
                    [--list] [FILE.md ...]
@@ -109,6 +111,7 @@ def main():
     ap.add_argument("--cli", required=True)
     ap.add_argument("--pythonpath", default="")
     ap.add_argument("--shared", default="")
+    ap.add_argument("--no-onnx", action="store_true", help="the build has no ONNX importer")
     ap.add_argument("--list", action="store_true", help="list the blocks and their status, run nothing")
     ap.add_argument("files", nargs="*")
     args = ap.parse_args()
@@ -128,6 +131,8 @@ def main():
                 reason = block.skip
                 if reason is None and "../shared" in block.text and not have_shared:
                     reason = "the shared data folder is absent"
+                if reason is None and args.no_onnx and (".onnx" in block.text or "_onnx(" in block.text):
+                    reason = "this build has no ONNX importer"
                 if reason is None and block.language == "python" and not have_python:
                     reason = "the Python package is not built"
                 if reason is not None:
