@@ -116,7 +116,8 @@ def main():
     ap.add_argument("files", nargs="*")
     args = ap.parse_args()
     source = os.path.abspath(args.source)
-    files = [os.path.abspath(f) for f in args.files] or markdown_files(source)
+    # (An empty argument is what CMake passes for a generator expression that is off.)
+    files = [os.path.abspath(f) for f in args.files if f] or markdown_files(source)
     have_shared = bool(args.shared) and os.path.isdir(args.shared)
     have_python = bool(args.pythonpath) and os.path.isdir(os.path.join(args.pythonpath, "tensormem"))
 
