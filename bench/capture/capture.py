@@ -37,6 +37,8 @@ WORKLOADS = {
     "train_varlen": ("transformer LM training steps (AdamW), random sequence length per step", 8),
     "interleaved": ("encoder_serving and cnn_varsize requests interleaved on one allocator", 24),
     "speech_lstm": ("conv front-end + bidirectional LSTM on audio features of random length", 5),
+    "moe_serving": ("mixture-of-experts encoder, top-2 routing: tokens per expert vary per request", 30),
+    "unet_denoise": ("diffusion-style UNet, 8 denoising steps per request at a random resolution", 12),
 }
 
 
@@ -239,7 +241,65 @@ def build_models(torch):
             y, _ = nn.utils.rnn.pad_packed_sequence(y, batch_first=True)
             return self.out(y).log_softmax(-1)
 
-    return dict(Encoder=Encoder, Decoder=Decoder, CausalLM=CausalLM, ResNet=ResNet, SpeechLSTM=SpeechLSTM)
+    class MoELayer(nn.Module):
+        """Switch-style feed-forward: top-2 of E experts per token, tokens gathered per expert."""
+
+        def __init__(self, d, ff, experts):
+            super().__init__()
+            self.gate = nn.Linear(d, experts)
+            self.experts = nn.ModuleList(nn.Sequential(nn.Linear(d, ff), nn.GELU(), nn.Linear(ff, d))
+                                         for _ in range(experts))
+
+        def forward(self, x):
+            b, t, d = x.shape
+            flat = x.reshape(b * t, d)
+            weights, chosen = self.gate(flat).softmax(-1).topk(2, dim=-1)
+            out = torch.zeros_like(flat)
+            for e, expert in enumerate(self.experts):
+                rows, slot = (chosen == e).nonzero(as_tuple=True)
+                if rows.numel():
+                    out.index_add_(0, rows, expert(flat[rows]) * weights[rows, slot].unsqueeze(1))
+            return out.view(b, t, d)
+
+    class MoEEncoder(nn.Module):
+        def __init__(self, vocab=16384, d=256, layers=4, heads=4, ff=512, experts=8, max_len=512):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(max_len, d)
+            self.attn = nn.ModuleList(EagerSelfAttention(d, heads) for _ in range(layers))
+            self.moe = nn.ModuleList(MoELayer(d, ff, experts) for _ in range(layers))
+            self.ln = nn.ModuleList(nn.LayerNorm(d) for _ in range(2 * layers))
+
+        def forward(self, ids):
+            x = self.tok(ids) + self.pos(torch.arange(ids.shape[1]).unsqueeze(0))
+            for i, (attn, moe) in enumerate(zip(self.attn, self.moe)):
+                x = self.ln[2 * i](x + attn(x))
+                x = self.ln[2 * i + 1](x + moe(x))
+            return x
+
+    class UNet(nn.Module):
+        """A small diffusion UNet: three resolutions, skip connections concatenated, a time embedding."""
+
+        def __init__(self, ch=4, width=64):
+            super().__init__()
+            w = [width, 2 * width, 4 * width]
+            self.temb = nn.Sequential(nn.Linear(1, w[2]), nn.SiLU(), nn.Linear(w[2], w[2]))
+            self.inp = nn.Conv2d(ch, w[0], 3, 1, 1)
+            self.down = nn.ModuleList([nn.Conv2d(w[0], w[1], 3, 2, 1), nn.Conv2d(w[1], w[2], 3, 2, 1)])
+            self.mid = nn.Sequential(nn.GroupNorm(8, w[2]), nn.SiLU(), nn.Conv2d(w[2], w[2], 3, 1, 1))
+            self.up = nn.ModuleList([nn.ConvTranspose2d(w[2], w[1], 4, 2, 1), nn.ConvTranspose2d(2 * w[1], w[0], 4, 2, 1)])
+            self.out = nn.Sequential(nn.GroupNorm(8, 2 * w[0]), nn.SiLU(), nn.Conv2d(2 * w[0], ch, 3, 1, 1))
+
+        def forward(self, x, t):
+            h0 = self.inp(x)
+            h1 = F.silu(self.down[0](h0))
+            h2 = F.silu(self.down[1](h1)) + self.temb(t.view(-1, 1))[:, :, None, None]
+            h = self.mid(h2) + h2
+            h = torch.cat([F.silu(self.up[0](h)), h1], dim=1)
+            h = torch.cat([F.silu(self.up[1](h)), h0], dim=1)
+            return self.out(h)
+
+    return dict(Encoder=Encoder, Decoder=Decoder, CausalLM=CausalLM, ResNet=ResNet, SpeechLSTM=SpeechLSTM,
+                MoEEncoder=MoEEncoder, UNet=UNet)
 
 
 # ---------------------------------------------------------------- workloads
@@ -323,6 +383,29 @@ def interleaved_requests(torch, m, rng, n):
     return reqs
 
 
+def moe_requests(torch, m, rng, n):
+    model = m["MoEEncoder"]().eval()
+
+    def run(b, t):
+        with torch.no_grad():
+            model(torch.randint(0, 16384, (b, t)))
+    return requests(n, lambda: (rng.randint(1, 16), rng.randint(16, 384)), run)
+
+
+def unet_requests(torch, m, rng, n):
+    model = m["UNet"]().eval()
+
+    def run(b, side, steps):
+        with torch.no_grad():
+            x = torch.randn(b, 4, side, side)
+            for i in range(steps):  # a fixed-shape loop inside each request, other shapes across
+                eps = model(x, torch.full((b,), float(steps - i) / steps))
+                x = x - 0.1 * eps
+                del eps
+    # latent sides 32-96 (images of 256-768 pixels), multiples of 4 for the two strided levels
+    return requests(n, lambda: (rng.randint(1, 4), 4 * rng.randint(8, 24), 8), run)
+
+
 BUILDERS = {
     "encoder_serving": encoder_requests,
     "decoder_generate": decoder_requests,
@@ -330,6 +413,8 @@ BUILDERS = {
     "train_varlen": train_requests,
     "interleaved": interleaved_requests,
     "speech_lstm": speech_requests,
+    "moe_serving": moe_requests,
+    "unet_denoise": unet_requests,
 }
 
 
