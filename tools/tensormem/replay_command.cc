@@ -110,12 +110,6 @@ Result<Selection> SelectAllocators(const ReplayOptions& o, BfcPreset preset) {
   return s;
 }
 
-// InvalidArgument naming `flag` and why, when an option was given that would
-// change none of the allocators asked for.
-Status NotApplicable(std::string_view flag, std::string_view why) {
-  return InvalidArgument(std::string(flag) + " " + std::string(why));
-}
-
 Status CheckBfcOptionsApply(const ReplayOptions& o, const Selection& s, const ReplayParams& params) {
   const bool any_bfc = s.Has(ReplayAllocator::kBfc) || s.Has(ReplayAllocator::kBfcCompact);
   const bool given = !o.bfc_preset.empty() || !o.bfc_backend.empty() || !o.bfc_growth.empty() ||
