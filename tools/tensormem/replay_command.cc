@@ -36,7 +36,7 @@ constexpr std::array<BfcMemory, 2> kMemories = {BfcMemory::kHost, BfcMemory::kVi
 
 struct ReplayOptions {
   std::string input;
-  std::string allocator = "all";
+  std::string allocator = std::string(defaults::kReplayAllocators);
   bool json = false;
   std::uint64_t alignment = defaults::kTensorAlignment;
   int repetitions = defaults::kReplayRepetitions;
