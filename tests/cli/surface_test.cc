@@ -96,6 +96,7 @@ TEST_F(SurfaceTest, ReplayOptionsThatApplyToNoAllocatorAsked) {
   ExpectRefused("replay " + trace_ + " -a bfc_compact --bfc-backend host", "always over virtual memory");
   ExpectRefused("replay " + trace_ + " -a bfc --bfc-coalesce-regions", "needs virtual memory");
   ExpectRefused("replay " + trace_ + " -a pool --cuda-device 1", "--device cuda");
+  ExpectRefused("replay " + trace_ + " -a pool --device cuda --no-isolate", "--no-isolate changes nothing with --device cuda");
   ExpectRefused("replay " + trace_ + " -a malloc --html " + (dir_ / "map.html").string(), "malloc peers");
   ExpectRefused("replay " + trace_ + " -a pool --html " + trace_, "");
   ExpectRefused("replay " + trace_ + " -a bfc_compact,bfc --bfc-preset compact", "listed twice");

@@ -137,6 +137,9 @@ Status CheckVmmOptionsApply(const ReplayOptions& o, const Selection& s) {
 Status CheckDeviceOptionsApply(const ReplayOptions& o, const Selection& s, const ReplayParams& params) {
   const bool cuda = params.device == ReplayDevice::kCuda;
   if (o.cuda_device && !cuda) return NotApplicable("--cuda-device", "chooses the GPU of --device cuda");
+  if (o.no_isolate && cuda)
+    return NotApplicable("--no-isolate", "changes nothing with --device cuda: CUDA does not survive fork, so "
+                                         "every pass runs in this process already");
   if (o.device_lag != 0 && cuda)
     return NotApplicable("--device-lag", "simulates a device on the host: not with --device cuda, where the "
                                          "device's own lag applies");
