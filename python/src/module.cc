@@ -559,6 +559,7 @@ void BindDefaults(py::module_& m) {
   d["tensor_alignment"] = defaults::kTensorAlignment;
   d["time_limit"] = defaults::kTimeLimitSeconds;
   d["replay_repetitions"] = defaults::kReplayRepetitions;
+  d["replay_allocators"] = std::string(defaults::kReplayAllocators);
   m.attr("DEFAULTS") = d;
 }
 
@@ -762,7 +763,7 @@ void BindFiles(py::module_& m) {
 }
 
 // The exact solver (its body belongs with the solver's interface).
-void BindSolve(py::module_& m) {
+void BindSolveResult(py::module_& m) {
   py::class_<PySolveResult>(m, "SolveResult", "The exact solver's answer")
       .def_property_readonly("status", [](const PySolveResult& s) { return std::string(Name(s.r.status)); })
       .def_property_readonly("has_plan", [](const PySolveResult& s) { return s.r.has_plan; })
@@ -796,49 +797,55 @@ void BindSolve(py::module_& m) {
         return "<tensormem.SolveResult " + std::string(Name(s.r.status)) + ": height " +
                std::to_string(s.r.height) + ", lower bound " + std::to_string(s.r.lower_bound) + ">";
       });
-  m.def(
-      "_solve",
-      [](const std::shared_ptr<PyProblem>& p, std::optional<std::uint64_t> capacity, double time_limit,
-         bool minimize, std::uint64_t node_limit, std::uint64_t alignment, bool iis,
-         const py::object& start, std::uint64_t threads, const py::dict& tuning) {
-        // Before the start is read at it; "solve", not SolverParams's name.
-        Check(ValidateAlignment(alignment, "solve"), false);
-        CheckTimeAndThreads("solve", time_limit, threads, kMaxSolverThreads);
-        SolverParams params;
-        params.tuning = TuningFrom(tuning);
-        params.threads = static_cast<unsigned>(threads);
-        // A start: one offset per buffer, a plan of the problem (the
-        // validator's word, capacity aside), else ValueError.
-        std::optional<OffsetsPlan> start_plan;
-        if (!start.is_none()) {
-          Result<OffsetsPlan> plan =
-              OffsetsPlanFrom(p->problem, ToIntegers<std::uint64_t>(start, "start"), alignment);
-          if (!plan.ok()) throw py::value_error("start: not a plan of the problem: " + plan.status().message());
-          start_plan = std::move(plan).value();
-          start_plan->strategy = "start";
-          params.initial_plan = &*start_plan;
-        }
-        params.capacity = capacity;
-        params.goal = (capacity || p->problem.capacity) && !minimize ? SolveGoal::kFit : SolveGoal::kMinimize;
-        params.time_limit_seconds = time_limit;
-        params.node_limit = node_limit;
-        params.alignment = alignment;
-        params.compute_iis = iis;
-        Interruptible interrupt;  // Ctrl-C stops the search
-        params.should_stop = interrupt.Callback();
-        std::optional<Result<SolveResult>> r;
-        {
-          py::gil_scoped_release release;
-          r.emplace(SolveOffsets(p->problem, params));
-        }
-        interrupt.ThrowIfInterrupted();
-        PySolveResult out;
-        out.r = Take(std::move(*r));
-        return out;
-      },
-      py::arg("problem"), py::arg("capacity"), py::arg("time_limit"), py::arg("minimize"),
-      py::arg("node_limit"), py::arg("alignment"), py::arg("iis"), py::arg("start") = py::none(),
-      py::arg("threads") = 1, py::arg("tuning") = py::dict());
+}
+
+// solve(start=...): one offset per buffer, a plan of the problem (the
+// validator's word, capacity aside), else ValueError.
+std::optional<OffsetsPlan> StartPlan(const Problem& problem, const py::object& start, std::uint64_t alignment) {
+  if (start.is_none()) return std::nullopt;
+  Result<OffsetsPlan> plan = OffsetsPlanFrom(problem, ToIntegers<std::uint64_t>(start, "start"), alignment);
+  if (!plan.ok()) throw py::value_error("start: not a plan of the problem: " + plan.status().message());
+  plan->strategy = "start";
+  return std::move(plan).value();
+}
+
+// solve(): the arguments checked as the CLI checks them, then the solver,
+// without the GIL; Ctrl-C stops the search.
+PySolveResult Solve(const std::shared_ptr<PyProblem>& p, std::optional<std::uint64_t> capacity, double time_limit,
+                    bool minimize, std::uint64_t node_limit, std::uint64_t alignment, bool iis,
+                    const py::object& start, std::uint64_t threads, const py::dict& tuning) {
+  // Before the start is read at it; "solve", not SolverParams's name.
+  Check(ValidateAlignment(alignment, "solve"), false);
+  CheckTimeAndThreads("solve", time_limit, threads, kMaxSolverThreads);
+  SolverParams params;
+  params.tuning = TuningFrom(tuning);
+  params.threads = static_cast<unsigned>(threads);
+  const std::optional<OffsetsPlan> start_plan = StartPlan(p->problem, start, alignment);
+  if (start_plan) params.initial_plan = &*start_plan;
+  params.capacity = capacity;
+  params.goal = (capacity || p->problem.capacity) && !minimize ? SolveGoal::kFit : SolveGoal::kMinimize;
+  params.time_limit_seconds = time_limit;
+  params.node_limit = node_limit;
+  params.alignment = alignment;
+  params.compute_iis = iis;
+  Interruptible interrupt;
+  params.should_stop = interrupt.Callback();
+  std::optional<Result<SolveResult>> r;
+  {
+    py::gil_scoped_release release;
+    r.emplace(SolveOffsets(p->problem, params));
+  }
+  interrupt.ThrowIfInterrupted();
+  PySolveResult out;
+  out.r = Take(std::move(*r));
+  return out;
+}
+
+void BindSolve(py::module_& m) {
+  BindSolveResult(m);
+  m.def("_solve", &Solve, py::arg("problem"), py::arg("capacity"), py::arg("time_limit"), py::arg("minimize"),
+        py::arg("node_limit"), py::arg("alignment"), py::arg("iis"), py::arg("start") = py::none(),
+        py::arg("threads") = 1, py::arg("tuning") = py::dict());
   m.def(
       "tuning_keys",
       [] {
@@ -921,6 +928,64 @@ void BindAllocatorFactories(py::module_& m) {
   });
 }
 
+// The names of the replay allocators (peers_only: of the malloc peers), in
+// the table's order.
+std::vector<std::string> ReplayAllocatorNames(bool peers_only) {
+  std::vector<std::string> v;
+  for (ReplayAllocator a : AllReplayAllocators())
+    if (!peers_only || IsMallocPeer(a)) v.emplace_back(Name(a));
+  return v;
+}
+
+// replay() through an Allocator object: one pass, no map.
+py::dict ReplayThroughObject(const PyTrace& t, PyAllocator& allocator, std::uint64_t alignment,
+                             const std::string& html) {
+  AllocatorUse use(allocator);
+  std::optional<Result<ReplayResult>> res;
+  {
+    py::gil_scoped_release release;
+    res.emplace(ReplayTraceThrough(t.trace, use.resource(), alignment));
+  }
+  if (!html.empty()) throw py::value_error("html= needs an allocator name, not an object");
+  return ReplayDict(Take(std::move(*res), false));
+}
+
+// replay() of a named allocator, as the CLI's replay runs it; html: its map.
+py::dict ReplayByName(const PyTrace& t, ReplayAllocator which, const ReplayParams& params, const std::string& html) {
+  std::optional<Result<ReplayResult>> res;
+  std::optional<Result<ReplayPlacement>> placement;
+  {
+    py::gil_scoped_release release;
+    res.emplace(ReplayTrace(t.trace, which, params));
+    if (res->ok() && !html.empty()) placement.emplace(ReplayPlacements(t.trace, which, params));
+  }
+  py::dict d = ReplayDict(Take(std::move(*res), false));
+  if (placement) {
+    const ReplayPlacement pl = Take(std::move(*placement), false);
+    WriteTo(html, [&](std::ostream& f) { return WriteReplayHtmlMap(f, t.trace, pl); });
+  }
+  return d;
+}
+
+// _replay: one allocator (a name or an Allocator object) over a trace (a
+// Trace or a path); the package's replay() runs several in turn.
+py::dict Replay(const py::object& trace_obj, const py::object& allocator, std::uint64_t repetitions,
+                std::uint64_t alignment, bool isolate, const std::string& html) {
+  CheckPath(html);
+  if (repetitions < 1 || std::cmp_greater(repetitions, kMaxReplayRepetitions))
+    throw py::value_error("replay: repetitions must be between 1 and " + std::to_string(kMaxReplayRepetitions) +
+                          ", got " + std::to_string(repetitions));
+  std::shared_ptr<PyTrace> t = TraceOf(trace_obj);
+  if (py::isinstance<PyAllocator>(allocator))
+    return ReplayThroughObject(*t, allocator.cast<PyAllocator&>(), alignment, html);
+  const ReplayAllocator which = Take(ParseReplayAllocator(std::string(py::str(allocator))));
+  ReplayParams params;
+  params.repetitions = static_cast<int>(repetitions);
+  params.alignment = alignment;
+  params.isolate = isolate;
+  return ReplayByName(*t, which, params, html);
+}
+
 void BindReplay(py::module_& m) {
   py::class_<PyTrace, std::shared_ptr<PyTrace>>(m, "Trace", "An allocation trace (RAPIDS replay-log CSV)")
       .def("__len__", [](const PyTrace& t) { return t.trace.events.size(); })
@@ -938,51 +1003,18 @@ void BindReplay(py::module_& m) {
         return "<tensormem.Trace " + t.trace.source + ": " + std::to_string(t.trace.events.size()) + " events>";
       });
   m.def("load_trace", &LoadAnyTrace, py::arg("path"));
-  m.def("replay_allocators", [] {
-    std::vector<std::string> v;
-    for (ReplayAllocator a : AllReplayAllocators()) v.emplace_back(Name(a));
-    return v;
+  m.def("replay_allocators", [] { return ReplayAllocatorNames(false); });
+  m.def("_malloc_peers", [] { return ReplayAllocatorNames(true); });
+  // Why an allocator of replay_allocators() cannot run in this process (a
+  // malloc peer not installed, or needing static TLS); "" when it can.
+  m.def("_replay_unavailable", [](const std::string& name) {
+    const ReplayAllocator a = Take(ParseReplayAllocator(name));
+    if (!IsMallocPeer(a)) return std::string();
+    const Status available = MallocPeerAvailable(a);
+    return available.ok() ? std::string() : available.message();
   });
-  m.def(
-      "_replay",
-      [](const py::object& trace_obj, const py::object& allocator, std::uint64_t repetitions,
-         std::uint64_t alignment, bool isolate, const std::string& html) {
-        CheckPath(html);
-        if (repetitions < 1 || std::cmp_greater(repetitions, kMaxReplayRepetitions))
-          throw py::value_error("replay: repetitions must be between 1 and " +
-                                std::to_string(kMaxReplayRepetitions) + ", got " + std::to_string(repetitions));
-        std::shared_ptr<PyTrace> t = TraceOf(trace_obj);
-        if (py::isinstance<PyAllocator>(allocator)) {
-          AllocatorUse use(allocator.cast<PyAllocator&>());
-          std::optional<Result<ReplayResult>> res;
-          {
-            py::gil_scoped_release release;
-            res.emplace(ReplayTraceThrough(t->trace, use.resource(), alignment));
-          }
-          if (!html.empty()) throw py::value_error("html= needs an allocator name, not an object");
-          return ReplayDict(Take(std::move(*res), false));
-        }
-        const ReplayAllocator which = Take(ParseReplayAllocator(std::string(py::str(allocator))));
-        ReplayParams params;
-        params.repetitions = static_cast<int>(repetitions);
-        params.alignment = alignment;
-        params.isolate = isolate;
-        std::optional<Result<ReplayResult>> res;
-        std::optional<Result<ReplayPlacement>> placement;
-        {
-          py::gil_scoped_release release;
-          res.emplace(ReplayTrace(t->trace, which, params));
-          if (res->ok() && !html.empty()) placement.emplace(ReplayPlacements(t->trace, which, params));
-        }
-        py::dict d = ReplayDict(Take(std::move(*res), false));
-        if (placement) {
-          const ReplayPlacement pl = Take(std::move(*placement), false);
-          WriteTo(html, [&](std::ostream& f) { return WriteReplayHtmlMap(f, t->trace, pl); });
-        }
-        return d;
-      },
-      py::arg("trace"), py::arg("allocator"), py::arg("repetitions"), py::arg("alignment"),
-      py::arg("isolate"), py::arg("html"));
+  m.def("_replay", &Replay, py::arg("trace"), py::arg("allocator"), py::arg("repetitions"), py::arg("alignment"),
+        py::arg("isolate"), py::arg("html"));
 }
 
 }  // namespace

@@ -11,7 +11,7 @@ this package gives it a small, typed surface:
   :func:`load_trace` -- files;
 - :class:`BfcAllocator`, :class:`BufferPool`, :class:`SystemAllocator` (and
   :class:`VmmAllocator` where built) -- allocators with ``allocate`` /
-  ``free`` / ``stats``; :func:`replay` -- a trace through one of them;
+  ``free`` / ``stats``; :func:`replay` -- a trace through them (every one by default);
 - :mod:`tensormem.torch` -- PyTorch's CUDA allocations through tensormem.
 
 Errors arrive as exceptions carrying the library's message: ``ValueError``
@@ -25,6 +25,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _tensormem as _tm
@@ -52,7 +53,8 @@ HAVE_VMM: bool = bool(_tm.HAVE_VMM)
 #: these functions): ``plan_alignment`` for planning and solving (a buffer's
 #: own alignment applies on top), ``tensor_alignment`` for what is made from
 #: tensors (an ONNX model's records, a trace's replayed allocations),
-#: ``time_limit`` (seconds), ``replay_repetitions``.
+#: ``time_limit`` (seconds), ``replay_repetitions``, ``replay_allocators``
+#: (``"all"``: what :func:`replay` compares).
 DEFAULTS: Dict[str, Any] = dict(_tm.DEFAULTS)
 
 ArrayLike = Any  # a sequence of ints or a 1-D NumPy integer array
@@ -182,21 +184,92 @@ def bfc_presets() -> List[str]:
     return list(_tm.bfc_presets())
 
 
-def replay(trace: Union[Trace, PathLike], allocator: Union[str, Allocator],
+def replay(trace: Union[Trace, PathLike],
+           allocator: Union[str, Sequence[str], Allocator] = DEFAULTS["replay_allocators"],
            repetitions: int = DEFAULTS["replay_repetitions"], alignment: int = DEFAULTS["tensor_alignment"],
            isolate: bool = True, html: Optional[PathLike] = None) -> Dict[str, Any]:
-    """Replays a trace through an allocator (a name from
-    :func:`replay_allocators`, or an :class:`Allocator` object; ``tensormem
-    replay`` compares every one unless ``-a`` names some) and returns
-    the figures: ops, ns_per_op (the cold pass: a fresh allocator),
+    """Replays a trace through allocators and returns their figures.
+
+    ``allocator`` is what ``tensormem replay -a`` takes: ``"all"`` (the
+    default, :data:`DEFAULTS`), one name from :func:`replay_allocators`, a
+    comma-separated list of names or a list of them -- or an
+    :class:`Allocator` object. One allocator (a name, or an object) returns
+    its figures: ops, ns_per_op (the cold pass: a fresh allocator),
     cpu_ns_per_op, warm_ns_per_op (a second pass over the same allocator),
-    peak_in_use, peak_reserved, reserved_over_in_use, fragmentation, and
-    for vmm its device calls in each pass (``vmm``, ``vmm_warm``: map_calls,
-    handles_created, ...). ``html=path`` also writes the replay's memory map
-    (x = event, y = address, reserved bytes as a line). ``repetitions``
-    timed passes, the median reported, and ``alignment`` are the CLI's
-    defaults (:data:`DEFAULTS`).
+    peak_in_use, peak_reserved, reserved_over_in_use, fragmentation, and for
+    vmm its device calls in each pass (``vmm``, ``vmm_warm``: map_calls,
+    handles_created, ...). Several (``"all"``, a list, even of one name)
+    return a dict of those, keyed by allocator name in the order of
+    :func:`replay_allocators` (or the order given); with ``"all"`` a malloc
+    peer that cannot be loaded is left out with a warning, as the CLI skips
+    it. ``html=path`` also writes the replay's memory map (x = event, y =
+    address, reserved bytes as a line) of the allocator, or of the first of
+    ours among several. ``repetitions`` timed passes, the median reported,
+    and ``alignment`` are the CLI's defaults (:data:`DEFAULTS`).
     """
+    names = _replay_selection(allocator)
+    if names is None:
+        return _replay_one(trace, allocator, repetitions, alignment, isolate, html)
+    if not isinstance(trace, Trace):
+        trace = load_trace(trace)
+    skip_unavailable = isinstance(allocator, str) and allocator == "all"
+    drawn = next((n for n in names if n not in _MALLOC_PEERS), None) if html is not None else None
+    if html is not None and drawn is None:
+        raise ValueError("replay(html=...) draws where one of our allocators put the blocks; the malloc peers "
+                         "do not say")
+    results: Dict[str, Dict[str, Any]] = {}
+    for name in names:
+        if skip_unavailable and name in _MALLOC_PEERS:
+            why = _replay_unavailable(name)
+            if why:
+                warnings.warn(f"replay: {name} skipped: {why}", RuntimeWarning, stacklevel=2)
+                continue
+        results[name] = _replay_one(trace, name, repetitions, alignment, isolate, html if name == drawn else None)
+    return results
+
+
+# The malloc peers among replay_allocators(): they report no placement.
+_MALLOC_PEERS = tuple(_tm._malloc_peers())
+
+
+def _replay_selection(allocator: Union[str, Sequence[str], Allocator]) -> Optional[List[str]]:
+    """The names replay() runs when several are asked (``"all"``, a
+    comma-separated string, a list), checked; None for one allocator."""
+    if isinstance(allocator, Allocator) or (isinstance(allocator, str) and allocator != "all" and
+                                            "," not in allocator):
+        return None
+    if isinstance(allocator, str):
+        names = replay_allocators() if allocator == "all" else allocator.split(",")
+    elif isinstance(allocator, Sequence) and all(isinstance(a, str) for a in allocator):
+        names = list(allocator)
+    else:
+        raise TypeError("replay: allocator is 'all', a name, a comma-separated list of names, a list of names "
+                        f"or an Allocator, not {type(allocator).__name__}")
+    known = replay_allocators()
+    for i, name in enumerate(names):
+        if name not in known:
+            raise ValueError(f"replay: unknown allocator {name!r} (known: {', '.join(known)})")
+        if name in names[:i]:
+            raise ValueError(f"replay: allocator {name!r} is listed twice")
+    if not names:
+        raise ValueError("replay: no allocator asked for")
+    return names
+
+
+def _replay_unavailable(name: str) -> str:
+    """Why a malloc peer cannot be loaded ("" when it can), asked where
+    replay() would run it: a static-TLS peer in a child with spare static TLS."""
+    if name in _NEEDS_STATIC_TLS and not _has_static_tls():
+        child = subprocess.run([sys.executable, "-c", f"import tensormem as tm; "
+                                f"print(tm._tm._replay_unavailable({name!r}))"],
+                               env=_static_tls_env(), capture_output=True, text=True)
+        return child.stdout.strip() if child.returncode == 0 else child.stderr.strip()[-2000:]
+    return _tm._replay_unavailable(name)
+
+
+def _replay_one(trace: Union[Trace, PathLike], allocator: Union[str, Allocator], repetitions: int,
+                alignment: int, isolate: bool, html: Optional[PathLike]) -> Dict[str, Any]:
+    """replay() of one allocator: its figures."""
     if isinstance(allocator, str) and allocator in _NEEDS_STATIC_TLS and not _has_static_tls():
         return _replay_in_child(trace, allocator, repetitions, alignment, isolate, html)
     if not isinstance(trace, Trace):
@@ -216,6 +289,16 @@ _STATIC_TLS_TUNABLE = "glibc.rtld.optional_static_tls=16384"
 
 def _has_static_tls() -> bool:
     return "glibc.rtld.optional_static_tls" in os.environ.get("GLIBC_TUNABLES", "")
+
+
+def _static_tls_env() -> Dict[str, str]:
+    """This process's environment with spare static TLS, for a child
+    interpreter that imports this package."""
+    tunables = os.environ.get("GLIBC_TUNABLES", "")
+    env = dict(os.environ, GLIBC_TUNABLES=(tunables + ":" if tunables else "") + _STATIC_TLS_TUNABLE)
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = package_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
 
 
 _CHILD_REPLAY = """
@@ -242,10 +325,7 @@ def _replay_in_child(trace: Union[Trace, PathLike], allocator: str, repetitions:
         raise ValueError(f"replay(allocator={allocator!r}): {allocator} runs in a child process started "
                          "with spare static TLS, which reads the trace from its file; give the trace's "
                          "path, or start Python with GLIBC_TUNABLES=" + _STATIC_TLS_TUNABLE)
-    tunables = os.environ.get("GLIBC_TUNABLES", "")
-    env = dict(os.environ, GLIBC_TUNABLES=(tunables + ":" if tunables else "") + _STATIC_TLS_TUNABLE)
-    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = package_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env = _static_tls_env()
     request = {"trace": path, "allocator": allocator, "repetitions": _count("repetitions", repetitions),
                "alignment": _count("alignment", alignment), "isolate": bool(isolate),
                "html": None if html is None else os.fspath(html)}

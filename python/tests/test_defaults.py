@@ -9,6 +9,7 @@ import json
 import os
 import pathlib
 import subprocess
+import warnings
 
 import pytest
 
@@ -88,3 +89,17 @@ def test_names_come_from_one_table(trace_file):
     assert r.returncode == 2 and ", ".join(tm.replay_allocators()) in r.stderr
     with pytest.raises(ValueError, match=", ".join(tm.replay_allocators())):
         tm.replay(trace_file, "nope")
+
+
+def test_replay_compares_the_same_allocators(trace_file):
+    # replay() and `tensormem replay` both compare every allocator unless told.
+    assert default(tm.replay, "allocator") == tm.DEFAULTS["replay_allocators"]
+    j = json.loads(cli("replay", trace_file, "--json", "-r", "1").stdout)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        python = tm.replay(trace_file, repetitions=1)
+    assert [row["allocator"] for row in j["results"]] == list(python)
+    peers = set(tm._MALLOC_PEERS)
+    for row in j["results"]:
+        if row["allocator"] not in peers:
+            assert python[row["allocator"]]["peak_reserved"] == row["peak_reserved"], row["allocator"]

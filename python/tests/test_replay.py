@@ -1,4 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
+import inspect
+import warnings
+
 import pytest
 
 import tensormem as tm
@@ -62,3 +65,44 @@ def test_bad_trace(tmp_path):
     p.write_text("Thread,Time,Action,Pointer,Size,Stream\n0,1,free,0x10,5,0\n")
     with pytest.raises(ValueError, match="bad.csv:2"):
         tm.load_trace(p)
+
+
+def test_replay_compares_every_allocator_by_default(trace_file):
+    # The CLI's default (-a all), from the one table.
+    assert tm.DEFAULTS["replay_allocators"] == "all"
+    assert inspect.signature(tm.replay).parameters["allocator"].default == "all"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a malloc peer not installed is left out, with a warning
+        r = tm.replay(trace_file, repetitions=1)
+    # A dict keyed by allocator, in the table's order; each value the figures
+    # a one-allocator replay returns.
+    names = tm.replay_allocators()
+    assert list(r) == [n for n in names if n in r]
+    assert {"bfc", "bfc_compact", "vmm", "pool", "system", "malloc"} <= set(r)
+    for name, figures in r.items():
+        assert figures["allocator"] == name and figures["ops"] == 5
+    assert r["pool"]["peak_reserved"] == tm.replay(trace_file, "pool", repetitions=1)["peak_reserved"]
+
+
+def test_replay_several_allocators(trace_file, tmp_path):
+    r = tm.replay(trace_file, ["pool", "bfc"], repetitions=1)
+    assert list(r) == ["pool", "bfc"] and r["bfc"]["allocator"] == "bfc"
+    assert list(tm.replay(trace_file, "system,pool", repetitions=1)) == ["system", "pool"]
+    # A list of one is still several: the same shape as any list.
+    assert list(tm.replay(trace_file, ["pool"], repetitions=1)) == ["pool"]
+    # One name: its figures, as before.
+    assert tm.replay(trace_file, "pool", repetitions=1)["allocator"] == "pool"
+    with pytest.raises(ValueError, match="'pool' is listed twice"):
+        tm.replay(trace_file, ["pool", "pool"])
+    with pytest.raises(ValueError, match=", ".join(tm.replay_allocators())):
+        tm.replay(trace_file, "pool,nope")
+    with pytest.raises(ValueError, match="no allocator"):
+        tm.replay(trace_file, [])
+    with pytest.raises(TypeError, match="allocator is"):
+        tm.replay(trace_file, [tm.BufferPool()])
+    # html= draws the first of ours among several (malloc peers place nothing).
+    out = tmp_path / "map.html"
+    tm.replay(trace_file, ["malloc", "bfc"], repetitions=1, html=out)
+    assert "<canvas" in out.read_text()
+    with pytest.raises(ValueError, match="malloc peers"):
+        tm.replay(trace_file, ["malloc"], html=tmp_path / "none.html")

@@ -3,8 +3,12 @@
 // tensor roles.
 #include "tensormem/graph.h"
 
+#include <cstddef>
 #include <limits>
+#include <string>
+#include <string_view>
 #include <unordered_map>
+#include <vector>
 
 namespace tensormem {
 
@@ -68,12 +72,14 @@ std::string TensorId(const Graph& graph, int tensor) {
   return name.empty() ? std::to_string(tensor) : name;
 }
 
-Status CheckGraph(const Graph& graph) {
-  const std::size_t n = graph.tensors.size();
-  if (n > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-    return OutOfRange("graph has " + std::to_string(n) + " tensors; at most 2^31 - 1 are supported");
+namespace {
+
+constexpr std::size_t kNoNode = static_cast<std::size_t>(-1);
+
+// Tensor alignments, and names unique.
+Status CheckTensors(const Graph& graph) {
   std::unordered_map<std::string_view, std::size_t> names;
-  for (std::size_t t = 0; t < n; ++t) {
+  for (std::size_t t = 0; t < graph.tensors.size(); ++t) {
     const GraphTensor& tensor = graph.tensors[t];
     // 0 = the plan's (GraphPlanParams::alignment), the one documented default.
     if (tensor.alignment != 0)
@@ -81,79 +87,111 @@ Status CheckGraph(const Graph& graph) {
     if (!tensor.name.empty()) {
       auto [it, inserted] = names.emplace(tensor.name, t);
       if (!inserted)
-        return InvalidArgument("tensors #" + std::to_string(it->second) + " and #" +
-                               std::to_string(t) + " share the name '" + tensor.name + "'");
+        return InvalidArgument("tensors #" + std::to_string(it->second) + " and #" + std::to_string(t) +
+                               " share the name '" + tensor.name + "'");
     }
   }
-  auto in_range = [&](int t) { return t >= 0 && static_cast<std::size_t>(t) < n; };
-  auto check_list = [&](const std::vector<int>& list, const std::string& what,
-                        bool optional_ok) -> Status {
-    for (std::size_t k = 0; k < list.size(); ++k) {
-      const int t = list[k];
-      if (t == kNoTensor && optional_ok) continue;
-      if (!in_range(t))
-        return InvalidArgument(what + " entry " + std::to_string(k) + ": tensor index " +
-                               std::to_string(t) + " is out of range [0, " + std::to_string(n) +
-                               ")" + (optional_ok ? " and not -1 (absent)" : ""));
-    }
-    return Status::Ok();
-  };
-  TM_RETURN_IF_ERROR(check_list(graph.inputs, "graph inputs", true));
-  TM_RETURN_IF_ERROR(check_list(graph.outputs, "graph outputs", true));
+  return Status::Ok();
+}
 
-  std::vector<char> is_input(n, 0);
-  for (int t : graph.inputs)
-    if (t != kNoTensor) is_input[static_cast<std::size_t>(t)] = 1;
-  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
-  std::vector<std::size_t> writer(n, kNone), temp_of(n, kNone), first_reader(n, kNone);
-  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
-    const GraphNode& node = graph.nodes[i];
-    const std::string where = NodeLabel(graph, i);
-    TM_RETURN_IF_ERROR(check_list(node.inputs, where + ": inputs", true));
-    TM_RETURN_IF_ERROR(check_list(node.outputs, where + ": outputs", true));
-    TM_RETURN_IF_ERROR(check_list(node.temporaries, where + ": temporaries", false));
-    for (int t : node.inputs)
-      if (t != kNoTensor && first_reader[static_cast<std::size_t>(t)] == kNone)
-        first_reader[static_cast<std::size_t>(t)] = i;
-    for (int t : node.outputs) {
-      if (t == kNoTensor) continue;
-      const auto u = static_cast<std::size_t>(t);
-      const std::string what = where + " writes " + TensorLabel(graph, t);
-      if (writer[u] != kNone)
-        return InvalidArgument(what + ", already written by " + NodeLabel(graph, writer[u]));
-      if (is_input[u]) return InvalidArgument(what + ", a graph input");
-      if (graph.tensors[u].kind == TensorKind::kConstant)
-        return InvalidArgument(what + ", a constant");
-      if (first_reader[u] != kNone)
-        return InvalidArgument(what + ", but " + NodeLabel(graph, first_reader[u]) +
-                               " reads it earlier (nodes must be in execution order)");
-      writer[u] = i;
-    }
-    for (int t : node.temporaries) {
-      const auto u = static_cast<std::size_t>(t);
-      if (temp_of[u] != kNone)
-        return InvalidArgument(where + ": temporary " + TensorLabel(graph, t) +
-                               " is already a temporary of " + NodeLabel(graph, temp_of[u]));
-      if (graph.tensors[u].kind != TensorKind::kActivation &&
-          graph.tensors[u].kind != TensorKind::kDynamic)
-        return InvalidArgument(where + ": temporary " + TensorLabel(graph, t) + " is a " +
-                               std::string(Name(graph.tensors[u].kind)));
-      temp_of[u] = i;
-    }
+// Every entry of `list` a tensor index (or kNoTensor where optional_ok).
+Status CheckTensorList(const Graph& graph, const std::vector<int>& list, const std::string& what, bool optional_ok) {
+  const std::size_t n = graph.tensors.size();
+  for (std::size_t k = 0; k < list.size(); ++k) {
+    const int t = list[k];
+    if (t == kNoTensor && optional_ok) continue;
+    if (t < 0 || static_cast<std::size_t>(t) >= n)
+      return InvalidArgument(what + " entry " + std::to_string(k) + ": tensor index " + std::to_string(t) +
+                             " is out of range [0, " + std::to_string(n) + ")" +
+                             (optional_ok ? " and not -1 (absent)" : ""));
   }
-  for (std::size_t t = 0; t < n; ++t) {
-    if (temp_of[t] == kNone) continue;
-    if (writer[t] != kNone || first_reader[t] != kNone || is_input[t])
+  return Status::Ok();
+}
+
+// What the node walk of CheckGraph records per tensor.
+struct GraphRoles {
+  std::vector<char> is_input;
+  std::vector<std::size_t> writer, temp_of, first_reader;  // kNoNode: none
+};
+
+// Node i's outputs: each written once, not a graph input or a constant,
+// and not read by an earlier node.
+Status CheckOutputs(const Graph& graph, std::size_t i, const std::string& where, GraphRoles& roles) {
+  for (int t : graph.nodes[i].outputs) {
+    if (t == kNoTensor) continue;
+    const auto u = static_cast<std::size_t>(t);
+    const std::string what = where + " writes " + TensorLabel(graph, t);
+    if (roles.writer[u] != kNoNode)
+      return InvalidArgument(what + ", already written by " + NodeLabel(graph, roles.writer[u]));
+    if (roles.is_input[u]) return InvalidArgument(what + ", a graph input");
+    if (graph.tensors[u].kind == TensorKind::kConstant) return InvalidArgument(what + ", a constant");
+    if (roles.first_reader[u] != kNoNode)
+      return InvalidArgument(what + ", but " + NodeLabel(graph, roles.first_reader[u]) +
+                             " reads it earlier (nodes must be in execution order)");
+    roles.writer[u] = i;
+  }
+  return Status::Ok();
+}
+
+// Node i's temporaries: each of one node only, an activation (or dynamic).
+Status CheckTemporaries(const Graph& graph, std::size_t i, const std::string& where, GraphRoles& roles) {
+  for (int t : graph.nodes[i].temporaries) {
+    const auto u = static_cast<std::size_t>(t);
+    if (roles.temp_of[u] != kNoNode)
+      return InvalidArgument(where + ": temporary " + TensorLabel(graph, t) + " is already a temporary of " +
+                             NodeLabel(graph, roles.temp_of[u]));
+    if (graph.tensors[u].kind != TensorKind::kActivation && graph.tensors[u].kind != TensorKind::kDynamic)
+      return InvalidArgument(where + ": temporary " + TensorLabel(graph, t) + " is a " +
+                             std::string(Name(graph.tensors[u].kind)));
+    roles.temp_of[u] = i;
+  }
+  return Status::Ok();
+}
+
+Status CheckNode(const Graph& graph, std::size_t i, GraphRoles& roles) {
+  const GraphNode& node = graph.nodes[i];
+  const std::string where = NodeLabel(graph, i);
+  TM_RETURN_IF_ERROR(CheckTensorList(graph, node.inputs, where + ": inputs", true));
+  TM_RETURN_IF_ERROR(CheckTensorList(graph, node.outputs, where + ": outputs", true));
+  TM_RETURN_IF_ERROR(CheckTensorList(graph, node.temporaries, where + ": temporaries", false));
+  for (int t : node.inputs)
+    if (t != kNoTensor && roles.first_reader[static_cast<std::size_t>(t)] == kNoNode)
+      roles.first_reader[static_cast<std::size_t>(t)] = i;
+  TM_RETURN_IF_ERROR(CheckOutputs(graph, i, where, roles));
+  return CheckTemporaries(graph, i, where, roles);
+}
+
+// A temporary is nothing else: no node's input or output, no graph input
+// or output.
+Status CheckTemporariesAreOnlyThat(const Graph& graph, const GraphRoles& roles) {
+  for (std::size_t t = 0; t < graph.tensors.size(); ++t) {
+    if (roles.temp_of[t] == kNoNode) continue;
+    if (roles.writer[t] != kNoNode || roles.first_reader[t] != kNoNode || roles.is_input[t])
       return InvalidArgument(TensorLabel(graph, static_cast<int>(t)) + " is a temporary of " +
-                             NodeLabel(graph, temp_of[t]) +
-                             " and also a node input/output or graph input");
+                             NodeLabel(graph, roles.temp_of[t]) + " and also a node input/output or graph input");
   }
   for (int t : graph.outputs)
-    if (t != kNoTensor && temp_of[static_cast<std::size_t>(t)] != kNone)
+    if (t != kNoTensor && roles.temp_of[static_cast<std::size_t>(t)] != kNoNode)
       return InvalidArgument(TensorLabel(graph, t) + " is a temporary of " +
-                             NodeLabel(graph, temp_of[static_cast<std::size_t>(t)]) +
-                             " and also a graph output");
+                             NodeLabel(graph, roles.temp_of[static_cast<std::size_t>(t)]) + " and also a graph output");
   return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckGraph(const Graph& graph) {
+  const std::size_t n = graph.tensors.size();
+  if (n > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    return OutOfRange("graph has " + std::to_string(n) + " tensors; at most 2^31 - 1 are supported");
+  TM_RETURN_IF_ERROR(CheckTensors(graph));
+  TM_RETURN_IF_ERROR(CheckTensorList(graph, graph.inputs, "graph inputs", true));
+  TM_RETURN_IF_ERROR(CheckTensorList(graph, graph.outputs, "graph outputs", true));
+  GraphRoles roles{std::vector<char>(n, 0), std::vector<std::size_t>(n, kNoNode),
+                   std::vector<std::size_t>(n, kNoNode), std::vector<std::size_t>(n, kNoNode)};
+  for (int t : graph.inputs)
+    if (t != kNoTensor) roles.is_input[static_cast<std::size_t>(t)] = 1;
+  for (std::size_t i = 0; i < graph.nodes.size(); ++i) TM_RETURN_IF_ERROR(CheckNode(graph, i, roles));
+  return CheckTemporariesAreOnlyThat(graph, roles);
 }
 
 std::vector<TensorRole> TensorRoles(const Graph& graph) {

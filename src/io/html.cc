@@ -16,6 +16,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "io/text_util.h"
 #include "tensormem/io.h"
@@ -181,21 +182,20 @@ if(location.hash==="#selftest"){
 })();
 )JS";
 
-}  // namespace
-
-Status WriteHtmlMap(std::ostream& out, const Problem& problem, const OffsetsPlan& plan,
-                    const HtmlMapOptions& options) {
-  const std::size_t n = problem.buffers.size();
-  if (plan.offsets.size() != n)
-    return InvalidArgument("plan has " + std::to_string(plan.offsets.size()) + " offsets for " +
-                           std::to_string(n) + " buffers");
-  const std::string title = options.title.empty() ? "memory map" : options.title;
+// The page up to the data script: title, summary line, hint, canvas.
+void WritePageTop(std::ostream& out, const std::string& title) {
   out << kHead << "<title>" << io::MarkupEscape(title) << "</title></head><body>\n"
       << "<div id=\"top\"><span id=\"title\">" << io::MarkupEscape(title)
       << "</span><span id=\"summary\">loading\u2026</span><span id=\"hint\">wheel: zoom (shift: "
          "x only, alt: y only) \u00b7 drag: pan \u00b7 double click: reset \u00b7 hover: buffer"
          "</span></div>\n<canvas id=\"map\"></canvas><div id=\"tip\"></div>\n<script>\n";
+}
+
+// The constants, then the buffers as arrays: first task, last task, size,
+// offset.
+void WriteBuffers(std::ostream& out, const Problem& problem, const OffsetsPlan& plan, const HtmlMapOptions& options) {
   const auto& b = problem.buffers;
+  const std::size_t n = b.size();
   out << "const TOTAL=" << plan.total << ",LB=" << options.lower_bound
       << ",XLABEL=" << JsString(options.x_label)
       << ",RLABEL=" << (options.reserved.empty() ? "false" : "true")
@@ -208,7 +208,10 @@ Status WriteHtmlMap(std::ostream& out, const Problem& problem, const OffsetsPlan
   WriteArray(out, n, [&](std::size_t i) { return b[i].size; });
   out << ";\nconst O=";
   WriteArray(out, n, [&](std::size_t i) { return plan.offsets[i]; });
-  // The reserved bytes as change points: (event, value) where the value changes.
+}
+
+// The reserved bytes as change points: (event, value) where the value changes.
+void WriteReserved(std::ostream& out, const HtmlMapOptions& options) {
   std::vector<std::size_t> changes;
   for (std::size_t i = 0; i < options.reserved.size(); ++i)
     if (i == 0 || options.reserved[i] != options.reserved[i - 1]) changes.push_back(i);
@@ -216,35 +219,53 @@ Status WriteHtmlMap(std::ostream& out, const Problem& problem, const OffsetsPlan
   WriteArray(out, changes.size(), [&](std::size_t j) { return changes[j]; });
   out << ";\nconst RV=";
   WriteArray(out, changes.size(), [&](std::size_t j) { return options.reserved[changes[j]]; });
-  // Ids only when they are not simply 0, 1, 2, ...
-  bool plain_ids = true;
-  for (std::size_t i = 0; i < n && plain_ids; ++i) plain_ids = b[i].id == std::to_string(i);
-  // Ids "<prefix><number>" with one prefix (a trace's "line<N>") as numbers.
+}
+
+// How the ids are written: not at all when they are simply 0, 1, 2, ...;
+// as numbers when they are "<prefix><number>" with one prefix (a trace's
+// "line<N>"); else as strings.
+struct IdForm {
+  bool plain = true;
+  bool numbered = false;
   std::string prefix;
-  bool numbered = !plain_ids && n > 0;
-  for (std::size_t i = 0; i < n && numbered; ++i) {
+};
+
+IdForm IdFormOf(const std::vector<Buffer>& b) {
+  IdForm form;
+  const std::size_t n = b.size();
+  for (std::size_t i = 0; i < n && form.plain; ++i) form.plain = b[i].id == std::to_string(i);
+  form.numbered = !form.plain && n > 0;
+  for (std::size_t i = 0; i < n && form.numbered; ++i) {
     const std::string& id = b[i].id;
     const std::size_t digits = id.find_last_not_of("0123456789") + 1;  // npos + 1 = 0
-    if (i == 0) prefix = id.substr(0, digits);
-    numbered = digits < id.size() && id.size() - digits <= 15 && id.compare(0, digits, prefix) == 0 &&
-               digits == prefix.size() && (id[digits] != '0' || digits + 1 == id.size());
+    if (i == 0) form.prefix = id.substr(0, digits);
+    form.numbered = digits < id.size() && id.size() - digits <= 15 && id.compare(0, digits, form.prefix) == 0 &&
+                    digits == form.prefix.size() && (id[digits] != '0' || digits + 1 == id.size());
   }
+  return form;
+}
+
+void WriteIds(std::ostream& out, const std::vector<Buffer>& b) {
+  const IdForm form = IdFormOf(b);
   out << ";\nconst I=";
-  if (plain_ids || numbered) {
+  if (form.plain || form.numbered) {
     out << "null";
   } else {
-    WriteArray(out, n, [&](std::size_t i) { return JsString(b[i].id); });
+    WriteArray(out, b.size(), [&](std::size_t i) { return JsString(b[i].id); });
   }
-  out << ";\nconst IP=" << JsString(prefix) << ",IN=";
-  if (numbered) {
-    WriteArray(out, n, [&](std::size_t i) { return std::string_view(b[i].id).substr(prefix.size()); });
+  out << ";\nconst IP=" << JsString(form.prefix) << ",IN=";
+  if (form.numbered) {
+    WriteArray(out, b.size(), [&](std::size_t i) { return std::string_view(b[i].id).substr(form.prefix.size()); });
   } else {
     out << "null";
   }
-  // Segments of the buffers with gaps: {index: [[first, last, lo, hi], ...]}.
+}
+
+// Segments of the buffers with gaps: {index: [[first, last, lo, hi], ...]}.
+void WriteGapSegments(std::ostream& out, const std::vector<Buffer>& b) {
   out << ";\nconst G={";
   bool first = true;
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < b.size(); ++i) {
     if (b[i].gaps.empty()) continue;
     out << (first ? "" : ",") << i << ":[";
     first = false;
@@ -254,7 +275,23 @@ Status WriteHtmlMap(std::ostream& out, const Problem& problem, const OffsetsPlan
           << segments[s].lo << ',' << segments[s].hi << ']';
     out << ']';
   }
-  out << "};\n" << kScript << "</script>\n</body></html>\n";
+  out << "};\n";
+}
+
+}  // namespace
+
+Status WriteHtmlMap(std::ostream& out, const Problem& problem, const OffsetsPlan& plan,
+                    const HtmlMapOptions& options) {
+  const std::size_t n = problem.buffers.size();
+  if (plan.offsets.size() != n)
+    return InvalidArgument("plan has " + std::to_string(plan.offsets.size()) + " offsets for " +
+                           std::to_string(n) + " buffers");
+  WritePageTop(out, options.title.empty() ? "memory map" : options.title);
+  WriteBuffers(out, problem, plan, options);
+  WriteReserved(out, options);
+  WriteIds(out, problem.buffers);
+  WriteGapSegments(out, problem.buffers);
+  out << kScript << "</script>\n</body></html>\n";
   if (!out) return Internal("writing the HTML map failed");
   return Status::Ok();
 }

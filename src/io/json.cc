@@ -307,41 +307,67 @@ class JsonReader {
     return static_cast<TaskIndex>(t);
   }
 
+  // Buffer i of the "buffers" array: its fields, each checked in turn.
   Result<Buffer> ReadBuffer(const json& j, std::size_t i) const {
     if (!j.is_object()) return InvalidArgument(std::string(source_) + ": buffer " + std::to_string(i) + " is not an object");
+    TM_RETURN_IF_ERROR(CheckFieldsKnown(j, i));
+    Buffer b;
+    TM_RETURN_IF_ERROR(ReadId(j, i, b));
+    const json* size = Field(j, "size");
+    if (!size) return Error(i, "size", "missing");
+    TM_ASSIGN_OR_RETURN(b.size, Unsigned(*size, "size", &i));
+    TM_RETURN_IF_ERROR(ReadSpan(j, i, b));
+    TM_RETURN_IF_ERROR(ReadAlignmentAndOffset(j, i, b));
+    if (auto it = j.find("gaps"); it != j.end() && !it->is_null()) {
+      if (!it->is_array()) return Error(i, "gaps", "expected an array");
+      for (std::size_t k = 0; k < it->size(); ++k) TM_RETURN_IF_ERROR(ReadGap((*it)[k], k, i, b));
+    }
+    return b;
+  }
+
+  // The field `name` of j, else `alt`'s (if any); null when neither is there.
+  static const json* Field(const json& j, const char* name, const char* alt = nullptr) {
+    if (auto it = j.find(name); it != j.end()) return &*it;
+    if (alt)
+      if (auto it = j.find(alt); it != j.end()) return &*it;
+    return nullptr;
+  }
+
+  Status CheckFieldsKnown(const json& j, std::size_t i) const {
     static const std::unordered_set<std::string> known = {
         "id", "lower", "begin", "upper", "end", "size", "alignment", "offset", "gaps"};
     for (auto it = j.begin(); it != j.end(); ++it)
       if (!known.count(it.key()))
         return Error(i, it.key(), "unknown field (known: id, lower or begin, upper or end, size, "
                                   "alignment, offset, gaps)");
-    Buffer b;
-    if (auto it = j.find("id"); it != j.end()) {
-      if (it->is_string()) b.id = it->get<std::string>();
-      else if (it->is_number_integer()) b.id = it->dump();
-      else return Error(i, "id", "expected a string or an integer");
-      if (b.id.empty()) return Error(i, "id", "empty id");
-      // As in CSV (where a NUL byte is refused): an id every output can
-      // carry, and the CSV written from it reads back.
-      if (b.id.find('\0') != std::string::npos) return Error(i, "id", "holds a NUL character (\\u0000)");
-    } else {
+    return Status::Ok();
+  }
+
+  // A string or an integer; the buffer's index when absent.
+  Status ReadId(const json& j, std::size_t i, Buffer& b) const {
+    auto it = j.find("id");
+    if (it == j.end()) {
       b.id = std::to_string(i);
+      return Status::Ok();
     }
-    auto need = [&](const char* a, const char* alt) -> const json* {
-      if (auto it = j.find(a); it != j.end()) return &*it;
-      if (alt)
-        if (auto it = j.find(alt); it != j.end()) return &*it;
-      return nullptr;
-    };
-    const json* size = need("size", nullptr);
-    if (!size) return Error(i, "size", "missing");
-    TM_ASSIGN_OR_RETURN(b.size, Unsigned(*size, "size", &i));
+    if (it->is_string()) b.id = it->get<std::string>();
+    else if (it->is_number_integer()) b.id = it->dump();
+    else return Error(i, "id", "expected a string or an integer");
+    if (b.id.empty()) return Error(i, "id", "empty id");
+    // As in CSV (where a NUL byte is refused): an id every output can
+    // carry, and the CSV written from it reads back.
+    if (b.id.find('\0') != std::string::npos) return Error(i, "id", "holds a NUL character (\\u0000)");
+    return Status::Ok();
+  }
+
+  // lower (or begin), then upper (half-open) or end (inclusive).
+  Status ReadSpan(const json& j, std::size_t i, Buffer& b) const {
     if (j.contains("lower") && j.contains("begin")) return Error(i, "begin", "give 'lower' or 'begin', not both");
-    const json* lower = need("lower", "begin");
+    const json* lower = Field(j, "lower", "begin");
     if (!lower) return Error(i, "lower", "missing");
     TM_ASSIGN_OR_RETURN(b.first_task, Task(*lower, "lower", i));
-    const json* upper = need("upper", nullptr);
-    const json* end = need("end", nullptr);
+    const json* upper = Field(j, "upper");
+    const json* end = Field(j, "end");
     if (upper && end) return Error(i, "end", "give 'upper' (half-open) or 'end' (inclusive), not both");
     if (upper) {
       TM_ASSIGN_OR_RETURN(TaskIndex u, Task(*upper, "upper", i));
@@ -356,6 +382,10 @@ class JsonReader {
     } else {
       return Error(i, "upper", "missing (or give an inclusive 'end')");
     }
+    return Status::Ok();
+  }
+
+  Status ReadAlignmentAndOffset(const json& j, std::size_t i, Buffer& b) const {
     if (auto it = j.find("alignment"); it != j.end() && !it->is_null()) {
       TM_ASSIGN_OR_RETURN(b.alignment, Unsigned(*it, "alignment", &i));
       if (!ValidateAlignment(b.alignment, "").ok())
@@ -367,33 +397,33 @@ class JsonReader {
       if (off % b.alignment != 0) return Error(i, "offset", "not a multiple of the alignment");
       b.fixed_offset = off;
     }
-    if (auto it = j.find("gaps"); it != j.end() && !it->is_null()) {
-      if (!it->is_array()) return Error(i, "gaps", "expected an array");
-      for (std::size_t k = 0; k < it->size(); ++k) {
-        const json& g = (*it)[k];
-        const std::string f = "gaps[" + std::to_string(k) + "]";
-        if (!g.is_object() || !g.contains("lower") || !g.contains("upper"))
-          return Error(i, f, "expected {\"lower\": L, \"upper\": U} (half-open), optional \"window\": [lo, hi]");
-        TM_ASSIGN_OR_RETURN(TaskIndex gl, Task(g["lower"], f + ".lower", i));
-        TM_ASSIGN_OR_RETURN(TaskIndex gu, Task(g["upper"], f + ".upper", i));
-        if (gu <= gl) return Error(i, f, "upper must be greater than lower");
-        Gap gap{gl, gu - 1, false, 0, 0};
-        if (gap.first_task < b.first_task || gap.last_task > b.last_task)
-          return Error(i, f, "outside the buffer's lifetime");
-        if (!b.gaps.empty() && gap.first_task <= b.gaps.back().last_task)
-          return Error(i, f, "overlaps or precedes the previous gap");
-        if (auto w = g.find("window"); w != g.end() && !w->is_null()) {
-          if (!w->is_array() || w->size() != 2) return Error(i, f + ".window", "expected [lo, hi]");
-          TM_ASSIGN_OR_RETURN(gap.window_lo, Unsigned((*w)[0], f + ".window", &i));
-          TM_ASSIGN_OR_RETURN(gap.window_hi, Unsigned((*w)[1], f + ".window", &i));
-          if (gap.window_lo > gap.window_hi || gap.window_hi > b.size)
-            return Error(i, f + ".window", "must satisfy lo <= hi <= size");
-          gap.has_window = true;
-        }
-        b.gaps.push_back(gap);
-      }
+    return Status::Ok();
+  }
+
+  // gaps[k] of buffer i: {lower, upper} (half-open) within the lifetime,
+  // after the previous gap, with an optional window [lo, hi].
+  Status ReadGap(const json& g, std::size_t k, std::size_t i, Buffer& b) const {
+    const std::string f = "gaps[" + std::to_string(k) + "]";
+    if (!g.is_object() || !g.contains("lower") || !g.contains("upper"))
+      return Error(i, f, "expected {\"lower\": L, \"upper\": U} (half-open), optional \"window\": [lo, hi]");
+    TM_ASSIGN_OR_RETURN(TaskIndex gl, Task(g["lower"], f + ".lower", i));
+    TM_ASSIGN_OR_RETURN(TaskIndex gu, Task(g["upper"], f + ".upper", i));
+    if (gu <= gl) return Error(i, f, "upper must be greater than lower");
+    Gap gap{gl, gu - 1, false, 0, 0};
+    if (gap.first_task < b.first_task || gap.last_task > b.last_task)
+      return Error(i, f, "outside the buffer's lifetime");
+    if (!b.gaps.empty() && gap.first_task <= b.gaps.back().last_task)
+      return Error(i, f, "overlaps or precedes the previous gap");
+    if (auto w = g.find("window"); w != g.end() && !w->is_null()) {
+      if (!w->is_array() || w->size() != 2) return Error(i, f + ".window", "expected [lo, hi]");
+      TM_ASSIGN_OR_RETURN(gap.window_lo, Unsigned((*w)[0], f + ".window", &i));
+      TM_ASSIGN_OR_RETURN(gap.window_hi, Unsigned((*w)[1], f + ".window", &i));
+      if (gap.window_lo > gap.window_hi || gap.window_hi > b.size)
+        return Error(i, f + ".window", "must satisfy lo <= hi <= size");
+      gap.has_window = true;
     }
-    return b;
+    b.gaps.push_back(gap);
+    return Status::Ok();
   }
 
   std::string_view source_;

@@ -60,54 +60,65 @@ IntParse ParseUnsigned(std::string_view field) {
   return r;
 }
 
+namespace {
+
+// The quoted field opening at line[i] ('"'); i ends after the field and the
+// blanks behind it. A field with "" escapes is unescaped into *unescaped
+// (reserved once, to the line's length: the views into it stay valid).
+bool SplitQuotedField(std::string_view line, std::size_t& i, std::vector<std::string_view>* fields,
+                      std::string* unescaped, bool& reserved, std::string* error) {
+  const std::size_t start = ++i;
+  std::size_t escaped_start = std::string::npos;  // where this field starts in *unescaped
+  bool closed = false;
+  while (i < line.size()) {
+    if (line[i] == '"') {
+      if (i + 1 < line.size() && line[i + 1] == '"') {
+        if (escaped_start == std::string::npos) {
+          if (!reserved) unescaped->reserve(line.size());
+          reserved = true;
+          escaped_start = unescaped->size();
+          unescaped->append(line.substr(start, i - start));
+        }
+        *unescaped += '"';
+        i += 2;
+        continue;
+      }
+      closed = true;
+      break;
+    }
+    if (escaped_start != std::string::npos) *unescaped += line[i];
+    ++i;
+  }
+  if (!closed) {
+    *error = "unterminated quoted field";
+    return false;
+  }
+  if (escaped_start == std::string::npos)
+    fields->push_back(line.substr(start, i - start));
+  else
+    fields->push_back(std::string_view(*unescaped).substr(escaped_start));
+  ++i;  // the closing quote
+  while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+  if (i < line.size() && line[i] != ',') {
+    *error = "text after a closing quote";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 // Splits one CSV line. Fields may be double-quoted ("" escapes a quote).
 bool SplitCsv(std::string_view line, std::vector<std::string_view>* fields, std::string* unescaped,
               std::string* error) {
   fields->clear();
   unescaped->clear();
-  // Unescaped text is never longer than the line: reserving it once keeps
-  // the views into it valid while it grows.
-  bool reserved = false;
+  bool reserved = false;  // *unescaped reserved to the line's length
   std::size_t i = 0;
   while (true) {
     while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
     if (i < line.size() && line[i] == '"') {
-      const std::size_t start = ++i;
-      std::size_t escaped_start = std::string::npos;  // where this field starts in *unescaped
-      bool closed = false;
-      while (i < line.size()) {
-        if (line[i] == '"') {
-          if (i + 1 < line.size() && line[i + 1] == '"') {
-            if (escaped_start == std::string::npos) {
-              if (!reserved) unescaped->reserve(line.size());
-              reserved = true;
-              escaped_start = unescaped->size();
-              unescaped->append(line.substr(start, i - start));
-            }
-            *unescaped += '"';
-            i += 2;
-            continue;
-          }
-          closed = true;
-          break;
-        }
-        if (escaped_start != std::string::npos) *unescaped += line[i];
-        ++i;
-      }
-      if (!closed) {
-        *error = "unterminated quoted field";
-        return false;
-      }
-      if (escaped_start == std::string::npos)
-        fields->push_back(line.substr(start, i - start));
-      else
-        fields->push_back(std::string_view(*unescaped).substr(escaped_start));
-      ++i;  // the closing quote
-      while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
-      if (i < line.size() && line[i] != ',') {
-        *error = "text after a closing quote";
-        return false;
-      }
+      if (!SplitQuotedField(line, i, fields, unescaped, reserved, error)) return false;
     } else {
       const std::size_t start = i;
       const std::size_t comma = line.find(',', i);

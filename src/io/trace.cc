@@ -83,9 +83,7 @@ class TraceReader {
     trace.source = std::string(source_);
     io::CsvLines lines(in, source_);
     std::vector<std::string_view> fields;
-    std::string error;
     bool have_header = false;
-    std::unordered_map<std::uint64_t, std::uint64_t> live;  // pointer -> allocate event
     while (true) {
       TM_ASSIGN_OR_RETURN(const bool more, lines.Next(&fields, have_header ? header_size_ : 0));
       if (!more) break;
@@ -95,65 +93,78 @@ class TraceReader {
         have_header = true;
         continue;
       }
-      const std::string_view action = io::Trim(Field(fields, kAction));
-      TraceEvent e;
-      e.line = line_no_;
-      if (io::EqualsIgnoringCase(action, "allocate failure")) {
+      if (io::EqualsIgnoringCase(io::Trim(Field(fields, kAction)), "allocate failure")) {
         ++trace.num_failed_allocations;
         continue;
       }
-      if (io::EqualsIgnoringCase(action, "allocate")) {
-        e.action = TraceAction::kAllocate;
-      } else if (io::EqualsIgnoringCase(action, "free")) {
-        e.action = TraceAction::kFree;
-      } else {
-        return FieldError(kAction, "unknown action " + io::Quote(Field(fields, kAction)) +
-                                       " (expected allocate or free)");
-      }
-      TM_RETURN_IF_ERROR(Number(fields, kPointer, &e.pointer));
-      TM_RETURN_IF_ERROR(Number(fields, kSize, &e.size));
-      if (where_[kThread] >= 0) TM_RETURN_IF_ERROR(Number(fields, kThread, &e.thread));
-      if (where_[kStream] >= 0 && !io::Trim(Field(fields, kStream)).empty())
-        TM_RETURN_IF_ERROR(Number(fields, kStream, &e.stream));
-      if (where_[kTime] >= 0 && !ParseTime(Field(fields, kTime), &e.time_us, &error))
-        return FieldError(kTime, error + ": " + io::Quote(Field(fields, kTime)));
+      TM_ASSIGN_OR_RETURN(TraceEvent e, ParseEvent(fields));
       if (trace.events.size() >= limits_.max_buffers)
         return Error("more than " + std::to_string(limits_.max_buffers) + " events");
-      const std::uint64_t index = trace.events.size();
-      if (e.action == TraceAction::kAllocate) {
-        if (e.pointer == 0) return FieldError(kPointer, "an allocation at the null pointer");
-        auto [it, inserted] = live.emplace(e.pointer, index);
-        if (!inserted)
-          return FieldError(kPointer, Hex(e.pointer) + " is allocated again while still live (allocated on line " +
-                                          std::to_string(trace.events[it->second].line) +
-                                          " and not freed)");
-        ++trace.num_allocations;
-      } else {
-        auto it = live.find(e.pointer);
-        if (it == live.end())
-          return FieldError(kPointer, "free of " + Hex(e.pointer) +
-                                          ", which is not live (never allocated, or already freed)");
-        TraceEvent& a = trace.events[it->second];
-        if (e.size != 0 && e.size != a.size)
-          return FieldError(kSize, "free of " + std::to_string(e.size) + " bytes, but the allocation on line " +
-                                       std::to_string(a.line) + " was " + std::to_string(a.size) +
-                                       " bytes");
-        e.size = a.size;
-        e.partner = it->second;
-        a.partner = index;
-        live.erase(it);
-        ++trace.num_frees;
-      }
+      TM_RETURN_IF_ERROR(e.action == TraceAction::kAllocate ? Allocate(e, trace) : Free(e, trace));
       trace.events.push_back(e);
     }
     if (!have_header)
       return InvalidArgument(std::string(source_) +
                              ": empty file: expected the header Thread,Time,Action,Pointer,Size,Stream");
-    trace.num_never_freed = live.size();
+    trace.num_never_freed = live_.size();
     return trace;
   }
 
  private:
+  // The line's event, its fields checked (not yet paired).
+  Result<TraceEvent> ParseEvent(const std::vector<std::string_view>& fields) const {
+    const std::string_view action = io::Trim(Field(fields, kAction));
+    TraceEvent e;
+    e.line = line_no_;
+    if (io::EqualsIgnoringCase(action, "allocate")) {
+      e.action = TraceAction::kAllocate;
+    } else if (io::EqualsIgnoringCase(action, "free")) {
+      e.action = TraceAction::kFree;
+    } else {
+      return FieldError(kAction, "unknown action " + io::Quote(Field(fields, kAction)) +
+                                     " (expected allocate or free)");
+    }
+    TM_RETURN_IF_ERROR(Number(fields, kPointer, &e.pointer));
+    TM_RETURN_IF_ERROR(Number(fields, kSize, &e.size));
+    if (where_[kThread] >= 0) TM_RETURN_IF_ERROR(Number(fields, kThread, &e.thread));
+    if (where_[kStream] >= 0 && !io::Trim(Field(fields, kStream)).empty())
+      TM_RETURN_IF_ERROR(Number(fields, kStream, &e.stream));
+    std::string error;
+    if (where_[kTime] >= 0 && !ParseTime(Field(fields, kTime), &e.time_us, &error))
+      return FieldError(kTime, error + ": " + io::Quote(Field(fields, kTime)));
+    return e;
+  }
+
+  // An allocation, the next event of `trace`: its pointer must not be live.
+  Status Allocate(const TraceEvent& e, Trace& trace) {
+    if (e.pointer == 0) return FieldError(kPointer, "an allocation at the null pointer");
+    auto [it, inserted] = live_.emplace(e.pointer, trace.events.size());
+    if (!inserted)
+      return FieldError(kPointer, Hex(e.pointer) + " is allocated again while still live (allocated on line " +
+                                      std::to_string(trace.events[it->second].line) + " and not freed)");
+    ++trace.num_allocations;
+    return Status::Ok();
+  }
+
+  // A free, the next event of `trace`: of a live pointer (its size, when
+  // given, the allocation's), paired with its allocation.
+  Status Free(TraceEvent& e, Trace& trace) {
+    auto it = live_.find(e.pointer);
+    if (it == live_.end())
+      return FieldError(kPointer, "free of " + Hex(e.pointer) +
+                                      ", which is not live (never allocated, or already freed)");
+    TraceEvent& a = trace.events[it->second];
+    if (e.size != 0 && e.size != a.size)
+      return FieldError(kSize, "free of " + std::to_string(e.size) + " bytes, but the allocation on line " +
+                                   std::to_string(a.line) + " was " + std::to_string(a.size) + " bytes");
+    e.size = a.size;
+    e.partner = it->second;
+    a.partner = trace.events.size();
+    live_.erase(it);
+    ++trace.num_frees;
+    return Status::Ok();
+  }
+
   static std::string Hex(std::uint64_t v) {
     char buf[24];
     std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
@@ -201,6 +212,7 @@ class TraceReader {
   std::size_t line_no_ = 0;
   std::size_t header_size_ = 0;
   std::array<int, kNumColumns> where_{};
+  std::unordered_map<std::uint64_t, std::uint64_t> live_;  // pointer -> its allocate event
 };
 
 }  // namespace

@@ -96,6 +96,7 @@ TEST_F(SurfaceTest, ReplayOptionsThatApplyToNoAllocatorAsked) {
   ExpectRefused("replay " + trace_ + " -a bfc_compact --bfc-backend host", "always over virtual memory");
   ExpectRefused("replay " + trace_ + " -a bfc --bfc-coalesce-regions", "needs virtual memory");
   ExpectRefused("replay " + trace_ + " -a pool --cuda-device 1", "--device cuda");
+  ExpectRefused("replay " + trace_ + " -a pool --device cuda --no-isolate", "--no-isolate changes nothing with --device cuda");
   ExpectRefused("replay " + trace_ + " -a malloc --html " + (dir_ / "map.html").string(), "malloc peers");
   ExpectRefused("replay " + trace_ + " -a pool --html " + trace_, "");
   ExpectRefused("replay " + trace_ + " -a bfc_compact,bfc --bfc-preset compact", "listed twice");
@@ -116,6 +117,48 @@ TEST_F(SurfaceTest, PlanOptionsThatCannotApply) {
   ExpectRefused("plan " + five_ + " --dim batch=2", "is a problem file");
   // Every output onto the input is refused before planning.
   for (const char* flag : {"--out", "--svg", "--html"}) ExpectRefused("plan " + five_ + " " + flag + " " + five_, "");
+}
+
+// --threads and --reference change only some strategies: refused, naming
+// those, when none of the strategies asked for reads them; accepted when one
+// does (with 'all' too).
+TEST_F(SurfaceTest, PlanStrategyOptionsThatNoStrategyAskedReads) {
+  ExpectRefused("plan " + five_ + " -s greedy_by_size --threads 2",
+                "--threads changes only the offsets strategy best; not greedy_by_size");
+  ExpectRefused("plan " + five_ + " --objects -s best --threads 0", "--threads changes no shared-objects");
+  ExpectRefused("plan " + five_ + " --objects -s all --threads 2", "--threads changes no shared-objects");
+  ExpectRefused("plan " + five_ + " -s naive --reference",
+                "--reference changes only the offsets strategies greedy_in_order, greedy_by_size, "
+                "greedy_by_breadth, from_objects, best; not naive");
+  ExpectRefused("plan " + five_ + " -s arena --reference", "not arena");
+  ExpectRefused("plan " + five_ + " -s exact --reference", "not exact");
+  ExpectRefused("plan " + five_ + " --objects -s equality --reference", "; not equality");
+  for (const std::string args : {"-s best --threads 2", "-s all --threads 2", "-s greedy_by_size --threads 1",
+                                 "-s greedy_by_size --reference", "-s all --reference",
+                                 "--objects -s tightest_fit --reference", "--objects -s all --reference"}) {
+    const testing::ShellRun r = Cli("plan " + five_ + " " + args);
+    EXPECT_EQ(r.code, 0) << args << "\n" << r.out;
+  }
+}
+
+// solve: the search's options when --time-limit 0 runs no search, and the
+// options about a capacity when there is none.
+TEST_F(SurfaceTest, SolveOptionsThatCannotApply) {
+  ExpectRefused("solve " + five_ + " --time-limit 0 --nodes 100", "--nodes limits the search, and --time-limit 0");
+  ExpectRefused("solve " + five_ + " --time-limit 0 --threads 2", "--threads races searches");
+  ExpectRefused("solve " + five_ + " --minimize", "--minimize finds the smallest height within a capacity");
+  ExpectRefused("solve " + five_ + " --iis", "--iis explains an infeasible answer, which needs a capacity");
+  EXPECT_EQ(Cli("solve " + five_ + " --capacity 12 --minimize").code, 0);
+  EXPECT_EQ(Cli("solve " + five_ + " --capacity 8 --iis").code, 3);
+  // The input's own capacity counts.
+  const std::string capped = Write("capped.json", R"({"capacity": 12, "buffers": [{"id": "a", "lower": 0, "upper": 2, "size": 4}]})");
+  EXPECT_EQ(Cli("solve " + capped + " --minimize").code, 0) << Cli("solve " + capped + " --minimize").out;
+}
+
+TEST_F(SurfaceTest, RecordsOptionsThatCannotApply) {
+  const std::string model = std::string(TENSORMEM_SOURCE_DIR) + "/examples/resnet18.onnx";
+  ExpectRefused("records " + model + " --preserve-all-tensors --no-in-place",
+                "--no-in-place changes nothing with --preserve-all-tensors");
 }
 
 TEST_F(SurfaceTest, SolveReadsAModelAsPlanDoes) {

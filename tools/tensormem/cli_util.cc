@@ -133,6 +133,10 @@ Status CheckNotAnInput(const std::string& path, const std::vector<std::string>& 
   return Status::Ok();
 }
 
+Status NotApplicable(std::string_view flag, std::string_view why) {
+  return InvalidArgument(std::string(flag) + " " + std::string(why));
+}
+
 Status CheckDistinctOutputs(const std::vector<std::pair<std::string_view, std::string>>& outputs) {
   namespace fs = std::filesystem;
   auto same = [](const std::string& a, const std::string& b) {

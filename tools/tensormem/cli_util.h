@@ -64,6 +64,11 @@ Status WriteOutput(const std::string& path, const std::vector<std::string>& inpu
 // checked before any work so that nothing is printed for a refused run.
 Status CheckNotAnInput(const std::string& path, const std::vector<std::string>& inputs);
 
+// InvalidArgument "FLAG WHY": an option was given that would change
+// nothing of what was asked for (`why` says what it applies to). Every
+// subcommand refuses such options before any work, rather than ignore them.
+Status NotApplicable(std::string_view flag, std::string_view why);
+
 // InvalidArgument when two of `outputs` (option name, path; empty: not
 // given) name one file, as one would overwrite the other: checked before any
 // work. Standard output ("-") may take several.

@@ -9,6 +9,7 @@
 // model is imported and its scratch arena planned by the graph planner (ids
 // are tensor names); the persistent arena, the naive total and the saving
 // are reported too. Every option is checked before the input is read.
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <functional>
@@ -100,9 +101,53 @@ Result<std::vector<std::string>> StrategyNames(const PlanOptions& o) {
   return o.objects ? ParseObjectsStrategy(o.strategy).status() : ParseOffsetsStrategy(o.strategy).status();
 }
 
+// The strategies of the mode asked for (the library's order) that read
+// --threads or --reference (PlanParams::threads, ::reference), themselves or
+// through the strategies they run: --threads, offsets best alone (its
+// candidates on threads); --reference, every strategy with a reference path
+// and those that run one (offsets best's candidates, from_objects' objects
+// plan, objects best and greedy_best), not naive, arena, exact (the solver
+// has its own heuristics) or equality (one path serves both).
+std::vector<std::string> StrategiesReading(std::string_view flag, bool objects) {
+  std::vector<std::string> out;
+  auto keep = [&](auto all, auto reads) {
+    for (auto s : all)
+      if (reads(s)) out.emplace_back(Name(s));
+  };
+  if (flag == "--threads") {
+    if (!objects) keep(AllOffsetsStrategies(), [](OffsetsStrategy s) { return s == OffsetsStrategy::kBest; });
+  } else if (objects) {
+    keep(AllObjectsStrategies(),
+         [](ObjectsStrategy s) { return s != ObjectsStrategy::kNaive && s != ObjectsStrategy::kEquality; });
+  } else {
+    keep(AllOffsetsStrategies(), [](OffsetsStrategy s) {
+      return s != OffsetsStrategy::kNaive && s != OffsetsStrategy::kArena && s != OffsetsStrategy::kExact;
+    });
+  }
+  return out;
+}
+
+std::string Joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// `flag`, when given, must change at least one of the strategies asked for.
+Status CheckStrategiesRead(std::string_view flag, bool given, bool objects, const std::vector<std::string>& chosen) {
+  if (!given) return Status::Ok();
+  const std::vector<std::string> readers = StrategiesReading(flag, objects);
+  for (const std::string& s : chosen)
+    if (std::find(readers.begin(), readers.end(), s) != readers.end()) return Status::Ok();
+  const std::string mode = objects ? "shared-objects (--objects)" : "offsets";
+  if (readers.empty()) return NotApplicable(flag, "changes no " + mode + " strategy");
+  return NotApplicable(flag, "changes only the " + mode + (readers.size() == 1 ? " strategy " : " strategies ") +
+                                 Joined(readers) + "; not " + Joined(chosen));
+}
+
 // Options that cannot apply to what was asked, and outputs onto the input:
 // refused before any work, so that nothing is printed for a refused run.
-Status CheckOptions(const PlanOptions& o, bool model) {
+Status CheckOptions(const PlanOptions& o, bool model, const std::vector<std::string>& strategies) {
   for (const std::string* out : {&o.out, &o.svg, &o.html}) TM_RETURN_IF_ERROR(CheckNotAnInput(*out, {o.input}));
   TM_RETURN_IF_ERROR(CheckDistinctOutputs({{"--out", o.out}, {"--svg", o.svg}, {"--html", o.html}}));
   // Shared objects have no offsets: an alignment would be ignored, silently.
@@ -116,7 +161,8 @@ Status CheckOptions(const PlanOptions& o, bool model) {
   if (!model && o.graph.order != "given")
     return InvalidArgument("--order chooses the node order of an ONNX model; " + InputName(o.input) +
                            " is a problem file");
-  return Status::Ok();
+  TM_RETURN_IF_ERROR(CheckStrategiesRead("--threads", o.threads != 1, o.objects, strategies));
+  return CheckStrategiesRead("--reference", o.reference, o.objects, strategies);
 }
 
 Result<Input> ReadInput(const PlanOptions& o, bool model) {
@@ -292,9 +338,9 @@ void PrintTable(const PlanOptions& o, const Input& in, std::uint64_t lower_bound
 
 int RunPlan(const PlanOptions& o) {
   const bool model = IsGraphInput(o.input);
-  if (Status st = CheckOptions(o, model); !st.ok()) return ReportError(st);
   Result<std::vector<std::string>> strategies = StrategyNames(o);
   if (!strategies.ok()) return ReportError(strategies.status());
+  if (Status st = CheckOptions(o, model, *strategies); !st.ok()) return ReportError(st);
   Result<Input> in = ReadInput(o, model);
   if (!in.ok()) return ReportError(in.status());
   PlanParams params;
@@ -354,11 +400,13 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       ->check(Seconds());
   cmd->add_option("--threads", o->threads,
                   "offsets best: its candidate strategies run on this many threads (0: one per "
-                  "hardware thread); the same plan as with 1, sooner, unless --time-limit passes")
+                  "hardware thread); the same plan as with 1, sooner, unless --time-limit passes; "
+                  "refused with strategies it does not change")
       ->capture_default_str()
       ->check(CLI::Range(0u, kMaxPlanThreads));
   cmd->add_flag("--reference", o->reference,
-                "use the faithful quadratic transcriptions of the peers' algorithms");
+                "use the faithful quadratic transcriptions of the peers' algorithms (refused with "
+                "strategies that have none and run none: naive, arena, exact, equality)");
   AddGraphInputOptions(cmd, &o->graph);
   cmd->callback([o, exit_code] { *exit_code = RunPlan(*o); });
 }

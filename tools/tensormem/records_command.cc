@@ -30,6 +30,9 @@ struct RecordsOptions {
 
 int RunRecords(const RecordsOptions& o) {
   if (Status st = CheckNotAnInput(o.out, {o.input}); !st.ok()) return ReportError(st);
+  if (o.preserve_all_tensors && o.no_in_place)
+    return ReportError(NotApplicable("--no-in-place", "changes nothing with --preserve-all-tensors, under which "
+                                                      "no tensor shares memory"));
   // A missing or unreadable file says so, not "not an ONNX model".
   if (Result<InputFormat> f = DetectInputFormat(o.input); !f.ok()) return ReportError(f.status());
   if (!IsGraphInput(o.input))

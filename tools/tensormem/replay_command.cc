@@ -36,7 +36,7 @@ constexpr std::array<BfcMemory, 2> kMemories = {BfcMemory::kHost, BfcMemory::kVi
 
 struct ReplayOptions {
   std::string input;
-  std::string allocator = "all";
+  std::string allocator = std::string(defaults::kReplayAllocators);
   bool json = false;
   std::uint64_t alignment = defaults::kTensorAlignment;
   int repetitions = defaults::kReplayRepetitions;
@@ -110,12 +110,6 @@ Result<Selection> SelectAllocators(const ReplayOptions& o, BfcPreset preset) {
   return s;
 }
 
-// InvalidArgument naming `flag` and why, when an option was given that would
-// change none of the allocators asked for.
-Status NotApplicable(std::string_view flag, std::string_view why) {
-  return InvalidArgument(std::string(flag) + " " + std::string(why));
-}
-
 Status CheckBfcOptionsApply(const ReplayOptions& o, const Selection& s, const ReplayParams& params) {
   const bool any_bfc = s.Has(ReplayAllocator::kBfc) || s.Has(ReplayAllocator::kBfcCompact);
   const bool given = !o.bfc_preset.empty() || !o.bfc_backend.empty() || !o.bfc_growth.empty() ||
@@ -143,6 +137,9 @@ Status CheckVmmOptionsApply(const ReplayOptions& o, const Selection& s) {
 Status CheckDeviceOptionsApply(const ReplayOptions& o, const Selection& s, const ReplayParams& params) {
   const bool cuda = params.device == ReplayDevice::kCuda;
   if (o.cuda_device && !cuda) return NotApplicable("--cuda-device", "chooses the GPU of --device cuda");
+  if (o.no_isolate && cuda)
+    return NotApplicable("--no-isolate", "changes nothing with --device cuda: CUDA does not survive fork, so "
+                                         "every pass runs in this process already");
   if (o.device_lag != 0 && cuda)
     return NotApplicable("--device-lag", "simulates a device on the host: not with --device cuda, where the "
                                          "device's own lag applies");

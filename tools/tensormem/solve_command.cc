@@ -113,6 +113,29 @@ Result<Problem> LoadSolveInput(const SolveOptions& o) {
   return loaded.status();
 }
 
+// Options that would change nothing of the solve asked for, refused: the
+// search's own options when --time-limit 0 runs no search (checked before
+// reading), and those about a capacity when neither --capacity nor the
+// input sets one (checked once the input is read, before solving).
+Status CheckSearchOptions(const SolveOptions& o) {
+  if (o.time_limit > 0) return Status::Ok();
+  if (o.nodes > 0) return NotApplicable("--nodes", "limits the search, and --time-limit 0 runs none (heuristics only)");
+  if (o.threads != 1)
+    return NotApplicable("--threads", "races searches, and --time-limit 0 runs none (heuristics only)");
+  return Status::Ok();
+}
+
+Status CheckCapacityOptions(const SolveOptions& o, const Problem& problem) {
+  if (o.capacity || problem.capacity) return Status::Ok();
+  const std::string none = "neither --capacity nor " + InputName(o.input) + " sets one";
+  if (o.minimize)
+    return NotApplicable("--minimize", "finds the smallest height within a capacity, and " + none +
+                                           ": the smallest arena is what solve finds without one");
+  if (o.iis)
+    return NotApplicable("--iis", "explains an infeasible answer, which needs a capacity, and " + none);
+  return Status::Ok();
+}
+
 SolverParams ParamsFrom(const SolveOptions& o, const Problem& problem, SolverTuning tuning) {
   SolverParams params;
   params.capacity = o.capacity;
@@ -224,12 +247,14 @@ int RunSolve(const SolveOptions& o) {
   std::vector<std::string> inputs = {o.input};
   if (!o.start.empty()) inputs.push_back(o.start);
   if (Status st = CheckNotAnInput(o.out, inputs); !st.ok()) return ReportError(st);
+  if (Status st = CheckSearchOptions(o); !st.ok()) return ReportError(st);
   const auto start = std::chrono::steady_clock::now();
   Result<Problem> loaded = LoadSolveInput(o);
   if (!loaded.ok()) return ReportError(loaded.status());
   // Reading is not solving: the time limit covers the solve only.
   const double read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const Problem& problem = *loaded;
+  if (Status st = CheckCapacityOptions(o, problem); !st.ok()) return ReportError(st);
   SolverParams params = ParamsFrom(o, problem, std::move(tuning).value());
   std::optional<OffsetsPlan> start_plan;
   if (!o.start.empty()) {

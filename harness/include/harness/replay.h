@@ -89,6 +89,13 @@ Status CheckReplayDevice(ReplayAllocator allocator, ReplayDevice device);
 // The most timed passes a replay takes (the CLI's and Python's bound).
 inline constexpr int kMaxReplayRepetitions = 1000;
 
+namespace defaults {
+// The allocators a replay compares unless told (`replay -a`, Python
+// replay()): every one. One row of the table of tensormem/defaults.h, kept
+// here beside the allocators' names, which the library does not know.
+inline constexpr std::string_view kReplayAllocators = "all";
+}  // namespace defaults
+
 struct ReplayParams {
   // Alignment of every allocation (the CPU traces come from 64-byte
   // posix_memalign; BFC rounds to 256 anyway).

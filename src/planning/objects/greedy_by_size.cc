@@ -288,6 +288,14 @@ class KeyTree {
 
 class FastGreedyBySize {
   WorkBudget budget_;  // first: the constructor's own work counts
+  // The free stretch of an object around a tensor placed on it: the last
+  // task of its predecessor there and the first task of its successor (the
+  // type's extremes when there is none), and the two tensors (kNone when
+  // there is none).
+  struct Stretch {
+    TaskIndex prev_end, next_start;
+    std::size_t prev, next;
+  };
 
  public:
   // deadline: the call's, started before the positional maximums.
@@ -313,6 +321,33 @@ class FastGreedyBySize {
     if (stopped_) return;
     by_last_ = RanksBy([&](std::size_t i) { return r_[i].last_task; });
     if (stopped_) return;
+    IndexRanks();
+    GroupByPosition();
+    FindRankRanges();
+  }
+
+  Result<ObjectsPlan> Run() {
+    if (stopped_) return budget_.Error("greedy_by_size", n_);
+    ObjectsPlan plan;
+    plan.object_of.assign(n_, 0);
+    for (std::size_t step = 0; step < n_; ++step) {
+      if (budget_.Exhausted()) return OutOfBudget();
+      const std::size_t b = Next();
+      if (!consistent_)
+        return Internal("greedy_by_size: a waiting tensor's best distance grew without a "
+                        "recalculation");
+      const bool new_object = best_dist_[b] == kNone;
+      const std::size_t object = TakeObject(b, plan);
+      const Stretch stretch = Place(b, object, step);
+      if (!new_object) UpdateConflicting(b, object, stretch);
+      UpdateImproved(b, object, stretch);
+    }
+    return plan;
+  }
+
+ private:
+  // The tasks by rank, and each tensor's slot in the two rank orders.
+  void IndexRanks() {
     first_by_rank_.resize(n_);
     last_by_rank_.resize(n_);
     for (std::size_t k = 0; k < n_; ++k) {
@@ -325,14 +360,20 @@ class FastGreedyBySize {
       slot_after_[by_first_[k]] = k;
       slot_before_[by_last_[k]] = k;
     }
+  }
+
+  void GroupByPosition() {
     for (std::size_t i = 0; i < n_; ++i) {
       if (position_[i] >= groups_.size()) groups_.resize(position_[i] + 1);
       groups_[position_[i]].push_back(i);
       unplaced_.Insert(i);
     }
     placed_at_.assign(n_, 0);
-    // Per tensor, the rank ranges FindNearest searches, and per rank where
-    // its run of equal tasks begins (ends): fixed, so found once here.
+  }
+
+  // Per tensor, the rank ranges FindNearest searches, and per rank where
+  // its run of equal tasks begins (ends): fixed, so found once here.
+  void FindRankRanges() {
     ends_before_.resize(n_);
     starts_after_.resize(n_);
     for (std::size_t i = 0; i < n_; ++i) {
@@ -351,76 +392,71 @@ class FastGreedyBySize {
     }
   }
 
-  Result<ObjectsPlan> Run() {
-    if (stopped_) return budget_.Error("greedy_by_size", n_);
-    ObjectsPlan plan;
-    plan.object_of.assign(n_, 0);
-    for (std::size_t step = 0; step < n_; ++step) {
-      if (budget_.Exhausted()) {
-        Status error = budget_.Error("greedy_by_size", n_);
-        if (error.code() != StatusCode::kResourceExhausted) return error;
-        return ResourceExhausted(error.message() +
-                                 "; a time limit above 10 s allows proportionally more steps, "
-                                 "up to 10x");
-      }
-      const std::size_t b = Next();
-      if (!consistent_)
-        return Internal("greedy_by_size: a waiting tensor's best distance grew without a "
-                        "recalculation");
-      const bool new_object = best_dist_[b] == kNone;
-      std::size_t object = best_object_[b];
-      if (new_object) {
-        object = plan.object_sizes.size();
-        plan.object_sizes.push_back(r_[b].size);
-        tensors_on_.emplace_back();
-      } else {
-        plan.object_sizes[object] = std::max(plan.object_sizes[object], r_[b].size);
-      }
-      plan.object_of[b] = object;
-      // (Not a structured binding: the lambdas below capture these, which
-      // clang before 16 refuses.)
-      const Stretch stretch = Place(b, object, step);
-      const TaskIndex prev_end = stretch.prev_end, next_start = stretch.next_start;
-      const UsageRecord& rb = r_[b];
-      // (1) Tensors that conflict with b and had `object` as their best:
-      // competing ones by their state, waiting ones by CheckWaiting.
-      if (!new_object) {
-        recalc_.clear();
-        waiting_.clear();
-        unplaced_.ForEachOverlapping(rb.first_task, rb.last_task, [&](std::size_t i) {
-          budget_.Spend(1);
-          if (!Queued(i)) {
-            waiting_.push_back(i);
-          } else if (best_dist_[i] != kNone && best_object_[i] == object) {
-            recalc_.push_back(i);
-          }
-        });
-        for (std::size_t i : recalc_) Recalculate(i);
-        budget_.Spend(recalc_.size());
-        recalculated_ = 0;
-        for (std::size_t i : waiting_) CheckWaiting(i, object, stretch);
-        budget_.Spend(recalculated_);
-      }
-      // (2) Tensors for which b is strictly closer than their best and that
-      // fit in the free stretch of `object` around b: (prev_end, next_start).
-      improved_.clear();
-      after_.ForEach(FirstRankAbove(rb.last_task), FirstRankAbove(next_start - 1), rb.last_task,
-                     [&](std::size_t slot) {
-                       const std::size_t i = by_first_[slot];
-                       if (r_[i].last_task < next_start) improved_.push_back(i);
-                     });
-      before_.ForEach(LastRankAbove(prev_end), LastRankAbove(rb.first_task - 1), rb.first_task,
-                      [&](std::size_t slot) {
-                        const std::size_t i = by_last_[slot];
-                        if (r_[i].first_task > prev_end) improved_.push_back(i);
-                      });
-      budget_.Spend(kImprovedCost * improved_.size());
-      for (std::size_t i : improved_) SetBest(i, Distance(r_[i], rb), object);
-    }
-    return plan;
+  Status OutOfBudget() {
+    Status error = budget_.Error("greedy_by_size", n_);
+    if (error.code() != StatusCode::kResourceExhausted) return error;
+    return ResourceExhausted(error.message() +
+                             "; a time limit above 10 s allows proportionally more steps, "
+                             "up to 10x");
   }
 
- private:
+  // The object b goes on: its best (which grows to b's size), or a new one.
+  std::size_t TakeObject(std::size_t b, ObjectsPlan& plan) {
+    std::size_t object = best_object_[b];
+    if (best_dist_[b] == kNone) {
+      object = plan.object_sizes.size();
+      plan.object_sizes.push_back(r_[b].size);
+      tensors_on_.emplace_back();
+    } else {
+      plan.object_sizes[object] = std::max(plan.object_sizes[object], r_[b].size);
+    }
+    plan.object_of[b] = object;
+    return object;
+  }
+
+  // (1) Tensors that conflict with b and had `object` as their best:
+  // competing ones by their state, waiting ones by CheckWaiting.
+  void UpdateConflicting(std::size_t b, std::size_t object, const Stretch& stretch) {
+    const UsageRecord& rb = r_[b];
+    recalc_.clear();
+    waiting_.clear();
+    unplaced_.ForEachOverlapping(rb.first_task, rb.last_task, [&](std::size_t i) {
+      budget_.Spend(1);
+      if (!Queued(i)) {
+        waiting_.push_back(i);
+      } else if (best_dist_[i] != kNone && best_object_[i] == object) {
+        recalc_.push_back(i);
+      }
+    });
+    for (std::size_t i : recalc_) Recalculate(i);
+    budget_.Spend(recalc_.size());
+    recalculated_ = 0;
+    for (std::size_t i : waiting_) CheckWaiting(i, object, stretch);
+    budget_.Spend(recalculated_);
+  }
+
+  // (2) Tensors for which b is strictly closer than their best and that
+  // fit in the free stretch of `object` around b: (prev_end, next_start).
+  void UpdateImproved(std::size_t b, std::size_t object, const Stretch& stretch) {
+    // (Not a structured binding: the lambdas below capture these, which
+    // clang before 16 refuses.)
+    const TaskIndex prev_end = stretch.prev_end, next_start = stretch.next_start;
+    const UsageRecord& rb = r_[b];
+    improved_.clear();
+    after_.ForEach(FirstRankAbove(rb.last_task), FirstRankAbove(next_start - 1), rb.last_task,
+                   [&](std::size_t slot) {
+                     const std::size_t i = by_first_[slot];
+                     if (r_[i].last_task < next_start) improved_.push_back(i);
+                   });
+    before_.ForEach(LastRankAbove(prev_end), LastRankAbove(rb.first_task - 1), rb.first_task,
+                    [&](std::size_t slot) {
+                      const std::size_t i = by_last_[slot];
+                      if (r_[i].first_task > prev_end) improved_.push_back(i);
+                    });
+    budget_.Spend(kImprovedCost * improved_.size());
+    for (std::size_t i : improved_) SetBest(i, Distance(r_[i], rb), object);
+  }
+
   std::vector<TaskIndex> Firsts() const {
     std::vector<TaskIndex> v(n_);
     for (std::size_t i = 0; i < n_; ++i) v[i] = r_[i].first_task;
@@ -526,13 +562,7 @@ class FastGreedyBySize {
     best_object_[i] = object;
   }
   // Puts b on `object` at placement `step`; returns the free stretch of the
-  // object around b: the last task of b's predecessor there and the first
-  // task of its successor (the type's extremes when there is none), and the
-  // two tensors (kNone when there is none).
-  struct Stretch {
-    TaskIndex prev_end, next_start;
-    std::size_t prev, next;
-  };
+  // object around b (Stretch).
   Stretch Place(std::size_t b, std::size_t object, std::size_t step) {
     placed_at_[b] = step;
     Unqueue(b);

@@ -27,6 +27,9 @@
 #include <list>
 #include <optional>
 #include <set>
+#include <span>
+#include <utility>
+#include <vector>
 
 #include "planning/objects/objects_strategies.h"
 #include "planning/objects/release_queue.h"
@@ -50,75 +53,98 @@ std::optional<PoolKey> LeastWaste(std::uint64_t size, std::optional<PoolKey> at_
   return size - below->first < at_least->first - size ? below : at_least;
 }
 
-Result<ObjectsPlan> GreedyInOrder1D(std::span<const UsageRecord> records,
-                                    const PlanParams& params) {
-  const ReallocationGraph* graph = params.reallocation_graph;
-  const std::size_t n = records.size();
-  ObjectsPlan plan;
-  plan.object_of.assign(n, 0);
-  std::set<PoolKey> pool;
-  ReleaseQueue in_use;
-  std::vector<std::size_t> last_tensor;  // per object: the tensor placed on it last
-  std::vector<char> is_free;             // per object
-  WorkBudget budget(kMaxScanned, &params);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (budget.Exhausted()) return budget.Error("greedy_in_order (reallocation graph)", n);
-    const UsageRecord& r = records[i];
-    in_use.ReleaseBefore(r.first_task, [&](std::size_t object) {
-      pool.insert({plan.object_sizes[object], object});
-      is_free[object] = 1;
-    });
-    std::optional<PoolKey> choice;
-    if (graph == nullptr) {
-      auto it = pool.lower_bound({r.size, 0});
-      std::optional<PoolKey> at_least, below;
-      if (it != pool.end()) at_least = *it;
-      if (it != pool.begin()) below = *std::prev(it);
-      choice = LeastWaste(r.size, at_least, below);
-    } else {
-      // Candidates: free objects whose last tensor is a neighbour of i.
-      const std::vector<std::size_t>& adjacent = (*graph)[i];
-      std::optional<PoolKey> at_least, below;
-      auto consider = [&](PoolKey key) {
-        if (key.first >= r.size) {
-          if (!at_least || key < *at_least) at_least = key;
-        } else if (!below || key > *below) {
-          below = key;
-        }
-      };
-      if (!params.reference && adjacent.size() < pool.size()) {
-        budget.Spend(adjacent.size());
-        for (std::size_t v : adjacent) {
-          if (v >= i) break;  // adjacency is sorted; only placed tensors own objects
-          const std::size_t object = plan.object_of[v];
-          if (is_free[object] && last_tensor[object] == v)
-            consider({plan.object_sizes[object], object});
-        }
-      } else {
-        budget.Spend(pool.size());
-        for (const PoolKey& key : pool)
-          if (std::binary_search(adjacent.begin(), adjacent.end(), last_tensor[key.second]))
-            consider(key);
-      }
-      choice = LeastWaste(r.size, at_least, below);
+// The 1-D walk, its steps over the state they share: the free pool by
+// (size, id), the objects in use by release time, and per object the tensor
+// placed on it last and whether it is free.
+class InOrder1D {
+ public:
+  InOrder1D(std::span<const UsageRecord> records, const PlanParams& params)
+      : records_(records), params_(params), budget_(kMaxScanned, &params) {
+    plan_.object_of.assign(records.size(), 0);
+  }
+
+  Result<ObjectsPlan> Run() {
+    for (std::size_t i = 0; i < records_.size(); ++i) {
+      if (budget_.Exhausted()) return budget_.Error("greedy_in_order (reallocation graph)", records_.size());
+      in_use_.ReleaseBefore(records_[i].first_task, [&](std::size_t object) {
+        pool_.insert({plan_.object_sizes[object], object});
+        is_free_[object] = 1;
+      });
+      Place(i, params_.reallocation_graph ? ChooseAmongNeighbours(i) : ChooseFromPool(records_[i].size));
     }
+    return std::move(plan_);
+  }
+
+ private:
+  std::optional<PoolKey> ChooseFromPool(std::uint64_t size) const {
+    auto it = pool_.lower_bound({size, 0});
+    std::optional<PoolKey> at_least, below;
+    if (it != pool_.end()) at_least = *it;
+    if (it != pool_.begin()) below = *std::prev(it);
+    return LeastWaste(size, at_least, below);
+  }
+
+  // Candidates: free objects whose last tensor is a neighbour of i, found by
+  // scanning the pool or i's neighbour list, whichever is shorter (the
+  // reference: always the pool).
+  std::optional<PoolKey> ChooseAmongNeighbours(std::size_t i) {
+    const std::uint64_t size = records_[i].size;
+    const std::vector<std::size_t>& adjacent = (*params_.reallocation_graph)[i];
+    std::optional<PoolKey> at_least, below;
+    auto consider = [&](PoolKey key) {
+      if (key.first >= size) {
+        if (!at_least || key < *at_least) at_least = key;
+      } else if (!below || key > *below) {
+        below = key;
+      }
+    };
+    if (!params_.reference && adjacent.size() < pool_.size()) {
+      budget_.Spend(adjacent.size());
+      for (std::size_t v : adjacent) {
+        if (v >= i) break;  // adjacency is sorted; only placed tensors own objects
+        const std::size_t object = plan_.object_of[v];
+        if (is_free_[object] && last_tensor_[object] == v) consider({plan_.object_sizes[object], object});
+      }
+    } else {
+      budget_.Spend(pool_.size());
+      for (const PoolKey& key : pool_)
+        if (std::binary_search(adjacent.begin(), adjacent.end(), last_tensor_[key.second])) consider(key);
+    }
+    return LeastWaste(size, at_least, below);
+  }
+
+  // Tensor i on the chosen free object (which grows to it), or on a new one.
+  void Place(std::size_t i, std::optional<PoolKey> choice) {
+    const UsageRecord& r = records_[i];
     std::size_t object;
     if (choice) {
       object = choice->second;
-      pool.erase(*choice);
-      plan.object_sizes[object] = std::max(plan.object_sizes[object], r.size);
+      pool_.erase(*choice);
+      plan_.object_sizes[object] = std::max(plan_.object_sizes[object], r.size);
     } else {
-      object = plan.object_sizes.size();
-      plan.object_sizes.push_back(r.size);
-      last_tensor.push_back(i);
-      is_free.push_back(0);
+      object = plan_.object_sizes.size();
+      plan_.object_sizes.push_back(r.size);
+      last_tensor_.push_back(i);
+      is_free_.push_back(0);
     }
-    is_free[object] = 0;
-    last_tensor[object] = i;
-    plan.object_of[i] = object;
-    in_use.Push(r.last_task, object);
+    is_free_[object] = 0;
+    last_tensor_[object] = i;
+    plan_.object_of[i] = object;
+    in_use_.Push(r.last_task, object);
   }
-  return plan;
+
+  std::span<const UsageRecord> records_;
+  const PlanParams& params_;
+  ObjectsPlan plan_;
+  std::set<PoolKey> pool_;
+  ReleaseQueue in_use_;
+  std::vector<std::size_t> last_tensor_;  // per object: the tensor placed on it last
+  std::vector<char> is_free_;             // per object
+  WorkBudget budget_;
+};
+
+Result<ObjectsPlan> GreedyInOrder1D(std::span<const UsageRecord> records, const PlanParams& params) {
+  return InOrder1D(records, params).Run();
 }
 
 Result<ExtentObjectsPlan> GreedyInOrderExtents(std::span<const ExtentRecord> records) {

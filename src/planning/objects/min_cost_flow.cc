@@ -29,10 +29,12 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <queue>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "core/checked_math.h"
 #include "planning/objects/objects_strategies.h"
@@ -268,77 +270,94 @@ class WindowedSolver {
 
   // Backward Dijkstra from R_i to S, then augment and update potentials.
   void Augment(std::size_t i) {
+    Search(i);
+    AugmentPath(i);
+    UpdatePotentials();
+  }
+
+  // Distances to R_i over reversed residual edges, until S is reached.
+  void Search(std::size_t i) {
     ++epoch_;
-    // (distance to R_i, node + 1), the source as 0: on equal distances the
-    // search stops as early as it can.
-    using Entry = std::pair<Int128, std::size_t>;
-    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+    heap_ = decltype(heap_)();
     finished_.clear();
-    const std::size_t source = Source();
-    Int128 source_dist = 0;
-    bool source_seen = false;
-    std::size_t source_next = kNone;
-    auto offer = [&](std::size_t node, Int128 d, std::size_t next) {
-      if (node == source) {
-        if (!source_seen || d < source_dist) {
-          source_seen = true;
-          source_dist = d;
-          source_next = next;
-          heap.push({d, 0});
-        }
-      } else if (node < n_) {
-        if (seen_left_[node] != epoch_ || d < dist_left_[node]) {
-          seen_left_[node] = epoch_;
-          dist_left_[node] = d;
-          next_left_[node] = next;
-          heap.push({d, node + 1});
-        }
-      } else {
-        const std::size_t k = node - n_;
-        if (seen_right_[k] != epoch_ || d < dist_right_[k]) {
-          seen_right_[k] = epoch_;
-          dist_right_[k] = d;
-          next_right_[k] = next;
-          heap.push({d, node + 1});
-        }
-      }
-    };
-    offer(n_ + i, 0, kNone);
-    while (!heap.empty()) {
-      const auto [d, key] = heap.top();
-      heap.pop();
-      const std::size_t node = key == 0 ? source : key - 1;
-      if (node == source) break;  // distances are exact from here on
+    source_seen_ = false;
+    source_dist_ = 0;
+    source_next_ = kNone;
+    Offer(n_ + i, 0, kNone);
+    while (!heap_.empty()) {
+      const auto [d, key] = heap_.top();
+      heap_.pop();
+      if (key == 0) break;  // the source: distances are exact from here on
+      const std::size_t node = key - 1;
       if (node < n_) {
-        const std::size_t j = node;
-        if (done_left_[j] == epoch_ || d != dist_left_[j]) continue;
-        done_left_[j] = epoch_;
-        finished_.push_back(node);
-        const Int128 pj = Pi(p_left_[j]);
-        if (user_of_[j] == kNone) {
-          offer(source, d + PiSource() - pj, node);  // S -> L_j
-        } else {
-          const std::size_t u = user_of_[j];  // R_u -> L_j (reverse of the match)
-          offer(n_ + u, d - ReuseCost(r_[u].size, r_[j].size) + Pi(p_right_[u]) - pj, node);
-        }
+        ExpandLeft(node, d);
       } else {
-        const std::size_t k = node - n_;
-        if (done_right_[k] == epoch_ || d != dist_right_[k]) continue;
-        done_right_[k] = epoch_;
-        budget_.Spend(1 + candidates_begin_[k + 1] - candidates_begin_[k]);
-        finished_.push_back(node);
-        const Int128 pk = Pi(p_right_[k]);
-        if (token_of_[k] != kNew)  // S -> R_k
-          offer(source, d + PiSource() + Int128{r_[k].size} - pk, node);
-        for (std::size_t c = candidates_begin_[k]; c < candidates_begin_[k + 1]; ++c) {
-          const std::size_t j = candidates_[c];
-          if (token_of_[k] == j) continue;  // matched: only the reverse edge is residual
-          offer(j, d + ReuseCost(r_[k].size, r_[j].size) + Pi(p_left_[j]) - pk, node);
-        }
+        ExpandRight(node - n_, d);
       }
     }
-    // Augment along S -> ... -> R_i.
-    std::size_t node = source_next;
+  }
+
+  // `node` at distance d from R_i through `next`, if that is shorter.
+  void Offer(std::size_t node, Int128 d, std::size_t next) {
+    if (node == Source()) {
+      if (!source_seen_ || d < source_dist_) {
+        source_seen_ = true;
+        source_dist_ = d;
+        source_next_ = next;
+        heap_.push({d, 0});
+      }
+    } else if (node < n_) {
+      if (seen_left_[node] != epoch_ || d < dist_left_[node]) {
+        seen_left_[node] = epoch_;
+        dist_left_[node] = d;
+        next_left_[node] = next;
+        heap_.push({d, node + 1});
+      }
+    } else {
+      const std::size_t k = node - n_;
+      if (seen_right_[k] != epoch_ || d < dist_right_[k]) {
+        seen_right_[k] = epoch_;
+        dist_right_[k] = d;
+        next_right_[k] = next;
+        heap_.push({d, node + 1});
+      }
+    }
+  }
+
+  // L_j reached at distance d: the edges into it, reversed.
+  void ExpandLeft(std::size_t j, Int128 d) {
+    if (done_left_[j] == epoch_ || d != dist_left_[j]) return;
+    done_left_[j] = epoch_;
+    finished_.push_back(j);
+    const Int128 pj = Pi(p_left_[j]);
+    if (user_of_[j] == kNone) {
+      Offer(Source(), d + PiSource() - pj, j);  // S -> L_j
+    } else {
+      const std::size_t u = user_of_[j];  // R_u -> L_j (reverse of the match)
+      Offer(n_ + u, d - ReuseCost(r_[u].size, r_[j].size) + Pi(p_right_[u]) - pj, j);
+    }
+  }
+
+  // R_k reached at distance d: the edges into it, reversed.
+  void ExpandRight(std::size_t k, Int128 d) {
+    if (done_right_[k] == epoch_ || d != dist_right_[k]) return;
+    done_right_[k] = epoch_;
+    budget_.Spend(1 + candidates_begin_[k + 1] - candidates_begin_[k]);
+    const std::size_t node = n_ + k;
+    finished_.push_back(node);
+    const Int128 pk = Pi(p_right_[k]);
+    if (token_of_[k] != kNew)  // S -> R_k
+      Offer(Source(), d + PiSource() + Int128{r_[k].size} - pk, node);
+    for (std::size_t c = candidates_begin_[k]; c < candidates_begin_[k + 1]; ++c) {
+      const std::size_t j = candidates_[c];
+      if (token_of_[k] == j) continue;  // matched: only the reverse edge is residual
+      Offer(j, d + ReuseCost(r_[k].size, r_[j].size) + Pi(p_left_[j]) - pk, node);
+    }
+  }
+
+  // Augment along S -> ... -> R_i.
+  void AugmentPath(std::size_t i) {
+    std::size_t node = source_next_;
     if (node < n_) {
       unused_.erase(rank_of_[node]);  // S -> L_j: j's object is now reused
     } else {
@@ -355,17 +374,19 @@ class WindowedSolver {
       }
       node = next;
     }
-    // pi(v) -= min(dist(v), D): finished nodes by their distance, all others
-    // (and S) by D through the offset.
-    const Int128 d_source = source_dist;
+  }
+
+  // pi(v) -= min(dist(v), D): finished nodes by their distance, all others
+  // (and S) by D through the offset.
+  void UpdatePotentials() {
     for (std::size_t v : finished_) {
       if (v < n_) {
-        p_left_[v] += d_source - dist_left_[v];
+        p_left_[v] += source_dist_ - dist_left_[v];
       } else {
-        p_right_[v - n_] += d_source - dist_right_[v - n_];
+        p_right_[v - n_] += source_dist_ - dist_right_[v - n_];
       }
     }
-    offset_ += d_source;
+    offset_ += source_dist_;
   }
 
   std::span<const UsageRecord> r_;
@@ -385,6 +406,13 @@ class WindowedSolver {
   std::vector<std::size_t> next_left_, next_right_;  // next node towards R_i
   std::vector<std::size_t> finished_;
   std::uint32_t epoch_ = 0;
+  // (distance to R_i, node + 1), the source as 0: on equal distances the
+  // search stops as early as it can.
+  using Entry = std::pair<Int128, std::size_t>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap_;
+  Int128 source_dist_ = 0;
+  bool source_seen_ = false;
+  std::size_t source_next_ = kNone;
   WorkBudget budget_;
 };
 

@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <queue>
+#include <span>
+#include <vector>
 
 #include "tensormem/planning.h"
 
@@ -24,20 +26,25 @@ using Bits = std::vector<std::uint64_t>;
 
 void SetBit(Bits& b, std::size_t i) { b[i / 64] |= std::uint64_t{1} << (i % 64); }
 
-}  // namespace
+using Children = std::vector<std::vector<std::size_t>>;
 
-ReallocationGraph BuildReallocationGraph(std::span<const std::vector<std::size_t>> dependencies) {
+// Each task's children: in range, not itself, sorted, each once.
+Children ChildrenOf(std::span<const std::vector<std::size_t>> dependencies) {
   const std::size_t n = dependencies.size();
-  const std::size_t words = (n + 63) / 64;
-  std::vector<std::vector<std::size_t>> children(n);
+  Children children(n);
   for (std::size_t t = 0; t < n; ++t) {
     for (std::size_t c : dependencies[t])
       if (c < n && c != t) children[t].push_back(c);
     std::sort(children[t].begin(), children[t].end());
     children[t].erase(std::unique(children[t].begin(), children[t].end()), children[t].end());
   }
-  // reach[v]: tasks reached from v by one or more edges.
-  std::vector<Bits> reach(n, Bits(words, 0));
+  return children;
+}
+
+// The tasks in topological order (Kahn); fewer than all when there is a
+// cycle.
+std::vector<std::size_t> TopologicalOrder(const Children& children) {
+  const std::size_t n = children.size();
   std::vector<std::size_t> in_degree(n, 0), topo;
   for (std::size_t t = 0; t < n; ++t)
     for (std::size_t c : children[t]) ++in_degree[c];
@@ -46,6 +53,15 @@ ReallocationGraph BuildReallocationGraph(std::span<const std::vector<std::size_t
   for (std::size_t k = 0; k < topo.size(); ++k)
     for (std::size_t c : children[topo[k]])
       if (--in_degree[c] == 0) topo.push_back(c);
+  return topo;
+}
+
+// reach[v]: tasks reached from v by one or more edges. In reverse
+// topological order; with a cycle, a breadth-first search per task.
+std::vector<Bits> Reachability(const Children& children, std::size_t words) {
+  const std::size_t n = children.size();
+  std::vector<Bits> reach(n, Bits(words, 0));
+  const std::vector<std::size_t> topo = TopologicalOrder(children);
   if (topo.size() == n) {
     for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
       Bits& r = reach[*it];
@@ -54,22 +70,33 @@ ReallocationGraph BuildReallocationGraph(std::span<const std::vector<std::size_t
         for (std::size_t w = 0; w < words; ++w) r[w] |= reach[c][w];
       }
     }
-  } else {
-    std::vector<char> seen(n);
-    for (std::size_t v = 0; v < n; ++v) {
-      std::fill(seen.begin(), seen.end(), 0);
-      std::queue<std::size_t> queue;
-      for (std::size_t c : children[v]) queue.push(c);
-      while (!queue.empty()) {
-        const std::size_t u = queue.front();
-        queue.pop();
-        if (seen[u]) continue;
-        seen[u] = 1;
-        SetBit(reach[v], u);
-        for (std::size_t c : children[u]) queue.push(c);
-      }
+    return reach;
+  }
+  std::vector<char> seen(n);
+  for (std::size_t v = 0; v < n; ++v) {
+    std::fill(seen.begin(), seen.end(), 0);
+    std::queue<std::size_t> queue;
+    for (std::size_t c : children[v]) queue.push(c);
+    while (!queue.empty()) {
+      const std::size_t u = queue.front();
+      queue.pop();
+      if (seen[u]) continue;
+      seen[u] = 1;
+      SetBit(reach[v], u);
+      for (std::size_t c : children[u]) queue.push(c);
     }
   }
+  return reach;
+}
+
+}  // namespace
+
+ReallocationGraph BuildReallocationGraph(std::span<const std::vector<std::size_t>> dependencies) {
+  const std::size_t n = dependencies.size();
+  const std::size_t words = (n + 63) / 64;
+  const Children children = ChildrenOf(dependencies);
+  const std::vector<Bits> reach = Reachability(children, words);
+  // root - v when every child of root reaches v.
   ReallocationGraph graph(n);
   Bits common(words);
   for (std::size_t root = 0; root < n; ++root) {

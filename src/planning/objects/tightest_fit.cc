@@ -217,111 +217,151 @@ class StretchTree {
   std::vector<Node> nodes_;
 };
 
-Result<ObjectsPlan> Fast(std::span<const UsageRecord> records, const PlanParams& params) {
-  const std::size_t n = records.size();
-  WorkBudget budget(kMaxWork, &params);
-  ObjectsPlan plan;
-  plan.object_of.assign(n, 0);
-  // Slots in last-task order; the prefix opened before task f is the
-  // tensors whose last task is < f.
-  std::vector<std::pair<TaskIndex, std::size_t>> keyed(n);
-  for (std::size_t i = 0; i < n; ++i) keyed[i] = {records[i].last_task, i};
-  if (!internal::StableSortUntil(keyed, std::less<std::pair<TaskIndex, std::size_t>>(),
-                                 budget.deadline()))
-    return budget.Error("tightest_fit", n);
-  std::vector<std::size_t> by_last(n), slot(n);
-  std::vector<TaskIndex> last_by_rank(n);
-  for (std::size_t k = 0; k < n; ++k) {
-    std::tie(last_by_rank[k], by_last[k]) = keyed[k];
-    slot[by_last[k]] = k;
+// The default path, its steps over the state they share: slots in
+// last-task order (the prefix opened before task f is the tensors whose
+// last task is < f), the closed stretches between consecutive tensors of an
+// object (StretchTree), and the open stretches before each object's first
+// tensor and after its last.
+class TightestFit {
+ public:
+  TightestFit(std::span<const UsageRecord> records, const PlanParams& params)
+      : records_(records), budget_(kMaxWork, &params), closed_(records.size()), next_(records.size(), kNone) {
+    plan_.object_of.assign(records.size(), 0);
   }
-  // Per tensor, the slots opened before its first task (last task < first):
-  // one pass, as records come in first-task order, instead of a binary
-  // search per placement (a cache miss per step at 10^6 tensors).
-  std::vector<std::size_t> prefix_of(n);
-  for (std::size_t i = 0, k = 0; i < n; ++i) {
-    while (k < n && last_by_rank[k] < records[i].first_task) ++k;
-    prefix_of[i] = k;
+
+  // Slots in last-task order, and per tensor the slots opened before its
+  // first task (last task < first): one pass, as records come in first-task
+  // order, instead of a binary search per placement (a cache miss per step
+  // at 10^6 tensors).
+  Status RankByLastTask() {
+    const std::size_t n = records_.size();
+    std::vector<std::pair<TaskIndex, std::size_t>> keyed(n);
+    for (std::size_t i = 0; i < n; ++i) keyed[i] = {records_[i].last_task, i};
+    if (!internal::StableSortUntil(keyed, std::less<std::pair<TaskIndex, std::size_t>>(), budget_.deadline()))
+      return budget_.Error("tightest_fit", n);
+    by_last_.resize(n);
+    slot_.resize(n);
+    last_by_rank_.resize(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      std::tie(last_by_rank_[k], by_last_[k]) = keyed[k];
+      slot_[by_last_[k]] = k;
+    }
+    prefix_of_.resize(n);
+    for (std::size_t i = 0, k = 0; i < n; ++i) {
+      while (k < n && last_by_rank_[k] < records_[i].first_task) ++k;
+      prefix_of_[i] = k;
+    }
+    return Status::Ok();
   }
-  StretchTree closed(n);
-  std::vector<std::size_t> next(n, kNone);     // the tensor after it on its object
-  std::vector<std::size_t> first_of, last_of;  // per object
-  // Open stretches: after each object's last tensor, by (its last task,
-  // object descending) so that the predecessor of a task is the latest, then
-  // lowest object; before each object's first tensor, by (its first task,
-  // object).
-  std::set<std::pair<TaskIndex, std::size_t>, std::less<>> before_first;
+
+  Result<ObjectsPlan> PlaceAll() {
+    const std::optional<std::vector<std::size_t>> order = PlacementOrder(records_, budget_.deadline());
+    if (!order) return budget_.Error("tightest_fit", records_.size());
+    for (std::size_t t : *order) {
+      if (budget_.Exhausted()) return budget_.Error("tightest_fit", records_.size());
+      Place(t);
+    }
+    return std::move(plan_);
+  }
+
+ private:
+  // Tensor t on the object of the tightest stretch that holds it (closed
+  // ones first), or on a new object.
+  void Place(std::size_t t) {
+    const UsageRecord& r = records_[t];
+    std::uint64_t visited = 0;
+    std::size_t opener_slot = kNone;  // the slot of the tensor before t's closed stretch
+    Choice best = closed_.Best(prefix_of_[t], r.last_task, last_by_rank_, &opener_slot, &visited);
+    budget_.Spend(visited + 2);
+    if (best.object == kNone) best = TightestOpen(r);
+    if (best.object == kNone) return NewObject(t);
+    plan_.object_of[t] = best.object;
+    if (best.open) return Extend(t, best.object);
+    const std::size_t p = by_last_[opener_slot], q = next_[p];
+    Close(p, t);
+    Close(t, q);
+  }
+
+  // Open stretches: the latest end of an object before f, the earliest
+  // start of an object after l.
+  Choice TightestOpen(const UsageRecord& r) const {
+    Choice open;
+    auto after = after_last_.lower_bound({r.first_task, kNone});
+    if (after != after_last_.begin()) {
+      --after;
+      open = Choice{true, static_cast<std::uint64_t>(r.first_task - after->first), after->second};
+    }
+    auto before = before_first_.upper_bound(std::pair<TaskIndex, std::size_t>{r.last_task, kNone});
+    if (before != before_first_.end()) {
+      const Choice c{true, static_cast<std::uint64_t>(before->first - r.last_task), before->second};
+      if (c < open) open = c;
+    }
+    return open;
+  }
+
+  void NewObject(std::size_t t) {
+    const UsageRecord& r = records_[t];
+    const std::size_t object = plan_.object_sizes.size();
+    plan_.object_sizes.push_back(r.size);
+    first_of_.push_back(t);
+    last_of_.push_back(t);
+    plan_.object_of[t] = object;
+    before_first_.emplace(r.first_task, object);
+    after_last_.emplace(r.last_task, object);
+  }
+
+  // Tensor t after the object's last tensor, or before its first.
+  void Extend(std::size_t t, std::size_t object) {
+    const UsageRecord& r = records_[t];
+    if (records_[last_of_[object]].last_task < r.first_task) {
+      const std::size_t p = last_of_[object];
+      after_last_.erase({records_[p].last_task, object});
+      after_last_.emplace(r.last_task, object);
+      last_of_[object] = t;
+      Close(p, t);
+    } else {
+      const std::size_t q = first_of_[object];
+      before_first_.erase({records_[q].first_task, object});
+      before_first_.emplace(r.first_task, object);
+      first_of_[object] = t;
+      Close(t, q);
+    }
+  }
+
+  // p then q on p's object: the stretch between them is closed.
+  void Close(std::size_t p, std::size_t q) {
+    next_[p] = q;
+    closed_.Set(slot_[p], records_[q].first_task,
+                static_cast<std::uint64_t>(records_[q].first_task - records_[p].last_task), plan_.object_of[p]);
+  }
+
+  // Open stretches after each object's last tensor, by (its last task,
+  // object descending) so that the predecessor of a task is the latest,
+  // then lowest object.
   struct LaterLowerObject {
-    bool operator()(const std::pair<TaskIndex, std::size_t>& a,
-                    const std::pair<TaskIndex, std::size_t>& b) const {
+    bool operator()(const std::pair<TaskIndex, std::size_t>& a, const std::pair<TaskIndex, std::size_t>& b) const {
       return a.first != b.first ? a.first < b.first : a.second > b.second;
     }
   };
-  std::set<std::pair<TaskIndex, std::size_t>, LaterLowerObject> after_last;
-  auto close = [&](std::size_t p, std::size_t q) {  // p then q on p's object
-    next[p] = q;
-    closed.Set(slot[p], records[q].first_task,
-               static_cast<std::uint64_t>(records[q].first_task - records[p].last_task),
-               plan.object_of[p]);
-  };
-  const std::optional<std::vector<std::size_t>> order = PlacementOrder(records, budget.deadline());
-  if (!order) return budget.Error("tightest_fit", n);
-  for (std::size_t t : *order) {
-    const UsageRecord& r = records[t];
-    if (budget.Exhausted()) return budget.Error("tightest_fit", n);
-    std::uint64_t visited = 0;
-    const std::size_t prefix = prefix_of[t];
-    std::size_t opener_slot = kNone;  // the slot of the tensor before t's closed stretch
-    Choice best = closed.Best(prefix, r.last_task, last_by_rank, &opener_slot, &visited);
-    budget.Spend(visited + 2);
-    if (best.object == kNone) {
-      // Open stretches: the latest end of an object before f, the earliest
-      // start of an object after l.
-      Choice open;
-      auto after = after_last.lower_bound({r.first_task, kNone});
-      if (after != after_last.begin()) {
-        --after;
-        open = Choice{true, static_cast<std::uint64_t>(r.first_task - after->first), after->second};
-      }
-      auto before = before_first.upper_bound(std::pair<TaskIndex, std::size_t>{r.last_task, kNone});
-      if (before != before_first.end()) {
-        const Choice c{true, static_cast<std::uint64_t>(before->first - r.last_task),
-                       before->second};
-        if (c < open) open = c;
-      }
-      best = open;
-    }
-    std::size_t object = best.object;
-    if (object == kNone) {
-      object = plan.object_sizes.size();
-      plan.object_sizes.push_back(r.size);
-      first_of.push_back(t);
-      last_of.push_back(t);
-      plan.object_of[t] = object;
-      before_first.emplace(r.first_task, object);
-      after_last.emplace(r.last_task, object);
-      continue;
-    }
-    plan.object_of[t] = object;
-    if (best.open && records[last_of[object]].last_task < r.first_task) {
-      const std::size_t p = last_of[object];
-      after_last.erase({records[p].last_task, object});
-      after_last.emplace(r.last_task, object);
-      last_of[object] = t;
-      close(p, t);
-    } else if (best.open) {
-      const std::size_t q = first_of[object];
-      before_first.erase({records[q].first_task, object});
-      before_first.emplace(r.first_task, object);
-      first_of[object] = t;
-      close(t, q);
-    } else {
-      const std::size_t p = by_last[opener_slot], q = next[p];
-      close(p, t);
-      close(t, q);
-    }
-  }
-  return plan;
+
+  std::span<const UsageRecord> records_;
+  WorkBudget budget_;
+  ObjectsPlan plan_;
+  std::vector<std::size_t> by_last_, slot_, prefix_of_;
+  std::vector<TaskIndex> last_by_rank_;
+  StretchTree closed_;
+  std::vector<std::size_t> next_;              // the tensor after it on its object
+  std::vector<std::size_t> first_of_, last_of_;  // per object
+  // Open stretches before each object's first tensor, by (its first task,
+  // object).
+  std::set<std::pair<TaskIndex, std::size_t>, std::less<>> before_first_;
+  std::set<std::pair<TaskIndex, std::size_t>, LaterLowerObject> after_last_;
+};
+
+Result<ObjectsPlan> Fast(std::span<const UsageRecord> records, const PlanParams& params) {
+  TightestFit fit(records, params);
+  TM_RETURN_IF_ERROR(fit.RankByLastTask());
+  return fit.PlaceAll();
 }
 
 }  // namespace

@@ -188,122 +188,191 @@ Status PlacementDeadline(const internal::Deadline& deadline, std::size_t placed,
 
 namespace {
 
+// What the placement loop needs of each buffer, gathered in placement order
+// so the hot loop reads memory sequentially, in 16 bytes (its ranks are read
+// from the index; alignments are powers of two, CheckProblem).
+struct Job {
+  std::uint64_t size;
+  std::uint32_t tensor;
+  std::uint8_t align_log2;
+  bool plain;
+};
+
+// A query's forbidden intervals, in a buffer that doubles when a query fills
+// it (not n intervals up front: megabytes few queries need).
+class ForbiddenIntervals {
+ public:
+  explicit ForbiddenIntervals(std::size_t n) : buffer_(std::min<std::size_t>(std::max<std::size_t>(n, 1), 4096)) {}
+  void Clear() {
+    out_ = buffer_.data();
+    end_ = out_ + buffer_.size();
+  }
+  void Push(const Interval& iv) {
+    if (out_ == end_) Grow();
+    *out_++ = iv;
+  }
+  Interval* data() { return buffer_.data(); }
+  std::size_t size() const { return static_cast<std::size_t>(out_ - buffer_.data()); }
+  std::size_t capacity() const { return buffer_.size(); }
+
+ private:
+  void Grow() {
+    const std::size_t used = size();
+    buffer_.resize(2 * buffer_.size());
+    out_ = buffer_.data() + used;
+    end_ = buffer_.data() + buffer_.size();
+  }
+  std::vector<Interval> buffer_;
+  Interval* out_ = nullptr;
+  Interval* end_ = nullptr;
+};
+
+// Best fit in a given order over a stabbing index of the placed buffers
+// (Payload: Placed when some buffer has gaps, else PlacedPlain): the steps
+// of PlaceBestFitWith over the state they share.
 template <typename Payload>
-Result<OffsetsPlan> PlaceBestFitWith(const Problem& problem, std::span<const std::size_t> order,
-                                     std::uint64_t alignment, internal::Deadline* deadline) {
-  const std::size_t n = problem.buffers.size();
-  OffsetsPlan plan;
-  plan.offsets.assign(n, 0);
-  GapSegments segments;  // only buffers with gaps have any
-  if constexpr (!std::is_same_v<Payload, PlacedPlain>) {
-    segments.begin.assign(n + 1, 0);
-    for (std::size_t i = 0; i < n; ++i) {
-      const Buffer& b = problem.buffers[i];
-      if (!b.gaps.empty()) {
-        const std::vector<Segment> occ = Occupancy(b);
-        segments.flat.insert(segments.flat.end(), occ.begin(), occ.end());
+class BestFit {
+ public:
+  static constexpr bool kPlain = std::is_same_v<Payload, PlacedPlain>;
+
+  BestFit(const Problem& problem, internal::Deadline* deadline)
+      : problem_(problem), deadline_(deadline), forbidden_(problem.buffers.size()) {
+    plan_.offsets.assign(problem.buffers.size(), 0);
+  }
+
+  // The occupancy segments of the buffers with gaps (none for PlacedPlain).
+  Status CollectGapSegments() {
+    if constexpr (!kPlain) {
+      const std::size_t n = problem_.buffers.size();
+      segments_.begin.assign(n + 1, 0);
+      for (std::size_t i = 0; i < n; ++i) {
+        const Buffer& b = problem_.buffers[i];
+        if (!b.gaps.empty()) {
+          const std::vector<Segment> occ = Occupancy(b);
+          segments_.flat.insert(segments_.flat.end(), occ.begin(), occ.end());
+        }
+        if (segments_.flat.size() > UINT32_MAX) return OutOfRange("too many occupancy segments");
+        segments_.begin[i + 1] = static_cast<std::uint32_t>(segments_.flat.size());
       }
-      if (segments.flat.size() > UINT32_MAX) return OutOfRange("too many occupancy segments");
-      segments.begin[i + 1] = static_cast<std::uint32_t>(segments.flat.size());
     }
-  }
-  std::optional<StabIndex<Payload>> built;
-  {
-    // The lifetimes are copied for the index's build only.
-    std::vector<TaskIndex> firsts(n), lasts(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      firsts[i] = problem.buffers[i].first_task;
-      lasts[i] = problem.buffers[i].last_task;
-    }
-    built.emplace(firsts, lasts, deadline);
-  }
-  StabIndex<Payload>& placed = *built;
-  if (placed.too_large()) return OutOfRange("too many buffers for the best-fit index");
-  if (!placed.complete()) return PlacementDeadline(*deadline, 0, n);
-  for (std::size_t i = 0; i < n; ++i) {  // fixed offsets first, as given
-    const Buffer& b = problem.buffers[i];
-    if (!b.fixed_offset) continue;
-    std::uint64_t end;
-    if (!CheckedAdd(*b.fixed_offset, b.size, &end)) return ArenaOverflow(b);
-    plan.offsets[i] = *b.fixed_offset;
-    if (b.size == 0) continue;
-    plan.total = std::max(plan.total, end);
-    placed.Insert(i, Payload::Of(*b.fixed_offset, b.size, i, !b.gaps.empty()));
+    return Status::Ok();
   }
 
-  // What the loop needs of each buffer, gathered in placement order so the
-  // hot loop reads memory sequentially, in 16 bytes (its ranks are read
-  // from the index; alignments are powers of two, CheckProblem).
-  struct Job {
-    std::uint64_t size;
-    std::uint32_t tensor;
-    std::uint8_t align_log2;
-    bool plain;
-  };
-  std::vector<Job> jobs;
-  jobs.reserve(order.size());
-  for (std::size_t j : order) {
-    const Buffer& bj = problem.buffers[j];
-    if (bj.fixed_offset || bj.size == 0) continue;  // placed already / occupies nothing
-    std::uint64_t align;
-    TM_RETURN_IF_ERROR(BufferAlignment(alignment, bj, &align));
-    jobs.push_back({bj.size, static_cast<std::uint32_t>(j),
-                    static_cast<std::uint8_t>(std::countr_zero(align)), bj.gaps.empty()});
+  Status BuildIndex() {
+    const std::size_t n = problem_.buffers.size();
+    {
+      // The lifetimes are copied for the index's build only.
+      std::vector<TaskIndex> firsts(n), lasts(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        firsts[i] = problem_.buffers[i].first_task;
+        lasts[i] = problem_.buffers[i].last_task;
+      }
+      index_.emplace(firsts, lasts, deadline_);
+    }
+    if (index_->too_large()) return OutOfRange("too many buffers for the best-fit index");
+    if (!index_->complete()) return PlacementDeadline(*deadline_, 0, n);
+    return Status::Ok();
   }
 
-  // A query's forbidden intervals, written through a pointer into `buffer`,
-  // which doubles when a query fills it (it used to be n intervals up front
-  // and a copy: megabytes few queries need). Pairs involving gaps are
-  // gathered in `with_gaps` and appended.
-  std::vector<Interval> buffer(std::min<std::size_t>(std::max<std::size_t>(n, 1), 4096));
-  std::vector<Interval> with_gaps, sort_scratch;
-  for (std::size_t k = 0; k < jobs.size(); ++k) {
-    const Job& job = jobs[k];
+  // Fixed offsets first, as given.
+  Status PlaceFixedOffsets() {
+    for (std::size_t i = 0; i < problem_.buffers.size(); ++i) {
+      const Buffer& b = problem_.buffers[i];
+      if (!b.fixed_offset) continue;
+      std::uint64_t end;
+      if (!CheckedAdd(*b.fixed_offset, b.size, &end)) return ArenaOverflow(b);
+      plan_.offsets[i] = *b.fixed_offset;
+      if (b.size == 0) continue;
+      plan_.total = std::max(plan_.total, end);
+      index_->Insert(i, Payload::Of(*b.fixed_offset, b.size, i, !b.gaps.empty()));
+    }
+    return Status::Ok();
+  }
+
+  // The buffers left to place, in `order`.
+  Status GatherJobs(std::span<const std::size_t> order, std::uint64_t alignment) {
+    jobs_.reserve(order.size());
+    for (std::size_t j : order) {
+      const Buffer& bj = problem_.buffers[j];
+      if (bj.fixed_offset || bj.size == 0) continue;  // placed already / occupies nothing
+      std::uint64_t align;
+      TM_RETURN_IF_ERROR(BufferAlignment(alignment, bj, &align));
+      jobs_.push_back({bj.size, static_cast<std::uint32_t>(j),
+                       static_cast<std::uint8_t>(std::countr_zero(align)), bj.gaps.empty()});
+    }
+    return Status::Ok();
+  }
+
+  Status PlaceJobs() {
+    for (std::size_t k = 0; k < jobs_.size(); ++k) TM_RETURN_IF_ERROR(PlaceJob(k));
+    return Status::Ok();
+  }
+
+  OffsetsPlan TakePlan() { return std::move(plan_); }
+
+ private:
+  // The offsets job k may not take: one interval per placed buffer it meets
+  // (pairs involving gaps gathered in with_gaps_ and appended).
+  void GatherForbidden(const Job& job) {
     const std::size_t j = job.tensor;
-    const typename StabIndex<Payload>::Ranks ranks = placed.RanksOf(j);
-    Interval* out = buffer.data();
-    Interval* out_end = out + buffer.size();
-    auto grow = [&] {
-      const std::size_t used = static_cast<std::size_t>(out - buffer.data());
-      buffer.resize(2 * buffer.size());
-      out = buffer.data() + used;
-      out_end = buffer.data() + buffer.size();
-    };
-    with_gaps.clear();
+    const typename StabIndex<Payload>::Ranks ranks = index_->RanksOf(j);
+    forbidden_.Clear();
+    with_gaps_.clear();
     if (job.plain) {
       const std::uint64_t size = job.size;
-      placed.ForEachOverlapping(ranks, [&](const Payload& pi) {
-        if constexpr (!std::is_same_v<Payload, PlacedPlain>) {
-          if (pi.has_gaps)
-            return AddForbidden(problem, segments, pi.tensor, pi.offset, j, &with_gaps);
+      index_->ForEachOverlapping(ranks, [&](const Payload& pi) {
+        if constexpr (!kPlain) {
+          if (pi.has_gaps) return AddForbidden(problem_, segments_, pi.tensor, pi.offset, j, &with_gaps_);
         }
-        if (out == out_end) grow();
         const std::uint64_t low = pi.offset + 1;
-        *out++ = {low > size ? low - size : 0, pi.offset + pi.size};
+        forbidden_.Push({low > size ? low - size : 0, pi.offset + pi.size});
       });
-    } else if constexpr (!std::is_same_v<Payload, PlacedPlain>) {
-      placed.ForEachOverlapping(ranks, [&](const Payload& pi) {
-        AddForbidden(problem, segments, pi.tensor, pi.offset, j, &with_gaps);
+    } else if constexpr (!kPlain) {
+      index_->ForEachOverlapping(ranks, [&](const Payload& pi) {
+        AddForbidden(problem_, segments_, pi.tensor, pi.offset, j, &with_gaps_);
       });
     }
-    for (const Interval& iv : with_gaps) {
-      if (out == out_end) grow();
-      *out++ = iv;
-    }
-    const std::size_t count = static_cast<std::size_t>(out - buffer.data());
+    for (const Interval& iv : with_gaps_) forbidden_.Push(iv);
+  }
+
+  Status PlaceJob(std::size_t k) {
+    const Job& job = jobs_[k];
+    GatherForbidden(job);
+    const std::size_t count = forbidden_.size();
     // Dense inputs make one placement cost as much as the conflicts it sees.
-    if (deadline && !deadline->Tick(1 + count)) return PlacementDeadline(*deadline, k, jobs.size());
-    const Interval* sorted = SortByStart(buffer.data(), count, buffer.size(), &sort_scratch);
+    if (deadline_ && !deadline_->Tick(1 + count)) return PlacementDeadline(*deadline_, k, jobs_.size());
+    const Interval* sorted = SortByStart(forbidden_.data(), count, forbidden_.capacity(), &sort_scratch_);
     std::uint64_t x;
     std::uint64_t end;
     if (!ChooseOffset(std::span<const Interval>(sorted, count), std::uint64_t{1} << job.align_log2, &x) ||
         !CheckedAdd(x, job.size, &end))
-      return ArenaOverflow(problem.buffers[j]);
-    plan.offsets[j] = x;
-    plan.total = std::max(plan.total, end);
-    placed.Insert(j, Payload::Of(x, job.size, j, !job.plain));
+      return ArenaOverflow(problem_.buffers[job.tensor]);
+    plan_.offsets[job.tensor] = x;
+    plan_.total = std::max(plan_.total, end);
+    index_->Insert(job.tensor, Payload::Of(x, job.size, job.tensor, !job.plain));
+    return Status::Ok();
   }
-  return plan;
+
+  const Problem& problem_;
+  internal::Deadline* deadline_;
+  OffsetsPlan plan_;
+  GapSegments segments_;  // only buffers with gaps have any
+  std::optional<StabIndex<Payload>> index_;
+  std::vector<Job> jobs_;
+  ForbiddenIntervals forbidden_;
+  std::vector<Interval> with_gaps_, sort_scratch_;
+};
+
+template <typename Payload>
+Result<OffsetsPlan> PlaceBestFitWith(const Problem& problem, std::span<const std::size_t> order,
+                                     std::uint64_t alignment, internal::Deadline* deadline) {
+  BestFit<Payload> fit(problem, deadline);
+  TM_RETURN_IF_ERROR(fit.CollectGapSegments());
+  TM_RETURN_IF_ERROR(fit.BuildIndex());
+  TM_RETURN_IF_ERROR(fit.PlaceFixedOffsets());
+  TM_RETURN_IF_ERROR(fit.GatherJobs(order, alignment));
+  TM_RETURN_IF_ERROR(fit.PlaceJobs());
+  return fit.TakePlan();
 }
 
 }  // namespace
