@@ -90,65 +90,96 @@ class LivePads {
 // come are sorted then.
 // `spans`: how many to expect (one per record; more for buffers with gaps).
 constexpr std::size_t kMaxHeap = std::size_t{1} << 16;
+
+// The live bytes (less the largest live pad) as spans come and go, and their
+// peak with the first task where it is reached.
+class LiveBytes {
+ public:
+  LiveBytes(std::uint64_t max_pad, std::size_t spans) : any_pad_(max_pad > 0), pads_(max_pad, spans) {}
+  void Add(const Span& s) {
+    live_ += s.bytes;
+    if (any_pad_) pads_.Insert(s.pad);
+    const internal::Uint128 value = any_pad_ ? live_ - pads_.Max() : live_;
+    if (value > peak_) {
+      peak_ = value;
+      peak_task_ = s.first;
+    }
+  }
+  void Remove(const Span& s) {
+    live_ -= s.bytes;
+    if (any_pad_) pads_.Erase(s.pad);
+  }
+  std::pair<std::uint64_t, TaskIndex> Peak() const {
+    return {peak_ > internal::kMaxU64 ? internal::kMaxU64 : static_cast<std::uint64_t>(peak_), peak_task_};
+  }
+
+ private:
+  bool any_pad_;
+  LivePads pads_;  // only used when some span is padded
+  internal::Uint128 live_ = 0, peak_ = 0;
+  TaskIndex peak_task_ = 0;
+};
+
+// The spans with bytes, sorted by first task (usually already), and the
+// largest pad.
 template <typename ForEachSpan>
-std::pair<std::uint64_t, TaskIndex> Sweep(std::size_t spans, ForEachSpan for_each_span) {
+std::vector<Span> SortedStarts(std::size_t spans, ForEachSpan for_each_span, std::uint64_t* max_pad) {
   std::vector<Span> starts;
   starts.reserve(spans);
-  std::uint64_t max_pad = 0;
+  *max_pad = 0;
   for_each_span([&](TaskIndex first, TaskIndex last, std::uint64_t bytes, std::uint64_t pad) {
     if (bytes == 0) return;
     starts.push_back({first, last, bytes, pad});
-    max_pad = std::max(max_pad, pad);
+    *max_pad = std::max(*max_pad, pad);
   });
-  const bool any_pad = max_pad > 0;
   auto by_first = [](const Span& a, const Span& b) { return a.first < b.first; };
-  if (!std::is_sorted(starts.begin(), starts.end(), by_first))
-    std::sort(starts.begin(), starts.end(), by_first);
-  internal::Uint128 live = 0, peak = 0;
-  LivePads pads(any_pad ? max_pad : 0, starts.size());  // only used when some span is padded
-  TaskIndex peak_task = 0;
-  auto add = [&](const Span& s) {
-    live += s.bytes;
-    if (any_pad) pads.Insert(s.pad);
-    const internal::Uint128 value = any_pad ? live - pads.Max() : live;
-    if (value > peak) {
-      peak = value;
-      peak_task = s.first;
-    }
-  };
-  auto remove = [&](const Span& s) {
-    live -= s.bytes;
-    if (any_pad) pads.Erase(s.pad);
-  };
-  // A span ending at task t is still live at t: it leaves before a start after t.
+  if (!std::is_sorted(starts.begin(), starts.end(), by_first)) std::sort(starts.begin(), starts.end(), by_first);
+  return starts;
+}
+
+// Adds the starts in order while at most kMaxHeap spans are live, removing
+// the ended ones from `ends`, a min-heap by last task. A span ending at task
+// t is still live at t: it leaves before a start after t. Returns the
+// first start not added.
+std::size_t SweepWithHeap(const std::vector<Span>& starts, std::vector<Span>& ends, LiveBytes& live) {
   auto later_last = [](const Span& a, const Span& b) { return a.last > b.last; };
-  std::vector<Span> ends;  // a min-heap by last task, then (past kMaxHeap) sorted
   std::size_t i = 0;
   for (; i < starts.size() && ends.size() <= kMaxHeap; ++i) {
     while (!ends.empty() && ends.front().last < starts[i].first) {
       std::pop_heap(ends.begin(), ends.end(), later_last);
-      remove(ends.back());
+      live.Remove(ends.back());
       ends.pop_back();
     }
-    add(starts[i]);
+    live.Add(starts[i]);
     ends.push_back(starts[i]);
     std::push_heap(ends.begin(), ends.end(), later_last);
   }
-  if (i < starts.size()) {
-    // The live spans and those to come, by last task. One still to come
-    // cannot leave before it starts: its last is at least its first (so the
-    // removals below stop within `ends`, at starts[i]'s own end at the latest).
-    ends.insert(ends.end(), starts.begin() + static_cast<std::ptrdiff_t>(i), starts.end());
-    std::sort(ends.begin(), ends.end(), [](const Span& a, const Span& b) { return a.last < b.last; });
-    std::size_t j = 0;
-    for (; i < starts.size(); ++i) {
-      for (; ends[j].last < starts[i].first; ++j) remove(ends[j]);
-      add(starts[i]);
-    }
+  return i;
+}
+
+// The rest of the starts from i on, with the live spans and those to come
+// sorted by last task. One still to come cannot leave before it starts: its
+// last is at least its first (so the removals stop within `ends`, at
+// starts[i]'s own end at the latest).
+void SweepSorted(const std::vector<Span>& starts, std::size_t i, std::vector<Span>& ends, LiveBytes& live) {
+  ends.insert(ends.end(), starts.begin() + static_cast<std::ptrdiff_t>(i), starts.end());
+  std::sort(ends.begin(), ends.end(), [](const Span& a, const Span& b) { return a.last < b.last; });
+  std::size_t j = 0;
+  for (; i < starts.size(); ++i) {
+    for (; ends[j].last < starts[i].first; ++j) live.Remove(ends[j]);
+    live.Add(starts[i]);
   }
-  const std::uint64_t capped =
-      peak > internal::kMaxU64 ? internal::kMaxU64 : static_cast<std::uint64_t>(peak);
-  return {capped, peak_task};
+}
+
+template <typename ForEachSpan>
+std::pair<std::uint64_t, TaskIndex> Sweep(std::size_t spans, ForEachSpan for_each_span) {
+  std::uint64_t max_pad = 0;
+  const std::vector<Span> starts = SortedStarts(spans, for_each_span, &max_pad);
+  LiveBytes live(max_pad, starts.size());
+  std::vector<Span> ends;  // a min-heap by last task, then (past kMaxHeap) sorted
+  const std::size_t i = SweepWithHeap(starts, ends, live);
+  if (i < starts.size()) SweepSorted(starts, i, ends, live);
+  return live.Peak();
 }
 
 // Range add, global max over [0, n). A node's max and pending add share a
@@ -265,6 +296,53 @@ std::uint64_t PeakLiveBytes(const Problem& problem, std::uint64_t alignment) {
 namespace internal {
 namespace {
 
+// A record's size and its range of distinct first tasks, [lo, hi).
+struct SizeRange {
+  std::uint64_t size;
+  std::size_t lo, hi;
+};
+
+// Each record's range of distinct first tasks, from two sorted passes
+// instead of two binary searches per record (at 2 x 10^6 records those
+// searches' cache misses were half the time); `starts`: the distinct first
+// tasks. False when the deadline passes.
+bool FirstTaskRanges(std::span<const UsageRecord> records, Deadline* deadline, std::vector<SizeRange>* ranges,
+                     std::vector<TaskIndex>* starts) {
+  const std::size_t n = records.size();
+  std::vector<std::pair<TaskIndex, std::size_t>> by_task(n);
+  for (std::size_t i = 0; i < n; ++i) by_task[i] = {records[i].first_task, i};
+  // Pairs are distinct, so the stable sort is the sort.
+  const std::less<std::pair<TaskIndex, std::size_t>> less;
+  if (!StableSortUntil(by_task, less, deadline)) return false;
+  ranges->resize(n);
+  for (const auto& [task, i] : by_task) {
+    if (starts->empty() || starts->back() != task) starts->push_back(task);
+    (*ranges)[i].size = records[i].size;
+    (*ranges)[i].lo = starts->size() - 1;
+  }
+  for (std::size_t i = 0; i < n; ++i) by_task[i] = {records[i].last_task, i};
+  if (!StableSortUntil(by_task, less, deadline)) return false;
+  std::size_t k = 0;  // distinct first tasks <= the current last task
+  for (const auto& [task, i] : by_task) {
+    while (k < starts->size() && (*starts)[k] <= task) ++k;
+    (*ranges)[i].hi = k;
+  }
+  return true;
+}
+
+// Inserts the ranges (largest first) into the tree, pushing a record's size
+// for each live count it is the first to reach.
+template <typename Tree>
+bool InsertLargestFirst(const std::vector<SizeRange>& ranges, Deadline* deadline, Tree& tree,
+                        std::vector<std::uint64_t>& result) {
+  for (const SizeRange& range : ranges) {
+    if (deadline != nullptr && !deadline->Tick()) return false;
+    tree.Add(range.lo, range.hi - 1);  // hi > lo: the record's own first task is in range
+    while (static_cast<std::int64_t>(result.size()) < tree.Max()) result.push_back(range.size);
+  }
+  return true;
+}
+
 // Counts fit 32 bits below narrow_limit records (the trees' counts are at
 // most the record count).
 bool PositionalMaximumsWith(std::span<const UsageRecord> records, Deadline* deadline,
@@ -272,61 +350,27 @@ bool PositionalMaximumsWith(std::span<const UsageRecord> records, Deadline* dead
   std::vector<std::uint64_t>& result = *maxima;
   result.clear();
   if (records.empty()) return true;
-  // Each record's range of distinct first tasks, [lo, hi), from two sorted
-  // passes instead of two binary searches per record (at 2 x 10^6 records
-  // those searches' cache misses were half the time).
-  const std::size_t n = records.size();
-  std::vector<std::pair<TaskIndex, std::size_t>> by_task(n);
-  for (std::size_t i = 0; i < n; ++i) by_task[i] = {records[i].first_task, i};
-  // Pairs are distinct, so the stable sort is the sort.
-  const std::less<std::pair<TaskIndex, std::size_t>> less;
-  if (!StableSortUntil(by_task, less, deadline)) return false;
-  // Per record its size and range, then sorted by size, largest first: the
-  // insertions below read them in order (looking each record's range up by
-  // index in size order was a cache miss per record, a third of the time at
-  // 10^6 records). Among equal sizes the order cannot change the result: the
-  // maximum reached after the last of them is the same, and so is what is
-  // pushed (their size).
-  struct Range {
-    std::uint64_t size;
-    std::size_t lo, hi;
-  };
-  std::vector<Range> ranges(n);
+  std::vector<SizeRange> ranges;
   std::vector<TaskIndex> starts;  // distinct first tasks, ascending
-  for (const auto& [task, i] : by_task) {
-    if (starts.empty() || starts.back() != task) starts.push_back(task);
-    ranges[i].size = records[i].size;
-    ranges[i].lo = starts.size() - 1;
-  }
-  for (std::size_t i = 0; i < n; ++i) by_task[i] = {records[i].last_task, i};
-  if (!StableSortUntil(by_task, less, deadline)) return false;
-  std::size_t k = 0;  // distinct first tasks <= the current last task
-  for (const auto& [task, i] : by_task) {
-    while (k < starts.size() && starts[k] <= task) ++k;
-    ranges[i].hi = k;
-  }
-  std::vector<std::pair<TaskIndex, std::size_t>>().swap(by_task);
+  if (!FirstTaskRanges(records, deadline, &ranges, &starts)) return false;
+  // Sorted by size, largest first: the insertions read them in order
+  // (looking each record's range up by index in size order was a cache miss
+  // per record, a third of the time at 10^6 records). Among equal sizes the
+  // order cannot change the result: the maximum reached after the last of
+  // them is the same, and so is what is pushed (their size).
   if (!StableSortUntil(
           ranges,
-          [](const Range& a, const Range& b) {
+          [](const SizeRange& a, const SizeRange& b) {
             return a.size != b.size ? a.size > b.size : a.lo != b.lo ? a.lo < b.lo : a.hi < b.hi;
           },
           deadline))
     return false;
-  auto insert = [&](auto& tree) {
-    for (const Range& range : ranges) {
-      if (deadline != nullptr && !deadline->Tick()) return false;
-      tree.Add(range.lo, range.hi - 1);  // hi > lo: the record's own first task is in range
-      while (static_cast<std::int64_t>(result.size()) < tree.Max()) result.push_back(range.size);
-    }
-    return true;
-  };
-  if (n < narrow_limit) {
+  if (records.size() < narrow_limit) {
     MaxAddTree<std::int32_t> tree(starts.size());
-    return insert(tree);
+    return InsertLargestFirst(ranges, deadline, tree, result);
   }
   MaxAddTree<std::int64_t> tree(starts.size());
-  return insert(tree);
+  return InsertLargestFirst(ranges, deadline, tree, result);
 }
 
 }  // namespace

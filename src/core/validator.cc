@@ -97,46 +97,49 @@ Status ValidateObjectsPlan(std::span<const ExtentRecord> records, const ExtentOb
       [](const ExtentRecord& r) { return r.size.Elements() > 0; });
 }
 
-Status ValidateOffsetsPlan(const Problem& problem, const OffsetsPlan& plan,
-                           std::uint64_t alignment, bool enforce_capacity) {
-  const std::size_t n = problem.buffers.size();
-  TM_RETURN_IF_ERROR(ValidateAlignment(alignment, "ValidateOffsetsPlan"));
-  if (plan.offsets.size() != n)
-    return InvalidArgument("plan has " + std::to_string(plan.offsets.size()) + " offsets for " +
-                           std::to_string(n) + " buffers");
-  for (std::size_t i = 0; i < n; ++i) {
-    const Buffer& b = problem.buffers[i];
-    const std::uint64_t off = plan.offsets[i];
-    if (b.fixed_offset && *b.fixed_offset != off)
-      return InvalidArgument(Buf(problem, i) + " has fixed offset " +
-                             std::to_string(*b.fixed_offset) + " but the plan puts it at " +
-                             std::to_string(off));
-    if (off % alignment != 0 || (b.alignment > 0 && off % b.alignment != 0))
-      return InvalidArgument(Buf(problem, i) + " at offset " + std::to_string(off) +
-                             " breaks its alignment of " +
-                             std::to_string(std::max<std::uint64_t>(alignment, b.alignment)));
-    std::uint64_t end;
-    if (!internal::CheckedAdd(off, b.size, &end))
-      return OutOfRange(Buf(problem, i) + ": offset + size overflows 64 bits");
-    if (b.size > 0 && end > plan.total)
-      return InvalidArgument(Buf(problem, i) + " ends at " + std::to_string(end) +
-                             ", beyond the plan's total of " + std::to_string(plan.total));
-  }
-  if (enforce_capacity && problem.capacity && plan.total > *problem.capacity)
-    return ResourceExhausted("plan needs " + std::to_string(plan.total) +
-                             " bytes, more than the capacity of " +
-                             std::to_string(*problem.capacity));
+namespace {
 
-  // Sweep over time with the active segments ordered by address; a new
-  // segment overlaps an active one iff it overlaps its neighbour on either side.
-  struct Rect {
-    TaskIndex first, last;
-    std::uint64_t lo, hi;  // absolute bytes [lo, hi)
-    std::size_t buffer;
-  };
-  std::vector<Rect> rects;
-  rects.reserve(n);
-  for (std::size_t i = 0; i < n; ++i)
+// Buffer i at its planned offset: its fixed offset kept, its alignment, no
+// overflow, within the plan's total.
+Status CheckPlacement(const Problem& problem, const OffsetsPlan& plan, std::uint64_t alignment, std::size_t i) {
+  const Buffer& b = problem.buffers[i];
+  const std::uint64_t off = plan.offsets[i];
+  if (b.fixed_offset && *b.fixed_offset != off)
+    return InvalidArgument(Buf(problem, i) + " has fixed offset " + std::to_string(*b.fixed_offset) +
+                           " but the plan puts it at " + std::to_string(off));
+  if (off % alignment != 0 || (b.alignment > 0 && off % b.alignment != 0))
+    return InvalidArgument(Buf(problem, i) + " at offset " + std::to_string(off) + " breaks its alignment of " +
+                           std::to_string(std::max<std::uint64_t>(alignment, b.alignment)));
+  std::uint64_t end;
+  if (!internal::CheckedAdd(off, b.size, &end))
+    return OutOfRange(Buf(problem, i) + ": offset + size overflows 64 bits");
+  if (b.size > 0 && end > plan.total)
+    return InvalidArgument(Buf(problem, i) + " ends at " + std::to_string(end) + ", beyond the plan's total of " +
+                           std::to_string(plan.total));
+  return Status::Ok();
+}
+
+// A buffer's segment at its planned offset.
+struct PlacedRect {
+  TaskIndex first, last;
+  std::uint64_t lo, hi;  // absolute bytes [lo, hi)
+  std::size_t buffer;
+};
+
+Status Overlap(const Problem& problem, const PlacedRect& o, const PlacedRect& cur) {
+  const TaskIndex t = std::max(cur.first, o.first);
+  return InvalidArgument(Buf(problem, o.buffer) + " and " + Buf(problem, cur.buffer) + " overlap: both live at task " +
+                         std::to_string(t) + ", bytes [" + std::to_string(o.lo) + ", " + std::to_string(o.hi) +
+                         ") and [" + std::to_string(cur.lo) + ", " + std::to_string(cur.hi) + ")");
+}
+
+// No two placed segments overlap: a sweep over time with the active
+// segments ordered by address; a new segment overlaps an active one iff it
+// overlaps its neighbour on either side.
+Status CheckNoOverlap(const Problem& problem, const OffsetsPlan& plan) {
+  std::vector<PlacedRect> rects;
+  rects.reserve(problem.buffers.size());
+  for (std::size_t i = 0; i < problem.buffers.size(); ++i)
     for (const Segment& s : Occupancy(problem.buffers[i]))
       rects.push_back({s.first_task, s.last_task, plan.offsets[i] + s.lo, plan.offsets[i] + s.hi, i});
   std::vector<std::size_t> by_first(rects.size()), by_last(rects.size());
@@ -144,36 +147,43 @@ Status ValidateOffsetsPlan(const Problem& problem, const OffsetsPlan& plan,
   std::iota(by_last.begin(), by_last.end(), 0);
   std::sort(by_first.begin(), by_first.end(),
             [&](std::size_t a, std::size_t b) { return rects[a].first < rects[b].first; });
-  std::sort(by_last.begin(), by_last.end(),
-            [&](std::size_t a, std::size_t b) { return rects[a].last < rects[b].last; });
+  std::sort(by_last.begin(), by_last.end(), [&](std::size_t a, std::size_t b) { return rects[a].last < rects[b].last; });
   using Key = std::pair<std::uint64_t, std::size_t>;  // (lo, rect index)
   std::set<Key> active;
   std::size_t r = 0;
   for (std::size_t k = 0; k < by_first.size(); ++k) {
-    const Rect& cur = rects[by_first[k]];
+    const PlacedRect& cur = rects[by_first[k]];
     // Retire rects that ended before this one starts.
     while (r < by_last.size() && rects[by_last[r]].last < cur.first) {
       active.erase({rects[by_last[r]].lo, by_last[r]});
       ++r;
     }
-    auto conflict = [&](std::size_t other) {
-      const Rect& o = rects[other];
-      const TaskIndex t = std::max(cur.first, o.first);
-      return InvalidArgument(
-          Buf(problem, o.buffer) + " and " + Buf(problem, cur.buffer) +
-          " overlap: both live at task " + std::to_string(t) + ", bytes [" +
-          std::to_string(o.lo) + ", " + std::to_string(o.hi) + ") and [" + std::to_string(cur.lo) +
-          ", " + std::to_string(cur.hi) + ")");
-    };
     auto it = active.lower_bound({cur.lo, 0});
-    if (it != active.end() && rects[it->second].lo < cur.hi) return conflict(it->second);
+    if (it != active.end() && rects[it->second].lo < cur.hi) return Overlap(problem, rects[it->second], cur);
     if (it != active.begin()) {
       auto prev = std::prev(it);
-      if (rects[prev->second].hi > cur.lo) return conflict(prev->second);
+      if (rects[prev->second].hi > cur.lo) return Overlap(problem, rects[prev->second], cur);
     }
     active.insert({cur.lo, by_first[k]});
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateOffsetsPlan(const Problem& problem, const OffsetsPlan& plan,
+                           std::uint64_t alignment, bool enforce_capacity) {
+  const std::size_t n = problem.buffers.size();
+  TM_RETURN_IF_ERROR(ValidateAlignment(alignment, "ValidateOffsetsPlan"));
+  if (plan.offsets.size() != n)
+    return InvalidArgument("plan has " + std::to_string(plan.offsets.size()) + " offsets for " +
+                           std::to_string(n) + " buffers");
+  for (std::size_t i = 0; i < n; ++i) TM_RETURN_IF_ERROR(CheckPlacement(problem, plan, alignment, i));
+  if (enforce_capacity && problem.capacity && plan.total > *problem.capacity)
+    return ResourceExhausted("plan needs " + std::to_string(plan.total) +
+                             " bytes, more than the capacity of " +
+                             std::to_string(*problem.capacity));
+  return CheckNoOverlap(problem, plan);
 }
 
 Result<OffsetsPlan> OffsetsPlanFrom(const Problem& problem, std::vector<std::uint64_t> offsets,

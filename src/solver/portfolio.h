@@ -73,6 +73,18 @@ class PartitionSolver {
   }
 
  private:
+  struct ProbeState;
+  // Probe's steps.
+  SearchOutcome ProbeGeneral(std::uint64_t capacity, std::uint64_t budget, SearchControl& control);
+  void KeepOrResetSearches(std::uint64_t capacity, std::size_t configs);
+  std::uint64_t SliceNodes() const;
+  std::size_t NextSweep(std::uint64_t capacity, bool skyline_left) const;
+  bool SweepTurn(std::size_t sweep, ProbeState& p);
+  std::uint64_t RunBudget(std::size_t slot, const SearchConfig& config, std::uint64_t slice) const;
+  std::unique_ptr<SkylineSearch> StartSearch(std::size_t slot, const ProbeState& p);
+  std::optional<SearchOutcome> SkylineTurn(std::size_t slot, ProbeState& p);
+  void BoundSearchMemory(std::size_t running, const std::vector<SearchConfig>& portfolio);
+
   const Instance& inst_;
   const SolverParams& params_;
   // The items' ranks per CanonicalOrder (empty: not computed yet).

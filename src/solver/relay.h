@@ -3,8 +3,9 @@
 // alignment) ends often takes over its place in real programs (an
 // activation overwritten by the next of its shape). A *relay* is such a
 // successor starting at the first start after its predecessor ends: at the
-// next task (MiniMalloc D has 25 such chains), or later when no buffer
-// starts in between (J: 82 links where the exact rule finds 81). Merging
+// next task (25 such chains in one MiniMalloc instance), or later when no
+// buffer starts in between (82 links in another, where the next-task rule
+// finds 81). Merging
 // each chain into one buffer whose lifetime covers the chain's, gaps
 // included, is a restriction: every plan of the merged problem is one of
 // the original, with each buffer at its chain's offset (not the reverse),
@@ -12,9 +13,9 @@
 // it were all live when the predecessor ended, beside it, so covering the
 // gap adds no overlap and no task's live bytes exceed those at that end.
 // Its plans are upper bounds only: its proofs say nothing of the original.
-// On MiniMalloc D (213 buffers, 174 chains) the merged problem is solved at
-// D's peak in 0.33 M nodes, where the search of D itself ends 0.1-2 %
-// above it at 60 s.
+// On a 213-buffer MiniMalloc instance (174 chains) the merged problem is
+// solved at its peak in 0.33 M nodes, where the search of the instance
+// itself ends 0.1-2 % above it at 60 s.
 //
 // Only plain buffers chain (no gaps, no fixed offset, size > 0); every
 // buffer's start counts, and so does each end of a gap (its bytes come

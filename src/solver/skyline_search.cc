@@ -642,64 +642,83 @@ void SkylineSearch::SumTree::Add(std::uint32_t lo, std::uint32_t hi, std::uint64
 bool SkylineSearch::TilingFits(const Frame& f) {
   if (!tiling_) return true;
   const Comp& c = comps_[f.comp];
-  const std::uint64_t level = f.level;
-  if (level >= capacity_) return true;
-  auto tight_at = [&](std::uint32_t s) -> std::uint64_t {  // F, or UINT64_MAX
-    if (rem_[s] == 0) return UINT64_MAX;
-    const std::uint64_t fl = std::max(floor_[s], level);
-    return fl < capacity_ && rem_[s] >= capacity_ - fl ? fl : UINT64_MAX;
-  };
+  if (f.level >= capacity_) return true;
+  CollectTightFloors(c, f.level);
+  if (tiling_floors_.empty()) return true;
+  CollectTilingCandidates(f);
+  std::size_t next_cand = 0;
+  for (const std::uint64_t fl : tiling_floors_)
+    if (!FloorIsTiled(c, f.level, fl, next_cand)) return false;
+  return true;
+}
+
+// Section s's floor (at least `level`) when its unplaced bytes exactly fill
+// the room above it (zero slack), else UINT64_MAX.
+std::uint64_t SkylineSearch::TightFloor(std::uint32_t s, std::uint64_t level) const {
+  if (rem_[s] == 0) return UINT64_MAX;
+  const std::uint64_t fl = std::max(floor_[s], level);
+  return fl < capacity_ && rem_[s] >= capacity_ - fl ? fl : UINT64_MAX;
+}
+
+// tiling_floors_: the component's tight floors, sorted, unique.
+void SkylineSearch::CollectTightFloors(const Comp& c, std::uint64_t level) {
   std::vector<std::uint64_t>& floors = tiling_floors_;
   floors.clear();
   for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) {
-    const std::uint64_t fl = tight_at(s);
+    const std::uint64_t fl = TightFloor(s, level);
     if (fl != UINT64_MAX && (floors.empty() || floors.back() != fl)) floors.push_back(fl);
   }
-  if (floors.empty()) return true;
   std::sort(floors.begin(), floors.end());
   floors.erase(std::unique(floors.begin(), floors.end()), floors.end());
-  const bool lowest = options_.branching == Branching::kLowest ||
-                      options_.branching == Branching::kLowestFloating;
-  // Candidates (skyline offset, item) for the floors in the list.
+}
+
+// tiling_cands_: (skyline offset, item) of the unplaced items whose skyline
+// offset is a tight floor and that may still go there, sorted.
+void SkylineSearch::CollectTilingCandidates(const Frame& f) {
+  const Comp& c = comps_[f.comp];
+  const bool lowest = options_.branching == Branching::kLowest || options_.branching == Branching::kLowestFloating;
   std::vector<std::pair<std::uint64_t, std::uint32_t>>& cands = tiling_cands_;
   cands.clear();
   for (std::uint32_t k = c.begin; k < c.begin + c.count; ++k) {
     const std::uint32_t y = pool_[k];
     const std::uint64_t a = am_[y];
-    if (!std::binary_search(floors.begin(), floors.end(), a)) continue;
-    if (a == level) {
+    if (!std::binary_search(tiling_floors_.begin(), tiling_floors_.end(), a)) continue;
+    if (a == f.level) {
       if (lowest && (f.closed || (f.has_min_rank && rank_[y] <= f.min_rank))) continue;
       if (active_blocks_ > 0) {
         const Item& it = inst_.items[y];
         bool blocked = false;
         for (std::uint32_t s = it.first_section; s < it.end_section && !blocked; ++s)
-          blocked = blocked_[s] == level;
+          blocked = blocked_[s] == f.level;
         if (blocked) continue;
       }
     }
     cands.push_back({a, y});
   }
   std::sort(cands.begin(), cands.end());
-  std::size_t ci = 0;
-  for (const std::uint64_t fl : floors) {
-    for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) start_head_[s] = UINT32_MAX;
-    for (; ci < cands.size() && cands[ci].first == fl; ++ci) {
-      const std::uint32_t y = cands[ci].second;
-      const std::uint32_t first = inst_.items[y].first_section;
-      start_next_[y] = start_head_[first];
-      start_head_[first] = y;
-    }
-    for (std::uint32_t s = c.sec_lo; s <= c.sec_hi; ++s) reach_[s] = 0;
-    reach_[c.sec_lo] = 1;
-    for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) {
-      if (!reach_[s]) continue;
-      if (tight_at(s) != fl) reach_[s + 1] = 1;
-      for (std::uint32_t y = start_head_[s]; y != UINT32_MAX; y = start_next_[y])
-        reach_[inst_.items[y].end_section] = 1;
-    }
-    if (!reach_[c.sec_hi]) return false;
+}
+
+// Whether the candidates at floor fl (from tiling_cands_[next_cand] on,
+// which moves past them) cover every section tight at fl exactly: a pass
+// over the sections, reaching from each reached one the ends of the
+// candidates starting there (or the next section when it is not tight at fl).
+bool SkylineSearch::FloorIsTiled(const Comp& c, std::uint64_t level, std::uint64_t fl, std::size_t& next_cand) {
+  const std::vector<std::pair<std::uint64_t, std::uint32_t>>& cands = tiling_cands_;
+  for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) start_head_[s] = UINT32_MAX;
+  for (; next_cand < cands.size() && cands[next_cand].first == fl; ++next_cand) {
+    const std::uint32_t y = cands[next_cand].second;
+    const std::uint32_t first = inst_.items[y].first_section;
+    start_next_[y] = start_head_[first];
+    start_head_[first] = y;
   }
-  return true;
+  for (std::uint32_t s = c.sec_lo; s <= c.sec_hi; ++s) reach_[s] = 0;
+  reach_[c.sec_lo] = 1;
+  for (std::uint32_t s = c.sec_lo; s < c.sec_hi; ++s) {
+    if (!reach_[s]) continue;
+    if (TightFloor(s, level) != fl) reach_[s + 1] = 1;
+    for (std::uint32_t y = start_head_[s]; y != UINT32_MAX; y = start_next_[y]) reach_[inst_.items[y].end_section] = 1;
+  }
+  return reach_[c.sec_hi] != 0;
 }
 
 // Splits the active items of `comp` into groups that share no section.
@@ -864,6 +883,17 @@ void SkylineSearch::Start(std::uint64_t capacity) {
   over_memory_ = false;
   capacity_ = capacity;
   floating_ = options_.branching == Branching::kLowestFloating;
+  ResetPlacements();
+  ChooseInferences();
+  InitLoadsAndCuts();
+  ResetPath();
+  InitRanks();
+  outcome_ = FirstOutcome();
+  if (outcome_ == SearchOutcome::kLimit) frames_.push_back(Frame{});
+}
+
+// Nothing placed, blocked or floored yet.
+void SkylineSearch::ResetPlacements() {
   const std::size_t n = inst_.items.size();
   const std::uint32_t S = inst_.num_sections;
   am_.resize(n);
@@ -877,15 +907,18 @@ void SkylineSearch::Start(std::uint64_t capacity) {
   rem_.assign(S, 0);
   floor_.assign(S, inst_.base);
   floor_trail_.clear();
+}
+
+// Which of the floor, tiling and hole inferences this instance keeps.
+void SkylineSearch::ChooseInferences() {
+  const std::size_t n = inst_.items.size();
+  const std::uint32_t S = inst_.num_sections;
   // The floor trail holds up to the sum of the items' section spans (each
   // placement raises the floor of its whole span): kept only when that is
   // small (busy training traces have 10^7 and more).
-  {
-    std::uint64_t spans = 0;
-    for (std::size_t i = 0; i < n; ++i)
-      spans += inst_.items[i].end_section - inst_.items[i].first_section;
-    floors_ = spans <= (std::uint64_t{1} << 20);
-  }
+  std::uint64_t spans = 0;
+  for (std::size_t i = 0; i < n; ++i) spans += inst_.items[i].end_section - inst_.items[i].first_section;
+  floors_ = spans <= (std::uint64_t{1} << 20);
   tiling_ = floors_ && options_.tiling && inst_.obstacles.empty();
   holes_ = options_.hole_inference && !inst_.section_obstacle_lo.empty();
   min_scratch_.assign(holes_ ? S : 0, 0);
@@ -893,38 +926,48 @@ void SkylineSearch::Start(std::uint64_t capacity) {
   start_head_.assign(tiling_ ? S : 0, UINT32_MAX);
   start_next_.assign(tiling_ ? n : 0, UINT32_MAX);
   reach_.assign(tiling_ ? S + 1 : 0, 0);
-  // Difference arrays: linear even when lifetimes are long.
-  {
-    std::vector<std::uint64_t> rem_diff(S + 1, 0);
-    std::vector<std::int64_t> cut_diff(S + 2, 0);
-    for (std::size_t i = 0; i < n; ++i) {
-      const Item& it = inst_.items[i];
-      am_[i] = LowestFreeOffset(inst_, it, inst_.base);
-      for (const Piece& pc : PiecesOf(inst_, it)) {
-        rem_diff[pc.begin] += pc.hi;  // wraps back: sums fit
-        rem_diff[pc.end] -= pc.hi;
-      }
-      if (it.end_section > it.first_section + 1) {
-        ++cut_diff[it.first_section + 1];
-        --cut_diff[it.end_section];
-      }
+}
+
+// Each item's lowest free offset; per section the bytes still to place and
+// the items living across its start (difference arrays: linear even when
+// lifetimes are long).
+void SkylineSearch::InitLoadsAndCuts() {
+  const std::size_t n = inst_.items.size();
+  const std::uint32_t S = inst_.num_sections;
+  std::vector<std::uint64_t> rem_diff(S + 1, 0);
+  std::vector<std::int64_t> cut_diff(S + 2, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Item& it = inst_.items[i];
+    am_[i] = LowestFreeOffset(inst_, it, inst_.base);
+    for (const Piece& pc : PiecesOf(inst_, it)) {
+      rem_diff[pc.begin] += pc.hi;  // wraps back: sums fit
+      rem_diff[pc.end] -= pc.hi;
     }
-    std::uint64_t r = 0;
-    std::int64_t c = 0;
-    for (std::uint32_t s = 0; s < S; ++s) {
-      r += rem_diff[s];
-      rem_[s] = r;  // <= peak live bytes, which fits
-    }
-    for (std::uint32_t k = 0; k <= S; ++k) {
-      c += cut_diff[k];
-      cut_[k] = static_cast<std::uint32_t>(c);
+    if (it.end_section > it.first_section + 1) {
+      ++cut_diff[it.first_section + 1];
+      --cut_diff[it.end_section];
     }
   }
+  std::uint64_t r = 0;
+  std::int64_t c = 0;
+  for (std::uint32_t s = 0; s < S; ++s) {
+    r += rem_diff[s];
+    rem_[s] = r;  // <= peak live bytes, which fits
+  }
+  for (std::uint32_t k = 0; k <= S; ++k) {
+    c += cut_diff[k];
+    cut_[k] = static_cast<std::uint32_t>(c);
+  }
   remaining_.Build(rem_);
+}
+
+// One component of every item; no step, frame or recorded failure.
+void SkylineSearch::ResetPath() {
+  const std::size_t n = inst_.items.size();
   pool_.resize(n);
   pos_.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) pool_[i] = pos_[i] = i;
-  comps_.assign(1, Comp{0, static_cast<std::uint32_t>(n), 0, S});
+  comps_.assign(1, Comp{0, static_cast<std::uint32_t>(n), 0, inst_.num_sections});
   am_trail_.clear();
   am_old_.clear();
   steps_.clear();
@@ -932,33 +975,32 @@ void SkylineSearch::Start(std::uint64_t capacity) {
   keys_.clear();
   failed_.clear();
   key_words_ = 0;
+}
+
+// The branching order: the given ranks (or the instance's), shuffled by the
+// seed of a restart.
+void SkylineSearch::InitRanks() {
+  const std::size_t n = inst_.items.size();
   rank_.resize(n);
   if (options_.ranks != nullptr && options_.ranks->size() == n) {
     std::copy(options_.ranks->begin(), options_.ranks->end(), rank_.begin());
   } else {
     for (std::size_t i = 0; i < n; ++i) rank_[i] = inst_.items[i].rank;
   }
-  if (options_.shuffle_seed != 0) {
-    ShuffleFromSeed(std::span<std::uint32_t>(rank_), options_.shuffle_seed);
-  }
+  if (options_.shuffle_seed != 0) ShuffleFromSeed(std::span<std::uint32_t>(rank_), options_.shuffle_seed);
   rank_trail_.clear();
   total_.assign(n, 0);
+}
 
-  outcome_ = SearchOutcome::kLimit;
-  if (n == 0) {
-    outcome_ = SearchOutcome::kFound;
-    return;
-  }
-  if (!SumFits(inst_.base, remaining_.Max(0, S), capacity_)) {
-    outcome_ = SearchOutcome::kExhausted;
-    return;
-  }
+// kFound with no item, kExhausted when the load or an item cannot fit the
+// capacity, else kLimit (the search has to run).
+SearchOutcome SkylineSearch::FirstOutcome() const {
+  const std::size_t n = inst_.items.size();
+  if (n == 0) return SearchOutcome::kFound;
+  if (!SumFits(inst_.base, remaining_.Max(0, inst_.num_sections), capacity_)) return SearchOutcome::kExhausted;
   for (std::size_t i = 0; i < n; ++i)
-    if (!SumFits(am_[i], inst_.items[i].height, capacity_)) {
-      outcome_ = SearchOutcome::kExhausted;
-      return;
-    }
-  frames_.push_back(Frame{});
+    if (!SumFits(am_[i], inst_.items[i].height, capacity_)) return SearchOutcome::kExhausted;
+  return SearchOutcome::kLimit;
 }
 
 SearchOutcome SkylineSearch::Continue(std::uint64_t node_budget, SearchControl& control) {
@@ -989,75 +1031,89 @@ SearchOutcome SkylineSearch::Continue(std::uint64_t node_budget, SearchControl& 
     }
     // Out of budget: this node has changed nothing yet (Prepare's work is
     // kept in the frame), so the next Continue picks it up here.
-    if (nodes_ - start_nodes >= node_budget) return SearchOutcome::kLimit;
-    if (options_.max_growing_bytes != 0 && GrowingBytes() > options_.max_growing_bytes) {
-      over_memory_ = true;
-      return SearchOutcome::kLimit;
-    }
-    ++nodes_;
-    const Comp& cur = comps_[comp];
-    if (!control.Tick(cur.count + (cur.sec_hi - cur.sec_lo))) return SearchOutcome::kLimit;
+    if (nodes_ - start_nodes >= node_budget || !TakeNode(comp, control)) return SearchOutcome::kLimit;
     if (next < 0) {
-      f.block_tried = true;
-      Frame child;
-      child.comp = comp;
-      child.mark = steps_.size();
-      child.level = level;
-      if (options_.branching == Branching::kLowest ||
-          options_.branching == Branching::kLowestFloating) {
-        // Nothing more goes to this level.
-        child.closed = true;
-      } else {
-        // Nothing will occupy this point at this level.
-        Block(options_.branching == Branching::kRightPoint
-                  ? inst_.num_sections - 1 - f.point
-                  : f.point,
-              level);
-        if (!ReleasesFit(comp, level) || !HolesFit(comp, level)) continue;
-        child.mark = steps_.size();
-      }
-      frames_.push_back(child);
+      BranchOnBlock(f, comp, level);
       continue;
     }
-    const auto y = static_cast<std::uint32_t>(next);
-    f.started = true;
-    f.prev_rank = rank_[y];
-    if (options_.branching == Branching::kLeftFit) f.prev_key = FitKey(f, y);
-    const bool cut_hit = Place(y, comp, level);
-    if (!SectionsHold(y, comp)) continue;
-    if (comps_[comp].count == 0) {
-      if (CompleteComponent()) return outcome_ = SearchOutcome::kFound;
-      continue;
-    }
-    if (!Update(comp, y)) continue;
-    // The release bound costs most of a node; every other depth catches
-    // nearly all it would (a dead child dies one level later).
-    if (steps_.size() % 2 == 0 && (!ReleasesFit(comp, level) || !HolesFit(comp, level)))
-      continue;
-    Frame child;
-    child.comp = comp;
-    child.mark = steps_.size();
-    child.level = level;
-    child.has_min_rank = true;
-    child.min_rank = rank_[y];
-    if (cut_hit && options_.dynamic_decomposition) {
-      Frame split = child;
-      if (TrySplit(comp, split)) {
-        Frame first;
-        first.comp = split.first_comp;
-        first.mark = steps_.size();
-        first.level = level;
-        first.has_min_rank = split.has_min_rank && !options_.regroup_ranks;
-        first.min_rank = split.min_rank;
-        frames_.push_back(split);
-        first.key = RootKey(first);
-        if (first.key != -2) frames_.push_back(first);
-        continue;
-      }
-    }
-    frames_.push_back(child);
+    if (BranchOnItem(f, static_cast<std::uint32_t>(next), comp, level)) return outcome_ = SearchOutcome::kFound;
   }
   return outcome_ = SearchOutcome::kExhausted;
+}
+
+// Counts a node of component `comp`; false when the memory (over_memory_
+// then) or the solve's limits stop the search first.
+bool SkylineSearch::TakeNode(std::uint32_t comp, SearchControl& control) {
+  if (options_.max_growing_bytes != 0 && GrowingBytes() > options_.max_growing_bytes) {
+    over_memory_ = true;
+    return false;
+  }
+  ++nodes_;
+  const Comp& cur = comps_[comp];
+  return control.Tick(cur.count + (cur.sec_hi - cur.sec_lo));
+}
+
+// The branch where no candidate goes to f's point at this level: closes the
+// level (the lowest-first branchings) or blocks the point, and pushes the
+// child frame unless that branch is dead already.
+void SkylineSearch::BranchOnBlock(Frame& f, std::uint32_t comp, std::uint64_t level) {
+  f.block_tried = true;
+  Frame child;
+  child.comp = comp;
+  child.mark = steps_.size();
+  child.level = level;
+  if (options_.branching == Branching::kLowest || options_.branching == Branching::kLowestFloating) {
+    // Nothing more goes to this level.
+    child.closed = true;
+  } else {
+    // Nothing will occupy this point at this level.
+    Block(options_.branching == Branching::kRightPoint ? inst_.num_sections - 1 - f.point : f.point, level);
+    if (!ReleasesFit(comp, level) || !HolesFit(comp, level)) return;
+    child.mark = steps_.size();
+  }
+  frames_.push_back(child);
+}
+
+// The branch that places item y at `level`, and pushes the child frame
+// (or the frames of the split component) unless that branch is dead
+// already. True when the plan is complete.
+bool SkylineSearch::BranchOnItem(Frame& f, std::uint32_t y, std::uint32_t comp, std::uint64_t level) {
+  f.started = true;
+  f.prev_rank = rank_[y];
+  if (options_.branching == Branching::kLeftFit) f.prev_key = FitKey(f, y);
+  const bool cut_hit = Place(y, comp, level);
+  if (!SectionsHold(y, comp)) return false;
+  if (comps_[comp].count == 0) return CompleteComponent();
+  if (!Update(comp, y)) return false;
+  // The release bound costs most of a node; every other depth catches
+  // nearly all it would (a dead child dies one level later).
+  if (steps_.size() % 2 == 0 && (!ReleasesFit(comp, level) || !HolesFit(comp, level))) return false;
+  Frame child;
+  child.comp = comp;
+  child.mark = steps_.size();
+  child.level = level;
+  child.has_min_rank = true;
+  child.min_rank = rank_[y];
+  if (!(cut_hit && options_.dynamic_decomposition && PushSplit(child))) frames_.push_back(child);
+  return false;
+}
+
+// When placing left a cut in time that splits the component: pushes the
+// split frame and the first group's frame (child: the frame the unsplit
+// component would have had), and true.
+bool SkylineSearch::PushSplit(const Frame& child) {
+  Frame split = child;
+  if (!TrySplit(child.comp, split)) return false;
+  Frame first;
+  first.comp = split.first_comp;
+  first.mark = steps_.size();
+  first.level = child.level;
+  first.has_min_rank = split.has_min_rank && !options_.regroup_ranks;
+  first.min_rank = split.min_rank;
+  frames_.push_back(split);
+  first.key = RootKey(first);
+  if (first.key != -2) frames_.push_back(first);
+  return true;
 }
 
 }  // namespace tensormem::solver

@@ -201,6 +201,18 @@ class SkylineSearch {
   };
 
   std::uint64_t SharedTop(std::uint32_t x, std::uint32_t y, std::uint64_t offset) const;
+  // Start's steps.
+  void ResetPlacements();
+  void ChooseInferences();
+  void InitLoadsAndCuts();
+  void ResetPath();
+  void InitRanks();
+  SearchOutcome FirstOutcome() const;
+  // Continue's steps.
+  bool TakeNode(std::uint32_t comp, SearchControl& control);
+  void BranchOnBlock(Frame& f, std::uint32_t comp, std::uint64_t level);
+  bool BranchOnItem(Frame& f, std::uint32_t y, std::uint32_t comp, std::uint64_t level);
+  bool PushSplit(const Frame& child);
   bool Eligible(std::uint32_t item, std::uint64_t level) const;
   bool Prepare(Frame& f);
   std::int32_t NextCandidate(const Frame& f) const;
@@ -231,6 +243,10 @@ class SkylineSearch {
   // of at least min_size bytes.
   std::uint64_t HoleBytes(std::uint32_t s, std::uint64_t from, std::uint64_t min_size) const;
   bool TilingFits(const Frame& f);
+  std::uint64_t TightFloor(std::uint32_t s, std::uint64_t level) const;
+  void CollectTightFloors(const Comp& c, std::uint64_t level);
+  void CollectTilingCandidates(const Frame& f);
+  bool FloorIsTiled(const Comp& c, std::uint64_t level, std::uint64_t fl, std::size_t& next_cand);
   void UndoTo(std::size_t mark);
   bool TrySplit(std::uint32_t comp, Frame& split);
   void RankGroup(std::uint32_t comp);

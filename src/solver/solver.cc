@@ -788,8 +788,8 @@ bool Solve::AdoptRelayPlan(const OffsetsPlan& merged_plan, std::uint64_t best) {
 }
 
 // Fit questions on the merged problem find plans at heights the descent of
-// the problem itself does not reach (MiniMalloc J: at 2^19 nodes about half
-// of the heights 1-3 % above the bound fit, docs/design/solver.md), but which
+// the problem itself does not reach (on one MiniMalloc instance, at 2^19 nodes
+// about half of the heights 1-3 % above the bound fit, docs/design/solver.md), but which
 // heights is luck: the samples spread over the upper half of the gap below
 // the best plan by a golden-ratio sequence, no height twice at one budget
 // (when they are all asked, the budget doubles). The relay probe's and the
@@ -1071,8 +1071,43 @@ Result<SolveResult> Solve::Finish() {
   return std::move(r);
 }
 
-// The default portfolio, then weighted restarts from its best plan
-// (SolverParams::weighted_share).
+// One Solve of the problem, shown against the caller's whole limit.
+Result<SolveResult> RunSolve(const Problem& problem, const SolverParams& params, double shown_limit,
+                             std::optional<std::uint64_t> capacity, std::span<const std::size_t> caller_index) {
+  auto solve = std::make_unique<Solve>(problem, params, capacity);  // large: on the heap
+  solve->ShowLimit(shown_limit);
+  solve->SetCallerIndex(caller_index);
+  return solve->Run();
+}
+
+// The answer of the two turns: the lower plan (the second's on a tie), the
+// higher bound, the counts of both.
+SolveResult CombineTurns(const SolveResult& a, const SolveResult& b) {
+  SolveResult out = b.has_plan && (!a.has_plan || b.height <= a.height) ? b : a;
+  out.lower_bound = std::max(a.lower_bound, b.lower_bound);
+  out.restriction_bound = std::max(a.restriction_bound, b.restriction_bound);
+  if (out.has_plan) {
+    out.status = out.height == out.lower_bound ? SolveStatus::kOptimal : SolveStatus::kFeasible;
+    out.gap = out.height == 0 ? 0.0
+                              : static_cast<double>(out.height - out.lower_bound) / static_cast<double>(out.height);
+    if (out.status == SolveStatus::kOptimal) out.reason.clear();
+  }
+  out.deep_probes = a.deep_probes + b.deep_probes;
+  out.deep_probe_plans = a.deep_probe_plans + b.deep_probe_plans;
+  out.deep_probe_proofs = a.deep_probe_proofs + b.deep_probe_proofs;
+  out.relay_samples = a.relay_samples + b.relay_samples;
+  out.relay_sample_plans = a.relay_sample_plans + b.relay_sample_plans;
+  out.fit_descent_turns = a.fit_descent_turns + b.fit_descent_turns;
+  out.fit_descent_plans = a.fit_descent_plans + b.fit_descent_plans;
+  out.nodes = a.nodes + b.nodes;
+  out.heuristic_height = a.heuristic_height;
+  out.weighted_turn = true;
+  return out;
+}
+
+// The default portfolio for (1 - SolverParams::weighted_share) of the
+// limit, then, when it ends with a plan above the bound and limits left,
+// weighted restarts from its best plan for the rest.
 Result<SolveResult> SolveInTurn(const Problem& problem, const SolverParams& params,
                                 std::optional<std::uint64_t> capacity,
                                 std::span<const std::size_t> caller_index) {
@@ -1087,13 +1122,9 @@ Result<SolveResult> SolveInTurn(const Problem& problem, const SolverParams& para
       stopped = stopped || params.should_stop();
       return stopped;
     };
-  auto first_solve = std::make_unique<Solve>(problem, first, capacity);
-  first_solve->ShowLimit(params.time_limit_seconds);
-  first_solve->SetCallerIndex(caller_index);
-  Result<SolveResult> r = first_solve->Run();
-  first_solve.reset();
+  Result<SolveResult> r = RunSolve(problem, first, params.time_limit_seconds, capacity, caller_index);
   if (!r.ok()) return r;
-  SolveResult& a = *r;
+  const SolveResult& a = *r;
   const bool out_of_nodes = params.node_limit != 0 && a.nodes >= params.node_limit;
   if (a.status != SolveStatus::kFeasible || stopped || out_of_nodes) return r;
   SolverParams second = params;
@@ -1104,33 +1135,9 @@ Result<SolveResult> SolveInTurn(const Problem& problem, const SolverParams& para
   // From the best plan: the heuristics ran already.
   if (a.has_plan) second.initial_plan = &a.plan;
   if (second.time_limit_seconds <= 0) return r;
-  auto second_solve = std::make_unique<Solve>(problem, second, capacity);
-  second_solve->ShowLimit(params.time_limit_seconds);
-  second_solve->SetCallerIndex(caller_index);
-  Result<SolveResult> r2 = second_solve->Run();
-  second_solve.reset();
+  Result<SolveResult> r2 = RunSolve(problem, second, params.time_limit_seconds, capacity, caller_index);
   if (!r2.ok()) return r2;
-  SolveResult& b = *r2;
-  SolveResult out = b.has_plan && (!a.has_plan || b.height <= a.height) ? b : a;
-  out.lower_bound = std::max(a.lower_bound, b.lower_bound);
-  out.restriction_bound = std::max(a.restriction_bound, b.restriction_bound);
-  if (out.has_plan) {
-    out.status = out.height == out.lower_bound ? SolveStatus::kOptimal : SolveStatus::kFeasible;
-    out.gap = out.height == 0 ? 0.0
-                              : static_cast<double>(out.height - out.lower_bound) /
-                                    static_cast<double>(out.height);
-    if (out.status == SolveStatus::kOptimal) out.reason.clear();
-  }
-  out.deep_probes = a.deep_probes + b.deep_probes;
-  out.deep_probe_plans = a.deep_probe_plans + b.deep_probe_plans;
-  out.deep_probe_proofs = a.deep_probe_proofs + b.deep_probe_proofs;
-  out.relay_samples = a.relay_samples + b.relay_samples;
-  out.relay_sample_plans = a.relay_sample_plans + b.relay_sample_plans;
-  out.fit_descent_turns = a.fit_descent_turns + b.fit_descent_turns;
-  out.fit_descent_plans = a.fit_descent_plans + b.fit_descent_plans;
-  out.nodes = a.nodes + b.nodes;
-  out.heuristic_height = a.heuristic_height;
-  out.weighted_turn = true;
+  SolveResult out = CombineTurns(a, *r2);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

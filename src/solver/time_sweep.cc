@@ -175,8 +175,222 @@ class TimeSweep::Enumerator {
     std::size_t min, max;
   };
 
+  // One boundary as Go sees it: the pivot's side (pivot first once
+  // ordered), the other side largest first, and what is precomputed over
+  // the other side's sums.
+  struct Boundary {
+    explicit Boundary(SubsetSumStorage* storage) : table(storage) {}
+    bool pivot_ending = false;
+    std::vector<std::uint32_t> side, other;
+    std::uint64_t other_sum = 0;
+    std::size_t n = 0, pool = 0;  // side's size; the buffers a group draws from besides the pivot
+    std::vector<std::uint64_t> largest;  // sums of the k largest of `other`
+    std::uint64_t unit = 0;              // the sizes' common divisor
+    SubsetSumTable table;
+    bool have_table = false;
+    std::vector<std::uint64_t> small_sums;  // every subset sum of a small other side, sorted
+    const SubsetSumTable* Table() const { return have_table ? &table : nullptr; }
+  };
+
+  // Splits the boundary into pivot side and other side and precomputes the
+  // other side's sums.
+  void Prepare(const std::vector<std::uint32_t>& ending, const std::vector<std::uint32_t>& starting,
+               Boundary& bd) {
+    bd.pivot_ending = ending.size() <= starting.size();
+    bd.side = bd.pivot_ending ? ending : starting;
+    bd.other = bd.pivot_ending ? starting : ending;
+    std::vector<std::uint32_t>& other = bd.other;
+    for (const std::uint32_t i : other) bd.other_sum = internal::SaturatingAdd(bd.other_sum, Size(i));
+    std::stable_sort(other.begin(), other.end(), [&](std::uint32_t a, std::uint32_t b) { return Size(a) > Size(b); });
+    bd.n = bd.side.size();
+    bd.pool = bd.n - 1;
+    // A large other side gets its reachable sums first: then a group whose
+    // sum it cannot reach costs one lookup, and the search for the matches
+    // of one that it can never meets a dead end.
+    if (other.size() >= kSubsetSumTableMinItems) {
+      std::vector<std::uint64_t> sizes;
+      for (const std::uint32_t i : other) sizes.push_back(Size(i));
+      bd.have_table = bd.table.Build(sizes, bd.other_sum);
+      if (bd.have_table) work_ += bd.table.cost() / 4;
+    }
+    // A small other side's subset sums instead, all of them (at most 2^11,
+    // where a table would be megabytes), so that a group no subset matches
+    // is dropped before its consecutiveness check too.
+    if (other.size() < kSubsetSumTableMinItems) {
+      bd.small_sums.push_back(0);
+      for (const std::uint32_t i : other)
+        for (std::size_t k = 0, m = bd.small_sums.size(); k < m; ++k)
+          bd.small_sums.push_back(bd.small_sums[k] + Size(i));
+      std::sort(bd.small_sums.begin(), bd.small_sums.end());
+      work_ += bd.small_sums.size();
+    }
+    bd.largest.assign(other.size() + 1, 0);
+    for (std::size_t k = 0; k < other.size(); ++k)
+      bd.largest[k + 1] = internal::SaturatingAdd(bd.largest[k], Size(other[k]));
+    // Sums count in units of the sizes' common divisor (aligned buffers:
+    // sizes in multiples of 256 bytes take 256 times fewer sums).
+    for (const std::uint32_t i : other) bd.unit = std::gcd(bd.unit, Size(i));
+    for (const std::uint32_t i : bd.side) bd.unit = std::gcd(bd.unit, Size(i));
+  }
+
+  // Whether some subset of the other side may sum to `total`.
+  static bool Reachable(const Boundary& bd, std::uint64_t total) {
+    if (bd.have_table) return bd.table.Reaches(0, total);
+    if (!bd.small_sums.empty()) return std::binary_search(bd.small_sums.begin(), bd.small_sums.end(), total);
+    return true;  // a large side past the table's limit: unknown
+  }
+
+  // Whether a match of k buffers of the other side for a group of r + 1
+  // summing to `total` is likely to be chance: the expected number of such
+  // equal sums, C(others, k) C(pool, r) over the spread of the sums they can
+  // take, above the chance threshold (1 %; 10 % or 0.1 % in the alternate
+  // sweeps). The spread is at least `total`, and wider when k buffers can
+  // sum to much more (sizes spread over orders of magnitude: 85 + 232 = 317
+  // among buffers of 10^4-10^5 bytes is no chance).
+  bool Likely(const Boundary& bd, std::size_t r, std::size_t k, std::uint64_t total) const {
+    const std::size_t others = bd.other.size();
+    const std::uint64_t smallest = bd.other_sum - bd.largest[others - k];
+    const std::uint64_t spread = std::max(total, bd.largest[k] - smallest) / std::max<std::uint64_t>(bd.unit, 1);
+    return Binomial(others, k) * Binomial(bd.pool, r) > static_cast<double>(spread) * sweep_.chance_;
+  }
+
+  // Up to how many buffers (or all but how many) a match of `total` for a
+  // group of r + 1 is unlikely to be chance.
+  std::size_t UnlikelyUpTo(const Boundary& bd, std::size_t r, std::uint64_t total) const {
+    std::size_t few = 0;
+    while (few < bd.other.size() && !Likely(bd, r, few + 1, total)) ++few;
+    return few;
+  }
+
+  // The pivot (side[0], in every group) is the buffer with the fewest
+  // likely matches, so that the pairings that hold come first: one whose
+  // size exactly one buffer of the other side has (a piece cut in time:
+  // its halves end and start at the same offset), else one with a match
+  // unlikely to be chance (few buffers or all but few), else the smallest
+  // (the fewest subsets sum to it).
+  void OrderPivots(Boundary& bd) {
+    std::vector<std::vector<std::uint32_t>> matches;
+    std::vector<std::tuple<int, std::uint64_t, std::uint32_t>> keyed;  // (kind, order, item)
+    for (const std::uint32_t i : bd.side) {
+      const std::uint64_t size = Size(i);
+      const auto [lo, hi] = std::equal_range(bd.other.begin(), bd.other.end(), i,
+                                             [&](std::uint32_t a, std::uint32_t b) { return Size(a) > Size(b); });
+      int kind = 2;
+      if (hi - lo == 1) {
+        kind = 0;
+      } else {
+        const std::size_t few = UnlikelyUpTo(bd, 0, size);
+        if (few > 0 && size <= bd.other_sum) {
+          Matches(bd.other, bd.largest, bd.other_sum, size, few, bd.Table(), &matches, 1);
+          if (!matches.empty() && matches[0].size() < bd.other.size()) kind = 1;
+        }
+      }
+      // Among the sparse ones the largest: few buffers rarely sum to a
+      // large size by chance (many small buffers make small sums cheap).
+      keyed.emplace_back(kind, kind == 1 ? UINT64_MAX - size : size, i);
+    }
+    std::stable_sort(keyed.begin(), keyed.end());
+    for (std::size_t k = 0; k < keyed.size(); ++k) bd.side[k] = std::get<2>(keyed[k]);
+  }
+
+  // Group sizes besides the pivot (r): every one on a small side. On a big
+  // side up to kMaxGroupOnBigSide buffers, and as many of all but a few (a
+  // boundary where most of the side is one run and a few buffers another),
+  // alternately: 1, n - 1, 2, n - 2, ...
+  static std::vector<std::size_t> GroupSizes(const Boundary& bd) {
+    std::vector<std::size_t> sizes;
+    if (bd.n <= kBigSide) {
+      for (std::size_t k = 0; k <= bd.pool; ++k) sizes.push_back(k);
+    } else {
+      for (std::size_t k = 0; k < kMaxGroupOnBigSide; ++k) {
+        sizes.push_back(k);
+        if (k + 1 < kMaxGroupOnBigSide) sizes.push_back(bd.pool - 1 - k);
+      }
+    }
+    return sizes;
+  }
+
+  // The next combination of idx.size() from [0, pool), in lexicographic
+  // order; false after the last.
+  static bool NextCombination(std::vector<std::size_t>& idx, std::size_t pool) {
+    const std::size_t r = idx.size();
+    std::size_t k = r;
+    while (k > 0 && idx[k - 1] == k - 1 + pool - r) --k;
+    if (k == 0) return false;
+    ++idx[k - 1];
+    for (std::size_t j = k; j < r; ++j) idx[j] = idx[j - 1] + 1;
+    return true;
+  }
+
+  // Where Go stands: the tree and the rest of the boundary it pairs, the
+  // blocks so far, the pass's range and the dense groups in `blocks`.
+  struct Level {
+    const PQTree& tree;
+    const PQTree::Index& index;
+    const std::vector<std::uint32_t>& ending;
+    const std::vector<std::uint32_t>& starting;
+    Pairing& blocks;
+    DenseRange range;
+    std::size_t dense_so_far;
+  };
+
+  // Pairs a with b (a: ending buffers, admitted by the tree) and goes on
+  // over the rest of the boundary.
+  void Extend(const Level& at, const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b,
+              bool dense) {
+    // Only a pairing that goes on gets its own copy of the tree.
+    PQTree t = at.tree;
+    sweep_.Mark(a);
+    t.Reduce(sweep_.mark_, a.size());  // admitted: succeeds
+    std::vector<std::uint32_t> rest_ending, rest_starting;
+    for (const std::uint32_t i : at.ending)
+      if (!sweep_.mark_[i]) rest_ending.push_back(i);
+    sweep_.Unmark(a);
+    sweep_.Mark(b);
+    for (const std::uint32_t i : at.starting)
+      if (!sweep_.mark_[i]) rest_starting.push_back(i);
+    sweep_.Unmark(b);
+    at.blocks.emplace_back(a, b);
+    Go(t, rest_ending, rest_starting, at.blocks, at.range, at.dense_so_far + (dense ? 1 : 0));
+    at.blocks.pop_back();
+  }
+
+  // The pairings whose next block holds the pivot and side[k + 1] for k in
+  // idx (r = idx.size()). False once stopped.
+  bool TryGroup(const Level& at, const Boundary& bd, const std::vector<std::size_t>& idx) {
+    const std::size_t r = idx.size();
+    std::vector<std::uint32_t> group{bd.side[0]};
+    std::uint64_t total = Size(bd.side[0]);
+    for (const std::size_t k : idx) {
+      group.push_back(bd.side[k + 1]);
+      total = internal::SaturatingAdd(total, Size(bd.side[k + 1]));
+    }
+    // An ending group (pivot on the ending side) is checked before its
+    // matches are sought: one that cannot be consecutive needs none.
+    if (total > bd.other_sum || !Reachable(bd, total) || (bd.pivot_ending && !at.index.Admits(group))) return true;
+    // The sparse pass looks only where a match is unlikely to be chance:
+    // among the few buffers, or all but a few.
+    const bool sparse_only = at.dense_so_far >= at.range.max;
+    const std::size_t few = sparse_only ? UnlikelyUpTo(bd, r, total) : bd.other.size();
+    std::vector<std::vector<std::uint32_t>> matches;
+    Matches(bd.other, bd.largest, bd.other_sum, total, few, bd.Table(), &matches);
+    for (const std::vector<std::uint32_t>& match : matches) {
+      const bool proper = match.size() < bd.other.size() && group.size() < bd.n;
+      const bool dense = proper && Likely(bd, r, match.size(), total);
+      if (sparse_only && dense) continue;
+      const std::vector<std::uint32_t>& a = bd.pivot_ending ? group : match;
+      const std::vector<std::uint32_t>& b = bd.pivot_ending ? match : group;
+      if (!bd.pivot_ending && !at.index.Admits(a)) continue;
+      Extend(at, a, b, dense);
+      if (Stopped()) return false;
+    }
+    return true;
+  }
+
   // The pairings that extend `blocks` over the rest of the boundary, with
-  // `dense_so_far` dense groups in `blocks`.
+  // `dense_so_far` dense groups in `blocks`: the pivot's group of each size
+  // in turn, each combination of the rest of its side, with each match on
+  // the other side.
   void Go(const PQTree& tree, const std::vector<std::uint32_t>& ending,
           const std::vector<std::uint32_t>& starting, Pairing& blocks, DenseRange range,
           std::size_t dense_so_far) {
@@ -186,173 +400,18 @@ class TimeSweep::Enumerator {
         Yield(blocks);
       return;
     }
-    const bool pivot_ending = ending.size() <= starting.size();
-    std::vector<std::uint32_t> side = pivot_ending ? ending : starting;
-    std::vector<std::uint32_t> other = pivot_ending ? starting : ending;
-    std::uint64_t other_sum = 0;
-    for (const std::uint32_t i : other) other_sum = internal::SaturatingAdd(other_sum, Size(i));
-    std::stable_sort(other.begin(), other.end(),
-                     [&](std::uint32_t a, std::uint32_t b) { return Size(a) > Size(b); });
-    const std::size_t n = side.size(), pool = n - 1;
     const PQTree::Index index(tree);
-    // A large other side gets its reachable sums first: then a group whose
-    // sum it cannot reach costs one lookup, and the search for the matches
-    // of one that it can never meets a dead end.
-    SubsetSumTable table(sweep_.shared_storage_ != nullptr ? sweep_.shared_storage_
-                                                          : &sweep_.own_storage_);
-    bool have_table = false;
-    if (other.size() >= kSubsetSumTableMinItems) {
-      std::vector<std::uint64_t> sizes;
-      for (const std::uint32_t i : other) sizes.push_back(Size(i));
-      have_table = table.Build(sizes, other_sum);
-      if (have_table) work_ += table.cost() / 4;
-    }
-    // A small other side's subset sums instead, all of them (at most 2^11,
-    // where a table would be megabytes), so that a group no subset matches
-    // is dropped before its consecutiveness check too.
-    std::vector<std::uint64_t> small_sums;
-    if (other.size() < kSubsetSumTableMinItems) {
-      small_sums.push_back(0);
-      for (const std::uint32_t i : other)
-        for (std::size_t k = 0, m = small_sums.size(); k < m; ++k)
-          small_sums.push_back(small_sums[k] + Size(i));
-      std::sort(small_sums.begin(), small_sums.end());
-      work_ += small_sums.size();
-    }
-    const auto reachable = [&](std::uint64_t total) {
-      if (have_table) return table.Reaches(0, total);
-      if (!small_sums.empty()) return std::binary_search(small_sums.begin(), small_sums.end(), total);
-      return true;  // a large side past the table's limit: unknown
-    };
-    // Whether a match of k buffers of the other side for a group (of r + 1
-    // here) summing to `total` is likely to be chance: the expected number
-    // of such equal sums, C(others, k) C(pool, r) over the spread of the
-    // sums they can take, above the chance threshold (1 %; 10 % or 0.1 % in
-    // the alternate sweeps). The spread is at least `total`, and
-    // wider when k buffers can sum to much more (sizes spread over orders
-    // of magnitude: 85 + 232 = 317 among buffers of 10^4-10^5 bytes is no
-    // chance).
-    std::vector<std::uint64_t> largest(other.size() + 1, 0);  // sums of the k largest
-    for (std::size_t k = 0; k < other.size(); ++k)
-      largest[k + 1] = internal::SaturatingAdd(largest[k], Size(other[k]));
-    // Sums count in units of the sizes' common divisor (aligned buffers:
-    // sizes in multiples of 256 bytes take 256 times fewer sums).
-    std::uint64_t unit = 0;
-    for (const std::uint32_t i : other) unit = std::gcd(unit, Size(i));
-    for (const std::uint32_t i : side) unit = std::gcd(unit, Size(i));
-    std::size_t r = 0;
-    const auto likely = [&](std::size_t k, std::uint64_t total) {
-      const std::uint64_t smallest = other_sum - largest[other.size() - k];
-      const std::uint64_t spread = std::max(total, largest[k] - smallest) / std::max<std::uint64_t>(unit, 1);
-      return Binomial(other.size(), k) * Binomial(pool, r) >
-             static_cast<double>(spread) * sweep_.chance_;
-    };
-    // Up to how many buffers (or all but how many) a match of `total` is
-    // unlikely to be chance.
-    const auto unlikely_up_to = [&](std::uint64_t total) {
-      std::size_t few = 0;
-      while (few < other.size() && !likely(few + 1, total)) ++few;
-      return few;
-    };
-    std::vector<std::vector<std::uint32_t>> matches;
-    // The pivot (side[0], in every group) is the buffer with the fewest
-    // likely matches, so that the pairings that hold come first: one whose
-    // size exactly one buffer of the other side has (a piece cut in time:
-    // its halves end and start at the same offset), else one with a match
-    // unlikely to be chance (few buffers or all but few), else the
-    // smallest (the fewest subsets sum to it).
-    {
-      std::vector<std::tuple<int, std::uint64_t, std::uint32_t>> keyed;  // (kind, order, item)
-      for (const std::uint32_t i : side) {
-        const std::uint64_t size = Size(i);
-        const auto [lo, hi] = std::equal_range(
-            other.begin(), other.end(), i, [&](std::uint32_t a, std::uint32_t b) { return Size(a) > Size(b); });
-        int kind = 2;
-        if (hi - lo == 1) {
-          kind = 0;
-        } else {
-          const std::size_t few = unlikely_up_to(size);
-          if (few > 0 && size <= other_sum) {
-            Matches(other, largest, other_sum, size, few, have_table ? &table : nullptr, &matches, 1);
-            if (!matches.empty() && matches[0].size() < other.size()) kind = 1;
-          }
-        }
-        // Among the sparse ones the largest: few buffers rarely sum to a
-        // large size by chance (many small buffers make small sums cheap).
-        keyed.emplace_back(kind, kind == 1 ? UINT64_MAX - size : size, i);
-      }
-      std::stable_sort(keyed.begin(), keyed.end());
-      for (std::size_t k = 0; k < keyed.size(); ++k) side[k] = std::get<2>(keyed[k]);
-    }
-    std::vector<std::size_t> idx;
-    // Group sizes (r + 1): every one on a small side. On a big side up to
-    // kMaxGroupOnBigSide buffers, and as many of all but a few (a boundary
-    // where most of the side is one run and a few buffers another),
-    // alternately: 1, n - 1, 2, n - 2, ...
-    std::vector<std::size_t> group_sizes;
-    if (n <= kBigSide) {
-      for (std::size_t k = 0; k <= pool; ++k) group_sizes.push_back(k);
-    } else {
-      for (std::size_t k = 0; k < kMaxGroupOnBigSide; ++k) {
-        group_sizes.push_back(k);
-        if (k + 1 < kMaxGroupOnBigSide) group_sizes.push_back(pool - 1 - k);
-      }
-    }
-    for (const std::size_t group_size : group_sizes) {
-      r = group_size;
-      idx.resize(r);
-      for (std::size_t k = 0; k < r; ++k) idx[k] = k;
-      for (;;) {
+    Boundary bd(sweep_.shared_storage_ != nullptr ? sweep_.shared_storage_ : &sweep_.own_storage_);
+    Prepare(ending, starting, bd);
+    OrderPivots(bd);
+    const Level at{tree, index, ending, starting, blocks, range, dense_so_far};
+    for (const std::size_t r : GroupSizes(bd)) {
+      std::vector<std::size_t> idx(r);
+      std::iota(idx.begin(), idx.end(), std::size_t{0});
+      do {
         Work();
-        if (Stopped()) return;
-        std::vector<std::uint32_t> group{side[0]};
-        std::uint64_t total = Size(side[0]);
-        for (const std::size_t k : idx) {
-          group.push_back(side[k + 1]);
-          total = internal::SaturatingAdd(total, Size(side[k + 1]));
-        }
-        // An ending group (pivot on the ending side) is checked before its
-        // matches are sought: one that cannot be consecutive needs none.
-        const bool possible =
-            total <= other_sum && reachable(total) && (!pivot_ending || index.Admits(group));
-        if (possible) {
-          // The sparse pass looks only where a match is unlikely to be
-          // chance: among the few buffers, or all but a few.
-          const bool sparse_only = dense_so_far >= range.max;
-          const std::size_t few = sparse_only ? unlikely_up_to(total) : other.size();
-          Matches(other, largest, other_sum, total, few, have_table ? &table : nullptr, &matches);
-          for (const std::vector<std::uint32_t>& match : matches) {
-            const bool proper = match.size() < other.size() && group.size() < n;
-            const bool dense = proper && likely(match.size(), total);
-            if (sparse_only && dense) continue;
-            const std::vector<std::uint32_t>& a = pivot_ending ? group : match;
-            const std::vector<std::uint32_t>& b = pivot_ending ? match : group;
-            if (!pivot_ending && !index.Admits(a)) continue;
-            // Only a pairing that goes on gets its own copy of the tree.
-            PQTree t = tree;
-            sweep_.Mark(a);
-            t.Reduce(sweep_.mark_, a.size());  // admitted: succeeds
-            std::vector<std::uint32_t> rest_ending, rest_starting;
-            for (const std::uint32_t i : ending)
-              if (!sweep_.mark_[i]) rest_ending.push_back(i);
-            sweep_.Unmark(a);
-            sweep_.Mark(b);
-            for (const std::uint32_t i : starting)
-              if (!sweep_.mark_[i]) rest_starting.push_back(i);
-            sweep_.Unmark(b);
-            blocks.emplace_back(a, b);
-            Go(t, rest_ending, rest_starting, blocks, range, dense_so_far + (dense ? 1 : 0));
-            blocks.pop_back();
-            if (Stopped()) return;
-          }
-        }
-        // The next combination of r from the pool, in lexicographic order.
-        std::size_t k = r;
-        while (k > 0 && idx[k - 1] == k - 1 + pool - r) --k;
-        if (k == 0) break;
-        ++idx[k - 1];
-        for (std::size_t j = k; j < r; ++j) idx[j] = idx[j - 1] + 1;
-      }
+        if (Stopped() || !TryGroup(at, bd, idx)) return;
+      } while (NextCombination(idx, bd.pool));
     }
   }
 
@@ -474,12 +533,7 @@ SearchOutcome TimeSweep::Continue(std::uint64_t budget, SearchControl& control) 
   const std::uint64_t effort_before = effort_;
   for (;;) {
     if (control.stopped()) return SearchOutcome::kLimit;
-    if (depth_ == last) {  // everything ends: the plan
-      done_ = true;
-      if (Rebuild()) return SearchOutcome::kFound;
-      offsets_.clear();
-      return SearchOutcome::kExhausted;
-    }
+    if (depth_ == last) return Finish();  // everything ends: the plan
     Frame& f = frames_[depth_];
     if (f.pos == f.batch.size()) {
       if (!f.more) {
@@ -488,21 +542,7 @@ SearchOutcome TimeSweep::Continue(std::uint64_t budget, SearchControl& control) 
           reason_ = "no pairing left (the enumeration is capped: not a proof)";
           return SearchOutcome::kExhausted;
         }
-        // Backjump: to the latest boundary that started one of the ending
-        // buffers here, or blamed by a failure below; it inherits the rest.
-        std::vector<std::uint32_t> blame = f.conflict;
-        for (const std::uint32_t i : ending_[depth_])
-          if (start_[i] >= 1 && start_[i] < depth_) blame.push_back(start_[i]);
-        std::sort(blame.begin(), blame.end());
-        blame.erase(std::unique(blame.begin(), blame.end()), blame.end());
-        while (!blame.empty() && blame.back() >= depth_) blame.pop_back();
-        const std::size_t to = blame.empty() ? depth_ - 1 : blame.back();
-        if (!blame.empty()) blame.pop_back();
-        std::vector<std::uint32_t>& inherit = frames_[to].conflict;
-        inherit.insert(inherit.end(), blame.begin(), blame.end());
-        std::sort(inherit.begin(), inherit.end());
-        inherit.erase(std::unique(inherit.begin(), inherit.end()), inherit.end());
-        depth_ = to;
+        Backjump();
         continue;
       }
       const std::uint64_t work_before = work_;
@@ -515,17 +555,49 @@ SearchOutcome TimeSweep::Continue(std::uint64_t budget, SearchControl& control) 
     ++effort_;
     ++nodes_;
     const bool more_time = control.Tick();
-    Pairing p = std::move(f.batch[f.pos++]);
-    PQTree reduced, next;
-    if (Apply(depth_, p, &reduced, &next)) {
-      f.reduced = reduced.Compacted();
-      f.chosen = std::move(p);
-      ResetFrame(depth_ + 1, next.Compacted());
-      ++depth_;
-      deepest_ = std::max(deepest_, depth_);
-    }
+    TryNextPairing(f);
     if (!more_time) return SearchOutcome::kLimit;
   }
+}
+
+// Every boundary paired: the plan from the chosen pairings (kFound), or
+// none when it does not rebuild (kExhausted).
+SearchOutcome TimeSweep::Finish() {
+  done_ = true;
+  if (Rebuild()) return SearchOutcome::kFound;
+  offsets_.clear();
+  return SearchOutcome::kExhausted;
+}
+
+// The boundary at depth_ has no pairing left: back to the latest boundary
+// that started one of the buffers ending here, or blamed by a failure
+// below; it inherits the rest of the blame.
+void TimeSweep::Backjump() {
+  std::vector<std::uint32_t> blame = frames_[depth_].conflict;
+  for (const std::uint32_t i : ending_[depth_])
+    if (start_[i] >= 1 && start_[i] < depth_) blame.push_back(start_[i]);
+  std::sort(blame.begin(), blame.end());
+  blame.erase(std::unique(blame.begin(), blame.end()), blame.end());
+  while (!blame.empty() && blame.back() >= depth_) blame.pop_back();
+  const std::size_t to = blame.empty() ? depth_ - 1 : blame.back();
+  if (!blame.empty()) blame.pop_back();
+  std::vector<std::uint32_t>& inherit = frames_[to].conflict;
+  inherit.insert(inherit.end(), blame.begin(), blame.end());
+  std::sort(inherit.begin(), inherit.end());
+  inherit.erase(std::unique(inherit.begin(), inherit.end()), inherit.end());
+  depth_ = to;
+}
+
+// The next pairing of f's batch: when it applies, one boundary deeper.
+void TimeSweep::TryNextPairing(Frame& f) {
+  Pairing p = std::move(f.batch[f.pos++]);
+  PQTree reduced, next;
+  if (!Apply(depth_, p, &reduced, &next)) return;
+  f.reduced = reduced.Compacted();
+  f.chosen = std::move(p);
+  ResetFrame(depth_ + 1, next.Compacted());
+  ++depth_;
+  deepest_ = std::max(deepest_, depth_);
 }
 
 bool TimeSweep::Rebuild() {

@@ -122,6 +122,10 @@ class TimeSweep {
   class Enumerator;
 
   void ResetFrame(std::size_t k, PQTree in);
+  // Continue's steps.
+  SearchOutcome Finish();
+  void Backjump();
+  void TryNextPairing(Frame& f);
   // Fills frames_[k].batch with the next pairings; false when stopped by
   // the limits (the batch is then redone on the next call).
   bool Refill(std::size_t k, SearchControl& control);

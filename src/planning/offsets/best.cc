@@ -63,77 +63,171 @@ unsigned ThreadsFor(const PlanParams& params) {
   return std::clamp(std::thread::hardware_concurrency(), 1u, kMaxPlanThreads);
 }
 
-// Runs the candidates on up to `threads` threads, each taking the next one
-// in list order with what is left of the one time limit. A plan at the
-// lower bound stops the candidates after it (they could only tie with an
-// optimal plan); the caller's should_stop is polled on this thread only (a
-// binding's Ctrl-C check must run on it). results[i] is empty for a
-// candidate skipped after a plan at the bound. Nullopt when not even one
-// thread could start (the caller then runs them itself).
-std::optional<std::vector<std::optional<Result<OffsetsPlan>>>> RunOnThreads(
-    std::span<const Candidate> candidates, const Problem& problem, const PlanParams& params,
-    const internal::Deadline& deadline, std::uint64_t lower_bound, unsigned threads) {
-  const std::size_t n = candidates.size();
-  std::vector<std::optional<Result<OffsetsPlan>>> results(n);
-  std::atomic<std::size_t> next{0};
-  std::atomic<std::size_t> last_needed{n};  // candidates after this one are not
-  std::atomic<bool> stop_all{false};
-  std::mutex mutex;
-  std::condition_variable done_cv;
-  std::size_t running = 0;
-  const auto work = [&] {
-    for (std::size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
-      if (i > last_needed.load()) continue;
-      PlanParams p = params;
-      p.threads = 1;
-      p.time_limit_seconds = deadline.ForNested();
-      p.should_stop = [&stop_all, &last_needed, i] { return stop_all.load() || i > last_needed.load(); };
-      // An exception must not leave a thread (it would end the process).
-      Result<OffsetsPlan> r = Internal("best: " + std::string(candidates[i].name) + " did not run");
+using CandidateResults = std::vector<std::optional<Result<OffsetsPlan>>>;
+
+// The candidates on threads: what the workers share. Each worker takes the
+// next candidate in list order with what is left of the one time limit. A
+// plan at the lower bound stops the candidates after it (they could only
+// tie with an optimal plan); the caller's should_stop is polled on the
+// calling thread only (a binding's Ctrl-C check must run on it).
+class ThreadRace {
+ public:
+  ThreadRace(std::span<const Candidate> candidates, const Problem& problem, const PlanParams& params,
+             const internal::Deadline& deadline, std::uint64_t lower_bound, unsigned threads)
+      : candidates_(candidates), problem_(problem), params_(params), deadline_(deadline),
+        lower_bound_(lower_bound), threads_(threads), results_(candidates.size()),
+        last_needed_(candidates.size()) {}
+
+  // results[i] is empty for a candidate skipped after a plan at the bound.
+  // Nullopt when not even one thread could start.
+  std::optional<CandidateResults> Run() {
+    std::vector<std::thread> workers;
+    for (unsigned k = 0; k < std::min<std::size_t>(threads_, candidates_.size()); ++k) {
       try {
-        r = candidates[i].fn(problem, p);
-      } catch (const std::bad_alloc&) {
-        r = ResourceExhausted("best: out of memory in " + std::string(candidates[i].name) + " (PlanParams::threads " +
-                              std::to_string(threads) + ": each candidate holds its own state)");
-      } catch (const std::exception& e) {
-        r = Internal("best: " + std::string(candidates[i].name) + ": " + e.what());
+        std::lock_guard<std::mutex> lock(mutex_);
+        workers.emplace_back([this] { Work(); });
+        ++running_;
+      } catch (const std::system_error&) {
+        break;  // fewer threads: the started ones take every candidate
       }
-      if (r.ok() && r->total <= lower_bound) {
-        std::size_t was = last_needed.load();
-        while (i < was && !last_needed.compare_exchange_weak(was, i)) {
+    }
+    if (workers.empty()) return std::nullopt;
+    WaitPollingStop();
+    for (std::thread& t : workers) t.join();
+    return std::move(results_);
+  }
+
+ private:
+  void Work() {
+    const std::size_t n = candidates_.size();
+    for (std::size_t i = next_.fetch_add(1); i < n; i = next_.fetch_add(1)) {
+      if (i > last_needed_.load()) continue;
+      Result<OffsetsPlan> r = RunOne(i);
+      if (r.ok() && r->total <= lower_bound_) {
+        std::size_t was = last_needed_.load();
+        while (i < was && !last_needed_.compare_exchange_weak(was, i)) {
         }
       }
-      std::lock_guard<std::mutex> lock(mutex);
-      results[i].emplace(std::move(r));
+      std::lock_guard<std::mutex> lock(mutex_);
+      results_[i].emplace(std::move(r));
     }
-    std::lock_guard<std::mutex> lock(mutex);
-    --running;
-    done_cv.notify_all();
-  };
-  std::vector<std::thread> workers;
-  for (unsigned k = 0; k < std::min<std::size_t>(threads, n); ++k) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --running_;
+    done_cv_.notify_all();
+  }
+
+  // Candidate i on this thread. An exception must not leave a thread (it
+  // would end the process): it becomes the candidate's error.
+  Result<OffsetsPlan> RunOne(std::size_t i) {
+    PlanParams p = params_;
+    p.threads = 1;
+    p.time_limit_seconds = deadline_.ForNested();
+    p.should_stop = [this, i] { return stop_all_.load() || i > last_needed_.load(); };
     try {
-      std::lock_guard<std::mutex> lock(mutex);
-      workers.emplace_back(work);
-      ++running;
-    } catch (const std::system_error&) {
-      break;  // fewer threads: the started ones take every candidate
+      return candidates_[i].fn(problem_, p);
+    } catch (const std::bad_alloc&) {
+      return ResourceExhausted("best: out of memory in " + std::string(candidates_[i].name) + " (PlanParams::threads " +
+                               std::to_string(threads_) + ": each candidate holds its own state)");
+    } catch (const std::exception& e) {
+      return Internal("best: " + std::string(candidates_[i].name) + ": " + e.what());
     }
   }
-  if (workers.empty()) return std::nullopt;
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    while (running > 0) {
-      done_cv.wait_for(lock, std::chrono::milliseconds(20));
-      if (params.should_stop) {
+
+  // Until every worker is done, asking the caller's should_stop on this thread.
+  void WaitPollingStop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (running_ > 0) {
+      done_cv_.wait_for(lock, std::chrono::milliseconds(20));
+      if (params_.should_stop) {
         lock.unlock();
-        if (params.should_stop()) stop_all.store(true);
+        if (params_.should_stop()) stop_all_.store(true);
         lock.lock();
       }
     }
   }
-  for (std::thread& t : workers) t.join();
-  return results;
+
+  std::span<const Candidate> candidates_;
+  const Problem& problem_;
+  const PlanParams& params_;
+  const internal::Deadline& deadline_;
+  const std::uint64_t lower_bound_;
+  const unsigned threads_;
+  CandidateResults results_;
+  std::atomic<std::size_t> next_{0};
+  std::atomic<std::size_t> last_needed_;  // candidates after this one are not
+  std::atomic<bool> stop_all_{false};
+  std::mutex mutex_;
+  std::condition_variable done_cv_;
+  std::size_t running_ = 0;
+};
+
+// The smallest plan so far and its candidate.
+struct BestSoFar {
+  std::optional<OffsetsPlan> plan;
+  std::string winner;
+  int winner_rank = 0;
+  Status stopped;  // why a candidate did not finish in time
+
+  void Offer(OffsetsPlan candidate, const Candidate& c) {
+    if (plan && candidate.total > plan->total) return;
+    if (plan && candidate.total == plan->total && c.tie_rank >= winner_rank) return;
+    plan = std::move(candidate);
+    winner = std::string(c.name);
+    winner_rank = c.tie_rank;
+  }
+};
+
+// The candidates' results in list order (from the threads in `ran`, else
+// each run here with what is left of the limit) until one is at the bound
+// or the limit passes. An error other than the deadline is returned.
+Status TakeCandidates(std::span<const Candidate> candidates, const Problem& problem, const PlanParams& params,
+                      internal::Deadline& deadline, std::uint64_t lower_bound,
+                      std::optional<CandidateResults>& ran, BestSoFar& best) {
+  PlanParams p = params;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    if (best.plan && best.plan->total <= lower_bound) break;
+    // A candidate is skipped only after a plan at the bound, where this
+    // loop has already stopped.
+    if (ran && !(*ran)[i]) return Internal("best: " + std::string(c.name) + " has no result");
+    if (!ran && deadline.Expired()) {
+      best.stopped = DeadlineExceeded(deadline.Why() + " was reached before " + std::string(c.name) + " ran");
+      break;
+    }
+    if (!ran) p.time_limit_seconds = deadline.ForNested();
+    Result<OffsetsPlan> plan = ran ? std::move(*(*ran)[i]) : c.fn(problem, p);
+    if (!plan.ok() && plan.status().code() == StatusCode::kDeadlineExceeded) {
+      best.stopped = plan.status().WithContext(std::string(c.name));
+      break;
+    }
+    if (!plan.ok()) return plan.status();
+    best.Offer(std::move(*plan), c);
+  }
+  return Status::Ok();
+}
+
+// from_objects (greedy_best objects laid back to back), when it may join:
+// no fixed offsets (it cannot take them), up to 2,000 buffers, the others
+// above the bound and time left.
+Status TryFromObjects(const Problem& problem, const PlanParams& params, internal::Deadline& deadline,
+                      std::uint64_t lower_bound, BestSoFar& best) {
+  bool has_fixed = false;
+  for (const Buffer& b : problem.buffers) has_fixed |= b.fixed_offset.has_value();
+  if (has_fixed || problem.buffers.size() > 2'000 || best.plan->total <= lower_bound || !best.stopped.ok() ||
+      deadline.Expired())
+    return Status::Ok();
+  PlanParams p = params;
+  p.from_objects = ObjectsStrategy::kGreedyBest;
+  p.time_limit_seconds = deadline.ForNested();
+  Result<OffsetsPlan> plan = FromObjectsOffsets(problem, p);
+  if (!plan.ok() && plan.status().code() != StatusCode::kResourceExhausted &&
+      plan.status().code() != StatusCode::kDeadlineExceeded)
+    return plan.status();
+  if (plan.ok() && plan->total < best.plan->total) {
+    best.plan = std::move(*plan);
+    best.winner = "from_objects";
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -148,61 +242,19 @@ Result<OffsetsPlan> BestHeuristicOffsets(const Problem& problem, const PlanParam
   };
   // One deadline for all candidates: each gets what is left of it.
   internal::Deadline deadline(params.time_limit_seconds, params.should_stop);
-  PlanParams p = params;
-  std::optional<OffsetsPlan> best;
-  std::string winner;
-  int winner_rank = 0;
-  Status stopped;  // why a candidate did not finish in time
   const std::uint64_t lower_bound = PeakLiveBytes(problem, params.alignment);
-  std::optional<std::vector<std::optional<Result<OffsetsPlan>>>> ran;
+  std::optional<CandidateResults> ran;
   if (const unsigned threads = ThreadsFor(params); threads > 1)
-    ran = RunOnThreads(candidates, problem, params, deadline, lower_bound, threads);
-  for (std::size_t i = 0; i < std::size(candidates); ++i) {
-    const Candidate& c = candidates[i];
-    if (best && best->total <= lower_bound) break;
-    // A candidate is skipped only after a plan at the bound, where this
-    // loop has already stopped.
-    if (ran && !(*ran)[i]) return Internal("best: " + std::string(c.name) + " has no result");
-    if (!ran && deadline.Expired()) {
-      stopped = DeadlineExceeded(deadline.Why() + " was reached before " +
-                                 std::string(c.name) + " ran");
-      break;
-    }
-    if (!ran) p.time_limit_seconds = deadline.ForNested();
-    Result<OffsetsPlan> plan = ran ? std::move(*(*ran)[i]) : c.fn(problem, p);
-    if (!plan.ok() && plan.status().code() == StatusCode::kDeadlineExceeded) {
-      stopped = plan.status().WithContext(std::string(c.name));
-      break;
-    }
-    if (!plan.ok()) return plan.status();
-    if (!best || plan->total < best->total || (plan->total == best->total && c.tie_rank < winner_rank)) {
-      best = std::move(*plan);
-      winner = std::string(c.name);
-      winner_rank = c.tie_rank;
-    }
-  }
-  if (!best) return DeadlineExceeded("no candidate finished: " + stopped.message());
-  // from_objects cannot take fixed offsets; elsewhere it is a fair candidate.
-  bool has_fixed = false;
-  for (const Buffer& b : problem.buffers) has_fixed |= b.fixed_offset.has_value();
-  if (!has_fixed && problem.buffers.size() <= 2'000 && best->total > lower_bound && stopped.ok() &&
-      !deadline.Expired()) {
-    p.from_objects = ObjectsStrategy::kGreedyBest;
-    p.time_limit_seconds = deadline.ForNested();
-    Result<OffsetsPlan> plan = FromObjectsOffsets(problem, p);
-    if (!plan.ok() && plan.status().code() != StatusCode::kResourceExhausted &&
-        plan.status().code() != StatusCode::kDeadlineExceeded)
-      return plan.status();
-    if (plan.ok() && plan->total < best->total) {
-      best = std::move(*plan);
-      winner = "from_objects";
-    }
-  }
-  if (time_limit_hit != nullptr) *time_limit_hit = !stopped.ok() || deadline.Expired();
-  if (!stopped.ok()) winner += ", time limit hit";
-  best->strategy = winner;
-  best->lower_bound = std::max(best->lower_bound, lower_bound);
-  return std::move(*best);
+    ran = ThreadRace(candidates, problem, params, deadline, lower_bound, threads).Run();
+  BestSoFar best;
+  TM_RETURN_IF_ERROR(TakeCandidates(candidates, problem, params, deadline, lower_bound, ran, best));
+  if (!best.plan) return DeadlineExceeded("no candidate finished: " + best.stopped.message());
+  TM_RETURN_IF_ERROR(TryFromObjects(problem, params, deadline, lower_bound, best));
+  if (time_limit_hit != nullptr) *time_limit_hit = !best.stopped.ok() || deadline.Expired();
+  if (!best.stopped.ok()) best.winner += ", time limit hit";
+  best.plan->strategy = best.winner;
+  best.plan->lower_bound = std::max(best.plan->lower_bound, lower_bound);
+  return std::move(*best.plan);
 }
 
 }  // namespace tensormem::planning
