@@ -23,6 +23,15 @@ inline constexpr std::uint64_t kPlanAlignment = 1;
 inline constexpr std::uint64_t kTensorAlignment = 64;
 // Seconds a plan or a solve may take.
 inline constexpr double kTimeLimitSeconds = 10.0;
+// Offsets best's exact polish of its heuristic winner (PlanParams::polish_*;
+// `plan -s best`, Python plan(strategy="best")): at most kPolishNodes search
+// nodes, the same plan on every machine, and at most the smaller of
+// kPolishSeconds and kPolishTimeShare of the time limit, a safety cap so
+// that the polish stays a small part of what the caller allowed (at the
+// default limit, 1 s; a slow machine then stops the polish before its nodes).
+inline constexpr std::uint64_t kPolishNodes = 50'000;
+inline constexpr double kPolishSeconds = 2.0;
+inline constexpr double kPolishTimeShare = 0.1;
 // Timed passes of a replay (the median is reported).
 inline constexpr int kReplayRepetitions = 3;
 

@@ -98,10 +98,12 @@ struct PlanParams {
   // kBest: when the best heuristic plan misses the lower bound on a problem
   // of at most polish_max_buffers buffers, the exact solver continues from
   // it for at most polish_nodes search nodes (the same answer on every
-  // machine) and polish_seconds (a safety cap). 0 nodes turns this off.
-  std::uint64_t polish_nodes = 50'000;
+  // machine) and PolishTimeLimit(*this) seconds (a safety cap). 0 nodes
+  // turns this off. The plan says what the polish spent (OffsetsPlan::polish).
+  std::uint64_t polish_nodes = defaults::kPolishNodes;
   std::size_t polish_max_buffers = 2'000;
-  double polish_seconds = 2.0;
+  double polish_seconds = defaults::kPolishSeconds;
+  double polish_time_share = defaults::kPolishTimeShare;  // of time_limit_seconds
   // Check every plan with the validator before returning it.
   bool validate = true;
   // Offsets kBest: its candidate strategies run on this many threads (0: one
@@ -114,6 +116,11 @@ struct PlanParams {
   unsigned threads = 1;
 };
 inline constexpr unsigned kMaxPlanThreads = 256;
+
+// Seconds offsets kBest's exact polish may take: the smaller of
+// polish_seconds and polish_time_share of time_limit_seconds (and never
+// more than what is left of the limit when the polish starts).
+double PolishTimeLimit(const PlanParams& params);
 
 // Shared-objects plan for 1-D sizes.
 Result<ObjectsPlan> PlanObjects(std::span<const UsageRecord> records, ObjectsStrategy strategy,

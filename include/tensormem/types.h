@@ -10,6 +10,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -106,6 +107,14 @@ struct OffsetsPlan {
   std::string strategy;
   std::uint64_t lower_bound = 0;  // peak live bytes, or better when proven
   double seconds = 0;
+  // Offsets kBest: what its exact polish of the heuristic winner spent, when
+  // it ran (nullopt: the winner was at the bound, or polishing was off or
+  // out of reach; see PlanParams::polish_nodes).
+  struct Polish {
+    double seconds = 0;
+    std::uint64_t nodes = 0;
+  };
+  std::optional<Polish> polish;
 };
 
 // total / lower_bound; 1.0 when both are 0; +inf when only the bound is 0.

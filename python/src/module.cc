@@ -560,6 +560,9 @@ void BindDefaults(py::module_& m) {
   d["time_limit"] = defaults::kTimeLimitSeconds;
   d["replay_repetitions"] = defaults::kReplayRepetitions;
   d["replay_allocators"] = std::string(defaults::kReplayAllocators);
+  d["polish_nodes"] = defaults::kPolishNodes;
+  d["polish_seconds"] = defaults::kPolishSeconds;
+  d["polish_time_share"] = defaults::kPolishTimeShare;
   m.attr("DEFAULTS") = d;
 }
 
@@ -621,6 +624,12 @@ py::class_<PyPlan> BindPlan(py::module_& m) {
       .def_property_readonly("strategy", [](const PyPlan& p) { return p.offsets.strategy; })
       .def_property_readonly("seconds", [](const PyPlan& p) { return p.offsets.seconds; },
                              "planning time measured by the C++ dispatcher")
+      .def_property_readonly("polish_seconds", [](const PyPlan& p) -> py::object {
+        return p.offsets.polish ? py::cast(p.offsets.polish->seconds) : py::none();
+      }, "offsets best: seconds its exact polish took (part of seconds); None when it did not run")
+      .def_property_readonly("polish_nodes", [](const PyPlan& p) -> py::object {
+        return p.offsets.polish ? py::cast(p.offsets.polish->nodes) : py::none();
+      }, "offsets best: search nodes its exact polish ran; None when it did not run")
       .def_property_readonly("ratio", [](const PyPlan& p) {
         return Ratio(p.objects ? TotalSize(p.object_plan) : p.offsets.total, p.offsets.lower_bound);
       })

@@ -79,6 +79,10 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 Status CheckTimeLimitAndThreads(const PlanParams& params) {
   if (std::isnan(params.time_limit_seconds) || params.time_limit_seconds < 0)
     return InvalidArgument("PlanParams::time_limit_seconds must be >= 0 seconds (+infinity for none)");
+  if (std::isnan(params.polish_seconds) || params.polish_seconds < 0)
+    return InvalidArgument("PlanParams::polish_seconds must be >= 0 seconds");
+  if (!(params.polish_time_share >= 0 && params.polish_time_share <= 1))
+    return InvalidArgument("PlanParams::polish_time_share must be in [0, 1]");
   if (params.threads > kMaxPlanThreads)
     return InvalidArgument("PlanParams::threads must be at most " + std::to_string(kMaxPlanThreads) +
                            " (0: one per hardware thread), got " + std::to_string(params.threads));

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // best (offsets): the best of the fast strategies (BestHeuristicOffsets, in
 // the planning layer) and, when it misses the lower bound on a small problem,
-// the exact solver's polish within a node budget (PlanParams::polish_*):
-// greedy orders cannot make a tensor alternate above and below its
-// neighbours (convnext_tiny's residuals), a search can.
+// the exact solver's polish within a node budget and a time cap
+// (PlanParams::polish_*, PolishTimeLimit): greedy orders cannot make a tensor
+// alternate above and below its neighbours (convnext_tiny's residuals), a
+// search can. The plan reports what the polish spent (OffsetsPlan::polish).
 #include <algorithm>
 #include <string>
 
@@ -12,7 +13,14 @@
 #include "strategies/strategies.h"
 #include "tensormem/solver.h"
 
-namespace tensormem::planning {
+namespace tensormem {
+
+double PolishTimeLimit(const PlanParams& params) {
+  // share * +infinity is +infinity: no limit leaves the cap.
+  return std::min(params.polish_seconds, params.polish_time_share * params.time_limit_seconds);
+}
+
+namespace planning {
 
 Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params) {
   // One deadline for the candidates and the polish (each gets what is left).
@@ -31,12 +39,12 @@ Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params
     // Half the budget for the first probes: smaller ones spread a tight
     // budget over many heights and restarts (shufflenet_v2 then stays 16
     // bytes above its bound); the whole budget in one probe tries too few
-    // heights on the MiniMalloc instances (C, D, G, K 3-8 % worse).
+    // heights on the MiniMalloc instances (four of them 3-8 % worse).
     sp.tuning.probe_node_budget = std::max<std::uint64_t>(params.polish_nodes / 2, 1);
     // The budget above was tuned without the solver's probe at the bound
     // (7 slices of at least 1,024 nodes): kept so.
     sp.tuning.bound_probe = false;
-    sp.time_limit_seconds = std::min(params.polish_seconds, deadline.ForNested());
+    sp.time_limit_seconds = std::min(PolishTimeLimit(params), deadline.ForNested());
     sp.should_stop = params.should_stop;
     sp.tuning.heuristic_incumbent = false;  // start from this plan (the solver's would be the same)
     // The polish is for the plan: every node goes to the descent, none to
@@ -47,6 +55,7 @@ Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params
     unbounded.capacity.reset();
     Result<SolveResult> r = SolveOffsets(unbounded, sp);
     if (!r.ok()) return r.status();
+    best.polish = OffsetsPlan::Polish{r->seconds, r->nodes};
     if (r->has_plan && r->plan.total < best.total) {
       best.offsets = std::move(r->plan.offsets);
       best.total = r->plan.total;
@@ -58,4 +67,5 @@ Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params
   return best;
 }
 
-}  // namespace tensormem::planning
+}  // namespace planning
+}  // namespace tensormem

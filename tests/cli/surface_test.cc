@@ -53,6 +53,9 @@ TEST(Defaults, EveryParameterStructStartsFromTheTable) {
   EXPECT_EQ(ReplayParams{}.repetitions, defaults::kReplayRepetitions);
   EXPECT_EQ(PlanParams{}.time_limit_seconds, defaults::kTimeLimitSeconds);
   EXPECT_EQ(SolverParams{}.time_limit_seconds, defaults::kTimeLimitSeconds);
+  EXPECT_EQ(PlanParams{}.polish_nodes, defaults::kPolishNodes);
+  EXPECT_EQ(PlanParams{}.polish_seconds, defaults::kPolishSeconds);
+  EXPECT_EQ(PlanParams{}.polish_time_share, defaults::kPolishTimeShare);
 }
 
 TEST(Defaults, CompactBfcIsOnePreset) {

@@ -4,6 +4,7 @@
 // zero bytes, overflow) behave.
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <random>
 #include <set>
 #include <string>
@@ -18,6 +19,7 @@
 #include "planning/breadth_order.h"
 #include "planning/interval_index.h"
 #include "planning/offsets/best_fit.h"
+#include "tensormem/defaults.h"
 #include "tensormem/lower_bounds.h"
 #include "tensormem/planning.h"
 #include "tensormem/solver.h"
@@ -518,6 +520,60 @@ TEST(Offsets, BestTiesAboveTheBoundKeepGreedyBySize) {
     EXPECT_EQ(best->strategy, "best(greedy_by_size)") << threads;
     EXPECT_EQ(best->offsets, by_size->offsets) << threads;
   }
+}
+
+// best's exact polish may take PolishTimeLimit: the smaller of
+// polish_seconds and polish_time_share of the time limit (the cap alone
+// without a limit); out-of-range knobs are refused naming them.
+TEST(BestPolish, TimeLimitIsTheSmallerOfTheCapAndTheShareOfTheLimit) {
+  PlanParams params;
+  EXPECT_DOUBLE_EQ(PolishTimeLimit(params),
+                   std::min(defaults::kPolishSeconds, defaults::kPolishTimeShare * defaults::kTimeLimitSeconds));
+  params.time_limit_seconds = 1;
+  EXPECT_DOUBLE_EQ(PolishTimeLimit(params), params.polish_time_share);
+  params.time_limit_seconds = 1000;
+  EXPECT_DOUBLE_EQ(PolishTimeLimit(params), params.polish_seconds);
+  params.time_limit_seconds = std::numeric_limits<double>::infinity();
+  EXPECT_DOUBLE_EQ(PolishTimeLimit(params), params.polish_seconds);
+  const std::vector<UsageRecord> records = internal::GenerateChainRecords(10, 64);
+  for (const double share : {-0.5, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
+    PlanParams bad;
+    bad.polish_time_share = share;
+    const Status st = PlanOffsets(records, OffsetsStrategy::kBest, bad).status();
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << share;
+    EXPECT_NE(st.message().find("polish_time_share"), std::string::npos) << st.message();
+  }
+  PlanParams bad;
+  bad.polish_seconds = -1;
+  EXPECT_NE(PlanOffsets(records, OffsetsStrategy::kBest, bad).status().message().find("polish_seconds"),
+            std::string::npos);
+}
+
+// The plan says what the polish spent, when it ran: on a problem whose
+// heuristics miss the bound (160 bytes against a peak of 144), not at the
+// bound, not with polishing off.
+TEST(BestPolish, ThePlanReportsWhatThePolishSpent) {
+  const std::vector<UsageRecord> misses = {{48, 3, 4}, {48, 0, 0}, {48, 3, 6}, {32, 2, 4},
+                                           {64, 5, 5}, {16, 2, 5}, {64, 2, 2}};
+  Result<OffsetsPlan> best = PlanOffsets(misses, OffsetsStrategy::kBest);
+  ASSERT_TRUE(best.ok()) << best.status().ToString();
+  ASSERT_TRUE(best->polish.has_value()) << best->strategy;
+  EXPECT_EQ(best->total, 144u) << best->strategy;
+  EXPECT_LE(best->polish->nodes, PlanParams{}.polish_nodes);
+  EXPECT_GE(best->polish->seconds, 0.0);
+  EXPECT_LE(best->polish->seconds, best->seconds);
+  PlanParams off;
+  off.polish_nodes = 0;
+  Result<OffsetsPlan> heuristic = PlanOffsets(misses, OffsetsStrategy::kBest, off);
+  ASSERT_TRUE(heuristic.ok());
+  EXPECT_EQ(heuristic->total, 160u);
+  EXPECT_FALSE(heuristic->polish.has_value());
+  Result<OffsetsPlan> at_bound = PlanOffsets(internal::GenerateChainRecords(100, 64), OffsetsStrategy::kBest);
+  ASSERT_TRUE(at_bound.ok());
+  EXPECT_FALSE(at_bound->polish.has_value()) << at_bound->strategy;
+  Result<OffsetsPlan> other = PlanOffsets(misses, OffsetsStrategy::kGreedyBySize);
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(other->polish.has_value());
 }
 
 // PlanParams::threads runs best's candidates at once and reads them in list

@@ -5,7 +5,9 @@
 //                      [--time-limit S] [--threads N] [--reference]
 //
 // Plans offsets (default) or shared objects for a CSV/JSON problem and prints
-// one row per strategy: total, lower bound, ratio, milliseconds. An ONNX
+// one row per strategy: total, lower bound, ratio, milliseconds (offsets
+// best adds what its exact polish spent: a line below the table, fields in
+// the JSON row). An ONNX
 // model is imported and its scratch arena planned by the graph planner (ids
 // are tensor names); the persistent arena, the naive total and the saving
 // are reported too. Every option is checked before the input is read.
@@ -51,6 +53,8 @@ struct Row {
   std::uint64_t total = 0;
   std::uint64_t lower_bound = 0;
   double ms = 0;
+  std::optional<OffsetsPlan::Polish> polish;  // offsets best's exact polish, when it ran
+  double polish_limit_seconds = 0;            // PolishTimeLimit of the row's parameters
 };
 
 // One strategy's plan, objects or offsets alike: its row, the offsets the
@@ -192,7 +196,8 @@ Result<Planned> PlanOne(const PlanOptions& o, const Input& in, const std::string
   TM_ASSIGN_OR_RETURN(OffsetsStrategy s, ParseOffsetsStrategy(strategy));
   TM_ASSIGN_OR_RETURN(p.offsets, in.graph ? PlanScratchArena(*in.graph, s, params)
                                           : PlanOffsets(in.problem(), s, params));
-  p.row = {p.offsets.strategy, p.offsets.total, p.offsets.lower_bound, p.offsets.seconds * 1e3};
+  p.row = {p.offsets.strategy, p.offsets.total, p.offsets.lower_bound, p.offsets.seconds * 1e3, p.offsets.polish,
+           PolishTimeLimit(params)};
   return p;
 }
 
@@ -295,12 +300,18 @@ void PrintJson(const PlanOptions& o, const Input& in, std::uint64_t lower_bound,
                                        static_cast<double>(std::max<std::uint64_t>(graph->plan.naive_scratch_bytes, 1))},
                   {"order", OrderJson(graph->plan.schedule)}};
   nlohmann::json results = nlohmann::json::array();
-  for (const Row& r : rows)
-    results.push_back({{"strategy", r.strategy},
-                       {"total", r.total},
-                       {"lower_bound", r.lower_bound},
-                       {"ratio", Ratio(r.total, r.lower_bound)},
-                       {"ms", r.ms}});
+  for (const Row& r : rows) {
+    nlohmann::json row = {{"strategy", r.strategy},
+                          {"total", r.total},
+                          {"lower_bound", r.lower_bound},
+                          {"ratio", Ratio(r.total, r.lower_bound)},
+                          {"ms", r.ms}};
+    if (r.polish) {
+      row["polish_ms"] = r.polish->seconds * 1e3;
+      row["polish_nodes"] = r.polish->nodes;
+    }
+    results.push_back(std::move(row));
+  }
   j["results"] = results;
   std::cout << DumpJson(j, 1) << '\n';
 }
@@ -324,6 +335,13 @@ void PrintTable(const PlanOptions& o, const Input& in, std::uint64_t lower_bound
     t.AddRow({r.strategy, WithThousands(r.total), WithThousands(r.lower_bound),
               FormatDouble(Ratio(r.total, r.lower_bound), 3), FormatDouble(r.ms, 2)});
   std::cout << t.ToString();
+  for (const Row& r : rows)
+    if (r.polish)
+      std::cout << r.strategy << ": exact polish " << WithThousands(r.polish->nodes) << " nodes in "
+                << FormatDouble(r.polish->seconds * 1e3, 1) << " ms of its ms, within " << WithThousands(defaults::kPolishNodes)
+                << " nodes and " << FormatDouble(r.polish_limit_seconds, 2) << " s ("
+                << FormatDouble(100 * defaults::kPolishTimeShare, 0) << " % of --time-limit, at most "
+                << FormatDouble(defaults::kPolishSeconds, 0) << " s)\n";
   if (!graph) return;
   // The naive strategy's arena (in-place chains shared as in every plan),
   // so that it matches a naive row above.
