@@ -87,9 +87,13 @@ def plan(sizes: Union[ArrayLike, Problem], first: Optional[ArrayLike] = None,
     as ``tensormem plan`` on a problem file and the C++ ``PlanParams``.
 
     Returns a :class:`Plan`: ``offsets`` (NumPy uint64), ``total``,
-    ``lower_bound``, ``ratio``, ``strategy``, ``seconds``; ``objects=True``
-    gives shared objects (``object_of``, ``object_sizes``; ``offsets`` are the
-    objects laid back to back). ``time_limit`` bounds the ``exact`` strategy.
+    ``lower_bound``, ``ratio``, ``strategy``, ``seconds``, and for ``best``
+    what its exact polish spent, ``polish_seconds`` and ``polish_nodes``
+    (None when it did not run); ``objects=True`` gives shared objects
+    (``object_of``, ``object_sizes``; ``offsets`` are the objects laid back to
+    back). ``time_limit`` covers every strategy; ``best``'s polish takes at
+    most ``DEFAULTS["polish_time_share"]`` of it (and
+    ``DEFAULTS["polish_seconds"]``).
     ``threads``: offsets ``best`` runs its candidate strategies on that many
     threads (0: one per hardware thread); the plan is the one of one thread
     unless ``time_limit`` passes.

@@ -60,6 +60,9 @@ def test_best_polish_is_reported_alike(tmp_path):
     assert 0 <= p.polish_seconds <= p.seconds
     heuristic = tm.plan(sizes, first, last, strategy="greedy_by_size")
     assert heuristic.polish_seconds is None and heuristic.polish_nodes is None
+    help_text = " ".join(cli("plan", "--help").stdout.split())
+    share, cap = tm.DEFAULTS["polish_time_share"] * 100, tm.DEFAULTS["polish_seconds"]
+    assert f"polish takes at most {share:g} % of it ({cap:g} s at most)" in help_text
 
 
 def test_model_defaults_agree(tmp_path):

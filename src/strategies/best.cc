@@ -6,6 +6,7 @@
 // alternate above and below its neighbours (convnext_tiny's residuals), a
 // search can. The plan reports what the polish spent (OffsetsPlan::polish).
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "core/deadline.h"
@@ -16,7 +17,8 @@
 namespace tensormem {
 
 double PolishTimeLimit(const PlanParams& params) {
-  // share * +infinity is +infinity: no limit leaves the cap.
+  // No limit leaves the cap (a share of +infinity, or NaN for a share of 0).
+  if (std::isinf(params.time_limit_seconds)) return params.polish_seconds;
   return std::min(params.polish_seconds, params.polish_time_share * params.time_limit_seconds);
 }
 
@@ -29,7 +31,7 @@ Result<OffsetsPlan> BestOffsets(const Problem& problem, const PlanParams& params
   TM_ASSIGN_OR_RETURN(OffsetsPlan best, BestHeuristicOffsets(problem, params, &time_limit_hit));
   std::string winner = best.strategy;
   // time_limit_seconds 0 means the heuristics alone (no search), as for exact.
-  if (params.polish_nodes > 0 && params.time_limit_seconds > 0 &&
+  if (params.polish_nodes > 0 && params.time_limit_seconds > 0 && PolishTimeLimit(params) > 0 &&
       problem.buffers.size() <= params.polish_max_buffers &&
       !time_limit_hit && !deadline.Expired() && best.total > best.lower_bound) {
     SolverParams sp;

@@ -535,6 +535,10 @@ TEST(BestPolish, TimeLimitIsTheSmallerOfTheCapAndTheShareOfTheLimit) {
   EXPECT_DOUBLE_EQ(PolishTimeLimit(params), params.polish_seconds);
   params.time_limit_seconds = std::numeric_limits<double>::infinity();
   EXPECT_DOUBLE_EQ(PolishTimeLimit(params), params.polish_seconds);
+  params.polish_time_share = 0;
+  EXPECT_DOUBLE_EQ(PolishTimeLimit(params), params.polish_seconds);  // no limit: the cap alone
+  params.time_limit_seconds = 10;
+  EXPECT_DOUBLE_EQ(PolishTimeLimit(params), 0.0);
   const std::vector<UsageRecord> records = internal::GenerateChainRecords(10, 64);
   for (const double share : {-0.5, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
     PlanParams bad;
@@ -568,6 +572,12 @@ TEST(BestPolish, ThePlanReportsWhatThePolishSpent) {
   ASSERT_TRUE(heuristic.ok());
   EXPECT_EQ(heuristic->total, 160u);
   EXPECT_FALSE(heuristic->polish.has_value());
+  PlanParams no_time;
+  no_time.polish_time_share = 0;
+  Result<OffsetsPlan> unpolished = PlanOffsets(misses, OffsetsStrategy::kBest, no_time);
+  ASSERT_TRUE(unpolished.ok());
+  EXPECT_FALSE(unpolished->polish.has_value());
+  EXPECT_EQ(unpolished->total, 160u);
   Result<OffsetsPlan> at_bound = PlanOffsets(internal::GenerateChainRecords(100, 64), OffsetsStrategy::kBest);
   ASSERT_TRUE(at_bound.ok());
   EXPECT_FALSE(at_bound->polish.has_value()) << at_bound->strategy;

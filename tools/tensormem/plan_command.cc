@@ -413,7 +413,9 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
                   "seconds for the whole planning, every strategy (reading the input is not "
                   "counted); a strategy that cannot finish fails, best keeps the candidates that "
                   "did, and with 'all' the strategies that find none of it left are not run; 0: "
-                  "heuristics untimed, exact does no search")
+                  "heuristics untimed, exact and best's polish do no search. best's exact polish takes at most " +
+                      FormatDouble(100 * defaults::kPolishTimeShare, 0) + " % of it (" +
+                      FormatDouble(defaults::kPolishSeconds, 0) + " s at most)")
       ->capture_default_str()
       ->check(Seconds());
   cmd->add_option("--threads", o->threads,
