@@ -865,36 +865,60 @@ struct VmmAllocator::State {
   }
 
   // ---- allocation ----
-  // Whether every page of [offset, offset + size) has a granule mapped
-  // (stops at the first that has none).
-  bool AllMapped(const Space& s, std::uint64_t offset, std::uint64_t size) const {
+  // How many pages of [offset, offset + size) have no granule mapped,
+  // counting no further than `enough` (a candidate that needs that many
+  // has lost already).
+  std::uint64_t UnmappedPages(const Space& s, std::uint64_t offset, std::uint64_t size, std::uint64_t enough) const {
     const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
-    if (last >= s.pages.size()) return false;
-    for (std::uint64_t i = first; i <= last; ++i)
-      if (!s.pages[i].mapped) return false;
-    return true;
+    std::uint64_t n = 0;
+    for (std::uint64_t i = first; i <= last && n < enough; ++i)
+      if (i >= s.pages.size() || !s.pages[i].mapped) ++n;
+    return n;
   }
 
-  // Best fit among the free blocks `stream` may use; among the first
-  // kCandidates that fit, the first whose pages are all mapped wins (no map
-  // call, no re-stitch), else the best fit. Null: the wilderness.
+  // Where a block goes: a free block and the start within it, or the
+  // wilderness (block null).
+  struct Fit {
+    Block* block = nullptr;
+    std::uint64_t start = 0;
+  };
+
+  // Best fit among the free blocks `stream` may use, placed where it needs
+  // the fewest pages mapped: among the first kCandidates that fit, at the
+  // low or the high end of each (a block larger than the request may have
+  // its mapped pages at either end: a growing request that no longer fits
+  // where it was lands next to it, on what is still cached), and the
+  // wilderness. Ties go to the best fit's low end. Every page mapped is
+  // a page neither re-stitched nor created, so this is what keeps the memory
+  // held near the pages in use on workloads whose sizes drift.
   static constexpr int kCandidates = 8;
   template <typename Aligned>
-  Block* FindFit(Space& s, std::uint64_t need, std::uint64_t rounded, StreamHandle stream, const Aligned& aligned) {
-    Block* best = nullptr;
+  Fit FindFit(Space& s, std::uint64_t need, std::uint64_t rounded, StreamHandle stream, const Aligned& aligned,
+              std::uint64_t alignment) {
+    Fit best;
+    std::uint64_t best_cost = ~std::uint64_t{0};
+    const auto consider = [&](Block* b, std::uint64_t start) {
+      const std::uint64_t cost = UnmappedPages(s, start, rounded, best_cost);
+      if (cost < best_cost) {
+        best = {b, start};
+        best_cost = cost;
+      }
+    };
+    const auto base = reinterpret_cast<std::uintptr_t>(s.base);
     int looked = 0;
-    for (auto it = s.free_blocks.lower_bound(FreeKey(need, 0)); it != s.free_blocks.end() && looked < kCandidates;
-         ++it) {
+    for (auto it = s.free_blocks.lower_bound(FreeKey(need, 0));
+         it != s.free_blocks.end() && looked < kCandidates && best_cost > 0; ++it) {
       if (!Usable(it->block, stream)) continue;
       ++looked;
-      if (best == nullptr) best = it->block;
-      if (AllMapped(s, aligned(it->offset), rounded)) return it->block;
+      const std::uint64_t low = aligned(it->offset);
+      consider(it->block, low);
+      const std::uint64_t high = ((base + it->offset + it->size - rounded) & ~(alignment - 1)) - base;
+      if (best_cost > 0 && high > low && (high >> g_shift) != (low >> g_shift)) consider(it->block, high);
     }
-    // The wilderness may hold cached pages where a best fit would need maps.
-    if (best != nullptr && !AllMapped(s, aligned(best->offset), rounded) &&
-        aligned(s.top) + rounded <= s.size && AllMapped(s, aligned(s.top), rounded) &&
-        (WildSettled(s) || s.wild_stream == stream))
-      return nullptr;
+    // The wilderness may hold cached pages where a fit would need maps.
+    if (best_cost > 0 && aligned(s.top) + rounded <= s.size && (WildSettled(s) || s.wild_stream == stream) &&
+        UnmappedPages(s, aligned(s.top), rounded, best_cost) < best_cost)
+      return {};
     return best;
   }
 
@@ -987,10 +1011,11 @@ struct VmmAllocator::State {
     // A plain lambda (no std::function): this runs on every allocation.
     const auto aligned = [&](std::uint64_t off) { return RoundUp(base + off, alignment) - base; };
 
-    Block* fit = FindFit(s, rounded + slack, rounded, stream, aligned);
+    const Fit found = FindFit(s, rounded + slack, rounded, stream, aligned, std::max(alignment, r));
+    Block* fit = found.block;
     std::uint64_t start;
     if (fit != nullptr) {
-      start = aligned(fit->offset);
+      start = found.start;
     } else {
       if (!WildSettled(s) && s.wild_stream != stream) TM_RETURN_IF_ERROR(SettleWilderness(s));
       start = aligned(s.top);

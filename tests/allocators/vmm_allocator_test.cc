@@ -578,6 +578,46 @@ TEST(VmmAllocator, FreedGranulesAnywhereServeARequestElsewhere) {
   for (void* b : {blocks[1], blocks[3], *big}) ASSERT_TRUE(v->Deallocate(b).ok());
 }
 
+// A free block whose low pages were re-stitched away and whose high pages
+// are still cached: a request that fits goes on the cached pages (its high
+// end), with no map call, not on its low end (a re-stitch).
+TEST(VmmAllocator, ARequestGoesWhereAFreeBlockStillHasPagesMapped) {
+  auto m = Host();
+  VmmParams p;
+  p.small_request_bytes = 0;
+  p.max_handle_granules = 1;
+  auto v = Vmm(*m, p);
+  Result<void*> a = v->Allocate(4 * kMiB);  // pages 0-1 (2 MiB granules)
+  Result<void*> b = v->Allocate(4 * kMiB);  // pages 2-3
+  Result<void*> guard = v->Allocate(2 * kMiB);  // page 4
+  ASSERT_TRUE(a.ok() && b.ok() && guard.ok());
+  Fill(*guard, 2 * kMiB, 5);
+  ASSERT_TRUE(v->Deallocate(*a).ok());
+  Result<void*> c = v->Allocate(8 * kMiB);  // at the top, on a's re-stitched pages and two new ones
+  ASSERT_TRUE(c.ok());
+  Fill(*c, 8 * kMiB, 6);
+  ASSERT_EQ(v->counters().pages_restitched, 2u);
+  ASSERT_TRUE(v->Deallocate(*b).ok());  // free pages 0-3: 0-1 unmapped, 2-3 cached
+  const auto before = v->counters();
+  Result<void*> d = v->Allocate(4 * kMiB);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(*d, *b);  // its pages, still cached
+  EXPECT_EQ(v->counters().map_calls, before.map_calls);
+  EXPECT_EQ(v->counters().pages_restitched, before.pages_restitched);
+  Fill(*d, 4 * kMiB, 7);
+  // An aligned request in what is left (pages 0-1, unmapped) is aligned and
+  // overlaps nothing live.
+  Result<void*> e = v->Allocate(kMiB, std::uint64_t{1} << 20);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(*e) % (std::uint64_t{1} << 20), 0u);
+  Fill(*e, kMiB, 8);
+  EXPECT_TRUE(Intact(*c, 8 * kMiB, 6));
+  EXPECT_TRUE(Intact(*d, 4 * kMiB, 7));
+  EXPECT_TRUE(Intact(*guard, 2 * kMiB, 5));
+  EXPECT_TRUE(Intact(*e, kMiB, 8));
+  for (void* x : {*c, *d, *e, *guard}) ASSERT_TRUE(v->Deallocate(x).ok());
+}
+
 TEST(VmmAllocator, OutOfMemoryReportsLeaksNothingAndKeepsServing) {
   auto m = Host();
   VmmParams p;
