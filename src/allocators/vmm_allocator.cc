@@ -171,17 +171,6 @@ struct VmmAllocator::State {
   // 3x-7x more event records: 19,201 a pass on gpt2_medium_generate, which
   // never needs a wait; ~60 ms at an assumed 3 us a record.)
   static constexpr std::size_t kMaxFences = 1;
-  // A run handle moves only whole (cuMemMap maps a whole allocation: its
-  // offset must be 0; cuMemUnmap unmaps whole mappings), so one live block
-  // on one of its pages pins the others: cached, they serve only in place.
-  // Where that already holds memory more than this fraction above the most
-  // pages touched at once, new granules come one a handle: a map call each
-  // where a run handle takes one, but each free to move alone later. Memory
-  // first, as in the re-stitch: workloads of random shapes or growing
-  // caches pin run handles and get single granules; loops seldom go past
-  // the fraction and keep run handles. A larger fraction holds more memory,
-  // a smaller one makes more calls (docs/design/allocators.md: figures).
-  static constexpr double kPinnedSlack = 0.01;
   std::deque<std::pair<std::uint64_t, EventHandle>> fences;
 
   // record_stream: the other streams of live blocks, and frees waiting for
@@ -205,10 +194,6 @@ struct VmmAllocator::State {
 
   AllocatorStats stats;
   Counters counters;
-  // This allocation's new granules come one a handle: run handles pinned
-  // by live blocks already hold memory past the pages in use (see
-  // kPinnedSlack).
-  bool new_as_singles = false;
 
   // ---- blocks ----
   Block* NewBlock() {
@@ -465,8 +450,7 @@ struct VmmAllocator::State {
   }
 
   // Counts up to `want` new granules within the limit as held and reserved
-  // (the caller creates them), one a handle where pinned run handles hold
-  // memory past kPinnedSlack.
+  // (the caller creates them).
   void ReserveNew(Acquisition& a, std::size_t want) {
     if (want == 0 || !a.allow_create) return;
     std::uint64_t allowed = want;
@@ -477,20 +461,6 @@ struct VmmAllocator::State {
     held += allowed;
     a.reserved += allowed;
     a.need -= allowed;
-    if (allowed > 0 && !new_as_singles && double(held) > double(peak_touched) * (1.0 + kPinnedSlack) &&
-        PinnedCachedPages() > 0)
-      new_as_singles = true;
-  }
-  // Cached pages of run handles a live block is on (they cannot move).
-  std::uint64_t PinnedCachedPages() const {
-    std::uint64_t n = 0;
-    for (PageId id = lru_head; id != kNoPage; id = PageAt(id).lru_next) {
-      const Space& s = spaces[SpaceIndexOf(id)];
-      const std::uint64_t i = PageIndexOf(id);
-      const std::uint64_t head = i - s.pages[i].head_offset;
-      if (s.pages[head].handle_pages > 1 && !RunHandleFree(s, head, false)) ++n;
-    }
-    return n;
   }
 
   // Cached pages the device is done with; when they do not suffice and
@@ -690,7 +660,6 @@ struct VmmAllocator::State {
     singles.reserve(todo.size());
     std::size_t reserved = 0;
     std::vector<MovedHandle> moved;
-    new_as_singles = false;
     if (Status st = AcquireGranules(todo.size(), singles, reserved, true, &moved); !st.ok()) {
       Untouch(s, offset, size);
       return st;
@@ -741,12 +710,12 @@ struct VmmAllocator::State {
   }
 
   // The end of the handle that starts at todo[k]: consecutive pages not yet
-  // backed, up to max_handle_granules (1 while new_as_singles).
+  // backed, up to max_handle_granules.
   std::size_t HandleEnd(const std::vector<std::uint64_t>& todo, const std::vector<Backing>& back,
                         std::size_t k) const {
-    const std::uint64_t most = new_as_singles ? 1 : params.max_handle_granules;
     std::size_t j = k + 1;
-    while (j - k < most && j < todo.size() && todo[j] == todo[j - 1] + 1 && !back[j].set) ++j;
+    while (j - k < params.max_handle_granules && j < todo.size() && todo[j] == todo[j - 1] + 1 && !back[j].set)
+      ++j;
     return j;
   }
 

@@ -618,45 +618,6 @@ TEST(VmmAllocator, ARequestGoesWhereAFreeBlockStillHasPagesMapped) {
   for (void* x : {*c, *d, *e, *guard}) ASSERT_TRUE(v->Deallocate(x).ok());
 }
 
-// A run handle with a live block on one page pins its other pages: they
-// cannot move. Once that holds memory past the pages touched, new granules
-// come one a handle, so they can move alone later.
-TEST(VmmAllocator, WhilePinnedRunHandlesHoldMemoryNewGranulesComeSingly) {
-  auto m = Host();
-  VmmParams p;
-  p.small_request_bytes = 0;
-  auto v = Vmm(*m, p);
-  Result<void*> a = v->Allocate(32 * kMiB);  // pages 0-15: one run handle of 16 granules
-  Result<void*> guard = v->Allocate(2 * kMiB);  // page 16
-  ASSERT_TRUE(a.ok() && guard.ok());
-  ASSERT_EQ(v->counters().handles_created, 2u);
-  Fill(*guard, 2 * kMiB, 4);
-  ASSERT_TRUE(v->Deallocate(*a).ok());
-  Result<void*> x = v->Allocate(16 * kMiB);  // pages 0-7, cached
-  Result<void*> pin = v->Allocate(2 * kMiB);  // page 8, cached
-  ASSERT_TRUE(x.ok() && pin.ok());
-  EXPECT_EQ(static_cast<char*>(*pin) - static_cast<char*>(*a), std::ptrdiff_t{16} * kMiB);
-  Fill(*pin, 2 * kMiB, 1);
-  ASSERT_TRUE(v->Deallocate(*x).ok());  // 15 pages cached, pinned by `pin`, in two gaps of 8 and 7
-  const auto before = v->counters();
-  Result<void*> b = v->Allocate(32 * kMiB);  // 16 pages at the top; the 15 cached ones cannot move
-  ASSERT_TRUE(b.ok());
-  Fill(*b, 32 * kMiB, 2);
-  EXPECT_EQ(v->counters().granules_created - before.granules_created, 16u);
-  EXPECT_EQ(v->counters().handles_created - before.handles_created, 16u);
-  // Once the pin is gone nothing is pinned: new runs come as run handles again.
-  ASSERT_TRUE(v->Deallocate(*pin).ok());
-  EXPECT_TRUE(Intact(*b, 32 * kMiB, 2));
-  const auto after = v->counters();
-  Result<void*> c = v->Allocate(96 * kMiB);
-  ASSERT_TRUE(c.ok());
-  Fill(*c, 96 * kMiB, 3);
-  EXPECT_LT(v->counters().handles_created - after.handles_created, 16u);
-  EXPECT_TRUE(Intact(*b, 32 * kMiB, 2));
-  EXPECT_TRUE(Intact(*guard, 2 * kMiB, 4));
-  for (void* y : {*b, *c, *guard}) ASSERT_TRUE(v->Deallocate(y).ok());
-}
-
 TEST(VmmAllocator, OutOfMemoryReportsLeaksNothingAndKeepsServing) {
   auto m = Host();
   VmmParams p;
