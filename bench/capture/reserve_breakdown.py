@@ -11,17 +11,19 @@ rounded up to whole granules, small blocks packed perfectly): the cost of unshar
 
 Then the trace is replayed through the vmm allocator of the Python package (host memory, 2 MiB
 granules, default parameters) up to the first operation at which its reserve peaks, and the live
-blocks there are laid on pages (a page = a granule of addresses; small and large spaces apart):
+blocks there are laid on pages (a page = a granule of addresses; a "large" page has a block above
+1 MiB on it, a "small" page only smaller ones):
     reserve = bytes of live blocks (as rounded)
-            + unused bytes of large-space pages that one live block alone touches (its partial
+            + unused bytes of large pages that one live block alone touches (its partial
               first/last granule)
-            + unused bytes of large-space pages that several live blocks share (gaps between them)
-            + unused bytes of small-space pages (free room among small blocks)
+            + unused bytes of large pages that several live blocks share (gaps between them, small
+              blocks packed into a large block's last granule among them)
+            + unused bytes of small pages (free room among small blocks)
             + held granules no live block touches (cached pages, unmapped granules).
 Each term is printed in MiB and as a fraction of the trace's peak in use (the replay's ratio
 denominator), with the in-use deficit at that moment (peak in use minus bytes in use then).
 
-Last, bfc_compact (the Python package's BfcAllocator(compact=True)): its reserve only grows, when
+Last, bfc_compact (the Python package's BfcAllocator(preset="compact")): its reserve only grows, when
 no free chunk fits a request; for its growths above the trace's peak in use, the request, the free
 bytes it had then and its largest free chunk (memory held in holes that did not fit), and the
 2 MiB granules of addresses its live blocks touched just after the last growth (what it would hold
@@ -117,26 +119,28 @@ def breakdown(ops, peak_in_use, max_handle=16):
     stop, _, _ = replay(ops, max_handle=max_handle)
     a, live = replay(ops, stop, max_handle)[1:]
     held = a.stats()["bytes_reserved"]
-    pages = {}  # (space, page) -> [covered bytes, blocks]
+    # The two spaces are separate address ranges, so a page is its address; a page counts as the
+    # large space's when a large block is on it (small blocks may sit in a large block's last page).
+    pages = {}  # page -> [covered bytes, blocks, large blocks]
     for p, (_, rounded) in live.items():
-        space = "small" if rounded <= SMALL else "large"
         first, last = p // GRANULE, (p + rounded - 1) // GRANULE
         for pg in range(first, last + 1):
             lo, hi = max(p, pg * GRANULE), min(p + rounded, (pg + 1) * GRANULE)
-            e = pages.setdefault((space, pg), [0, 0])
+            e = pages.setdefault(pg, [0, 0, 0])
             e[0] += hi - lo
             e[1] += 1
+            e[2] += rounded > SMALL
     in_use = sum(r for _, r in live.values())
-    lone = sum(GRANULE - c for (sp, _), (c, n) in pages.items() if sp == "large" and n == 1)
-    shared = sum(GRANULE - c for (sp, _), (c, n) in pages.items() if sp == "large" and n > 1)
-    small = sum(GRANULE - c for (sp, _), (c, _) in pages.items() if sp == "small")
+    lone = sum(GRANULE - c for c, n, big in pages.values() if big and n == 1)
+    shared = sum(GRANULE - c for c, n, big in pages.values() if big and n > 1)
+    small = sum(GRANULE - c for c, _, big in pages.values() if not big)
     untouched = held - len(pages) * GRANULE
     return {
         "op": stop, "ops": len(ops), "held": held, "in_use": in_use,
         "rounding": sum(r - q for q, r in live.values()),
         "lone_tail": lone, "shared_gaps": shared, "small_pages": small, "untouched": untouched,
-        "small_pages_n": sum(1 for (sp, _) in pages if sp == "small"),
-        "large_pages_n": sum(1 for (sp, _) in pages if sp == "large"),
+        "small_pages_n": sum(1 for _, _, big in pages.values() if not big),
+        "large_pages_n": sum(1 for _, _, big in pages.values() if big),
         "deficit": peak_in_use - sum(q for q, _ in live.values()),
     }
 
@@ -149,7 +153,7 @@ def touched_pages(blocks):
 def bfc_growths(ops, peak_in_use):
     """bfc_compact's growths past the peak in use: (op, request, reserve after, free, largest free,
     granules its live blocks touch after it)."""
-    a = tm.BfcAllocator(compact=True)
+    a = tm.BfcAllocator(preset="compact")
     addr, sizes, out, before = {}, {}, [], a.stats()
     for i, (is_alloc, ptr, size) in enumerate(ops):
         if is_alloc:
@@ -192,7 +196,7 @@ def main():
         print(f"  vmm peak reserve {mib(b['held'])} first at op {b['op']:,} of {b['ops']:,}: "
               f"live blocks {mib(b['in_use'])} [of which 512-B rounding {b['rounding'] / 2**20:,.2f} MiB], "
               f"lone partial granules {mib(b['lone_tail'])}, gaps in shared large pages {mib(b['shared_gaps'])}, "
-              f"free room in {b['small_pages_n']} small-space pages {mib(b['small_pages'])}, "
+              f"free room in {b['small_pages_n']} small pages {mib(b['small_pages'])}, "
               f"held but untouched {mib(b['untouched'])}; "
               f"in-use deficit vs peak {mib(b['deficit'])}; touched pages: {b['large_pages_n']} large, "
               f"{b['small_pages_n']} small")

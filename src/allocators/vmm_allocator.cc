@@ -9,6 +9,10 @@
 //   Mapped pages no live block touches are "cached" and sit in one list
 //   shared by both spaces, in the order they were cached; re-stitching takes
 //   the newest that needs no wait.
+// - placement: best fit by pages to map, then by partial end pages no other
+//   block shares; a small request goes first to room on pages that live
+//   large blocks touch (sub-granule packing: the large space, no new page),
+//   else to the small space.
 // - device safety: a cached page may still be in use by work queued before
 //   its free. Pages are numbered by when they were cached; a Synchronize
 //   makes every page cached so far safe to unmap, so a re-stitch waits only
@@ -31,6 +35,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <set>
 #include <span>
 #include <sstream>
@@ -865,36 +870,77 @@ struct VmmAllocator::State {
   }
 
   // ---- allocation ----
-  // Whether every page of [offset, offset + size) has a granule mapped
-  // (stops at the first that has none).
-  bool AllMapped(const Space& s, std::uint64_t offset, std::uint64_t size) const {
+  // How many pages of [offset, offset + size) have no granule mapped,
+  // counting no further than `enough` (a candidate that needs that many
+  // has lost already).
+  std::uint64_t UnmappedPages(const Space& s, std::uint64_t offset, std::uint64_t size, std::uint64_t enough) const {
     const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
-    if (last >= s.pages.size()) return false;
-    for (std::uint64_t i = first; i <= last; ++i)
-      if (!s.pages[i].mapped) return false;
-    return true;
+    std::uint64_t n = 0;
+    for (std::uint64_t i = first; i <= last && n < enough; ++i)
+      if (i >= s.pages.size() || !s.pages[i].mapped) ++n;
+    return n;
   }
 
-  // Best fit among the free blocks `stream` may use; among the first
-  // kCandidates that fit, the first whose pages are all mapped wins (no map
-  // call, no re-stitch), else the best fit. Null: the wilderness.
+  // How many partial end pages of [start, start + size) no live block
+  // touches (0-2): room that stays unused unless a later block shares it.
+  std::uint64_t LoneEnds(const Space& s, std::uint64_t start, std::uint64_t size) const {
+    const std::uint64_t end = start + size;
+    const std::uint64_t first = start >> g_shift, last = (end - 1) >> g_shift;
+    const auto untouched = [&](std::uint64_t i) { return i >= s.pages.size() || s.pages[i].touch == 0; };
+    std::uint64_t n = 0;
+    if ((start & (g - 1)) != 0 && untouched(first)) ++n;
+    if ((end & (g - 1)) != 0 && (last != first || n == 0) && untouched(last)) ++n;
+    return n;
+  }
+
+  // Where a block goes: a free block and the start within it, or the
+  // wilderness (block null).
+  struct Fit {
+    Block* block = nullptr;
+    std::uint64_t start = 0;
+  };
+
+  // Best fit among the free blocks `stream` may use, placed where it needs
+  // the fewest pages mapped: among the first kCandidates that fit, at the
+  // low or the high end of each (a block larger than the request may have
+  // its mapped pages at either end: a growing request that no longer fits
+  // where it was lands next to it, on what is still cached), and the
+  // wilderness. Ties go to the best fit's low end. Every page mapped is
+  // a page neither re-stitched nor created, so this is what keeps the memory
+  // held near the pages in use on workloads whose sizes drift.
   static constexpr int kCandidates = 8;
   template <typename Aligned>
-  Block* FindFit(Space& s, std::uint64_t need, std::uint64_t rounded, StreamHandle stream, const Aligned& aligned) {
-    Block* best = nullptr;
+  Fit FindFit(Space& s, std::uint64_t need, std::uint64_t rounded, StreamHandle stream, const Aligned& aligned,
+              std::uint64_t alignment) {
+    Fit best;
+    std::uint64_t best_cost = ~std::uint64_t{0};
+    // Pages to map first; then (the low two bits) partial end pages no
+    // other block shares.
+    const auto cost_of = [&](std::uint64_t start) {
+      return UnmappedPages(s, start, rounded, best_cost / 4 + 1) * 4 + LoneEnds(s, start, rounded);
+    };
+    const auto consider = [&](Block* b, std::uint64_t start) {
+      const std::uint64_t cost = cost_of(start);
+      if (cost < best_cost) {
+        best = {b, start};
+        best_cost = cost;
+      }
+    };
+    const auto base = reinterpret_cast<std::uintptr_t>(s.base);
     int looked = 0;
-    for (auto it = s.free_blocks.lower_bound(FreeKey(need, 0)); it != s.free_blocks.end() && looked < kCandidates;
-         ++it) {
+    for (auto it = s.free_blocks.lower_bound(FreeKey(need, 0));
+         it != s.free_blocks.end() && looked < kCandidates && best_cost > 0; ++it) {
       if (!Usable(it->block, stream)) continue;
       ++looked;
-      if (best == nullptr) best = it->block;
-      if (AllMapped(s, aligned(it->offset), rounded)) return it->block;
+      const std::uint64_t low = aligned(it->offset);
+      consider(it->block, low);
+      const std::uint64_t high = ((base + it->offset + it->size - rounded) & ~(alignment - 1)) - base;
+      if (best_cost > 0 && high > low) consider(it->block, high);
     }
-    // The wilderness may hold cached pages where a best fit would need maps.
-    if (best != nullptr && !AllMapped(s, aligned(best->offset), rounded) &&
-        aligned(s.top) + rounded <= s.size && AllMapped(s, aligned(s.top), rounded) &&
-        (WildSettled(s) || s.wild_stream == stream))
-      return nullptr;
+    // The wilderness may hold cached pages where a fit would need maps.
+    if (best_cost > 0 && aligned(s.top) + rounded <= s.size && (WildSettled(s) || s.wild_stream == stream) &&
+        cost_of(aligned(s.top)) < best_cost)
+      return {};
     return best;
   }
 
@@ -977,23 +1023,84 @@ struct VmmAllocator::State {
     return b;
   }
 
+  // Whether every page of [offset, offset + size) is touched by a live block.
+  bool AllTouched(const Space& s, std::uint64_t offset, std::uint64_t size) const {
+    const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
+    if (last >= s.pages.size()) return false;
+    for (std::uint64_t i = first; i <= last; ++i)
+      if (s.pages[i].touch == 0) return false;
+    return true;
+  }
+
+  // Sub-granule packing: a small request in the large space, on pages that
+  // live large blocks touch already (the room after a block's end in its
+  // last granule, or before one's start in its first), so that it maps no
+  // page and the small space needs no page for it. The pages' touch counts
+  // keep them mapped, and their run handles in place, until every block on
+  // them is free. The best-fitting free blocks (low end, then high end) and
+  // the wilderness are looked at, as in FindFit; none wholly on touched
+  // pages: nullopt.
+  template <typename Aligned>
+  std::optional<Fit> FindTenantFit(Space& s, std::uint64_t need, std::uint64_t rounded, StreamHandle stream,
+                                   const Aligned& aligned, std::uint64_t alignment) {
+    if (s.live_blocks == 0) return std::nullopt;
+    const auto base = reinterpret_cast<std::uintptr_t>(s.base);
+    int looked = 0;
+    for (auto it = s.free_blocks.lower_bound(FreeKey(need, 0)); it != s.free_blocks.end() && looked < kCandidates;
+         ++it) {
+      if (!Usable(it->block, stream)) continue;
+      ++looked;
+      const std::uint64_t low = aligned(it->offset);
+      if (AllTouched(s, low, rounded)) return Fit{it->block, low};
+      const std::uint64_t high = ((base + it->offset + it->size - rounded) & ~(alignment - 1)) - base;
+      if (high > low && AllTouched(s, high, rounded)) return Fit{it->block, high};
+    }
+    const std::uint64_t top = aligned(s.top);
+    if (top + rounded <= s.size && (WildSettled(s) || s.wild_stream == stream) && AllTouched(s, top, rounded))
+      return Fit{nullptr, top};
+    return std::nullopt;
+  }
+
+  // Where a new block goes: a small request on a large block's pages where
+  // it fits there (FindTenantFit), else best fit in its own space.
+  // `aligned(offset, space)` aligns an offset of that space.
+  struct Placement {
+    Space* space;
+    Fit fit;
+    bool tenant;  // a small block on a large block's pages (fit.start set, also in the wilderness)
+  };
+  template <typename Aligned>
+  Placement Place(std::uint64_t need, std::uint64_t rounded, StreamHandle stream, const Aligned& aligned,
+                  std::uint64_t alignment) {
+    Space& s = SpaceOf(rounded);
+    if (s.index == kSmall) {
+      Space& large = spaces[kLarge];
+      const auto in_large = [&](std::uint64_t off) { return aligned(off, large); };
+      if (const std::optional<Fit> room = FindTenantFit(large, need, rounded, stream, in_large, alignment))
+        return {&large, *room, true};
+    }
+    const auto in_own = [&](std::uint64_t off) { return aligned(off, s); };
+    const Fit fit = FindFit(s, need, rounded, stream, in_own, alignment);
+    return {&s, fit, false};
+  }
+
   Result<void*> AllocateOnce(std::uint64_t bytes, std::uint64_t alignment, StreamHandle stream) {
     TM_RETURN_IF_ERROR(NoteStream(stream));
     const std::uint64_t r = params.block_rounding_bytes;
     const std::uint64_t rounded = RoundUp(bytes, r);
     const std::uint64_t slack = alignment > r ? alignment - r : 0;
-    Space& s = SpaceOf(rounded);
-    const auto base = reinterpret_cast<std::uintptr_t>(s.base);
     // A plain lambda (no std::function): this runs on every allocation.
-    const auto aligned = [&](std::uint64_t off) { return RoundUp(base + off, alignment) - base; };
-
-    Block* fit = FindFit(s, rounded + slack, rounded, stream, aligned);
-    std::uint64_t start;
-    if (fit != nullptr) {
-      start = aligned(fit->offset);
-    } else {
+    const auto aligned_in = [&](std::uint64_t off, const Space& sp) {
+      const auto base = reinterpret_cast<std::uintptr_t>(sp.base);
+      return RoundUp(base + off, alignment) - base;
+    };
+    const Placement placed = Place(rounded + slack, rounded, stream, aligned_in, std::max(alignment, r));
+    Space& s = *placed.space;
+    Block* fit = placed.fit.block;
+    std::uint64_t start = placed.fit.start;
+    if (fit == nullptr && !placed.tenant) {  // the wilderness
       if (!WildSettled(s) && s.wild_stream != stream) TM_RETURN_IF_ERROR(SettleWilderness(s));
-      start = aligned(s.top);
+      start = aligned_in(s.top, s);
       if (start > s.size || rounded > s.size - start)
         return Exhausted(bytes, "the " + std::string(s.index == kSmall ? "small" : "large") +
                                     " space's " + HumanBytes(s.size) + " of addresses are used up");

@@ -578,6 +578,175 @@ TEST(VmmAllocator, FreedGranulesAnywhereServeARequestElsewhere) {
   for (void* b : {blocks[1], blocks[3], *big}) ASSERT_TRUE(v->Deallocate(b).ok());
 }
 
+// A free block whose low pages were re-stitched away and whose high pages
+// are still cached: a request that fits goes on the cached pages (its high
+// end), with no map call, not on its low end (a re-stitch).
+TEST(VmmAllocator, ARequestGoesWhereAFreeBlockStillHasPagesMapped) {
+  auto m = Host();
+  VmmParams p;
+  p.small_request_bytes = 0;
+  p.max_handle_granules = 1;
+  auto v = Vmm(*m, p);
+  Result<void*> a = v->Allocate(4 * kMiB);  // pages 0-1 (2 MiB granules)
+  Result<void*> b = v->Allocate(4 * kMiB);  // pages 2-3
+  Result<void*> guard = v->Allocate(2 * kMiB);  // page 4
+  ASSERT_TRUE(a.ok() && b.ok() && guard.ok());
+  Fill(*guard, 2 * kMiB, 5);
+  ASSERT_TRUE(v->Deallocate(*a).ok());
+  Result<void*> c = v->Allocate(8 * kMiB);  // at the top, on a's re-stitched pages and two new ones
+  ASSERT_TRUE(c.ok());
+  Fill(*c, 8 * kMiB, 6);
+  ASSERT_EQ(v->counters().pages_restitched, 2u);
+  ASSERT_TRUE(v->Deallocate(*b).ok());  // free pages 0-3: 0-1 unmapped, 2-3 cached
+  const auto before = v->counters();
+  Result<void*> d = v->Allocate(4 * kMiB);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(*d, *b);  // its pages, still cached
+  EXPECT_EQ(v->counters().map_calls, before.map_calls);
+  EXPECT_EQ(v->counters().pages_restitched, before.pages_restitched);
+  Fill(*d, 4 * kMiB, 7);
+  // An aligned request in what is left (pages 0-1, unmapped) is aligned and
+  // overlaps nothing live.
+  Result<void*> e = v->Allocate(kMiB, std::uint64_t{1} << 20);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(*e) % (std::uint64_t{1} << 20), 0u);
+  Fill(*e, kMiB, 8);
+  EXPECT_TRUE(Intact(*c, 8 * kMiB, 6));
+  EXPECT_TRUE(Intact(*d, 4 * kMiB, 7));
+  EXPECT_TRUE(Intact(*guard, 2 * kMiB, 5));
+  EXPECT_TRUE(Intact(*e, kMiB, 8));
+  for (void* x : {*c, *d, *e, *guard}) ASSERT_TRUE(v->Deallocate(x).ok());
+}
+
+// Sub-granule packing: a small request lands in the room after a live
+// large block's end in its last granule, with no page of its own; that
+// page stays mapped, and the large block's run handle stays in place,
+// until both are free.
+TEST(VmmAllocator, ASmallBlockLandsInALargeBlocksLastGranuleWithNoNewPage) {
+  auto m = Host();
+  const std::uint64_t g = m->granularity();
+  VmmParams p;
+  p.memory_limit = 2 * g;
+  auto v = Vmm(*m, p);
+  const std::uint64_t a_bytes = g + g / 4 + 100;  // pages 0-1: one run handle, 3/4 of page 1 unused
+  Result<void*> a = v->Allocate(a_bytes);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  Fill(*a, a_bytes, 1);
+  const auto before = v->counters();
+  const std::uint64_t s_bytes = 1000;
+  Result<void*> s = v->Allocate(s_bytes);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const auto a_end = reinterpret_cast<std::uintptr_t>(*a) + a_bytes;
+  const auto s_at = reinterpret_cast<std::uintptr_t>(*s);
+  EXPECT_GE(s_at, a_end);
+  EXPECT_LT(s_at + s_bytes, reinterpret_cast<std::uintptr_t>(*a) + 2 * g) << "not in A's last granule";
+  EXPECT_EQ(v->counters().map_calls, before.map_calls);
+  EXPECT_EQ(v->counters().granules_created, before.granules_created);
+  EXPECT_EQ(v->GetStats().bytes_reserved, 2 * g);
+  Fill(*s, s_bytes, 2);
+  EXPECT_TRUE(Intact(*a, a_bytes, 1));
+
+  // A freed: its run handle is pinned by S, so neither a release nor a
+  // request that needs the handle elsewhere takes it.
+  ASSERT_TRUE(v->Deallocate(*a).ok());
+  ASSERT_TRUE(v->ReleaseCachedMemory().ok());
+  EXPECT_EQ(v->GetStats().bytes_reserved, 2 * g);
+  EXPECT_TRUE(Intact(*s, s_bytes, 2));
+  Result<void*> far = v->Allocate(3 * g);  // the top: would need A's handle moved
+  EXPECT_EQ(far.status().code(), StatusCode::kResourceExhausted) << far.status().ToString();
+  EXPECT_TRUE(Intact(*s, s_bytes, 2));
+  // A's repeat lands where it was, below S, on the pages still mapped.
+  const auto mapped = v->counters().map_calls;
+  Result<void*> again = v->Allocate(a_bytes);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(*again, *a);
+  EXPECT_EQ(v->counters().map_calls, mapped);
+  Fill(*again, a_bytes, 3);
+  EXPECT_TRUE(Intact(*s, s_bytes, 2));
+  ASSERT_TRUE(v->Deallocate(*s).ok());
+  EXPECT_TRUE(Intact(*again, a_bytes, 3));
+  ASSERT_TRUE(v->Deallocate(*again).ok());
+  // Both free: the handle moves again.
+  far = v->Allocate(2 * g);
+  ASSERT_TRUE(far.ok()) << far.status().ToString();
+  Fill(*far, 2 * g, 4);
+  EXPECT_TRUE(Intact(*far, 2 * g, 4));
+  ASSERT_TRUE(v->Deallocate(*far).ok());
+  EXPECT_EQ(v->GetStats().bytes_in_use, 0u);
+}
+
+// Where no large block has room, a small request takes the small space's
+// own page as before.
+TEST(VmmAllocator, ASmallBlockWithNoRoomOnLargePagesTakesItsOwnPage) {
+  auto m = Host();
+  const std::uint64_t g = m->granularity();
+  auto v = Vmm(*m);
+  Result<void*> a = v->Allocate(2 * g);  // whole granules: no room after it
+  ASSERT_TRUE(a.ok());
+  const auto created = v->counters().granules_created;
+  Result<void*> s = v->Allocate(1000);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(v->counters().granules_created, created + 1);
+  const auto s_at = reinterpret_cast<std::uintptr_t>(*s), a_at = reinterpret_cast<std::uintptr_t>(*a);
+  EXPECT_TRUE(s_at + 1000 <= a_at || s_at >= a_at + 2 * g) << "S on A's pages";
+  ASSERT_TRUE(v->Deallocate(*s).ok());
+  ASSERT_TRUE(v->Deallocate(*a).ok());
+}
+
+// Blocks of unrounded sizes (2 MiB x k and a bit, as PyTorch's CPU sizes
+// are) mixed with small ones, freed in random order: small blocks pack
+// into large blocks' last granules, and no block is ever overwritten.
+TEST(VmmAllocator, SeededStressWithPackedSmallBlocksKeepsEveryPattern) {
+  auto m = Host();
+  const std::uint64_t g = m->granularity();
+  VmmParams p;
+  p.memory_limit = 256 * g;
+  auto v = Vmm(*m, p);
+  std::mt19937_64 rng(56);
+  struct Live { void* p; std::uint64_t bytes; std::uint8_t pattern; };
+  std::vector<Live> live;
+  std::uint64_t packed = 0;
+  auto in_a_last_granule = [&](std::uintptr_t at) {
+    for (const Live& l : live) {
+      const auto start = reinterpret_cast<std::uintptr_t>(l.p);
+      if (l.bytes > g / 2 && at >= start + l.bytes && at < ((start + l.bytes + g - 1) & ~(g - 1))) return true;
+    }
+    return false;
+  };
+  for (int i = 0; i < 4000; ++i) {
+    if (live.empty() || (live.size() < 64 && rng() % 2 == 0)) {
+      const bool large = rng() % 100 < 20;
+      const std::uint64_t bytes = large ? (1 + rng() % 6) * g + 1 + rng() % (g - 1) : 1 + rng() % (64 << 10);
+      const std::uint64_t align = std::uint64_t{64} << (rng() % 4);
+      Result<void*> a = v->Allocate(bytes, align);
+      ASSERT_TRUE(a.ok()) << a.status().ToString();
+      ASSERT_EQ(reinterpret_cast<std::uintptr_t>(*a) % align, 0u);
+      if (!large && in_a_last_granule(reinterpret_cast<std::uintptr_t>(*a))) ++packed;
+      const auto pattern = static_cast<std::uint8_t>(rng());
+      Fill(*a, bytes, pattern);
+      live.push_back({*a, bytes, pattern});
+    } else {
+      const std::size_t k = rng() % live.size();
+      ASSERT_TRUE(Intact(live[k].p, live[k].bytes, live[k].pattern)) << "block overwritten";
+      ASSERT_TRUE(v->Deallocate(live[k].p).ok());
+      live[k] = live.back();
+      live.pop_back();
+    }
+    if (i % 500 == 499) {
+      for (const Live& l : live) ASSERT_TRUE(Intact(l.p, l.bytes, l.pattern)) << "block overwritten";
+      ASSERT_TRUE(v->ReleaseCachedMemory().ok());
+    }
+  }
+  for (const Live& l : live) {
+    ASSERT_TRUE(Intact(l.p, l.bytes, l.pattern));
+    ASSERT_TRUE(v->Deallocate(l.p).ok());
+  }
+  EXPECT_GT(packed, 100u) << "small blocks did not pack into large blocks' last granules";
+  ASSERT_TRUE(v->ReleaseCachedMemory().ok());
+  EXPECT_EQ(v->GetStats().bytes_in_use, 0u);
+  EXPECT_EQ(v->GetStats().bytes_reserved, m->granules_held() * g);
+}
+
 TEST(VmmAllocator, OutOfMemoryReportsLeaksNothingAndKeepsServing) {
   auto m = Host();
   VmmParams p;

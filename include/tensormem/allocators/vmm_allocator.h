@@ -3,10 +3,13 @@
 //
 // - Two virtual address spaces, each one huge reservation: requests up to
 //   `small_request_bytes` go to the small space, larger ones to the large
-//   space. In each, blocks are placed best fit (smallest free block, then
-//   lowest address) with splitting and immediate coalescing, as in BFC; a
-//   request no free block fits takes fresh addresses at the top. Sizes are
-//   rounded to `block_rounding_bytes`.
+//   space. In each, blocks are placed best fit with splitting and immediate
+//   coalescing, as in BFC; a request no free block fits takes fresh
+//   addresses at the top. Among the few best-fitting free blocks (each at
+//   its low or its high end) and the top, the place with the fewest pages
+//   not mapped wins (ties: the smallest block's low end), so a request
+//   lands on cached pages rather than needing pages re-stitched or created.
+//   Sizes are rounded to `block_rounding_bytes`.
 // - Physical memory is a separate matter: a page of a space (one granule of
 //   addresses) is backed by a granule while any live block touches it. A
 //   page that no live block touches stays mapped (the cache: a repeat of the
