@@ -93,10 +93,11 @@ struct Path {  // per level after the first: each state's parent and last node
 
 class Search {
  public:
-  Search(const OrderModel& model, std::uint64_t upper, std::uint64_t lower, double seconds,
-         std::size_t max_states)
-      : m_(model), upper_(upper), lower_(lower), deadline_(seconds),
-        max_states_(std::min(max_states, kMaxBytes / (model.words() * sizeof(std::uint64_t) + kStateBytes))) {}
+  Search(const OrderModel& model, std::uint64_t upper, std::uint64_t lower, const ScheduleParams& params)
+      : m_(model), upper_(upper), lower_(lower), deadline_(params.time_limit_seconds),
+        max_states_(std::min(params.max_states,
+                             params.max_state_bytes / (model.words() * sizeof(std::uint64_t) + kStateBytes))),
+        beam_width_(std::max<std::size_t>(params.beam_width, 1)) {}
 
   ExactResult Run() {
     ExactResult r;
@@ -198,12 +199,12 @@ class Search {
     return true;
   }
 
-  // The kBeamWidth states of the lowest peak, then live bytes (the beam
+  // The beam_width_ states of the lowest peak, then live bytes (the beam
   // keeps their paths: parents are re-indexed into the level before).
   Level Beam(const Level& level) const {
     std::vector<std::size_t> keep(level.size());
     for (std::size_t i = 0; i < keep.size(); ++i) keep[i] = i;
-    const std::size_t width = std::min(keep.size(), kBeamWidth);
+    const std::size_t width = std::min(keep.size(), beam_width_);
     std::partial_sort(keep.begin(), keep.begin() + static_cast<std::ptrdiff_t>(width), keep.end(),
                       [&](std::size_t a, std::size_t b) {
                         return std::pair(level.peak[a], level.live[a]) < std::pair(level.peak[b], level.live[b]);
@@ -222,15 +223,14 @@ class Search {
     return b;
   }
 
-  static constexpr std::size_t kBeamWidth = 256;
-  // The memory the states may take (their keys, bounds and paths), whatever
-  // ScheduleParams::max_states allows: wide keys (large graphs) mean fewer.
-  static constexpr std::size_t kMaxBytes = std::size_t{1} << 30;
+  // A state's bytes besides its key (bounds, path, hash slot), for
+  // ScheduleParams::max_state_bytes.
   static constexpr std::size_t kStateBytes = 40;
   const OrderModel& m_;
   std::uint64_t upper_, lower_;
   Deadline deadline_;
   std::size_t max_states_;
+  std::size_t beam_width_;
   std::size_t states_ = 0;
   std::vector<int> ready_;
   std::vector<std::pair<int, OrderModel::Step>> steps_;
@@ -239,9 +239,8 @@ class Search {
 }  // namespace
 
 ExactResult ExactOrder(const OrderModel& model, std::uint64_t upper_bound,
-                       std::uint64_t lower_bound, double time_limit_seconds,
-                       std::size_t max_states) {
-  return Search(model, upper_bound, lower_bound, time_limit_seconds, max_states).Run();
+                       std::uint64_t lower_bound, const ScheduleParams& params) {
+  return Search(model, upper_bound, lower_bound, params).Run();
 }
 
 }  // namespace tensormem::internal

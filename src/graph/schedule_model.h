@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tensormem/graph.h"
+#include "tensormem/schedule.h"
 
 namespace tensormem::internal {
 
@@ -99,9 +100,9 @@ struct ExactResult {
   bool complete = false;         // the search finished: the bound is the optimum
   std::size_t states = 0;
 };
-// The search for an order with a peak below `upper_bound` (the best known).
+// The search for an order with a peak below `upper_bound` (the best known),
+// under params' limits (its order field is not read).
 ExactResult ExactOrder(const OrderModel& model, std::uint64_t upper_bound,
-                       std::uint64_t lower_bound, double time_limit_seconds,
-                       std::size_t max_states);
+                       std::uint64_t lower_bound, const ScheduleParams& params);
 
 }  // namespace tensormem::internal

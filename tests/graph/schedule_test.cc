@@ -12,6 +12,8 @@
 #include "graph/graph_test_util.h"
 #include "graph/schedule_model.h"
 #include "harness/graph_generators.h"
+#include "tensormem/graph.h"
+#include "tensormem/planning.h"
 #include "tensormem/schedule.h"
 
 namespace tensormem {
@@ -252,6 +254,75 @@ TEST(Schedule, LimitsStopTheSearchWithAValidOrder) {
   EXPECT_LT(t.seconds, 5.0);  // generous: the heuristics and one level past the limit
   EXPECT_LE(t.lower_bound, t.peak);
   EXPECT_EQ(t.peak, PeakLiveBytes(g, t.order, {}).value());
+}
+
+// kJoint against kGiven with the same offsets strategy: never a larger
+// arena; every candidate placed, the given order first; the plan the
+// validator's and the execution checker's. Returns whether the arena chosen
+// is not the lowest peak's.
+bool ExpectJointNoWorse(const Graph& g, OffsetsStrategy strategy) {
+  GraphPlanParams pp;
+  pp.strategy = strategy;
+  pp.offsets.time_limit_seconds = 0;  // the heuristics only: the same placement in each order
+  const GraphPlan given = PlanGraph(g, pp).value();
+  pp.schedule.order = OrderStrategy::kJoint;
+  const GraphPlan joint = PlanGraph(g, pp).value();
+  EXPECT_LE(joint.scratch_bytes(), given.scratch_bytes());
+  const Schedule& s = joint.schedule;
+  EXPECT_FALSE(s.candidates.empty());
+  if (s.candidates.empty()) return false;
+  EXPECT_EQ(s.candidates[0].method, "given");
+  EXPECT_EQ(s.candidates[0].arena, given.scratch_bytes());
+  std::uint64_t smallest = ~std::uint64_t{0}, lowest_peak = ~std::uint64_t{0};
+  for (const OrderCandidate& c : s.candidates) {
+    EXPECT_TRUE(c.placed) << c.method;
+    EXPECT_EQ(c.peak, PeakLiveBytes(g, c.order, {}).value()) << c.method;
+    smallest = std::min(smallest, c.arena);
+    lowest_peak = std::min(lowest_peak, c.peak);
+  }
+  EXPECT_EQ(joint.scratch_bytes(), smallest);
+  EXPECT_EQ(s.peak, PeakLiveBytes(g, s.order, {}).value());
+  EXPECT_TRUE(ValidateGraphPlan(ReorderGraph(g, s.order).value(), joint).ok());
+  CommittedArenas arenas;
+  EXPECT_TRUE(arenas.Commit(joint).ok());
+  EXPECT_TRUE(CheckExecution(g, joint, arenas).ok());
+  return s.peak > lowest_peak;
+}
+
+TEST(Schedule, JointNeverLargerThanGivenWithTheSamePlacement) {
+  int larger_peak = 0;
+  for (OffsetsStrategy strategy : {OffsetsStrategy::kArena, OffsetsStrategy::kBest})
+    for (std::uint64_t seed = 1; seed <= 30; ++seed)
+      larger_peak += ExpectJointNoWorse(MakeRandomGraph(seed, 12 + static_cast<int>(seed)), strategy);
+  for (auto model : {internal::RandomGraphModel::kWattsStrogatz, internal::RandomGraphModel::kBarabasiAlbert}) {
+    RandWireParams rp;
+    rp.model = model;
+    rp.nodes = 20;
+    rp.join = internal::JoinKind::kConcat;
+    larger_peak += ExpectJointNoWorse(GenerateRandWireGraph(rp), OffsetsStrategy::kBest);
+  }
+  // The point of kJoint: the smallest arena is at times not in the order of
+  // the lowest peak.
+  EXPECT_GT(larger_peak, 0);
+}
+
+TEST(Schedule, JointCandidatesAreDistinctAndSorted) {
+  const Graph g = MakeRandomGraph(3, 24);
+  ScheduleParams sp;
+  sp.order = OrderStrategy::kJoint;
+  const Schedule s = ScheduleGraph(g, sp, {}).value();
+  ASSERT_FALSE(s.candidates.empty());
+  EXPECT_EQ(s.candidates[0].order, GivenOrder(g));
+  for (std::size_t i = 1; i < s.candidates.size(); ++i) {
+    if (i > 1) {
+      EXPECT_LE(s.candidates[i - 1].peak, s.candidates[i].peak);
+    }
+    for (std::size_t j = 0; j < i; ++j) EXPECT_NE(s.candidates[i].order, s.candidates[j].order);
+  }
+  ScheduleParams exact;
+  exact.order = OrderStrategy::kExact;
+  EXPECT_EQ(s.peak, ScheduleGraph(g, exact, {}).value().peak);  // the lowest peak is among them
+  EXPECT_TRUE(ScheduleGraph(g, exact, {}).value().candidates.empty());
 }
 
 TEST(Schedule, GivenKeepsTheOrder) {
