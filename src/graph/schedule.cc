@@ -19,13 +19,6 @@ namespace {
 constexpr OrderStrategy kOrderStrategies[] = {OrderStrategy::kGiven, OrderStrategy::kBest,
                                               OrderStrategy::kExact, OrderStrategy::kJoint};
 
-// The largest bytes any one node needs in any order.
-std::uint64_t StaticBound(const internal::OrderModel& model) {
-  std::uint64_t b = model.initial_live();
-  for (int v = 0; v < model.nodes(); ++v) b = std::max(b, model.alone(v));
-  return b;
-}
-
 }  // namespace
 
 std::string_view Name(OrderStrategy order) {
@@ -168,7 +161,7 @@ Result<Schedule> ScheduleGraph(const Graph& graph, const ScheduleParams& params,
   // Nothing is freed when all tensors are preserved: every order is alike.
   const bool fixed = params.order == OrderStrategy::kGiven || liveness.preserve_all_tensors;
   const internal::OrderModel model(graph, live, liveness);
-  best.lower_bound = liveness.preserve_all_tensors ? best.peak : std::min(best.peak, StaticBound(model));
+  best.lower_bound = liveness.preserve_all_tensors ? best.peak : std::min(best.peak, model.CoLiveBound());
   if (!fixed) TM_RETURN_IF_ERROR(RunHeuristics(graph, model, liveness, joint, best));
   if ((params.order == OrderStrategy::kExact || joint) && !fixed)
     TM_RETURN_IF_ERROR(RunExact(graph, model, params, liveness, joint, best));

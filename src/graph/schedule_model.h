@@ -59,6 +59,13 @@ class OrderModel {
   // The peak of a whole order (checked elsewhere to be topological).
   std::uint64_t Peak(const std::vector<int>& order) const;
 
+  // A lower bound on every order's peak: the largest, over the nodes v, of
+  // the bytes live while v runs whatever the order: what v needs alone,
+  // plus each tensor an ancestor of v writes that some descendant of v
+  // reads (written before v, freed after it) or that is never freed.
+  // Hubs with far consumers make it much stronger than alone().
+  std::uint64_t CoLiveBound() const;
+
  private:
   struct Node {
     std::vector<int> inputs;   // distinct scratch tensors read
@@ -74,6 +81,9 @@ class OrderModel {
   bool PendingReader(const std::uint64_t* state, int t, int except) const;
   int Root(const std::uint64_t* state, int t) const;
   bool Shares(const std::uint64_t* state, int v) const;
+  // t is one of v's scratch outputs (the tensors the model tracks).
+  bool IsScratchOutput(int v, int t) const;
+  bool MayShare(int v, int t) const;
 
   std::vector<Node> node_;
   std::vector<std::uint64_t> bytes_;        // per tensor

@@ -12,6 +12,7 @@
 #include "graph/graph_test_util.h"
 #include "graph/schedule_model.h"
 #include "harness/graph_generators.h"
+#include "tensormem/defaults.h"
 #include "tensormem/graph.h"
 #include "tensormem/planning.h"
 #include "tensormem/schedule.h"
@@ -133,6 +134,39 @@ TEST(Schedule, ExactEqualsBruteForceOnSmallGraphs) {
       EXPECT_EQ(s.peak, BruteForce(g, lp)) << "seed " << seed;
       EXPECT_EQ(s.peak, PeakLiveBytes(g, s.order, lp).value());
     }
+}
+
+TEST(Schedule, CoLiveBoundNeverExceedsTheOptimum) {
+  int above_alone = 0;
+  for (const LivenessParams& lp : LivenessVariants())
+    for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+      const Graph g = MakeRandomGraph(seed, 3 + static_cast<int>(seed % 7));
+      const OrderModel model(g, ComputeLiveness(g, lp).value(), lp);
+      const std::uint64_t bound = model.CoLiveBound();
+      EXPECT_LE(bound, BruteForce(g, lp)) << "seed " << seed << " in_place " << lp.in_place << " keep " << lp.keep_unread_tensors;
+      std::uint64_t alone = model.initial_live();
+      for (int v = 0; v < model.nodes(); ++v) alone = std::max(alone, model.alone(v));
+      EXPECT_GE(bound, alone);
+      above_alone += bound > alone;
+    }
+  EXPECT_GT(above_alone, 0);
+}
+
+TEST(Schedule, CoLiveBoundSeesAHubsFarConsumer) {
+  // A hub h feeds a chain a -> b and the final join: h's output is live
+  // while a and b run, whatever the order; each node alone needs less.
+  Graph g = MakeGraph(5, 100);
+  g.tensors[1].bytes = 1000;  // h's output
+  g.tensors[4].bytes = 10;    // the join's: alone it needs 1,210
+  g.inputs = {0};
+  g.outputs = {4};
+  AddNode(g, {0}, {1});     // h
+  AddNode(g, {1}, {2});     // a
+  AddNode(g, {2}, {3});     // b
+  AddNode(g, {3, 1}, {4});  // join
+  const OrderModel model(g, ComputeLiveness(g, {}).value(), {});
+  EXPECT_EQ(model.CoLiveBound(), 100u + 1000 + 100 + 100);  // at b: input, h's, a's, b's
+  EXPECT_EQ(model.CoLiveBound(), BruteForce(g, {}));
 }
 
 TEST(Schedule, ExactEqualsBruteForceOnSmallRandWire) {
@@ -354,6 +388,34 @@ TEST(Schedule, CheckOrderNamesTheFault) {
 TEST(Schedule, OrderNames) {
   for (OrderStrategy o : AllOrderStrategies()) EXPECT_EQ(ParseOrderStrategy(Name(o)).value(), o);
   EXPECT_FALSE(ParseOrderStrategy("fastest").ok());
+}
+
+TEST(Schedule, DefaultsComeFromTheTable) {
+  const ScheduleParams p;
+  EXPECT_EQ(Name(p.order), defaults::kOrder);
+  EXPECT_EQ(p.time_limit_seconds, defaults::kOrderTimeLimitSeconds);
+  EXPECT_EQ(p.max_states, defaults::kOrderMaxStates);
+  EXPECT_EQ(p.max_state_bytes, defaults::kOrderMaxStateBytes);
+  EXPECT_EQ(p.beam_width, defaults::kOrderBeamWidth);
+}
+
+TEST(Schedule, TheSearchLimitsAreParams) {
+  RandWireParams rp;
+  rp.nodes = 24;
+  rp.model = internal::RandomGraphModel::kBarabasiAlbert;
+  const Graph g = GenerateRandWireGraph(rp);
+  ScheduleParams sp;
+  sp.order = OrderStrategy::kExact;
+  const Schedule full = ScheduleGraph(g, sp, {}).value();
+  ASSERT_TRUE(full.proved_optimal);
+  sp.beam_width = 1;  // a narrower beam: the same optimum, proved
+  EXPECT_EQ(ScheduleGraph(g, sp, {}).value().peak, full.peak);
+  sp.beam_width = defaults::kOrderBeamWidth;
+  sp.max_state_bytes = 1;  // no room for one state: stopped, still valid
+  const Schedule capped = ScheduleGraph(g, sp, {}).value();
+  EXPECT_LE(capped.lower_bound, capped.peak);
+  EXPECT_LT(capped.states, full.states);  // the beam's, and no more
+  EXPECT_EQ(capped.peak, PeakLiveBytes(g, capped.order, {}).value());
 }
 
 TEST(Schedule, ReplanKeepsThePlansOrder) {
