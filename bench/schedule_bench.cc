@@ -6,7 +6,7 @@
 // (proved or not, its lower bound, seconds), and the execution checker's
 // verdict on every order planned.
 //
-//   schedule_bench [--time-limit S] [--models DIR] [--no-models] [--no-randwire]
+//   schedule_bench [--time-limit S] [--models DIR] [--no-models] [--no-randwire] [--only TEXT]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -49,7 +49,10 @@ Planned PlanIn(const Graph& g, OrderStrategy order, double time_limit) {
 
 double MiB(std::uint64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); }
 
+std::string only;  // --only: the graphs whose name contains it
+
 void Row(const std::string& name, const Graph& g, double time_limit) {
+  if (name.find(only) == std::string::npos) return;
   const Planned given = PlanIn(g, OrderStrategy::kGiven, time_limit);
   const Planned best = PlanIn(g, OrderStrategy::kBest, time_limit);
   const Planned exact = PlanIn(g, OrderStrategy::kExact, time_limit);
@@ -88,8 +91,10 @@ int main(int argc, char** argv) {
       models = false;
     else if (!std::strcmp(argv[i], "--no-randwire"))
       randwire = false;
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
+      only = argv[++i];
     else {
-      std::fprintf(stderr, "usage: schedule_bench [--time-limit S] [--models DIR] [--no-models] [--no-randwire]\n");
+      std::fprintf(stderr, "usage: schedule_bench [--time-limit S] [--models DIR] [--no-models] [--no-randwire] [--only TEXT]\n");
       return 2;
     }
   }

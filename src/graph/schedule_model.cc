@@ -187,10 +187,10 @@ bool Test(const Bits& b, int i) { return (b[static_cast<unsigned>(i) >> 6] >> (s
 
 }  // namespace
 
-std::uint64_t OrderModel::CoLiveBound() const {
+// Ancestors of each node as bit sets, in a topological order (Kahn's).
+std::vector<std::vector<std::uint64_t>> OrderModel::Ancestors() const {
   const int n = nodes();
   const std::size_t w = (static_cast<std::size_t>(n) + 63) / 64;
-  // Ancestors of each node, in a topological order (Kahn's over preds).
   std::vector<std::vector<int>> succs(Index(n));
   std::vector<int> missing(Index(n), 0), topo;
   for (int v = 0; v < n; ++v) {
@@ -208,21 +208,39 @@ std::uint64_t OrderModel::CoLiveBound() const {
       for (std::size_t i = 0; i < w; ++i) anc[Index(v)][i] |= anc[Index(p)][i];
       anc[Index(v)][static_cast<unsigned>(p) >> 6] |= std::uint64_t{1} << (static_cast<unsigned>(p) & 63);
     }
-  std::uint64_t bound = initial_live_;
+  return anc;
+}
+
+OrderModel::CoLive OrderModel::ComputeCoLive() const {
+  const int n = nodes();
+  const std::vector<Bits> anc = Ancestors();
+  CoLive c;
+  c.fixed.resize(Index(n));
+  c.concurrent.resize(Index(n));
   for (int v = 0; v < n; ++v) {
     std::uint64_t live = alone(v);  // its inputs, outputs, temporaries, the graph inputs
     const std::vector<int>& own = node_[Index(v)].inputs;
     for (std::size_t t = 0; t < bytes_.size(); ++t) {
       const int writer = writer_[t];
-      if (writer < 0 || writer == v || !Test(anc[Index(v)], writer)) continue;
+      if (writer < 0 || writer == v || !IsScratchOutput(writer, static_cast<int>(t))) continue;
       if (std::find(own.begin(), own.end(), static_cast<int>(t)) != own.end()) continue;
       const std::vector<int>& readers = readers_[t];
       bool held = pinned_[t] || (keep_unread_ && readers.empty() && !MayShare(writer, static_cast<int>(t)));
       for (std::size_t k = 0; k < readers.size() && !held; ++k) held = Test(anc[Index(readers[k])], v);
-      if (held && IsScratchOutput(writer, static_cast<int>(t))) live += bytes_[t];
+      if (!held || Test(anc[Index(writer)], v)) continue;  // a descendant's: written after v
+      if (Test(anc[Index(v)], writer))
+        live += bytes_[t];
+      else
+        c.concurrent[Index(v)].push_back({writer, bytes_[t]});
     }
-    bound = std::max(bound, live);
+    c.fixed[Index(v)] = live;
   }
+  return c;
+}
+
+std::uint64_t OrderModel::CoLiveBound() const {
+  std::uint64_t bound = initial_live_;
+  for (std::uint64_t b : ComputeCoLive().fixed) bound = std::max(bound, b);
   return bound;
 }
 

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "tensormem/graph.h"
@@ -59,11 +60,19 @@ class OrderModel {
   // The peak of a whole order (checked elsewhere to be topological).
   std::uint64_t Peak(const std::vector<int>& order) const;
 
-  // A lower bound on every order's peak: the largest, over the nodes v, of
-  // the bytes live while v runs whatever the order: what v needs alone,
-  // plus each tensor an ancestor of v writes that some descendant of v
-  // reads (written before v, freed after it) or that is never freed.
-  // Hubs with far consumers make it much stronger than alone().
+  // The bytes surely live while node v runs. A tensor is held at v when v
+  // or a descendant of v reads it (it is freed after v) or it is never
+  // freed. Held tensors an ancestor of v writes are live at v in every
+  // order: `fixed[v]` (with what v needs alone). Those a node neither
+  // before nor after v writes (`concurrent[v]`: writer, bytes) are live at
+  // v when their writer ran first: the exact search adds them per state.
+  // Hubs with far consumers make these much stronger than alone().
+  struct CoLive {
+    std::vector<std::uint64_t> fixed;
+    std::vector<std::vector<std::pair<int, std::uint64_t>>> concurrent;
+  };
+  CoLive ComputeCoLive() const;
+  // A lower bound on every order's peak: the largest fixed[v].
   std::uint64_t CoLiveBound() const;
 
  private:
@@ -84,6 +93,7 @@ class OrderModel {
   // t is one of v's scratch outputs (the tensors the model tracks).
   bool IsScratchOutput(int v, int t) const;
   bool MayShare(int v, int t) const;
+  std::vector<std::vector<std::uint64_t>> Ancestors() const;
 
   std::vector<Node> node_;
   std::vector<std::uint64_t> bytes_;        // per tensor
