@@ -374,7 +374,7 @@ PyPlan PlanOnnxModel(const std::string& path, const std::map<std::string, std::v
   gp.alignment = alignment;
   gp.strategy = OffsetsByName(strategy);
   gp.schedule.order = Take(ParseOrderStrategy(order));
-  gp.schedule.time_limit_seconds = time_limit;
+  gp.schedule.time_limit_seconds = time_limit > 0 ? time_limit : 1e-9;  // 0: no search, as plan()
   gp.offsets.time_limit_seconds = time_limit;
   gp.offsets.threads = static_cast<unsigned>(threads);
   GraphPlan plan = PlanModel(path, shapes, dims, gp);

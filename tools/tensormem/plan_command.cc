@@ -125,7 +125,8 @@ Result<Input> ReadInput(const PlanOptions& o, bool model) {
   Input in;
   if (model) {
     GraphInputOptions g = o.graph;
-    g.order_time_limit = o.time_limit;
+    // --time-limit 0 (heuristics untimed, no search) holds for the order too.
+    g.order_time_limit = o.time_limit > 0 ? o.time_limit : 1e-9;
     TM_ASSIGN_OR_RETURN(in.graph, LoadGraphInput(o.input, g, o.align ? o.align : defaults::kTensorAlignment));
     in.read_seconds = in.graph->import_seconds;
     return in;
