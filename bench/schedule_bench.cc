@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // The execution-order scheduler on the shared ONNX models and on generated
-// RandWire-style graphs: a Markdown table of, per graph, the nodes, the peak
+// RandWire-style graphs and stacked NAS cells: a Markdown table of, per
+// graph, the nodes, the peak
 // of live scratch bytes and the scratch arena (TFLite's arena strategy) in
 // the given order, with the best heuristic order and with the exact search
-// (proved or not, its lower bound, seconds), and the execution checker's
-// verdict on every order planned.
+// (proved or not, its lower bound, seconds), the arena of --order joint
+// (with the same TFLite arena strategy), and the execution checker's
+// verdict on every order planned. --onnx-dir DIR writes each generated
+// graph there as an ONNX file and measures the graph read back from it, as
+// `tensormem plan FILE --order ...` reads it.
 //
 //   schedule_bench [--time-limit S] [--models DIR] [--no-models] [--no-randwire]
+//                  [--no-nas] [--only TEXT] [--onnx-dir DIR]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +22,7 @@
 #include <vector>
 
 #include "harness/graph_generators.h"
+#include "harness/graph_onnx.h"
 #include "tensormem/onnx.h"
 
 namespace {
@@ -49,35 +55,70 @@ Planned PlanIn(const Graph& g, OrderStrategy order, double time_limit) {
 
 double MiB(std::uint64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); }
 
+std::string only;      // --only: the graphs whose name contains it
 void Row(const std::string& name, const Graph& g, double time_limit) {
+  if (name.find(only) == std::string::npos) return;
   const Planned given = PlanIn(g, OrderStrategy::kGiven, time_limit);
   const Planned best = PlanIn(g, OrderStrategy::kBest, time_limit);
   const Planned exact = PlanIn(g, OrderStrategy::kExact, time_limit);
+  const Planned joint = PlanIn(g, OrderStrategy::kJoint, time_limit);
   const double gp = static_cast<double>(given.schedule.peak);
   auto pct = [&](std::uint64_t p) { return gp > 0 ? 100.0 * (static_cast<double>(p) - gp) / gp : 0.0; };
-  std::printf("| %s | %zu | %.3f | %.3f | %.3f (%+.1f%%, %s) | %.3f | %.4f | %.3f (%+.1f%%) | %.3f | %s | %.3f | %zu | %.3f | %s |\n",
+  std::printf("| %s | %zu | %.3f | %.3f | %.3f (%+.1f%%, %s) | %.3f | %.4f | %.3f (%+.1f%%) | %.3f | %s | %.3f | %zu | %.3f | %.3f (%s) | %s |\n",
               name.c_str(), g.nodes.size(), MiB(given.schedule.peak), MiB(given.arena),
               MiB(best.schedule.peak), pct(best.schedule.peak), best.schedule.method.c_str(),
               MiB(best.arena), best.schedule.seconds, MiB(exact.schedule.peak),
               pct(exact.schedule.peak), MiB(exact.arena),
               exact.schedule.proved_optimal ? "yes" : "no", MiB(exact.schedule.lower_bound),
-              exact.schedule.states, exact.schedule.seconds,
-              given.checked && best.checked && exact.checked ? "ok" : "FAILED");
+              exact.schedule.states, exact.schedule.seconds, MiB(joint.arena), joint.schedule.method.c_str(),
+              given.checked && best.checked && exact.checked && joint.checked ? "ok" : "FAILED");
   std::fflush(stdout);
+}
+
+std::string onnx_dir;  // --onnx-dir: generated graphs through ONNX files there
+
+// A generated graph's row: as it is, or read back from its ONNX file.
+void GeneratedRow(const std::string& name, const Graph& g, double time_limit) {
+  if (name.find(only) == std::string::npos) return;
+  if (onnx_dir.empty()) return Row(name, g, time_limit);
+  const std::string path = (std::filesystem::path(onnx_dir) / (name + ".onnx")).string();
+  auto read = [&]() -> Result<OnnxModel> {
+    TM_RETURN_IF_ERROR(internal::WriteGraphOnnx(g, path));
+    return ImportOnnxFile(path);
+  }();
+  if (!read.ok()) {
+    std::fprintf(stderr, "%s: %s\n", path.c_str(), read.status().ToString().c_str());
+    return;
+  }
+  Row(name, read->graph, time_limit);
+}
+
+void NasRows(double time_limit) {
+  // (cells, intermediate nodes per cell): about 60 to 270 graph nodes.
+  const std::pair<int, int> sizes[] = {{3, 4}, {8, 4}, {8, 5}, {14, 4}};
+  for (const auto& [cells, nodes] : sizes)
+    for (std::uint64_t seed = 1; seed <= 2; ++seed) {
+      internal::NasCellParams np;
+      np.cells = cells;
+      np.nodes = nodes;
+      np.seed = seed;
+      GeneratedRow("nas-" + std::to_string(cells) + "x" + std::to_string(nodes) + "-s" + std::to_string(seed),
+                   internal::GenerateNasGraph(np), time_limit);
+    }
 }
 
 void Header() {
   std::printf("| graph | nodes | given peak MiB | given arena MiB | best peak MiB (vs given, method) | "
               "best arena MiB | best s | exact peak MiB (vs given) | exact arena MiB | proved | "
-              "lower bound MiB | states | exact s | execution check |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+              "lower bound MiB | states | exact s | joint arena MiB (order) | execution check |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   double time_limit = 10;
-  bool models = true, randwire = true;
+  bool models = true, randwire = true, nas = true;
   std::filesystem::path dir = std::filesystem::path(TENSORMEM_SHARED_DIR) / "models";
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--time-limit") && i + 1 < argc)
@@ -88,8 +129,14 @@ int main(int argc, char** argv) {
       models = false;
     else if (!std::strcmp(argv[i], "--no-randwire"))
       randwire = false;
+    else if (!std::strcmp(argv[i], "--no-nas"))
+      nas = false;
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
+      only = argv[++i];
+    else if (!std::strcmp(argv[i], "--onnx-dir") && i + 1 < argc)
+      onnx_dir = argv[++i];
     else {
-      std::fprintf(stderr, "usage: schedule_bench [--time-limit S] [--models DIR] [--no-models] [--no-randwire]\n");
+      std::fprintf(stderr, "usage: schedule_bench [--time-limit S] [--models DIR] [--no-models] [--no-randwire] [--no-nas] [--only TEXT] [--onnx-dir DIR]\n");
       return 2;
     }
   }
@@ -131,8 +178,9 @@ int main(int argc, char** argv) {
           std::string name = std::string("randwire-") + model_names[model] + "-" +
                              (join == JoinKind::kSum ? "sum" : "concat") + "-" +
                              std::to_string(stages) + "x" + std::to_string(rp.nodes);
-          Row(name, g, time_limit);
+          GeneratedRow(name, g, time_limit);
         }
   }
+  if (nas) NasRows(time_limit);
   return 0;
 }

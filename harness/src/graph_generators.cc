@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// RandWire-style graphs (see graph_generators.h).
+// RandWire-style graphs and stacked NAS cells (see graph_generators.h).
 #include "harness/graph_generators.h"
 
 #include <algorithm>
@@ -122,7 +122,67 @@ int Stage(Builder& b, const RandWireParams& params, int input, std::uint64_t cha
   return b.Node("mean", sinks, channels * pixels * 4);
 }
 
+// A NAS cell's op on `x` (cell channels c, output pixels px): the nodes it
+// adds, or x itself for identity. `reduce`: x is at 4x the pixels.
+int NasOp(Builder& b, int kind, int x, std::uint64_t c, std::uint64_t px, bool reduce) {
+  const std::uint64_t bytes = c * px * 4;
+  switch (kind) {
+    case 0:  // separable convolution: (depthwise, pointwise) twice
+      x = b.Node("dw_conv", {x}, bytes);
+      x = b.Node("pw_conv", {x}, bytes);
+      x = b.Node("dw_conv", {x}, bytes);
+      return b.Node("pw_conv", {x}, bytes);
+    case 1:  // dilated convolution
+      x = b.Node("dil_conv", {x}, bytes);
+      return b.Node("pw_conv", {x}, bytes);
+    case 2: return b.Node("max_pool", {x}, bytes);
+    case 3: return b.Node("avg_pool", {x}, bytes);
+    default: return reduce ? b.Node("reduce", {x}, bytes) : x;  // identity
+  }
+}
+
+// One cell reading s0 (two cells back) and s1; returns its output.
+int NasCell(Builder& b, const NasCellParams& params, int s0, int s1, std::uint64_t c, std::uint64_t px,
+            bool reduction, bool after_reduction, std::mt19937_64& rng) {
+  const std::uint64_t in_px = reduction ? px * 4 : px;
+  std::vector<int> states = {b.Node(after_reduction ? "reduce" : "conv1x1", {s0}, c * in_px * 4),
+                             b.Node("conv1x1", {s1}, c * in_px * 4)};
+  std::uniform_int_distribution<int> op(0, 4);
+  std::vector<int> inter;
+  for (int i = 0; i < std::max(1, params.nodes); ++i) {
+    std::uniform_int_distribution<std::size_t> from(0, states.size() - 1);
+    std::vector<int> in;
+    for (int k = 0; k < 2; ++k) {
+      const std::size_t j = from(rng);
+      in.push_back(NasOp(b, op(rng), states[j], c, px, reduction && j < 2));
+    }
+    inter.push_back(b.Node("sum", in, c * px * 4));
+    states.push_back(inter.back());
+  }
+  return b.Node("concat", inter, c * px * 4 * inter.size());
+}
+
 }  // namespace
+
+Graph GenerateNasGraph(const NasCellParams& params) {
+  std::mt19937_64 rng(params.seed);
+  Builder b;
+  std::uint64_t c = std::max<std::uint64_t>(1, params.channels);
+  std::uint64_t px = std::max<std::uint64_t>(1, params.pixels);
+  const int input = b.Tensor(3 * px * 4);
+  b.g.inputs = {input};
+  int s0 = b.Node("stem", {input}, 3 * c * px * 4), s1 = s0;
+  const int cells = std::max(1, params.cells);
+  bool reduced = false;
+  for (int k = 0; k < cells; ++k) {
+    const bool reduction = cells >= 3 && (k == cells / 3 || k == 2 * cells / 3);
+    if (reduction) c *= 2, px = std::max<std::uint64_t>(1, px / 4);
+    const int out = NasCell(b, params, s0, s1, c, px, reduction, reduced, rng);
+    s0 = s1, s1 = out, reduced = reduction;
+  }
+  b.g.outputs = {b.Node("global_pool", {s1}, c * 4 * static_cast<std::uint64_t>(std::max(1, params.nodes)))};
+  return std::move(b.g);
+}
 
 Graph GenerateRandWireGraph(const RandWireParams& params) {
   std::mt19937_64 rng(params.seed);

@@ -10,7 +10,9 @@
 // allocators align.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace tensormem::defaults {
 
@@ -32,6 +34,15 @@ inline constexpr double kTimeLimitSeconds = 10.0;
 inline constexpr std::uint64_t kPolishNodes = 50'000;
 inline constexpr double kPolishSeconds = 2.0;
 inline constexpr double kPolishTimeShare = 0.1;
+// The execution order of a model's nodes (ScheduleParams; `plan`/`records
+// --order`, Python records_from_onnx() and plan() on a model): the file's.
+inline constexpr std::string_view kOrder = "given";
+// The exact order search's limits: seconds (the CLI passes --time-limit),
+// search states, the bytes they may take, and the beam's width per level.
+inline constexpr double kOrderTimeLimitSeconds = kTimeLimitSeconds;
+inline constexpr std::size_t kOrderMaxStates = 20'000'000;
+inline constexpr std::size_t kOrderMaxStateBytes = std::size_t{1} << 30;
+inline constexpr std::size_t kOrderBeamWidth = 256;
 // Timed passes of a replay (the median is reported).
 inline constexpr int kReplayRepetitions = 3;
 

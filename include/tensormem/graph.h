@@ -173,7 +173,8 @@ struct GraphPlanParams {
   // allocation node, then index; each takes the best-fitting gap.
   OffsetsStrategy strategy = OffsetsStrategy::kArena;
   // The execution order to plan in: the given one by default; kBest and
-  // kExact choose one with a lower peak of live bytes (schedule.h).
+  // kExact choose one with a lower peak of live bytes, kJoint the one of
+  // the smallest scratch arena among kExact's orders (schedule.h).
   ScheduleParams schedule;
   // Other knobs of the offset strategies (time limit, validate, ...). Its
   // alignment must stay 1 (PlanGraph refuses another): the alignment is
@@ -213,7 +214,20 @@ struct GraphPlan {
 // Chooses the order (params.schedule), then plans both arenas in it.
 // Constants and variables are laid out back to back in the persistent arena
 // in index order.
+// With OrderStrategy::kJoint, PlanGraphInCandidates chooses among the
+// scheduler's candidate orders.
 Result<GraphPlan> PlanGraph(const Graph& graph, const GraphPlanParams& params = {});
+
+// Plans the graph in each of schedule.candidates (ScheduleGraph with
+// kJoint) with params' strategy, and keeps the smallest scratch arena (ties:
+// the earlier candidate, the given order first): its plan, with the
+// schedule's order, method and peak set to that candidate's and every
+// candidate's arena recorded. params.offsets.time_limit_seconds covers all
+// candidates (each gets an equal share of what is left); an order whose
+// placement runs out of time is left unplaced. Without candidates, plans in
+// schedule.order. params.schedule is not read.
+Result<GraphPlan> PlanGraphInCandidates(const Graph& graph, Schedule schedule,
+                                        const GraphPlanParams& params);
 
 // Re-plans after sizes changed from node `first_node` on (TFLite's
 // ResetAllocationsAfter(first_node - 1) then ExecuteAllocations): scratch

@@ -12,8 +12,12 @@
 // the best states first, whose order tightens the bound, then every state
 // below the best peak known; it proves the minimum peak when it finishes
 // within the time limit and the state budget, and otherwise keeps the best
-// order found with the lower bound it proved. Every peak reported is computed with
-// ComputeLiveness on the reordered graph.
+// order found with the lower bound it proved. kJoint keeps every distinct
+// order kExact met (the given one, each heuristic's, the search's) as
+// candidates: the graph planner (PlanGraph) places each with its offsets
+// strategy and keeps the smallest arena, since the order of the lowest peak
+// does not always give the smallest arena. Every peak reported is computed
+// with ComputeLiveness on the reordered graph.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tensormem/defaults.h"
 #include "tensormem/status.h"
 
 namespace tensormem {
@@ -34,20 +39,35 @@ enum class OrderStrategy : std::uint8_t {
   kGiven,  // the graph's node order
   kBest,   // the best of the heuristic orders and the given order
   kExact,  // kBest, then the exact search (anytime, under the time limit)
+  kJoint,  // kExact's orders as candidates: the planner keeps the smallest arena
 };
 
 std::string_view Name(OrderStrategy order);
 Result<OrderStrategy> ParseOrderStrategy(std::string_view name);
 std::span<const OrderStrategy> AllOrderStrategies();
 
+// Defaults: tensormem/defaults.h (kOrder names `order`'s).
 struct ScheduleParams {
   OrderStrategy order = OrderStrategy::kGiven;
   // The exact search's limits (beam included): wall-clock seconds (<= 0:
-  // none) and the number of search states it may keep. Past either it stops
-  // and keeps the best order found, with the lower bound proved so far.
-  // The states are also kept under 1 GiB (fewer on graphs of many nodes).
-  double time_limit_seconds = 10;
-  std::size_t max_states = 20'000'000;
+  // none), the number of search states it may keep and the bytes they may
+  // take (fewer states on graphs of many nodes: wider keys). Past any it
+  // stops and keeps the best order found, with the lower bound proved so far.
+  double time_limit_seconds = defaults::kOrderTimeLimitSeconds;
+  std::size_t max_states = defaults::kOrderMaxStates;
+  std::size_t max_state_bytes = defaults::kOrderMaxStateBytes;
+  // States the beam (run before the exact search) keeps per level.
+  std::size_t beam_width = defaults::kOrderBeamWidth;
+};
+
+// An order kJoint compares: its peak, and the scratch arena the planner
+// made in it (GraphPlan; 0 until placed).
+struct OrderCandidate {
+  std::string method;
+  std::vector<int> order;
+  std::uint64_t peak = 0;
+  std::uint64_t arena = 0;
+  bool placed = false;  // false: the planner's time ran out before it
 };
 
 struct Schedule {
@@ -62,6 +82,9 @@ struct Schedule {
   bool proved_optimal = false;    // peak == lower_bound
   std::size_t states = 0;         // search states the exact search kept
   double seconds = 0;
+  // kJoint: the distinct orders compared, the given order first, then by
+  // peak; `order` is the one whose arena was smallest.
+  std::vector<OrderCandidate> candidates;
 };
 
 // The identity order 0, 1, ..., nodes - 1.

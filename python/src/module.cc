@@ -182,6 +182,7 @@ struct PyPlan {
   OffsetsPlan offsets;   // offsets plan; for objects, the objects laid back to back
   ObjectsPlan object_plan;
   std::uint64_t alignment = 1;
+  std::optional<Schedule> schedule;  // a model's: the order planned in
 
   const Problem& GetProblem() {
     if (!problem) problem = std::make_shared<Problem>(FromRecords(records));
@@ -329,32 +330,82 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 }
 
 #if TENSORMEM_PY_HAVE_ONNX
-std::shared_ptr<PyProblem> RecordsFromOnnx(const std::string& path,
-                                           const std::map<std::string, std::vector<std::int64_t>>& shapes,
-                                           const std::map<std::string, std::int64_t>& dims,
-                                           std::uint64_t alignment, const std::string& order = "given") {
+// An ONNX model imported and planned by the graph planner (without the GIL).
+GraphPlan PlanModel(const std::string& path, const std::map<std::string, std::vector<std::int64_t>>& shapes,
+                    const std::map<std::string, std::int64_t>& dims, const GraphPlanParams& params) {
   if (IsStreamInput(CheckPath(path))) Raise(OnnxNotFromAFileError(path));
   OnnxImportParams ip;
   ip.input_shapes = shapes;
   ip.dims = dims;
-  const OrderStrategy node_order = Take(ParseOrderStrategy(order));
   std::optional<Result<OnnxModel>> model;
   std::optional<Result<GraphPlan>> plan;
   {
     py::gil_scoped_release release;
     model.emplace(ImportOnnxFile(path, ip));
-    if (model->ok()) {
-      GraphPlanParams gp;
-      gp.alignment = alignment;
-      gp.schedule.order = node_order;
-      plan.emplace(PlanGraph((*model)->graph, gp));
-    }
+    if (model->ok()) plan.emplace(PlanGraph((*model)->graph, params));
   }
   Take(std::move(*model));
+  return Take(std::move(*plan));
+}
+
+std::shared_ptr<PyProblem> RecordsFromOnnx(const std::string& path,
+                                           const std::map<std::string, std::vector<std::int64_t>>& shapes,
+                                           const std::map<std::string, std::int64_t>& dims,
+                                           std::uint64_t alignment, const std::string& order = std::string(defaults::kOrder)) {
+  GraphPlanParams gp;
+  gp.alignment = alignment;
+  gp.schedule.order = Take(ParseOrderStrategy(order));
   auto out = std::make_shared<PyProblem>();
-  out->problem = std::move(Take(std::move(*plan)).scratch);
+  out->problem = std::move(PlanModel(path, shapes, dims, gp).scratch);
   out->source = InputName(path);
   return out;
+}
+
+// plan_model(): the model's scratch arena with one offsets strategy in the
+// order asked for (joint: the smallest arena over the candidate orders), as
+// `tensormem plan MODEL --order`: the order search and the placement each
+// get `time_limit`.
+PyPlan PlanOnnxModel(const std::string& path, const std::map<std::string, std::vector<std::int64_t>>& shapes,
+                     const std::map<std::string, std::int64_t>& dims, const std::string& strategy,
+                     const std::string& order, std::uint64_t alignment, double time_limit, std::uint64_t threads) {
+  Check(ValidateAlignment(alignment, "plan_model"), false);
+  CheckTimeAndThreads("plan_model", time_limit, threads, kMaxPlanThreads);
+  GraphPlanParams gp;
+  gp.alignment = alignment;
+  gp.strategy = OffsetsByName(strategy);
+  gp.schedule.order = Take(ParseOrderStrategy(order));
+  gp.schedule.time_limit_seconds = time_limit > 0 ? time_limit : 1e-9;  // 0: no search, as plan()
+  gp.offsets.time_limit_seconds = time_limit;
+  gp.offsets.threads = static_cast<unsigned>(threads);
+  GraphPlan plan = PlanModel(path, shapes, dims, gp);
+  PyPlan out;
+  out.alignment = alignment;
+  out.offsets = std::move(plan.scratch_plan);
+  out.problem = std::make_shared<const Problem>(std::move(plan.scratch));
+  out.schedule = std::move(plan.schedule);
+  return out;
+}
+
+// A schedule as the CLI's JSON "order" object.
+py::dict OrderDict(const Schedule& s) {
+  py::dict d;
+  d["method"] = s.method;
+  d["peak"] = s.peak;
+  d["given_peak"] = s.given_peak;
+  d["lower_bound"] = s.lower_bound;
+  d["proved_optimal"] = s.proved_optimal;
+  d["states"] = s.states;
+  d["seconds"] = s.seconds;
+  py::list candidates;
+  for (const OrderCandidate& c : s.candidates) {
+    py::dict cd;
+    cd["method"] = c.method;
+    cd["peak"] = c.peak;
+    cd["arena"] = c.placed ? py::object(py::int_(c.arena)) : py::object(py::none());
+    candidates.append(cd);
+  }
+  d["candidates"] = candidates;
+  return d;
 }
 #endif
 
@@ -563,6 +614,10 @@ void BindDefaults(py::module_& m) {
   d["polish_nodes"] = defaults::kPolishNodes;
   d["polish_seconds"] = defaults::kPolishSeconds;
   d["polish_time_share"] = defaults::kPolishTimeShare;
+  d["order"] = std::string(defaults::kOrder);
+  d["order_max_states"] = defaults::kOrderMaxStates;
+  d["order_max_state_bytes"] = defaults::kOrderMaxStateBytes;
+  d["order_beam_width"] = defaults::kOrderBeamWidth;
   m.attr("DEFAULTS") = d;
 }
 
@@ -645,6 +700,14 @@ py::class_<PyPlan> BindPlan(py::module_& m) {
         if (!p.objects) return py::none();
         return View(p.object_plan.object_sizes, self);
       })
+      .def_property_readonly("order", [](const PyPlan& p) -> py::object {
+#if TENSORMEM_PY_HAVE_ONNX
+        if (p.schedule) return OrderDict(*p.schedule);
+#endif
+        return py::none();
+      }, "a model's plan (plan_model): the node order planned in, as `tensormem plan --json`'s "
+         "graph.order (method, peak, given_peak, lower_bound, proved_optimal, states, seconds, "
+         "candidates: method, peak, arena per order joint compared); None otherwise")
       .def("__len__", [](const PyPlan& p) { return p.offsets.offsets.size(); });
 }
 
@@ -767,7 +830,10 @@ void BindFiles(py::module_& m) {
   m.def("records_from_onnx", &RecordsFromOnnx, py::arg("path"),
         py::arg("input_shapes") = std::map<std::string, std::vector<std::int64_t>>{},
         py::arg("dims") = std::map<std::string, std::int64_t>{}, py::arg("alignment") = defaults::kTensorAlignment,
-        py::arg("order") = "given");
+        py::arg("order") = std::string(defaults::kOrder));
+  m.def("_plan_model", &PlanOnnxModel, py::arg("path"), py::arg("input_shapes"), py::arg("dims"),
+        py::arg("strategy"), py::arg("order"), py::arg("alignment"), py::arg("time_limit"),
+        py::arg("threads"));
 #endif
 }
 

@@ -32,7 +32,7 @@ from . import _tensormem as _tm
 from ._tensormem import Plan, Problem, SolveResult, Trace, TensormemError, Allocator
 
 __all__ = [
-    "plan", "strategies", "solve", "tuning_keys", "load_problem", "write_problem", "records_from_onnx",
+    "plan", "plan_model", "strategies", "solve", "tuning_keys", "load_problem", "write_problem", "records_from_onnx",
     "load_trace", "replay", "replay_allocators", "bfc_presets", "DEFAULTS", "Plan", "Problem", "SolveResult",
     "Trace",
     "TensormemError", "Allocator", "BfcAllocator", "BufferPool", "SystemAllocator",
@@ -158,19 +158,48 @@ def write_problem(path: PathLike, problem: Problem) -> None:
 
 def records_from_onnx(path: PathLike, input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
                       dims: Optional[Mapping[str, int]] = None,
-                      alignment: int = DEFAULTS["tensor_alignment"], order: str = "given") -> Problem:
+                      alignment: int = DEFAULTS["tensor_alignment"], order: str = DEFAULTS["order"]) -> Problem:
     """An ONNX model's scratch-arena usage records (one buffer per tensor
     owning memory, ids = tensor names) as a :class:`Problem`.
     ``input_shapes={"input": [1, 3, 224, 224]}``, ``dims={"batch": 8}``.
     ``order``: the node order the lifetimes follow, ``"given"`` (the
     file's), ``"best"`` (the best heuristic order, never a higher peak of
-    live bytes than the given one) or ``"exact"`` (best, then a search that
-    proves the lowest peak where it can within 10 s)."""
+    live bytes than the given one), ``"exact"`` (best, then a search that
+    proves the lowest peak where it can within 10 s) or ``"joint"`` (the
+    order whose arena, TFLite's ``arena`` strategy, is smallest; as
+    ``tensormem records --order``)."""
     if not HAVE_ONNX:
         raise TensormemError("this tensormem was built without the ONNX importer "
                              "(libonnx and protobuf were not found)")
     return _tm.records_from_onnx(os.fspath(path), {k: list(v) for k, v in (input_shapes or {}).items()},
                                  dict(dims or {}), _count("alignment", alignment), order)
+
+
+def plan_model(path: PathLike, strategy: str = "best", order: str = DEFAULTS["order"],
+               alignment: int = DEFAULTS["tensor_alignment"],
+               input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+               dims: Optional[Mapping[str, int]] = None,
+               time_limit: float = DEFAULTS["time_limit"], threads: int = 1) -> Plan:
+    """Plans an ONNX model's scratch arena with the graph planner, as
+    ``tensormem plan MODEL -s STRATEGY --order ORDER``: one offsets
+    ``strategy`` (:func:`strategies`), in the node ``order``: ``"given"``
+    (the file's), ``"best"`` (the lowest peak of the heuristic orders and
+    the given one), ``"exact"`` (best, then a search that proves the lowest
+    peak where it can) or ``"joint"`` (every distinct order exact met,
+    each placed with the strategy: the smallest arena, never larger than
+    the given order's). ``time_limit`` bounds the order search and the
+    placement each. The :class:`Plan`'s buffers are the model's (ids =
+    tensor names) with lifetimes in the chosen order; ``Plan.order`` says
+    which order, its peak of live bytes, and for joint every candidate's
+    peak and arena."""
+    if not HAVE_ONNX:
+        raise TensormemError("this tensormem was built without the ONNX importer "
+                             "(libonnx and protobuf were not found)")
+    if time_limit is None:
+        time_limit = float("inf")
+    return _tm._plan_model(os.fspath(path), {k: list(v) for k, v in (input_shapes or {}).items()},
+                           dict(dims or {}), strategy, order, _count("alignment", alignment),
+                           float(time_limit), _count("threads", threads))
 
 
 def load_trace(path: PathLike) -> Trace:

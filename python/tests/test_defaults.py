@@ -71,6 +71,12 @@ def test_model_defaults_agree(tmp_path):
     model = ROOT / "examples" / "resnet18.onnx"
     j = json.loads(cli("plan", model, "-s", "naive", "--json").stdout)
     assert j["alignment"] == tm.DEFAULTS["tensor_alignment"] == default(tm.records_from_onnx, "alignment")
+    assert default(tm.plan_model, "alignment") == tm.DEFAULTS["tensor_alignment"]
+    # The node order: the CLI's --order default, Python's, the C++ table's.
+    assert j["graph"]["order"]["method"] == tm.DEFAULTS["order"] == default(tm.records_from_onnx, "order")
+    assert default(tm.plan_model, "order") == tm.DEFAULTS["order"]
+    order = next(line for line in cli("plan", "--help").stdout.splitlines() if "--order" in line)
+    assert order.split()[1].endswith("=" + tm.DEFAULTS["order"])
     # The naive total below the table is the naive row.
     assert j["graph"]["naive_scratch_bytes"] == j["results"][0]["total"]
     rows = list(csv.DictReader(io.StringIO(cli("records", model).stdout)))

@@ -50,6 +50,34 @@ def test_onnx_records_in_a_chosen_order(shared):
         tm.records_from_onnx(model, order="fastest")
 
 
+def test_plan_model_in_a_chosen_order(shared, tmp_path):
+    if not tm.HAVE_ONNX:
+        pytest.skip("built without the ONNX importer")
+    model = shared / "models" / "shufflenet_v2_x1_0.onnx"
+    given = tm.plan_model(model, strategy="best")
+    assert given.order["method"] == "given" and given.order["candidates"] == []
+    assert given.total == tm.plan(tm.records_from_onnx(model), strategy="best").total
+    for order in ("best", "exact"):
+        p = tm.plan_model(model, strategy="best", order=order)
+        assert p.order["peak"] <= p.order["given_peak"] == given.order["peak"]
+        assert len(p) == len(given)
+    joint = tm.plan_model(model, strategy="best", order="joint")
+    assert joint.total <= given.total and len(joint) == len(given)
+    arenas = [c["arena"] for c in joint.order["candidates"]]
+    assert joint.order["candidates"][0]["method"] == "given"
+    assert arenas[0] == given.total and joint.total == min(arenas)
+    # The plan is the chosen order's: its records are those of that order.
+    if joint.order["method"] != "given":
+        assert joint.lower_bound <= given.lower_bound
+    joint.write(tmp_path / "joint.csv")
+    assert tm.plan(tm.load_problem(tmp_path / "joint.csv"), strategy="best").total == joint.total
+    with pytest.raises(ValueError, match="unknown order 'fastest'"):
+        tm.plan_model(model, order="fastest")
+    with pytest.raises(ValueError):
+        tm.plan_model(model, strategy="fastest")
+    assert tm.plan(tm.load_problem(model)).order is None
+
+
 def shared_model():
     from conftest import SHARED
     path = SHARED / "models" / "resnet18.onnx"

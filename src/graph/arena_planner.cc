@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The two arenas of a graph, planned in the order the scheduler chooses
-// (schedule.h; the given order by default). Persistent: constants and variables back to
+// (schedule.h; the given order by default; kJoint: each candidate order
+// planned, the smallest scratch arena kept). Persistent: constants and variables back to
 // back in index order (they live for the whole run). Scratch: one buffer per
 // tensor owning memory (in-place chains are one buffer), lifetimes from the
 // liveness, planned with an offset strategy. The default is TensorFlow
@@ -9,6 +10,8 @@
 // allocation node, then index) fed to SimpleMemoryArena's best fit
 // (planning::PlaceBestFit) with each buffer's own alignment.
 #include <algorithm>
+#include <chrono>
+#include <optional>
 
 #include "core/checked_math.h"
 #include "tensormem/graph.h"
@@ -122,15 +125,62 @@ Status Finish(const Graph& graph, GraphPlan& plan, const GraphPlanParams& params
   return Status::Ok();
 }
 
-}  // namespace
-
-Result<GraphPlan> PlanGraph(const Graph& graph, const GraphPlanParams& params) {
-  TM_ASSIGN_OR_RETURN(Schedule schedule, ScheduleGraph(graph, params.schedule, params.liveness));
+Result<GraphPlan> PlanInOrder(const Graph& graph, Schedule schedule, const GraphPlanParams& params) {
   TM_ASSIGN_OR_RETURN(const Graph ordered, ReorderGraph(graph, schedule.order));
   TM_ASSIGN_OR_RETURN(GraphPlan plan, Prepare(ordered, params));
   plan.schedule = std::move(schedule);
   TM_RETURN_IF_ERROR(Finish(ordered, plan, params));
   return plan;
+}
+
+// The offsets' time limit left for candidate `i` of `n`: an equal share of
+// what is left (what one leaves goes to the next); none when unlimited.
+double CandidateTimeLimit(double limit, std::chrono::steady_clock::time_point start, std::size_t i,
+                          std::size_t n) {
+  if (!(limit > 0 && limit < 1e9)) return limit;
+  const double left = limit - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return std::max(left, 1e-9) / static_cast<double>(n - i);
+}
+
+}  // namespace
+
+Result<GraphPlan> PlanGraph(const Graph& graph, const GraphPlanParams& params) {
+  TM_ASSIGN_OR_RETURN(Schedule schedule, ScheduleGraph(graph, params.schedule, params.liveness));
+  return PlanGraphInCandidates(graph, std::move(schedule), params);
+}
+
+Result<GraphPlan> PlanGraphInCandidates(const Graph& graph, Schedule schedule, const GraphPlanParams& params) {
+  if (schedule.candidates.empty()) return PlanInOrder(graph, std::move(schedule), params);
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<GraphPlan> best;
+  std::size_t chosen = 0;
+  Status failed = Status::Ok();
+  const std::size_t n = schedule.candidates.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    OrderCandidate& c = schedule.candidates[i];
+    GraphPlanParams p = params;
+    p.offsets.time_limit_seconds = CandidateTimeLimit(params.offsets.time_limit_seconds, start, i, n);
+    Schedule in_order;
+    in_order.order = c.order;
+    Result<GraphPlan> plan = PlanInOrder(graph, std::move(in_order), p);
+    if (!plan.ok()) {
+      // Out of time for this order: the others still compete.
+      if (plan.status().code() != StatusCode::kDeadlineExceeded) return plan.status();
+      failed = plan.status().WithContext("order " + c.method);
+      continue;
+    }
+    c.arena = plan->scratch_bytes();
+    c.placed = true;
+    if (!best || c.arena < best->scratch_bytes()) best = std::move(*plan), chosen = i;
+  }
+  if (!best) return failed;
+  const OrderCandidate& c = schedule.candidates[chosen];
+  schedule.order = c.order;
+  schedule.method = c.method;
+  schedule.peak = c.peak;
+  schedule.proved_optimal = schedule.peak == schedule.lower_bound;
+  best->schedule = std::move(schedule);
+  return std::move(*best);
 }
 
 Result<GraphPlan> ReplanGraphFrom(const Graph& graph, const GraphPlan& previous,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The scheduler's entry points: orders checked and applied, peaks from
 // ComputeLiveness, and ScheduleGraph keeping the best of the given order,
-// the heuristic orders and (kExact) the exact search.
+// the heuristic orders and (kExact, kJoint) the exact search; kJoint
+// also keeps every distinct order as a candidate for the planner.
 #include "tensormem/schedule.h"
 
 #include <algorithm>
@@ -16,14 +17,7 @@ namespace tensormem {
 namespace {
 
 constexpr OrderStrategy kOrderStrategies[] = {OrderStrategy::kGiven, OrderStrategy::kBest,
-                                              OrderStrategy::kExact};
-
-// The largest bytes any one node needs in any order.
-std::uint64_t StaticBound(const internal::OrderModel& model) {
-  std::uint64_t b = model.initial_live();
-  for (int v = 0; v < model.nodes(); ++v) b = std::max(b, model.alone(v));
-  return b;
-}
+                                              OrderStrategy::kExact, OrderStrategy::kJoint};
 
 }  // namespace
 
@@ -32,6 +26,7 @@ std::string_view Name(OrderStrategy order) {
     case OrderStrategy::kGiven: return "given";
     case OrderStrategy::kBest: return "best";
     case OrderStrategy::kExact: return "exact";
+    case OrderStrategy::kJoint: return "joint";
   }
   return "unknown";
 }
@@ -107,6 +102,52 @@ Result<std::uint64_t> PeakLiveBytes(const Graph& graph, std::span<const int> ord
   return static_cast<std::uint64_t>(peak);
 }
 
+namespace {
+
+// Adds `order` to the joint candidates unless an equal order is there.
+void AddCandidate(Schedule& s, const char* method, const std::vector<int>& order, std::uint64_t peak) {
+  for (const OrderCandidate& c : s.candidates)
+    if (c.order == order) return;
+  s.candidates.push_back({method, order, peak});
+}
+
+// The given order first (never worse than it), then by peak (the lowest
+// peaks are placed first should the planner's time run out).
+void SortCandidates(Schedule& s) {
+  std::stable_sort(s.candidates.begin() + 1, s.candidates.end(),
+                   [](const OrderCandidate& a, const OrderCandidate& b) { return a.peak < b.peak; });
+}
+
+// The heuristic orders: the best into `best`, each one a candidate (joint).
+Status RunHeuristics(const Graph& graph, const internal::OrderModel& model,
+                     const LivenessParams& liveness, bool joint, Schedule& best) {
+  for (internal::NamedOrder& h : internal::HeuristicOrders(model)) {
+    TM_ASSIGN_OR_RETURN(const std::uint64_t peak, PeakLiveBytes(graph, h.order, liveness));
+    if (joint) AddCandidate(best, h.method, h.order, peak);
+    if (peak < best.peak) best.peak = peak, best.order = std::move(h.order), best.method = h.method;
+  }
+  return Status::Ok();
+}
+
+// The exact search from the best order so far; its order, when below, is
+// the best (and a candidate).
+Status RunExact(const Graph& graph, const internal::OrderModel& model, const ScheduleParams& params,
+                const LivenessParams& liveness, bool joint, Schedule& best) {
+  internal::ExactResult r = internal::ExactOrder(model, best.peak, best.lower_bound, params);
+  best.states = r.states;
+  best.lower_bound = r.lower_bound;
+  if (r.order.empty()) return Status::Ok();
+  TM_ASSIGN_OR_RETURN(const std::uint64_t peak, PeakLiveBytes(graph, r.order, liveness));
+  if (peak != r.peak)
+    return Internal("exact order: the search priced its order at " + std::to_string(r.peak) +
+                    " bytes, the liveness at " + std::to_string(peak));
+  if (joint) AddCandidate(best, "exact", r.order, peak);
+  best.peak = peak, best.order = std::move(r.order), best.method = "exact";
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<Schedule> ScheduleGraph(const Graph& graph, const ScheduleParams& params,
                                const LivenessParams& liveness) {
   const auto start = std::chrono::steady_clock::now();
@@ -115,29 +156,16 @@ Result<Schedule> ScheduleGraph(const Graph& graph, const ScheduleParams& params,
   best.order = GivenOrder(graph);
   TM_ASSIGN_OR_RETURN(best.given_peak, PeakLiveBytes(graph, best.order, liveness));
   best.peak = best.given_peak;
+  const bool joint = params.order == OrderStrategy::kJoint;
+  if (joint) AddCandidate(best, "given", best.order, best.peak);
   // Nothing is freed when all tensors are preserved: every order is alike.
   const bool fixed = params.order == OrderStrategy::kGiven || liveness.preserve_all_tensors;
   const internal::OrderModel model(graph, live, liveness);
-  best.lower_bound = liveness.preserve_all_tensors ? best.peak : std::min(best.peak, StaticBound(model));
-  if (!fixed) {
-    for (internal::NamedOrder& h : internal::HeuristicOrders(model)) {
-      TM_ASSIGN_OR_RETURN(const std::uint64_t peak, PeakLiveBytes(graph, h.order, liveness));
-      if (peak < best.peak) best.peak = peak, best.order = std::move(h.order), best.method = h.method;
-    }
-  }
-  if (params.order == OrderStrategy::kExact && !fixed) {
-    internal::ExactResult r = internal::ExactOrder(model, best.peak, best.lower_bound,
-                                                   params.time_limit_seconds, params.max_states);
-    best.states = r.states;
-    best.lower_bound = r.lower_bound;
-    if (!r.order.empty()) {
-      TM_ASSIGN_OR_RETURN(const std::uint64_t peak, PeakLiveBytes(graph, r.order, liveness));
-      if (peak != r.peak)
-        return Internal("exact order: the search priced its order at " + std::to_string(r.peak) +
-                        " bytes, the liveness at " + std::to_string(peak));
-      best.peak = peak, best.order = std::move(r.order), best.method = "exact";
-    }
-  }
+  best.lower_bound = liveness.preserve_all_tensors ? best.peak : std::min(best.peak, model.CoLiveBound());
+  if (!fixed) TM_RETURN_IF_ERROR(RunHeuristics(graph, model, liveness, joint, best));
+  if ((params.order == OrderStrategy::kExact || joint) && !fixed)
+    TM_RETURN_IF_ERROR(RunExact(graph, model, params, liveness, joint, best));
+  if (joint) SortCandidates(best);
   best.proved_optimal = best.peak == best.lower_bound;
   best.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return best;

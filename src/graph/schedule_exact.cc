@@ -11,7 +11,10 @@
 //   (OrderModel::Step::dominant) is run at once, the only successor.
 // Anytime: stopped by the time limit or the state budget at level k, every
 // order still passes through a kept level-k state, so the smallest
-// max(peak, live) over them is a proved lower bound.
+// max(peak, live, co-live bound) over them is a proved lower bound (the
+// co-live bound of a state: the bytes some node still to run will surely
+// see live, OrderModel::CoLive, tensors of hubs already run included;
+// too slow to prune every state with, it tightens the anytime bound).
 // A beam search (the same levels, only the states of lowest peak kept) runs
 // first: its order, often well below the heuristics', is the bound.
 #include <algorithm>
@@ -93,10 +96,19 @@ struct Path {  // per level after the first: each state's parent and last node
 
 class Search {
  public:
-  Search(const OrderModel& model, std::uint64_t upper, std::uint64_t lower, double seconds,
-         std::size_t max_states)
-      : m_(model), upper_(upper), lower_(lower), deadline_(seconds),
-        max_states_(std::min(max_states, kMaxBytes / (model.words() * sizeof(std::uint64_t) + kStateBytes))) {}
+  Search(const OrderModel& model, std::uint64_t upper, std::uint64_t lower, const ScheduleParams& params)
+      : m_(model), upper_(upper), lower_(lower), deadline_(params.time_limit_seconds),
+        max_states_(std::min(params.max_states,
+                             params.max_state_bytes / (model.words() * sizeof(std::uint64_t) + kStateBytes))),
+        beam_width_(std::max<std::size_t>(params.beam_width, 1)), colive_(model.ComputeCoLive()) {
+    // The nodes by the most bytes they could see live, most first.
+    for (int v = 0; v < m_.nodes(); ++v) {
+      std::uint64_t most = colive_.fixed[static_cast<std::size_t>(v)];
+      for (const auto& [w, b] : colive_.concurrent[static_cast<std::size_t>(v)]) most += b;
+      if (most > colive_.fixed[static_cast<std::size_t>(v)]) by_most_.push_back({most, v});
+    }
+    std::sort(by_most_.rbegin(), by_most_.rend());
+  }
 
   ExactResult Run() {
     ExactResult r;
@@ -198,12 +210,12 @@ class Search {
     return true;
   }
 
-  // The kBeamWidth states of the lowest peak, then live bytes (the beam
+  // The beam_width_ states of the lowest peak, then live bytes (the beam
   // keeps their paths: parents are re-indexed into the level before).
   Level Beam(const Level& level) const {
     std::vector<std::size_t> keep(level.size());
     for (std::size_t i = 0; i < keep.size(); ++i) keep[i] = i;
-    const std::size_t width = std::min(keep.size(), kBeamWidth);
+    const std::size_t width = std::min(keep.size(), beam_width_);
     std::partial_sort(keep.begin(), keep.begin() + static_cast<std::ptrdiff_t>(width), keep.end(),
                       [&](std::size_t a, std::size_t b) {
                         return std::pair(level.peak[a], level.live[a]) < std::pair(level.peak[b], level.live[b]);
@@ -215,22 +227,42 @@ class Search {
   }
 
   // Every order passes a state of the level: the smallest bound over them.
-  static std::uint64_t LevelBound(const Level& level) {
+  std::uint64_t LevelBound(const Level& level) const {
     std::uint64_t b = std::numeric_limits<std::uint64_t>::max();
-    for (std::size_t i = 0; i < level.size(); ++i)
-      b = std::min(b, std::max(level.peak[i], level.live[i]));
+    for (std::size_t i = 0; i < level.size(); ++i) {
+      const std::uint64_t here = std::max(level.peak[i], level.live[i]);
+      if (here < b) b = std::max(here, StateBound(level.key(i), b));
+    }
     return b;
   }
 
-  static constexpr std::size_t kBeamWidth = 256;
-  // The memory the states may take (their keys, bounds and paths), whatever
-  // ScheduleParams::max_states allows: wide keys (large graphs) mean fewer.
-  static constexpr std::size_t kMaxBytes = std::size_t{1} << 30;
+  // The bytes some node not yet run will surely see live (CoLive: its
+  // fixed bytes and the concurrent tensors already written), or `enough`
+  // once that is reached.
+  std::uint64_t StateBound(const std::uint64_t* key, std::uint64_t enough) const {
+    std::uint64_t b = 0;
+    for (const auto& [most, v] : by_most_) {
+      if (most <= b) break;
+      if (OrderModel::Has(key, v)) continue;
+      std::uint64_t live = colive_.fixed[static_cast<std::size_t>(v)];
+      for (const auto& [w, bytes] : colive_.concurrent[static_cast<std::size_t>(v)])
+        if (OrderModel::Has(key, w)) live += bytes;
+      b = std::max(b, live);
+      if (b >= enough) break;
+    }
+    return b;
+  }
+
+  // A state's bytes besides its key (bounds, path, hash slot), for
+  // ScheduleParams::max_state_bytes.
   static constexpr std::size_t kStateBytes = 40;
   const OrderModel& m_;
   std::uint64_t upper_, lower_;
   Deadline deadline_;
   std::size_t max_states_;
+  std::size_t beam_width_;
+  OrderModel::CoLive colive_;
+  std::vector<std::pair<std::uint64_t, int>> by_most_;  // (most bytes, node), most first
   std::size_t states_ = 0;
   std::vector<int> ready_;
   std::vector<std::pair<int, OrderModel::Step>> steps_;
@@ -239,9 +271,8 @@ class Search {
 }  // namespace
 
 ExactResult ExactOrder(const OrderModel& model, std::uint64_t upper_bound,
-                       std::uint64_t lower_bound, double time_limit_seconds,
-                       std::size_t max_states) {
-  return Search(model, upper_bound, lower_bound, time_limit_seconds, max_states).Run();
+                       std::uint64_t lower_bound, const ScheduleParams& params) {
+  return Search(model, upper_bound, lower_bound, params).Run();
 }
 
 }  // namespace tensormem::internal

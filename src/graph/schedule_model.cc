@@ -179,4 +179,81 @@ std::uint64_t OrderModel::Peak(const std::vector<int>& order) const {
   return peak;
 }
 
+namespace {
+
+using Bits = std::vector<std::uint64_t>;
+
+bool Test(const Bits& b, int i) { return (b[static_cast<unsigned>(i) >> 6] >> (static_cast<unsigned>(i) & 63)) & 1; }
+
+}  // namespace
+
+// Ancestors of each node as bit sets, in a topological order (Kahn's).
+std::vector<std::vector<std::uint64_t>> OrderModel::Ancestors() const {
+  const int n = nodes();
+  const std::size_t w = (static_cast<std::size_t>(n) + 63) / 64;
+  std::vector<std::vector<int>> succs(Index(n));
+  std::vector<int> missing(Index(n), 0), topo;
+  for (int v = 0; v < n; ++v) {
+    missing[Index(v)] = static_cast<int>(preds(v).size());
+    for (int p : preds(v)) succs[Index(p)].push_back(v);
+  }
+  for (int v = 0; v < n; ++v)
+    if (missing[Index(v)] == 0) topo.push_back(v);
+  for (std::size_t k = 0; k < topo.size(); ++k)
+    for (int s : succs[Index(topo[k])])
+      if (--missing[Index(s)] == 0) topo.push_back(s);
+  std::vector<Bits> anc(Index(n), Bits(w, 0));
+  for (int v : topo)
+    for (int p : preds(v)) {
+      for (std::size_t i = 0; i < w; ++i) anc[Index(v)][i] |= anc[Index(p)][i];
+      anc[Index(v)][static_cast<unsigned>(p) >> 6] |= std::uint64_t{1} << (static_cast<unsigned>(p) & 63);
+    }
+  return anc;
+}
+
+OrderModel::CoLive OrderModel::ComputeCoLive() const {
+  const int n = nodes();
+  const std::vector<Bits> anc = Ancestors();
+  CoLive c;
+  c.fixed.resize(Index(n));
+  c.concurrent.resize(Index(n));
+  for (int v = 0; v < n; ++v) {
+    std::uint64_t live = alone(v);  // its inputs, outputs, temporaries, the graph inputs
+    const std::vector<int>& own = node_[Index(v)].inputs;
+    for (std::size_t t = 0; t < bytes_.size(); ++t) {
+      const int writer = writer_[t];
+      if (writer < 0 || writer == v || !IsScratchOutput(writer, static_cast<int>(t))) continue;
+      if (std::find(own.begin(), own.end(), static_cast<int>(t)) != own.end()) continue;
+      const std::vector<int>& readers = readers_[t];
+      bool held = pinned_[t] || (keep_unread_ && readers.empty() && !MayShare(writer, static_cast<int>(t)));
+      for (std::size_t k = 0; k < readers.size() && !held; ++k) held = Test(anc[Index(readers[k])], v);
+      if (!held || Test(anc[Index(writer)], v)) continue;  // a descendant's: written after v
+      if (Test(anc[Index(v)], writer))
+        live += bytes_[t];
+      else
+        c.concurrent[Index(v)].push_back({writer, bytes_[t]});
+    }
+    c.fixed[Index(v)] = live;
+  }
+  return c;
+}
+
+std::uint64_t OrderModel::CoLiveBound() const {
+  std::uint64_t bound = initial_live_;
+  for (std::uint64_t b : ComputeCoLive().fixed) bound = std::max(bound, b);
+  return bound;
+}
+
+// An unread output written in place frees its chain's buffer at once,
+// even when unread tensors are kept.
+bool OrderModel::MayShare(int v, int t) const {
+  const Node& node = node_[Index(v)];
+  return node.in_place_slot >= 0 && node.outputs[0] == t;
+}
+
+bool OrderModel::IsScratchOutput(int v, int t) const {
+  const std::vector<int>& out = node_[Index(v)].outputs;
+  return std::find(out.begin(), out.end(), t) != out.end();
+}
+
 }  // namespace tensormem::internal

@@ -15,9 +15,11 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "tensormem/graph.h"
+#include "tensormem/schedule.h"
 
 namespace tensormem::internal {
 
@@ -58,6 +60,21 @@ class OrderModel {
   // The peak of a whole order (checked elsewhere to be topological).
   std::uint64_t Peak(const std::vector<int>& order) const;
 
+  // The bytes surely live while node v runs. A tensor is held at v when v
+  // or a descendant of v reads it (it is freed after v) or it is never
+  // freed. Held tensors an ancestor of v writes are live at v in every
+  // order: `fixed[v]` (with what v needs alone). Those a node neither
+  // before nor after v writes (`concurrent[v]`: writer, bytes) are live at
+  // v when their writer ran first: the exact search adds them per state.
+  // Hubs with far consumers make these much stronger than alone().
+  struct CoLive {
+    std::vector<std::uint64_t> fixed;
+    std::vector<std::vector<std::pair<int, std::uint64_t>>> concurrent;
+  };
+  CoLive ComputeCoLive() const;
+  // A lower bound on every order's peak: the largest fixed[v].
+  std::uint64_t CoLiveBound() const;
+
  private:
   struct Node {
     std::vector<int> inputs;   // distinct scratch tensors read
@@ -73,6 +90,10 @@ class OrderModel {
   bool PendingReader(const std::uint64_t* state, int t, int except) const;
   int Root(const std::uint64_t* state, int t) const;
   bool Shares(const std::uint64_t* state, int v) const;
+  // t is one of v's scratch outputs (the tensors the model tracks).
+  bool IsScratchOutput(int v, int t) const;
+  bool MayShare(int v, int t) const;
+  std::vector<std::vector<std::uint64_t>> Ancestors() const;
 
   std::vector<Node> node_;
   std::vector<std::uint64_t> bytes_;        // per tensor
@@ -99,9 +120,9 @@ struct ExactResult {
   bool complete = false;         // the search finished: the bound is the optimum
   std::size_t states = 0;
 };
-// The search for an order with a peak below `upper_bound` (the best known).
+// The search for an order with a peak below `upper_bound` (the best known),
+// under params' limits (its order field is not read).
 ExactResult ExactOrder(const OrderModel& model, std::uint64_t upper_bound,
-                       std::uint64_t lower_bound, double time_limit_seconds,
-                       std::size_t max_states);
+                       std::uint64_t lower_bound, const ScheduleParams& params);
 
 }  // namespace tensormem::internal

@@ -12,6 +12,9 @@
 #include "graph/graph_test_util.h"
 #include "graph/schedule_model.h"
 #include "harness/graph_generators.h"
+#include "tensormem/defaults.h"
+#include "tensormem/graph.h"
+#include "tensormem/planning.h"
 #include "tensormem/schedule.h"
 
 namespace tensormem {
@@ -131,6 +134,39 @@ TEST(Schedule, ExactEqualsBruteForceOnSmallGraphs) {
       EXPECT_EQ(s.peak, BruteForce(g, lp)) << "seed " << seed;
       EXPECT_EQ(s.peak, PeakLiveBytes(g, s.order, lp).value());
     }
+}
+
+TEST(Schedule, CoLiveBoundNeverExceedsTheOptimum) {
+  int above_alone = 0;
+  for (const LivenessParams& lp : LivenessVariants())
+    for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+      const Graph g = MakeRandomGraph(seed, 3 + static_cast<int>(seed % 7));
+      const OrderModel model(g, ComputeLiveness(g, lp).value(), lp);
+      const std::uint64_t bound = model.CoLiveBound();
+      EXPECT_LE(bound, BruteForce(g, lp)) << "seed " << seed << " in_place " << lp.in_place << " keep " << lp.keep_unread_tensors;
+      std::uint64_t alone = model.initial_live();
+      for (int v = 0; v < model.nodes(); ++v) alone = std::max(alone, model.alone(v));
+      EXPECT_GE(bound, alone);
+      above_alone += bound > alone;
+    }
+  EXPECT_GT(above_alone, 0);
+}
+
+TEST(Schedule, CoLiveBoundSeesAHubsFarConsumer) {
+  // A hub h feeds a chain a -> b and the final join: h's output is live
+  // while a and b run, whatever the order; each node alone needs less.
+  Graph g = MakeGraph(5, 100);
+  g.tensors[1].bytes = 1000;  // h's output
+  g.tensors[4].bytes = 10;    // the join's: alone it needs 1,210
+  g.inputs = {0};
+  g.outputs = {4};
+  AddNode(g, {0}, {1});     // h
+  AddNode(g, {1}, {2});     // a
+  AddNode(g, {2}, {3});     // b
+  AddNode(g, {3, 1}, {4});  // join
+  const OrderModel model(g, ComputeLiveness(g, {}).value(), {});
+  EXPECT_EQ(model.CoLiveBound(), 100u + 1000 + 100 + 100);  // at b: input, h's, a's, b's
+  EXPECT_EQ(model.CoLiveBound(), BruteForce(g, {}));
 }
 
 TEST(Schedule, ExactEqualsBruteForceOnSmallRandWire) {
@@ -254,6 +290,75 @@ TEST(Schedule, LimitsStopTheSearchWithAValidOrder) {
   EXPECT_EQ(t.peak, PeakLiveBytes(g, t.order, {}).value());
 }
 
+// kJoint against kGiven with the same offsets strategy: never a larger
+// arena; every candidate placed, the given order first; the plan the
+// validator's and the execution checker's. Returns whether the arena chosen
+// is not the lowest peak's.
+bool ExpectJointNoWorse(const Graph& g, OffsetsStrategy strategy) {
+  GraphPlanParams pp;
+  pp.strategy = strategy;
+  pp.offsets.time_limit_seconds = 0;  // the heuristics only: the same placement in each order
+  const GraphPlan given = PlanGraph(g, pp).value();
+  pp.schedule.order = OrderStrategy::kJoint;
+  const GraphPlan joint = PlanGraph(g, pp).value();
+  EXPECT_LE(joint.scratch_bytes(), given.scratch_bytes());
+  const Schedule& s = joint.schedule;
+  EXPECT_FALSE(s.candidates.empty());
+  if (s.candidates.empty()) return false;
+  EXPECT_EQ(s.candidates[0].method, "given");
+  EXPECT_EQ(s.candidates[0].arena, given.scratch_bytes());
+  std::uint64_t smallest = ~std::uint64_t{0}, lowest_peak = ~std::uint64_t{0};
+  for (const OrderCandidate& c : s.candidates) {
+    EXPECT_TRUE(c.placed) << c.method;
+    EXPECT_EQ(c.peak, PeakLiveBytes(g, c.order, {}).value()) << c.method;
+    smallest = std::min(smallest, c.arena);
+    lowest_peak = std::min(lowest_peak, c.peak);
+  }
+  EXPECT_EQ(joint.scratch_bytes(), smallest);
+  EXPECT_EQ(s.peak, PeakLiveBytes(g, s.order, {}).value());
+  EXPECT_TRUE(ValidateGraphPlan(ReorderGraph(g, s.order).value(), joint).ok());
+  CommittedArenas arenas;
+  EXPECT_TRUE(arenas.Commit(joint).ok());
+  EXPECT_TRUE(CheckExecution(g, joint, arenas).ok());
+  return s.peak > lowest_peak;
+}
+
+TEST(Schedule, JointNeverLargerThanGivenWithTheSamePlacement) {
+  int larger_peak = 0;
+  for (OffsetsStrategy strategy : {OffsetsStrategy::kArena, OffsetsStrategy::kBest})
+    for (std::uint64_t seed = 1; seed <= 30; ++seed)
+      larger_peak += ExpectJointNoWorse(MakeRandomGraph(seed, 12 + static_cast<int>(seed)), strategy);
+  for (auto model : {internal::RandomGraphModel::kWattsStrogatz, internal::RandomGraphModel::kBarabasiAlbert}) {
+    RandWireParams rp;
+    rp.model = model;
+    rp.nodes = 20;
+    rp.join = internal::JoinKind::kConcat;
+    larger_peak += ExpectJointNoWorse(GenerateRandWireGraph(rp), OffsetsStrategy::kBest);
+  }
+  // The point of kJoint: the smallest arena is at times not in the order of
+  // the lowest peak.
+  EXPECT_GT(larger_peak, 0);
+}
+
+TEST(Schedule, JointCandidatesAreDistinctAndSorted) {
+  const Graph g = MakeRandomGraph(3, 24);
+  ScheduleParams sp;
+  sp.order = OrderStrategy::kJoint;
+  const Schedule s = ScheduleGraph(g, sp, {}).value();
+  ASSERT_FALSE(s.candidates.empty());
+  EXPECT_EQ(s.candidates[0].order, GivenOrder(g));
+  for (std::size_t i = 1; i < s.candidates.size(); ++i) {
+    if (i > 1) {
+      EXPECT_LE(s.candidates[i - 1].peak, s.candidates[i].peak);
+    }
+    for (std::size_t j = 0; j < i; ++j) EXPECT_NE(s.candidates[i].order, s.candidates[j].order);
+  }
+  ScheduleParams exact;
+  exact.order = OrderStrategy::kExact;
+  EXPECT_EQ(s.peak, ScheduleGraph(g, exact, {}).value().peak);  // the lowest peak is among them
+  EXPECT_TRUE(ScheduleGraph(g, exact, {}).value().candidates.empty());
+}
+
 TEST(Schedule, GivenKeepsTheOrder) {
   const Graph g = MakeRandomGraph(7, 20);
   const Schedule s = ScheduleGraph(g, {}, {}).value();
@@ -283,6 +388,34 @@ TEST(Schedule, CheckOrderNamesTheFault) {
 TEST(Schedule, OrderNames) {
   for (OrderStrategy o : AllOrderStrategies()) EXPECT_EQ(ParseOrderStrategy(Name(o)).value(), o);
   EXPECT_FALSE(ParseOrderStrategy("fastest").ok());
+}
+
+TEST(Schedule, DefaultsComeFromTheTable) {
+  const ScheduleParams p;
+  EXPECT_EQ(Name(p.order), defaults::kOrder);
+  EXPECT_EQ(p.time_limit_seconds, defaults::kOrderTimeLimitSeconds);
+  EXPECT_EQ(p.max_states, defaults::kOrderMaxStates);
+  EXPECT_EQ(p.max_state_bytes, defaults::kOrderMaxStateBytes);
+  EXPECT_EQ(p.beam_width, defaults::kOrderBeamWidth);
+}
+
+TEST(Schedule, TheSearchLimitsAreParams) {
+  RandWireParams rp;
+  rp.nodes = 24;
+  rp.model = internal::RandomGraphModel::kBarabasiAlbert;
+  const Graph g = GenerateRandWireGraph(rp);
+  ScheduleParams sp;
+  sp.order = OrderStrategy::kExact;
+  const Schedule full = ScheduleGraph(g, sp, {}).value();
+  ASSERT_TRUE(full.proved_optimal);
+  sp.beam_width = 1;  // a narrower beam: the same optimum, proved
+  EXPECT_EQ(ScheduleGraph(g, sp, {}).value().peak, full.peak);
+  sp.beam_width = defaults::kOrderBeamWidth;
+  sp.max_state_bytes = 1;  // no room for one state: stopped, still valid
+  const Schedule capped = ScheduleGraph(g, sp, {}).value();
+  EXPECT_LE(capped.lower_bound, capped.peak);
+  EXPECT_LT(capped.states, full.states);  // the beam's, and no more
+  EXPECT_EQ(capped.peak, PeakLiveBytes(g, capped.order, {}).value());
 }
 
 TEST(Schedule, ReplanKeepsThePlansOrder) {

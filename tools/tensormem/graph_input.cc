@@ -22,8 +22,9 @@ void AddGraphInputOptions(CLI::App* cmd, GraphInputOptions* o) {
                   "weights)");
   cmd->add_option("--order", o->order,
                   "ONNX: the node order to plan in: given (the file's), best (the best of the "
-                  "heuristic orders and the given one) or exact (best, then a search that proves "
-                  "the lowest peak of live bytes where it can, up to 10 s)")
+                  "heuristic orders and the given one), exact (best, then a search that proves "
+                  "the lowest peak of live bytes where it can, within the time limit) or joint "
+                  "(each distinct order exact met, planned with the strategy: the smallest arena)")
       ->capture_default_str();
 }
 
@@ -84,6 +85,7 @@ Result<GraphInput> LoadGraphInput(const std::string& path, const GraphInputOptio
   in.import_seconds = model.seconds;
   in.params.alignment = alignment;
   TM_ASSIGN_OR_RETURN(in.params.schedule.order, ParseOrderStrategy(o.order));
+  in.params.schedule.time_limit_seconds = o.order_time_limit;
   TM_ASSIGN_OR_RETURN(in.plan, PlanGraph(in.graph, in.params));
   return in;
 }
@@ -104,16 +106,13 @@ Result<Problem> LoadProblemOrModel(const std::string& path) {
   return std::move(in.plan.scratch);
 }
 
-Result<OffsetsPlan> PlanScratchArena(const GraphInput& input, OffsetsStrategy strategy,
-                                     const PlanParams& params) {
+Result<GraphPlan> PlanScratchArena(const GraphInput& input, OffsetsStrategy strategy,
+                                   const PlanParams& params) {
   GraphPlanParams p = input.params;
   p.strategy = strategy;
   p.offsets = params;
-  // The order is chosen once (LoadGraphInput): plan the graph in it as given.
-  p.schedule = ScheduleParams{};
-  TM_ASSIGN_OR_RETURN(const Graph ordered, ReorderGraph(input.graph, input.plan.schedule.order));
-  TM_ASSIGN_OR_RETURN(GraphPlan plan, PlanGraph(ordered, p));
-  return std::move(plan.scratch_plan);
+  // The order (or the joint candidates) was chosen once, by LoadGraphInput.
+  return PlanGraphInCandidates(input.graph, input.plan.schedule, p);
 }
 
 }  // namespace tensormem::cli

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tensormem/defaults.h"
 #include "tensormem/graph.h"
 #include "tensormem/planning.h"
 #include "tensormem/problem.h"
@@ -21,7 +22,9 @@ struct GraphInputOptions {
   std::vector<std::string> dims;          // NAME=VALUE
   std::vector<std::string> input_shapes;  // NAME=1x3x224x224
   std::vector<std::string> data_inputs;
-  std::string order = "given";  // OrderStrategy name
+  std::string order{defaults::kOrder};  // OrderStrategy name
+  // The exact order search's seconds (`plan` passes its --time-limit).
+  double order_time_limit = defaults::kOrderTimeLimitSeconds;
 };
 
 // --dim, --input-shape, --data-input, --order.
@@ -50,10 +53,10 @@ Result<GraphInput> LoadGraphInput(const std::string& path, const GraphInputOptio
 // defaults::kTensorAlignment), as `plan` and Python's load_problem read one.
 Result<Problem> LoadProblemOrModel(const std::string& path);
 
-// The scratch arena planned by the graph planner with `strategy` (for
-// `arena`, TFLite's order computed from the graph), in the node order of
-// input.plan; offsets index the buffers of input.plan.scratch.
-Result<OffsetsPlan> PlanScratchArena(const GraphInput& input, OffsetsStrategy strategy,
-                                     const PlanParams& params);
+// The graph planned with `strategy` (for `arena`, TFLite's order computed
+// from the graph) in the node order of input.plan, or (--order joint) in
+// each of its candidate orders, the smallest scratch arena kept.
+Result<GraphPlan> PlanScratchArena(const GraphInput& input, OffsetsStrategy strategy,
+                                   const PlanParams& params);
 
 }  // namespace tensormem::cli

@@ -64,6 +64,7 @@ struct Planned {
   Row row;
   OffsetsPlan offsets;
   std::optional<ObjectsPlan> objects;
+  std::optional<GraphPlan> graph;  // a model's: its order may be the strategy's (--order joint)
 };
 
 // What is planned: a problem file, or a model's scratch arena.
@@ -173,7 +174,10 @@ Result<Input> ReadInput(const PlanOptions& o, bool model) {
   const auto start = std::chrono::steady_clock::now();
   Input in;
   if (model) {
-    TM_ASSIGN_OR_RETURN(in.graph, LoadGraphInput(o.input, o.graph, o.align ? o.align : defaults::kTensorAlignment));
+    GraphInputOptions g = o.graph;
+    // --time-limit 0 (heuristics untimed, no search) holds for the order too.
+    g.order_time_limit = o.time_limit > 0 ? o.time_limit : 1e-9;
+    TM_ASSIGN_OR_RETURN(in.graph, LoadGraphInput(o.input, g, o.align ? o.align : defaults::kTensorAlignment));
     in.read_seconds = in.graph->import_seconds;
     return in;
   }
@@ -194,8 +198,12 @@ Result<Planned> PlanOne(const PlanOptions& o, const Input& in, const std::string
     return p;
   }
   TM_ASSIGN_OR_RETURN(OffsetsStrategy s, ParseOffsetsStrategy(strategy));
-  TM_ASSIGN_OR_RETURN(p.offsets, in.graph ? PlanScratchArena(*in.graph, s, params)
-                                          : PlanOffsets(in.problem(), s, params));
+  if (in.graph) {
+    TM_ASSIGN_OR_RETURN(p.graph, PlanScratchArena(*in.graph, s, params));
+    p.offsets = p.graph->scratch_plan;
+  } else {
+    TM_ASSIGN_OR_RETURN(p.offsets, PlanOffsets(in.problem(), s, params));
+  }
   p.row = {p.offsets.strategy, p.offsets.total, p.offsets.lower_bound, p.offsets.seconds * 1e3, p.offsets.polish,
            PolishTimeLimit(params)};
   return p;
@@ -267,9 +275,16 @@ Status WriteOutputs(const PlanOptions& o, const Problem& problem, const Planned&
 }
 
 nlohmann::json OrderJson(const Schedule& s) {
-  return {{"method", s.method}, {"peak", s.peak}, {"given_peak", s.given_peak},
-          {"lower_bound", s.lower_bound}, {"proved_optimal", s.proved_optimal},
-          {"states", s.states}, {"ms", s.seconds * 1e3}};
+  nlohmann::json j = {{"method", s.method}, {"peak", s.peak}, {"given_peak", s.given_peak},
+                      {"lower_bound", s.lower_bound}, {"proved_optimal", s.proved_optimal},
+                      {"states", s.states}, {"ms", s.seconds * 1e3}};
+  if (s.candidates.empty()) return j;
+  nlohmann::json candidates = nlohmann::json::array();
+  for (const OrderCandidate& c : s.candidates)
+    candidates.push_back({{"method", c.method}, {"peak", c.peak},
+                          {"arena", c.placed ? nlohmann::json(c.arena) : nlohmann::json(nullptr)}});
+  j["candidates"] = std::move(candidates);
+  return j;
 }
 
 void PrintOrder(const Schedule& s) {
@@ -277,6 +292,13 @@ void PrintOrder(const Schedule& s) {
             << WithThousands(s.given_peak) << "; "
             << (s.proved_optimal ? "proved optimal" : "lower bound " + WithThousands(s.lower_bound))
             << "), chosen in " << FormatDouble(s.seconds * 1e3, 1) << " ms\n";
+  if (s.candidates.empty()) return;
+  // --order joint: every order compared, with the smallest plan's strategy.
+  Table t({"order", "peak", "arena"});
+  for (const OrderCandidate& c : s.candidates)
+    t.AddRow({c.method + (c.method == s.method ? " *" : ""), WithThousands(c.peak),
+              c.placed ? WithThousands(c.arena) : "out of time"});
+  std::cout << t.ToString();
 }
 
 void PrintJson(const PlanOptions& o, const Input& in, std::uint64_t lower_bound, std::uint64_t alignment,
@@ -370,6 +392,8 @@ int RunPlan(const PlanOptions& o) {
   std::vector<Row> rows;
   Result<Planned> best = PlanEach(o, *in, *strategies, params, rows);
   if (!best.ok()) return ReportError(best.status());
+  // What is reported and written is the smallest plan's: its order, its problem.
+  if (best->graph) in->graph->plan = std::move(*best->graph);
   // Objects: the records' bound, on every plan; offsets: the peak live bytes.
   const std::uint64_t lower_bound =
       best->objects ? best->objects->lower_bound : PeakLiveBytes(in->problem(), params.alignment);
