@@ -190,7 +190,11 @@ def replay(trace: Union[Trace, PathLike], allocator: Union[str, Allocator],
     replay`` compares every one unless ``-a`` names some) and returns
     the figures: ops, ns_per_op (the cold pass: a fresh allocator),
     cpu_ns_per_op, warm_ns_per_op (a second pass over the same allocator),
-    peak_in_use, peak_reserved, reserved_over_in_use, fragmentation, and
+    peak_in_use, peak_reserved (resident memory, every block's pages
+    written, the same definition for every allocator; see the replay
+    guide), reserved_over_in_use, fragmentation (1 - peak_in_use /
+    peak_reserved), peak_held and held_source (the allocator's own
+    statistic), and
     for vmm its device calls in each pass (``vmm``, ``vmm_warm``: map_calls,
     handles_created, ...). ``html=path`` also writes the replay's memory map
     (x = event, y = address, reserved bytes as a line). ``repetitions``
