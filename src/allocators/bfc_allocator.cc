@@ -385,26 +385,31 @@ struct BfcAllocator::State {
 
   // release_free_granules, before the memory held grows by `more` bytes
   // (a new region, or granules taken again) for a block of `rounded`: when
-  // the memory held would then exceed the bytes in use by more than
-  // held_slack, the whole granules inside every free chunk go back (when
-  // growing, not the free tail that a coalescing extension is about to join).
+  // the memory held would then exceed the peak in use (this block
+  // included) by more than held_slack, whole granules inside free chunks
+  // go back, the largest chunks first, until it would not (when growing,
+  // not the free tail that a coalescing extension is about to join).
+  // Measured against the peak, not the bytes in use now: memory held
+  // within the slack of the peak costs nothing more, and giving it back
+  // between peaks only to take it again would cost calls.
   void ReleaseFreeGranules(std::uint64_t more, std::uint64_t rounded, bool growing) {
     const std::uint64_t g = Granule();
     if (g == 0) return;
-    const double in_use = static_cast<double>(stats.bytes_in_use + rounded);
-    if (static_cast<double>(stats.bytes_reserved + more) <= in_use * (1.0 + params.held_slack)) return;
+    const double peak = static_cast<double>(std::max(stats.peak_bytes_in_use, stats.bytes_in_use + rounded));
+    const auto target = static_cast<std::uint64_t>(peak * (1.0 + params.held_slack));
+    auto over = [&] { return stats.bytes_reserved + more > target; };
+    if (!over()) return;
     const ChunkHandle tail = growing && FreeTailBeforeNextRegion(kMinSize) > 0 ? regions.back().last : kInvalidChunk;
-    for (int b = BinForSize(g); b < kNumBins; ++b) {
-      for (const FreeKey& k : bins[static_cast<std::size_t>(b)]) {
-        const std::uintptr_t lo = (k.address + g - 1) / g * g, hi = (k.address + k.size) / g * g;
-        if (k.handle == tail || hi <= lo) continue;
-        if (!DecommitGaps(lo, hi)) {
-          UpdateReserved();
-          return;
-        }
+    for (int b = kNumBins - 1; b >= BinForSize(g) && over(); --b) {
+      const FreeSet& set = bins[static_cast<std::size_t>(b)];
+      for (auto it = set.rbegin(); it != set.rend() && over(); ++it) {
+        const std::uintptr_t lo = (it->address + g - 1) / g * g, hi = (it->address + it->size) / g * g;
+        if (it->handle == tail || hi <= lo) continue;
+        const bool done = DecommitGaps(lo, hi);
+        UpdateReserved();
+        if (!done) return;
       }
     }
-    UpdateReserved();
   }
 
   // The granules under chunk h that were given back are taken again;
