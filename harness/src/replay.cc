@@ -6,8 +6,25 @@
 //
 // Peers run each pass in a forked child (a fresh heap each time), which
 // writes a fixed-size result to a pipe.
+//
+// Reserved memory, one definition for every allocator on the host: the
+// memory the process obtained from the system and has not returned, as
+// resident pages. A measured pass (untimed, before the timed ones) writes
+// one byte to every page of each block as it is allocated, as a program
+// using the block would, and reads the process's resident memory after
+// every event: its anonymous resident pages (/proc/self/statm resident -
+// shared) plus the written pages of a granule file (vmm and host-granules),
+// minus what was resident before the first event, so that the trace, the
+// slots and the allocator object (all made before) are not counted.
+// Resident memory changes only inside an allocator call or a touch, and
+// every one of those ends at a sample: sampling after every event sees
+// every peak that outlasts a call.
 #include "harness/replay.h"
 
+#include <fcntl.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,8 +56,8 @@ constexpr std::array<ReplayDevice, 3> kDevices = {ReplayDevice::kHost, ReplayDev
 struct Pass {
   double seconds = 0;      // wall clock
   double cpu_seconds = 0;  // the replaying thread's CPU time (user + system)
-  std::uint64_t peak_reserved = 0;  // ours: statistics; peers: sampled passes only
-  std::optional<double> fragmentation;
+  std::uint64_t peak_held = 0;  // ours: statistics; peers: their own, measured passes only
+  std::uint64_t peak_resident = 0;  // measured passes only
   std::optional<double> warm_seconds;  // ours: a second pass over the same allocator
   std::optional<VmmAllocator::Counters> vmm_counters;
   std::optional<VmmAllocator::Counters> vmm_warm_counters;
@@ -64,23 +81,88 @@ Status AtEvent(const Status& st, std::string_view name, const Trace& trace, cons
   return Status(st.code(), prefix + trace.source + ":" + std::to_string(e.line) + ": " + std::string(what));
 }
 
-// Replays every event; `sample` (after each allocation) returns the bytes
-// reserved, or is a no-op when not sampling; `after` runs once after the
+// The process's resident memory as the replay counts it (see the file
+// comment): anonymous resident pages plus a granule file's written pages.
+class ResidentMeter {
+ public:
+  explicit ResidentMeter(const HostPhysicalMemory* granules = nullptr)
+      : statm_(open("/proc/self/statm", O_RDONLY | O_CLOEXEC)), granules_(granules) {
+    const long page = sysconf(_SC_PAGESIZE);
+    if (page > 0) page_ = static_cast<std::uint64_t>(page);
+  }
+  ~ResidentMeter() {
+    if (statm_ >= 0) close(statm_);
+  }
+  ResidentMeter(const ResidentMeter&) = delete;
+  ResidentMeter& operator=(const ResidentMeter&) = delete;
+
+  Status ok() const {
+    return statm_ >= 0 ? Status::Ok()
+                       : FailedPrecondition("replay: cannot read /proc/self/statm to measure resident memory");
+  }
+  std::uint64_t page() const { return page_; }
+  // The C library's free heap memory goes back to the system first
+  // (malloc_trim also gives back whole free pages inside the heap), so no
+  // allocator is served from pages made resident before the pass (the
+  // trace's reading, earlier tests in this process) and left uncounted.
+  void Start() {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    base_ = peak_ = Now();
+  }
+  void Sample() { peak_ = std::max(peak_, Now()); }
+  std::uint64_t peak() const { return peak_ - base_; }
+
+  // Writes one byte in every page that [p, p + size) overlaps.
+  void Touch(void* p, std::uint64_t size) const {
+    auto* bytes = static_cast<volatile char*>(p);
+    const auto start = reinterpret_cast<std::uintptr_t>(p);
+    for (std::uintptr_t a = start; a < start + size; a = (a / page_ + 1) * page_) bytes[a - start] = 1;
+  }
+
+ private:
+  std::uint64_t Now() const {
+    char buf[160];
+    const ssize_t n = pread(statm_, buf, sizeof buf - 1, 0);
+    if (n <= 0) return base_;
+    buf[n] = 0;
+    unsigned long long size = 0, resident = 0, shared = 0;
+    if (std::sscanf(buf, "%llu %llu %llu", &size, &resident, &shared) != 3) return base_;
+    const std::uint64_t anonymous = resident > shared ? (resident - shared) * page_ : 0;
+    return anonymous + (granules_ != nullptr ? granules_->resident_bytes() : 0);
+  }
+
+  int statm_ = -1;
+  const HostPhysicalMemory* granules_ = nullptr;
+  std::uint64_t page_ = 4096;
+  std::uint64_t base_ = 0, peak_ = 0;
+};
+
+// What a pass that is not measured samples: nothing.
+struct NoSampler {
+  void Start() {}
+  void After(bool /*allocated*/) {}
+};
+
+// Replays every event; `sampler.Start()` runs right before the first event,
+// `sampler.After(allocated)` after every one; `after` runs once after the
 // timed part, before the never-freed blocks are freed. `slots` (one per
 // event, null) is the caller's, allocated before a peer's baseline is taken
 // so that the replay's own bookkeeping is not counted as the peer's.
 // A failed event ends the pass; the blocks still live are freed first, so
 // that a pass in this process (--no-isolate, CUDA) leaves nothing behind
 // for the next allocator.
-template <typename Alloc, typename Free, typename Sample, typename After>
+template <typename Alloc, typename Free, typename Sampler, typename After>
 Result<Pass> Loop(std::string_view name, const Trace& trace, std::vector<void*>& slots, Alloc&& alloc,
-                  Free&& free_fn, Sample&& sample, After&& after) {
+                  Free&& free_fn, Sampler& sampler, After&& after) {
   Pass pass;
   auto fail = [&](const Status& st, const TraceEvent& e) {
     for (void*& p : slots)
       if (p != nullptr) (void)free_fn(std::exchange(p, nullptr));
     return AtEvent(st, name, trace, e);
   };
+  sampler.Start();
   const double cpu_start = ThreadCpuSeconds();
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
@@ -89,13 +171,14 @@ Result<Pass> Loop(std::string_view name, const Trace& trace, std::vector<void*>&
       void* p = nullptr;
       if (Status st = alloc(e.size, &p); !st.ok()) return fail(st, e);
       slots[i] = p;
-      pass.peak_reserved = std::max(pass.peak_reserved, sample());
+      sampler.After(true);
     } else {
       if (Status st = free_fn(slots[e.partner]); !st.ok()) {
         slots[e.partner] = nullptr;  // refused: not freed again
         return fail(st, e);
       }
       slots[e.partner] = nullptr;
+      sampler.After(false);
     }
   }
   pass.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -120,16 +203,27 @@ std::uint64_t PeakLiveBytesOf(const Trace& trace) {
   return peak;
 }
 
+// A measured pass's sampler: resident memory after every event.
+struct ResidentSampler {
+  ResidentMeter& meter;
+  void Start() { meter.Start(); }
+  void After(bool /*allocated*/) { meter.Sample(); }
+};
+
 // One pass through our resource; `stats` receives its statistics after the
 // last event (before the never-freed blocks are freed).
 // `lagging`, when set, is the host device whose clock moves one step per event.
+// `meter`, when set, makes it a measured pass: every block's pages written,
+// resident memory sampled (Pass::peak_resident).
 Result<Pass> ResourcePass(const Trace& trace, MemoryResource& r, std::uint64_t alignment,
-                          AllocatorStats* stats, HostPhysicalMemory* lagging = nullptr) {
+                          AllocatorStats* stats, HostPhysicalMemory* lagging = nullptr,
+                          ResidentMeter* meter = nullptr) {
   auto alloc = [&](std::uint64_t size, void** out) -> Status {
     if (lagging != nullptr) lagging->AdvanceDevice();
     Result<void*> p = r.Allocate(size, alignment);
     if (!p.ok()) return p.status();
     *out = *p;
+    if (meter != nullptr) meter->Touch(*p, size);
     return Status::Ok();
   };
   auto free_fn = [&](void* p) -> Status {
@@ -137,22 +231,55 @@ Result<Pass> ResourcePass(const Trace& trace, MemoryResource& r, std::uint64_t a
     return r.Deallocate(p);
   };
   std::vector<void*> slots(trace.events.size(), nullptr);
-  return Loop(
-      r.name(), trace, slots, alloc, free_fn, [] { return std::uint64_t{0}; },
-      [&] {
-        if (stats != nullptr) *stats = r.GetStats();
-      });
+  auto after = [&] {
+    if (stats != nullptr) *stats = r.GetStats();
+  };
+  if (meter == nullptr) {
+    NoSampler none;
+    return Loop(r.name(), trace, slots, alloc, free_fn, none, after);
+  }
+  ResidentSampler sampler{*meter};
+  TM_ASSIGN_OR_RETURN(Pass pass, Loop(r.name(), trace, slots, alloc, free_fn, sampler, after));
+  pass.peak_resident = meter->peak();
+  return pass;
 }
 
-Result<Pass> PeerPass(std::string_view name, const Trace& trace, const replay::MallocPeer& peer,
-                      std::uint64_t alignment, bool sample) {
-  std::vector<void*> slots(trace.events.size(), nullptr);
-  const std::uint64_t base = sample ? peer.Reserved() : 0;
+// A peer's measured pass samples resident memory after every event and the
+// peer's own statistic (Pass::peak_held) after allocations where it may
+// have grown: between those samples it only falls (frees), so the last one
+// stands in.
+struct PeerSampler {
+  const replay::MallocPeer& peer;
+  ResidentMeter& meter;
+  std::uint64_t alignment = 0;
   std::uint64_t last_request = 0;
+  std::uint64_t base = 0, peak_held = 0;
+  void Start() {
+    meter.Start();  // first: it trims the C library's heap
+    base = peer.Reserved();
+  }
+  void After(bool allocated) {
+    meter.Sample();
+    if (!allocated || !peer.ReservedMayHaveGrown(last_request, alignment)) return;
+    const std::uint64_t r = peer.Reserved();
+    peak_held = std::max(peak_held, r > base ? r - base : 0);
+  }
+};
+
+// One pass through a peer; measured (pages written, resident memory and
+// the peer's statistic sampled) when `meter` is set.
+Result<Pass> PeerPass(std::string_view name, const Trace& trace, const replay::MallocPeer& peer,
+                      std::uint64_t alignment, ResidentMeter* meter) {
+  std::vector<void*> slots(trace.events.size(), nullptr);
+  std::optional<PeerSampler> sampler;
+  if (meter != nullptr) sampler.emplace(PeerSampler{peer, *meter, alignment});
   auto alloc = [&](std::uint64_t size, void** out) -> Status {
-    last_request = size;
     *out = peer.Allocate(size, alignment);
     if (*out == nullptr) return ResourceExhausted("allocation of " + std::to_string(size) + " bytes failed");
+    if (sampler) {
+      sampler->last_request = size;
+      meter->Touch(*out, size);
+    }
     return Status::Ok();
   };
   auto free_fn = [&](void* p) -> Status {
@@ -160,20 +287,14 @@ Result<Pass> PeerPass(std::string_view name, const Trace& trace, const replay::M
     return Status::Ok();
   };
   auto nothing = [] {};
-  if (!sample) return Loop(name, trace, slots, alloc, free_fn, [] { return std::uint64_t{0}; }, nothing);
-  // Between samples the figure only falls (frees), so the last sample
-  // stands in where the peer says it cannot have grown.
-  std::uint64_t last = 0;
-  return Loop(
-      name, trace, slots, alloc, free_fn,
-      [&] {
-        if (peer.ReservedMayHaveGrown(last_request, alignment)) {
-          const std::uint64_t r = peer.Reserved();
-          last = r > base ? r - base : 0;
-        }
-        return last;
-      },
-      nothing);
+  if (!sampler) {
+    NoSampler none;
+    return Loop(name, trace, slots, alloc, free_fn, none, nothing);
+  }
+  TM_ASSIGN_OR_RETURN(Pass pass, Loop(name, trace, slots, alloc, free_fn, *sampler, nothing));
+  pass.peak_held = sampler->peak_held;
+  pass.peak_resident = meter->peak();
+  return pass;
 }
 
 // One of our allocators with the memory it owns.
@@ -248,30 +369,51 @@ VmmAllocator::Counters CountersSince(const VmmAllocator::Counters& now, const Vm
   return d;
 }
 
+// The measured pass through a peer: its pages written, resident memory
+// and its own statistic sampled.
+Result<Pass> MeasuredPeerPass(const Trace& trace, ReplayAllocator which, const replay::MallocPeer& peer,
+                              const ReplayParams& params) {
+  ResidentMeter meter;
+  TM_RETURN_IF_ERROR(meter.ok());
+  return PeerPass(Name(which), trace, peer, params.alignment, &meter);
+}
+
+// The measured pass through ours: a fresh instance, its blocks' pages
+// written, resident memory sampled (a granule file's written pages count).
+Result<Pass> MeasuredPass(const Trace& trace, Ours& ours, const ReplayParams& params) {
+  ResidentMeter meter(dynamic_cast<const HostPhysicalMemory*>(ours.physical.get()));
+  TM_RETURN_IF_ERROR(meter.ok());
+  AllocatorStats stats;
+  TM_ASSIGN_OR_RETURN(Pass pass,
+                      ResourcePass(trace, *ours.resource, params.alignment, &stats, ours.lagging, &meter));
+  pass.peak_held = stats.peak_bytes_reserved;
+  return pass;
+}
+
 // One pass in this process: ours on a fresh instance (then a warm pass over
-// the same instance); a peer sampled or not.
+// the same instance); a peer the same way; or, `measure`, the measured pass
+// alone (pages written, resident memory sampled, nothing timed).
 Result<Pass> LocalPass(const Trace& trace, ReplayAllocator which, const ReplayParams& params,
-                       bool sample) {
+                       bool measure) {
   if (IsMallocPeer(which)) {
     TM_RETURN_IF_ERROR(CheckReplayDevice(which, params.device));
     TM_ASSIGN_OR_RETURN(replay::MallocPeer peer, replay::LoadMallocPeer(which));
-    TM_ASSIGN_OR_RETURN(Pass pass, PeerPass(Name(which), trace, peer, params.alignment, sample));
-    if (!sample) {  // the warm pass: the same trace again over the heap the first left
-      TM_ASSIGN_OR_RETURN(Pass warm, PeerPass(Name(which), trace, peer, params.alignment, false));
-      pass.warm_seconds = warm.seconds;
-    }
+    if (measure) return MeasuredPeerPass(trace, which, peer, params);
+    TM_ASSIGN_OR_RETURN(Pass pass, PeerPass(Name(which), trace, peer, params.alignment, nullptr));
+    // The warm pass: the same trace again over the heap the first left.
+    TM_ASSIGN_OR_RETURN(Pass warm, PeerPass(Name(which), trace, peer, params.alignment, nullptr));
+    pass.warm_seconds = warm.seconds;
     return pass;
   }
   TM_ASSIGN_OR_RETURN(Ours ours, MakeOurs(which, params));
-  AllocatorStats stats;
   if (params.device_lag != 0) ours.lagging = dynamic_cast<HostPhysicalMemory*>(ours.physical.get());
+  if (measure) return MeasuredPass(trace, ours, params);
+  AllocatorStats stats;
   TM_ASSIGN_OR_RETURN(Pass pass, ResourcePass(trace, *ours.resource, params.alignment, &stats, ours.lagging));
-  pass.peak_reserved = stats.peak_bytes_reserved;
-  pass.fragmentation = stats.fragmentation;
+  pass.peak_held = stats.peak_bytes_reserved;
   const auto* vmm = dynamic_cast<const VmmAllocator*>(ours.resource.get());
   if (vmm != nullptr) pass.vmm_counters = vmm->counters();
-  if (const auto* vb = dynamic_cast<const VirtualMemoryBackend*>(ours.backend.get()); vb && ours.physical)
-    pass.backend_counters = vb->counters();
+  if (const auto* vb = dynamic_cast<const VirtualMemoryBackend*>(ours.backend.get())) pass.backend_counters = vb->counters();
   TM_ASSIGN_OR_RETURN(Pass warm, ResourcePass(trace, *ours.resource, params.alignment, nullptr, ours.lagging));
   pass.warm_seconds = warm.seconds;
   if (vmm != nullptr) pass.vmm_warm_counters = CountersSince(vmm->counters(), *pass.vmm_counters);
@@ -281,7 +423,6 @@ Result<Pass> LocalPass(const Trace& trace, ReplayAllocator which, const ReplayPa
 // A pass as the child process of IsolatedPass sends it through the pipe.
 struct Wire {
   int ok = 0;
-  int has_fragmentation = 0;
   int has_warm = 0;
   int has_vmm = 0;
   VmmAllocator::Counters vmm;
@@ -291,8 +432,8 @@ struct Wire {
   double warm_seconds = 0;
   double seconds = 0;
   double cpu_seconds = 0;
-  double fragmentation = 0;
-  std::uint64_t peak_reserved = 0;
+  std::uint64_t peak_held = 0;
+  std::uint64_t peak_resident = 0;
   int error_code = 0;  // the child's StatusCode: a bad parameter stays a bad parameter
   char error[1024] = {};
 };
@@ -307,9 +448,8 @@ Wire ToWire(const Result<Pass>& pass) {
   w.ok = 1;
   w.seconds = pass->seconds;
   w.cpu_seconds = pass->cpu_seconds;
-  w.peak_reserved = pass->peak_reserved;
-  w.has_fragmentation = pass->fragmentation.has_value();
-  w.fragmentation = pass->fragmentation.value_or(0.0);
+  w.peak_held = pass->peak_held;
+  w.peak_resident = pass->peak_resident;
   w.has_warm = pass->warm_seconds.has_value();
   w.warm_seconds = pass->warm_seconds.value_or(0.0);
   w.has_vmm = pass->vmm_counters.has_value();
@@ -334,8 +474,8 @@ Result<Pass> FromWire(const Wire& w, ReplayAllocator which) {
   Pass pass;
   pass.seconds = w.seconds;
   pass.cpu_seconds = w.cpu_seconds;
-  pass.peak_reserved = w.peak_reserved;
-  if (w.has_fragmentation) pass.fragmentation = w.fragmentation;
+  pass.peak_held = w.peak_held;
+  pass.peak_resident = w.peak_resident;
   if (w.has_warm) pass.warm_seconds = w.warm_seconds;
   if (w.has_vmm) {
     pass.vmm_counters = w.vmm;
@@ -364,7 +504,7 @@ std::size_t Transfer(Io io, int fd, Byte* data, std::size_t size) {
 // dynamic mmap threshold remember every earlier allocation); the result
 // comes back through a pipe.
 Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const ReplayParams& params,
-                          bool sample) {
+                          bool measure) {
   int fds[2];
   if (pipe(fds) != 0) return Internal(std::string("replay: pipe: ") + std::strerror(errno));
   const pid_t pid = fork();
@@ -375,7 +515,7 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
   }
   if (pid == 0) {
     close(fds[0]);
-    const Wire w = ToWire(LocalPass(trace, which, params, sample));
+    const Wire w = ToWire(LocalPass(trace, which, params, measure));
     (void)Transfer(write, fds[1], reinterpret_cast<const char*>(&w), sizeof w);
     _exit(0);
   }
@@ -392,6 +532,10 @@ Result<Pass> IsolatedPass(const Trace& trace, ReplayAllocator which, const Repla
   return FromWire(w, which);
 }
 
+constexpr const char* kOwnStatistics = "allocator statistics (peak bytes reserved)";
+constexpr const char* kResidentSource =
+    "resident pages over the pass's baseline, every block's pages written, sampled after every event";
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
@@ -402,10 +546,26 @@ double PerOp(double seconds, std::uint64_t ops) {
   return ops == 0 ? 0.0 : seconds * 1e9 / static_cast<double>(ops);
 }
 
+// The ratio and the fragmentation, both from the peaks: fragmentation is
+// the share of the peak reserved bytes not in use at the peak in use,
+// 1 - peak_in_use / peak_reserved = 1 - 1 / ratio. A peak reserved below
+// the peak in use (blocks served from memory resident before the pass, or
+// small blocks sharing pages) gives neither.
 void Finish(ReplayResult* r) {
-  if (std::isnan(r->reserved_over_in_use)) return;  // no ratio (see ReplayTrace)
-  r->reserved_over_in_use =
-      r->peak_in_use == 0 ? 0.0 : static_cast<double>(r->peak_reserved) / static_cast<double>(r->peak_in_use);
+  r->fragmentation.reset();
+  if (r->peak_in_use == 0) {
+    r->reserved_over_in_use = 0.0;
+    return;
+  }
+  if (r->peak_reserved < r->peak_in_use) {
+    r->reserved_source += "; below the bytes in use (served partly from memory resident before the pass), no ratio";
+    r->reserved_over_in_use = std::numeric_limits<double>::quiet_NaN();
+    return;
+  }
+  const double in_use = static_cast<double>(r->peak_in_use);
+  const double reserved = static_cast<double>(r->peak_reserved);
+  r->reserved_over_in_use = reserved / in_use;
+  r->fragmentation = 1.0 - in_use / reserved;
 }
 
 }  // namespace
@@ -476,9 +636,10 @@ Result<ReplayResult> ReplayTraceThrough(const Trace& trace, MemoryResource& reso
   TM_ASSIGN_OR_RETURN(Pass pass, ResourcePass(trace, resource, alignment, &stats));
   r.ns_per_op = PerOp(pass.seconds, r.ops);
   r.cpu_ns_per_op = PerOp(pass.cpu_seconds, r.ops);
+  // One pass through a resource that was not fresh: no measured pass.
   r.peak_reserved = stats.peak_bytes_reserved;
-  r.fragmentation = stats.fragmentation;
-  r.reserved_source = "allocator statistics (peak bytes reserved)";
+  r.peak_held = stats.peak_bytes_reserved;
+  r.reserved_source = r.held_source = kOwnStatistics;
   Finish(&r);
   return r;
 }
@@ -490,25 +651,23 @@ Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
   r.allocator = std::string(Name(allocator));
   r.ops = trace.events.size();
   r.peak_in_use = PeakLiveBytesOf(trace);
-  auto run = [&](bool sample) -> Result<Pass> {
-    return params.isolate ? IsolatedPass(trace, allocator, params, sample)
-                          : LocalPass(trace, allocator, params, sample);
+  auto run = [&](bool measure) -> Result<Pass> {
+    return params.isolate ? IsolatedPass(trace, allocator, params, measure)
+                          : LocalPass(trace, allocator, params, measure);
   };
+  r.held_source = kOwnStatistics;
   if (IsMallocPeer(allocator)) {
     TM_ASSIGN_OR_RETURN(replay::MallocPeer peer, replay::LoadMallocPeer(allocator));
-    r.reserved_source = peer.reserved_source;
-    // Sampling the peer's statistics after every allocation costs time: a
-    // pass of its own, untimed.
-    TM_ASSIGN_OR_RETURN(Pass sampled, run(true));
-    r.peak_reserved = sampled.peak_reserved;
-    if (r.peak_reserved < r.peak_in_use) {
-      // The peer served the trace (partly) from memory it held before the
-      // replay: its growth says nothing about what the trace needs.
-      r.reserved_source += "; below the bytes in use (served from memory held before the replay), no ratio";
-      r.reserved_over_in_use = std::numeric_limits<double>::quiet_NaN();
-    }
-  } else {
-    r.reserved_source = "allocator statistics (peak bytes reserved)";
+    r.held_source = peer.reserved_source;
+  }
+  // Device memory is not the host's to measure: there the allocator's own
+  // statistic is the reserved figure.
+  const bool measured = params.device != ReplayDevice::kCuda;
+  if (measured) {
+    TM_ASSIGN_OR_RETURN(Pass pass, run(true));
+    r.peak_reserved = pass.peak_resident;
+    r.peak_held = pass.peak_held;
+    r.reserved_source = std::string(kResidentSource);
   }
   std::vector<double> ns, cpu_ns, warm_ns;
   for (int k = 0; k < params.repetitions; ++k) {
@@ -519,10 +678,11 @@ Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
     if (pass.vmm_counters) r.vmm_counters = pass.vmm_counters;
     if (pass.vmm_warm_counters) r.vmm_warm_counters = pass.vmm_warm_counters;
     if (pass.backend_counters) r.backend_counters = pass.backend_counters;
-    if (!IsMallocPeer(allocator)) {
-      r.peak_reserved = pass.peak_reserved;
-      r.fragmentation = pass.fragmentation;
-    }
+    if (!IsMallocPeer(allocator)) r.peak_held = pass.peak_held;
+  }
+  if (!measured) {
+    r.peak_reserved = r.peak_held.value_or(0);
+    r.reserved_source = std::string(kOwnStatistics) + " (device memory)";
   }
   r.ns_per_op = Median(ns);
   r.cpu_ns_per_op = Median(cpu_ns);

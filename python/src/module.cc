@@ -556,6 +556,8 @@ py::dict ReplayDict(const ReplayResult& r) {
   d["reserved_over_in_use"] = r.reserved_over_in_use;
   d["fragmentation"] = r.fragmentation ? py::cast(*r.fragmentation) : py::none();
   d["reserved_source"] = r.reserved_source;
+  d["peak_held"] = r.peak_held ? py::cast(*r.peak_held) : py::none();
+  d["held_source"] = r.held_source;
   // As replay's JSON: the warm pass (every allocator), vmm's counters of
   // both passes, a virtual-memory backend's handles.
   d["warm_ns_per_op"] = r.warm_ns_per_op ? py::cast(*r.warm_ns_per_op) : py::none();
@@ -564,6 +566,8 @@ py::dict ReplayDict(const ReplayResult& r) {
   if (r.backend_counters) {
     py::dict b;
     b["handles_created"] = r.backend_counters->handles_created;
+    b["decommits"] = r.backend_counters->decommits;
+    b["recommits"] = r.backend_counters->recommits;
     b["handles_released"] = r.backend_counters->handles_released;
     d["backend"] = b;
   }

@@ -229,16 +229,20 @@ def replay(trace: Union[Trace, PathLike],
     :class:`Allocator` object. One allocator (a name, or an object) returns
     its figures: ops, ns_per_op (the cold pass: a fresh allocator),
     cpu_ns_per_op, warm_ns_per_op (a second pass over the same allocator),
-    peak_in_use, peak_reserved, reserved_over_in_use, fragmentation, and for
-    vmm its device calls in each pass (``vmm``, ``vmm_warm``: map_calls,
-    handles_created, ...). Several (``"all"``, a list, even of one name)
-    return a dict of those, keyed by allocator name in the order of
-    :func:`replay_allocators` (or the order given); with ``"all"`` a malloc
-    peer that cannot be loaded is left out with a warning, as the CLI skips
-    it. ``html=path`` also writes the replay's memory map (x = event, y =
-    address, reserved bytes as a line) of the allocator, or of the first of
-    ours among several. ``repetitions`` timed passes, the median reported,
-    and ``alignment`` are the CLI's defaults (:data:`DEFAULTS`).
+    peak_in_use, peak_reserved (resident memory, every block's pages
+    written, the same definition for every allocator; see the replay
+    guide), reserved_over_in_use, fragmentation (1 - peak_in_use /
+    peak_reserved), peak_held and held_source (the allocator's own
+    statistic), and for vmm its device calls in each pass (``vmm``,
+    ``vmm_warm``: map_calls, handles_created, ...). Several (``"all"``, a
+    list, even of one name) return a dict of those, keyed by allocator name
+    in the order of :func:`replay_allocators` (or the order given); with
+    ``"all"`` a malloc peer that cannot be loaded is left out with a
+    warning, as the CLI skips it. ``html=path`` also writes the replay's
+    memory map (x = event, y = address, reserved bytes as a line) of the
+    allocator, or of the first of ours among several. ``repetitions`` timed
+    passes, the median reported, and ``alignment`` are the CLI's defaults
+    (:data:`DEFAULTS`).
     """
     names = _replay_selection(allocator)
     if names is None:

@@ -22,6 +22,9 @@ def test_replay_figures(trace_file, allocator):
     r = tm.replay(trace_file, allocator=allocator, repetitions=2)
     assert r["allocator"] == allocator and r["ops"] == 5
     assert r["peak_in_use"] == 3001000 and r["peak_reserved"] >= (3001000 if allocator != "system" else 0)
+    # Reserved is resident memory (every block's pages written); held the allocator's own figure.
+    assert r["reserved_source"].startswith("resident pages") and r["held_source"]
+    assert r["peak_held"] is None or r["peak_held"] >= 0
     assert r["warm_ns_per_op"] > 0  # a second pass, peers included
     if allocator == "vmm":  # its device calls, as replay's JSON has them
         assert r["vmm"]["map_calls"] >= 1 and r["vmm"]["granules_created"] >= 1

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <ostream>
@@ -159,6 +160,10 @@ struct BfcAllocator::State {
   std::uint64_t total_region_bytes = 0;
   std::uint64_t free_bytes = 0;
   AllocatorStats stats;
+  // release_free_granules: the granules given back, start address -> bytes
+  // (granule multiples, disjoint, each inside one free chunk).
+  std::map<std::uintptr_t, std::uint64_t> decommitted;
+  std::uint64_t decommitted_bytes = 0;
 
   State(Backend& b, const BfcParams& p) : backend(b), params(p), valid(Validate(p)) {
     bins.reserve(kNumBins);
@@ -290,6 +295,10 @@ struct BfcAllocator::State {
   // to `rounded`, splitting off the tail by TensorFlow's rule.
   void* TakeChunk(ChunkHandle h, std::uint64_t rounded, std::uint64_t bytes) {
     if (C(h).size >= rounded * 2 || C(h).size - rounded >= SplitThreshold()) SplitChunk(h, rounded);
+    if (!RecommitFor(h)) {  // its memory cannot be had again: the chunk stays free
+      InsertFree(TryToCoalesce(h));
+      return nullptr;
+    }
     Chunk& c = C(h);
     c.in_use = true;
     c.requested = bytes;
@@ -343,6 +352,104 @@ struct BfcAllocator::State {
                                  : FindAlignedChunkPtr(rounded, bytes, alignment);
   }
 
+  std::uint64_t Granule() const { return params.release_free_granules ? backend.decommit_granularity() : 0; }
+
+  void UpdateReserved() {
+    stats.bytes_reserved = total_region_bytes - decommitted_bytes;
+    stats.peak_bytes_reserved = std::max(stats.peak_bytes_reserved, stats.bytes_reserved);
+  }
+
+  // The first decommitted range that ends after `lo`.
+  std::map<std::uintptr_t, std::uint64_t>::iterator FirstDecommittedAfter(std::uintptr_t lo) {
+    auto it = decommitted.lower_bound(lo);
+    if (it != decommitted.begin() && std::prev(it)->first + std::prev(it)->second > lo) --it;
+    return it;
+  }
+
+  // Gives back the parts of the granules [lo, hi) not given back yet;
+  // false when the backend refuses.
+  bool DecommitGaps(std::uintptr_t lo, std::uintptr_t hi) {
+    std::uintptr_t cur = lo;
+    for (auto it = FirstDecommittedAfter(lo); cur < hi; ++it) {
+      const std::uintptr_t gap_end = it != decommitted.end() && it->first < hi ? it->first : hi;
+      if (gap_end > cur) {
+        if (!backend.Decommit(reinterpret_cast<void*>(cur), gap_end - cur).ok()) return false;
+        decommitted.emplace(cur, gap_end - cur);
+        decommitted_bytes += gap_end - cur;
+      }
+      if (gap_end == hi) break;
+      cur = it->first + it->second;
+    }
+    return true;
+  }
+
+  // release_free_granules, before the memory held grows by `more` bytes
+  // (a new region, or granules taken again) for a block of `rounded`: when
+  // the memory held would then exceed the peak in use (this block
+  // included) by more than held_slack, whole granules inside free chunks
+  // go back, the largest chunks first, until it would not (when growing,
+  // not the free tail that a coalescing extension is about to join).
+  // Measured against the peak, not the bytes in use now: memory held
+  // within the slack of the peak costs nothing more, and giving it back
+  // between peaks only to take it again would cost calls.
+  void ReleaseFreeGranules(std::uint64_t more, std::uint64_t rounded, bool growing) {
+    const std::uint64_t g = Granule();
+    if (g == 0) return;
+    const double peak = static_cast<double>(std::max(stats.peak_bytes_in_use, stats.bytes_in_use + rounded));
+    const auto target = static_cast<std::uint64_t>(peak * (1.0 + params.held_slack));
+    auto over = [&] { return stats.bytes_reserved + more > target; };
+    if (!over()) return;
+    const ChunkHandle tail = growing && FreeTailBeforeNextRegion(kMinSize) > 0 ? regions.back().last : kInvalidChunk;
+    for (int b = kNumBins - 1; b >= BinForSize(g) && over(); --b) {
+      const FreeSet& set = bins[static_cast<std::size_t>(b)];
+      for (auto it = set.rbegin(); it != set.rend() && over(); ++it) {
+        const std::uintptr_t lo = (it->address + g - 1) / g * g, hi = (it->address + it->size) / g * g;
+        if (it->handle == tail || hi <= lo) continue;
+        const bool done = DecommitGaps(lo, hi);
+        UpdateReserved();
+        if (!done) return;
+      }
+    }
+  }
+
+  // The granules under chunk h that were given back are taken again;
+  // false when the backend refuses.
+  bool RecommitFor(ChunkHandle h) {
+    if (decommitted.empty()) return true;
+    const std::uint64_t g = Granule();
+    const auto start = reinterpret_cast<std::uintptr_t>(C(h).ptr);
+    const std::uintptr_t lo = start / g * g, hi = (start + C(h).size + g - 1) / g * g;
+    ReleaseFreeGranules(DecommittedIn(lo, hi), C(h).size, false);
+    for (auto it = FirstDecommittedAfter(lo); it != decommitted.end() && it->first < hi;) {
+      const std::uintptr_t s = it->first, e = s + it->second;
+      const std::uintptr_t a = std::max(s, lo), b = std::min(e, hi);
+      if (!backend.Recommit(reinterpret_cast<void*>(a), b - a).ok()) return false;
+      it = decommitted.erase(it);
+      decommitted_bytes -= b - a;
+      if (s < a) decommitted.emplace(s, a - s);
+      if (b < e) decommitted.emplace(b, e - b);
+    }
+    UpdateReserved();
+    return true;
+  }
+
+  // Bytes given back inside [lo, hi).
+  std::uint64_t DecommittedIn(std::uintptr_t lo, std::uintptr_t hi) {
+    std::uint64_t bytes = 0;
+    for (auto it = FirstDecommittedAfter(lo); it != decommitted.end() && it->first < hi; ++it)
+      bytes += std::min(it->first + it->second, hi) - std::max(it->first, lo);
+    return bytes;
+  }
+
+  // Forgets the granules given back inside [p, p + bytes) (a region that goes).
+  void ForgetDecommitted(const char* p, std::uint64_t bytes) {
+    const auto lo = reinterpret_cast<std::uintptr_t>(p);
+    for (auto it = decommitted.lower_bound(lo); it != decommitted.end() && it->first < lo + bytes;) {
+      decommitted_bytes -= it->second;
+      it = decommitted.erase(it);
+    }
+  }
+
   // The free chunk at the end of the top region when the backend's next
   // region would start right after it (then a coalescing extension needs
   // only the rest of the request).
@@ -377,8 +484,7 @@ struct BfcAllocator::State {
     if (params.growth == BfcGrowth::kDoubling && !size->increased)
       curr_region_bytes = internal::SaturatingMul(curr_region_bytes, 2);
     total_region_bytes += size->bytes;
-    stats.bytes_reserved = total_region_bytes;
-    stats.peak_bytes_reserved = std::max(stats.peak_bytes_reserved, stats.bytes_reserved);
+    UpdateReserved();
     const ChunkHandle h = NewChunk();
     Chunk& c = C(h);
     c.ptr = base;
@@ -490,13 +596,14 @@ struct BfcAllocator::State {
       const ChunkHandle h = r.First();
       RemoveFree(h);
       free_handles.push_back(h);
+      ForgetDecommitted(r.ptr, r.bytes);
       const Status st = backend.Release(r.ptr, r.bytes);
       (void)st;  // a backend that cannot take memory back leaks it; nothing better to do here
       total_region_bytes -= r.bytes;
       released += r.bytes;
       regions.erase(regions.begin() + static_cast<std::ptrdiff_t>(*it));
     }
-    stats.bytes_reserved = total_region_bytes;
+    UpdateReserved();
     return released;
   }
 
@@ -530,6 +637,7 @@ BfcParams CompactBfcParams() {
   p.initial_region_bytes = std::uint64_t{2} << 20;
   p.coalesce_regions = true;
   p.max_internal_fragmentation_bytes = 0;
+  p.release_free_granules = true;
   return p;
 }
 
@@ -598,6 +706,8 @@ Status Validate(const BfcParams& p) {
   if (p.memory_limit < BfcAllocator::kMinAllocationSize)
     return InvalidArgument("bfc: memory_limit " + std::to_string(p.memory_limit) +
                            " is below the smallest chunk (256 bytes)");
+  if (!(p.held_slack >= 0.0) || p.held_slack > 1e9)
+    return InvalidArgument("bfc: held_slack " + std::to_string(p.held_slack) + " must be a number >= 0");
   if (p.initial_region_bytes == 0)
     return InvalidArgument("bfc: initial_region_bytes must be at least 1 (it is doubled to grow)");
   if (p.initial_region_bytes > (std::uint64_t{1} << 62))
@@ -637,6 +747,7 @@ Result<void*> BfcAllocator::DoAllocate(std::uint64_t bytes, std::uint64_t alignm
   std::lock_guard<internal::AdaptiveMutex> lock(s.mutex);
   if (void* p = s.Find(rounded, bytes, alignment)) return p;
   s.backend_refusal.clear();
+  s.ReleaseFreeGranules(rounded, rounded, true);
   if (s.Extend(alignment, rounded)) {
     if (void* p = s.Find(rounded, bytes, alignment)) return p;
   }

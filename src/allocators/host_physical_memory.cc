@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -109,6 +110,12 @@ HostPhysicalMemory::HostPhysicalMemory(std::unique_ptr<State> state) : state_(st
 
 HostPhysicalMemory::~HostPhysicalMemory() {
   if (state_->fd >= 0) close(state_->fd);
+}
+
+std::uint64_t HostPhysicalMemory::resident_bytes() const {
+  struct stat st {};
+  if (fstat(state_->fd, &st) != 0) return 0;
+  return static_cast<std::uint64_t>(st.st_blocks) * 512;  // st_blocks counts 512-byte units
 }
 
 std::uint64_t HostPhysicalMemory::granularity() const { return state_->params.granularity; }

@@ -243,6 +243,36 @@ Status VirtualMemoryBackend::Release(void* region, std::uint64_t bytes) {
   return Status::Ok();
 }
 
+namespace {
+constexpr std::uint64_t kHostDecommitGranularity = std::uint64_t{2} << 20;
+}  // namespace
+
+std::uint64_t VirtualMemoryBackend::decommit_granularity() const {
+  return state_->physical == nullptr ? kHostDecommitGranularity : 0;
+}
+
+Status VirtualMemoryBackend::Decommit(void* p, std::uint64_t bytes) {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.physical != nullptr) return Unimplemented("virtual backend: cannot decommit part of a granule handle");
+  char* const c = static_cast<char*>(p);
+  if (s.base == nullptr || c < s.base || bytes > s.committed || c - s.base > static_cast<std::ptrdiff_t>(s.committed - bytes))
+    return InvalidArgument("virtual backend: [" + PointerToString(p) + ", +" + std::to_string(bytes) +
+                           ") is not committed memory");
+  if (madvise(p, bytes, MADV_DONTNEED) != 0)
+    return Internal(std::string("virtual backend: madvise(MADV_DONTNEED): ") + std::strerror(errno));
+  ++s.counters.decommits;
+  return Status::Ok();
+}
+
+Status VirtualMemoryBackend::Recommit(void* /*p*/, std::uint64_t /*bytes*/) {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.physical != nullptr) return Unimplemented("virtual backend: cannot recommit part of a granule handle");
+  ++s.counters.recommits;  // the pages stay read-write: each comes back on its first write
+  return Status::Ok();
+}
+
 const void* VirtualMemoryBackend::next_address() const {
   State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);

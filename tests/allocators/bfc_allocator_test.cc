@@ -3,10 +3,14 @@
 // best fit in (size, address) order, TensorFlow's split rule and cap,
 // coalescing, region growth (doubling, reserve-all, on-demand with
 // coalesce_regions), the 90% retry, garbage collection of free regions,
-// the out-of-memory report and the fragmentation metric.
+// the out-of-memory report, the fragmentation metric, and the compact
+// preset giving free granules back before it grows.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <sstream>
+#include <vector>
 
 #include "tensormem/allocators/backend.h"
 #include "tensormem/allocators/bfc_allocator.h"
@@ -277,6 +281,74 @@ TEST(Bfc, CoalescedRegionsOverVirtualMemoryStayOneRegion) {
   EXPECT_EQ(a.ReleaseFreeRegions(), 6 * MiB);  // one release over three backend regions
   EXPECT_EQ(vm.reserved(), 0u);
   EXPECT_EQ(Alloc(a, 1 * KiB), x);  // the address space is reused from the bottom
+}
+
+// Each block filled with its own byte; checked before it is freed.
+void Fill(void* p, std::uint64_t bytes, unsigned char tag) { std::memset(p, tag, bytes); }
+bool Holds(const void* p, std::uint64_t bytes, unsigned char tag) {
+  const auto* c = static_cast<const unsigned char*>(p);
+  return std::all_of(c, c + bytes, [tag](unsigned char b) { return b == tag; });
+}
+
+// release_free_granules: a request larger than every free chunk grows the
+// allocator with the free chunks' whole granules given back first, and a
+// block that lands on them later takes them again; no block loses a byte.
+TEST(Bfc, CompactGivesFreeGranulesBackBeforeGrowing) {
+  VirtualMemoryBackend vm(std::uint64_t{1} << 32);
+  BfcAllocator a(vm, CompactBfcParams());
+  struct Block {
+    void* p;
+    std::uint64_t bytes;
+    unsigned char tag;
+  };
+  std::vector<Block> live;
+  auto take = [&](std::uint64_t bytes, unsigned char tag) {
+    void* p = Alloc(a, bytes);
+    Fill(p, bytes, tag);
+    live.push_back({p, bytes, tag});
+    return p;
+  };
+  auto give = [&](void* p) {
+    auto it = std::find_if(live.begin(), live.end(), [p](const Block& b) { return b.p == p; });
+    ASSERT_TRUE(it != live.end());
+    EXPECT_TRUE(Holds(it->p, it->bytes, it->tag)) << int(it->tag);
+    ASSERT_TRUE(a.Deallocate(p).ok());
+    live.erase(it);
+  };
+  void* hole1 = take(8 * MiB, 1);
+  take(256 * KiB, 2);
+  void* hole2 = take(8 * MiB, 3);
+  take(256 * KiB, 4);
+  give(hole1);
+  give(hole2);
+  EXPECT_EQ(vm.counters().decommits, 0u);  // freeing alone gives nothing back
+  const std::uint64_t held_before = a.GetStats().bytes_reserved;
+  take(12 * MiB, 5);  // larger than either 8 MiB hole: the allocator grows
+  // Each hole holds at least three whole 2 MiB granules, given back.
+  EXPECT_GE(vm.counters().decommits, 2u);
+  EXPECT_LE(a.GetStats().bytes_reserved + 12 * MiB, vm.reserved());
+  EXPECT_LT(a.GetStats().bytes_reserved, held_before + 12 * MiB);
+  EXPECT_EQ(a.GetStats().peak_bytes_reserved, std::max(held_before, a.GetStats().bytes_reserved));
+  // A block on a hole takes its granules again, and its bytes are its own.
+  const std::uint64_t held_after = a.GetStats().bytes_reserved;
+  take(8 * MiB, 6);
+  EXPECT_GE(vm.counters().recommits, 1u);
+  EXPECT_GT(a.GetStats().bytes_reserved, held_after);
+  while (!live.empty()) give(live.back().p);
+  EXPECT_EQ(a.GetStats().bytes_in_use, 0u);
+}
+
+TEST(Bfc, ReleaseFreeGranulesNeedsABackendThatCanDecommit) {
+  BfcAllocator a(HostBackend(), CompactBfcParams());  // the host backend cannot: ignored
+  void* x = Alloc(a, 8 * MiB);
+  void* y = Alloc(a, 64 * KiB);
+  ASSERT_TRUE(a.Deallocate(x).ok());
+  void* z = Alloc(a, 12 * MiB);
+  EXPECT_EQ(a.GetStats().bytes_reserved, a.GetStats().peak_bytes_reserved);
+  for (void* p : {y, z}) ASSERT_TRUE(a.Deallocate(p).ok());
+  BfcParams bad = CompactBfcParams();
+  bad.held_slack = -0.5;
+  EXPECT_EQ(Validate(bad).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(Bfc, TensorFlowDefaultsDoNotCoalesceRegions) {

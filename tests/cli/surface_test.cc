@@ -111,7 +111,7 @@ TEST_F(SurfaceTest, ReplayOptionsThatApplyToNoAllocatorAsked) {
   const nlohmann::json j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["results"].size(), 1u);
   EXPECT_EQ(j["results"][0]["allocator"], "bfc_compact");
-  EXPECT_EQ(j["results"][0]["peak_reserved"], 4u << 20);
+  EXPECT_EQ(j["results"][0]["peak_held"], 4u << 20);
 }
 
 TEST_F(SurfaceTest, PlanOptionsThatCannotApply) {

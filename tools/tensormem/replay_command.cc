@@ -269,13 +269,17 @@ void PrintJson(const ReplayOptions& o, const Trace& trace, const Outcome& out) {
                           {"peak_reserved", r.peak_reserved},
                           {"reserved_over_in_use", r.reserved_over_in_use},
                           {"reserved_source", r.reserved_source}};
+    row["peak_held"] = r.peak_held ? nlohmann::json(*r.peak_held) : nlohmann::json();
+    row["held_source"] = r.held_source;
     row["fragmentation"] = r.fragmentation ? nlohmann::json(*r.fragmentation) : nlohmann::json();
     row["warm_ns_per_op"] = r.warm_ns_per_op ? nlohmann::json(*r.warm_ns_per_op) : nlohmann::json();
     if (r.vmm_counters) row["vmm"] = CountersJson(*r.vmm_counters);
     if (r.vmm_warm_counters) row["vmm_warm"] = CountersJson(*r.vmm_warm_counters);
     if (r.backend_counters)
       row["backend"] = {{"handles_created", r.backend_counters->handles_created},
-                        {"handles_released", r.backend_counters->handles_released}};
+                        {"handles_released", r.backend_counters->handles_released},
+                        {"decommits", r.backend_counters->decommits},
+                        {"recommits", r.backend_counters->recommits}};
     rows.push_back(row);
   }
   j["results"] = rows;
@@ -285,16 +289,20 @@ void PrintJson(const ReplayOptions& o, const Trace& trace, const Outcome& out) {
 }
 
 // Below the table, per allocator: where peak_reserved comes from, the
-// fragmentation left, and what a device would pay (vmm's counters per pass,
-// a virtual-memory backend's handles).
+// allocator's own statistic, the fragmentation at the peak, and what a
+// device would pay (vmm's counters per pass, a virtual-memory backend's
+// handles).
 std::string DetailLine(const ReplayResult& r) {
   std::string line = "  " + r.allocator + ": peak_reserved from " + r.reserved_source;
-  if (r.fragmentation) line += ", fragmentation at the end " + FormatDouble(*r.fragmentation, 3);
+  if (r.peak_held) line += "; peak_held " + WithThousands(*r.peak_held) + " from " + r.held_source;
+  if (r.fragmentation) line += "; fragmentation 1 - peak_in_use / peak_reserved = " + FormatDouble(*r.fragmentation, 3);
   if (r.vmm_counters) line += "; cold pass: " + CountersText(*r.vmm_counters);
   if (r.vmm_warm_counters) line += "; warm pass: " + CountersText(*r.vmm_warm_counters);
   if (r.backend_counters)
     line += "; cold pass: " + WithThousands(r.backend_counters->handles_created) + " handles created, " +
-            WithThousands(r.backend_counters->handles_released) + " released";
+            WithThousands(r.backend_counters->handles_released) + " released, " +
+            WithThousands(r.backend_counters->decommits) + " decommits, " +
+            WithThousands(r.backend_counters->recommits) + " recommits";
   return line;
 }
 
@@ -425,7 +433,11 @@ void AddReplayCommand(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<ReplayOptions>();
   CLI::App* cmd = app.add_subcommand(
       "replay", "Replay an allocation trace (RAPIDS replay-log CSV) through the allocators and "
-                "malloc peers: time per operation, peak in use, peak reserved");
+                "malloc peers: time per operation, peak in use, peak reserved. Reserved, the same for every "
+                "allocator on the host: memory taken from the system and not returned, as resident pages, "
+                "measured in an untimed pass that writes every page of each block (the timed passes write "
+                "nothing); peak_held is the allocator's own statistic; fragmentation = 1 - peak_in_use / "
+                "peak_reserved");
   cmd->add_option("TRACE", o->input,
                   "trace CSV: Thread,Time,Action,Pointer,Size,Stream; gzip-compressed or not; '-' = standard input")
       ->required();

@@ -22,16 +22,31 @@
 //   busy machine does not).
 // - peak_in_use: the peak of the bytes the trace has live (its own sizes,
 //   the same for every allocator).
-// - peak_reserved: for our allocators their statistics (bytes held from the
-//   backend); for the peers their own statistics, sampled after every
-//   allocation in a separate untimed pass: glibc mallinfo2 arena + hblkhd
-//   (bytes taken from the OS by brk and mmap), jemalloc stats.resident
-//   (active + dirty + metadata pages), mimalloc committed bytes; each minus
-//   its value before the replay. `reserved_source` names which.
-// - fragmentation: the allocator's own metric (1 - largest free / free)
-//   after the last event, for our allocators.
+// - peak_reserved: one definition for every allocator on the host: the
+//   memory the process obtained from the system and has not returned,
+//   measured as resident pages. A measured pass (a fresh allocator in its
+//   own child, untimed, run before the timed passes) writes one byte to
+//   every page of each block as it is allocated, as a program using it
+//   would, and samples after every event the process's anonymous resident
+//   pages (/proc/self/statm resident - shared) plus the written pages of a
+//   granule file (vmm, host-granules), minus their sum right before the
+//   first event (the trace, the replay's slots and the allocator object are
+//   not counted). On the cuda device: the allocator's statistic (peak_held).
+//   `reserved_source` says which.
+// - peak_held: the allocator's own statistic, as a second figure: ours
+//   their peak bytes reserved from the backend; the peers sampled in the
+//   measured pass after every allocation that may have grown it: glibc
+//   mallinfo2 arena + hblkhd, jemalloc stats.resident, mimalloc committed
+//   bytes; each minus its value before the first event. `held_source`
+//   names which.
+// - reserved_over_in_use = peak_reserved / peak_in_use; fragmentation =
+//   1 - peak_in_use / peak_reserved (the share of the peak reserved bytes
+//   not in use at the peak in use). Neither when peak_reserved is below
+//   peak_in_use (blocks served from memory resident before the pass).
 //
-// The blocks never freed are freed after the timed part.
+// The timed passes write nothing to the blocks: writing is the measured
+// pass's, so the times are those of the allocator calls alone. The blocks
+// never freed are freed after the timed part.
 //
 // jemalloc uses initial-exec TLS and can only be dlopened when the process
 // was started with spare static TLS: PrepareProcessForMallocPeers re-executes
@@ -134,8 +149,10 @@ struct ReplayResult {
   std::uint64_t peak_in_use = 0;
   std::uint64_t peak_reserved = 0;
   double reserved_over_in_use = 0;
-  std::optional<double> fragmentation;
+  std::optional<double> fragmentation;  // 1 - peak_in_use / peak_reserved
   std::string reserved_source;
+  std::optional<std::uint64_t> peak_held;  // the allocator's own statistic
+  std::string held_source;
   // A second pass over the same allocator right after the first (ours: its
   // memory cached, nothing to map; a peer: the heap its first pass grew,
   // glibc's mmap threshold raised): median over the repetitions.
@@ -143,8 +160,9 @@ struct ReplayResult {
   // vmm only, cold pass: what a device would pay for (map calls, pages
   // mapped, pages re-stitched, granules created, synchronizations).
   std::optional<VmmAllocator::Counters> vmm_counters;
-  // A virtual-memory backend over physical memory (bfc_compact on cuda or
-  // host-granules), cold pass: the handles it created and released.
+  // A virtual-memory backend (bfc_compact), cold pass: the handles it
+  // created and released (over physical memory), the parts of regions it
+  // decommitted and recommitted.
   std::optional<VirtualMemoryBackend::Counters> backend_counters;
   // vmm only, the warm pass: the same counters (what a steady state pays).
   std::optional<VmmAllocator::Counters> vmm_warm_counters;
@@ -155,7 +173,8 @@ Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
                                  const ReplayParams& params = {});
 
 // One pass through a resource the caller built (timed once; peak_reserved
-// from its statistics). The resource is left with the never-freed blocks
+// and peak_held from its statistics: no measured pass, the resource is not
+// fresh). The resource is left with the never-freed blocks
 // freed again.
 Result<ReplayResult> ReplayTraceThrough(const Trace& trace, MemoryResource& resource,
                                         std::uint64_t alignment = defaults::kTensorAlignment);

@@ -49,6 +49,19 @@ class Backend {
   virtual bool contiguous() const { return false; }
   // Where the next region with alignment <= 256 will start, when known.
   virtual const void* next_address() const { return nullptr; }
+
+  // Giving back the memory of part of a live region while the region stays
+  // reserved (a GPU unmaps and releases the granules): Decommit gives the
+  // pages of [p, p + bytes) back, Recommit makes them usable again before
+  // the range is used. Both take multiples of decommit_granularity(), which
+  // is 0 where the backend cannot (then both are Unimplemented).
+  virtual std::uint64_t decommit_granularity() const { return 0; }
+  virtual Status Decommit(void* /*p*/, std::uint64_t /*bytes*/) {
+    return Unimplemented(std::string(name()) + " backend: cannot decommit part of a region");
+  }
+  virtual Status Recommit(void* /*p*/, std::uint64_t /*bytes*/) {
+    return Unimplemented(std::string(name()) + " backend: cannot recommit part of a region");
+  }
 };
 
 // Host memory. Thread-safe; one shared instance. It knows its live regions:
@@ -66,6 +79,9 @@ class CappedBackend final : public Backend {
   std::string_view name() const override { return "capped"; }
   bool contiguous() const override { return below_.contiguous(); }
   const void* next_address() const override { return below_.next_address(); }
+  std::uint64_t decommit_granularity() const override { return below_.decommit_granularity(); }
+  Status Decommit(void* p, std::uint64_t bytes) override { return below_.Decommit(p, bytes); }
+  Status Recommit(void* p, std::uint64_t bytes) override { return below_.Recommit(p, bytes); }
 
   std::uint64_t reserved() const;
   std::uint64_t num_refusals() const;
@@ -108,15 +124,25 @@ class VirtualMemoryBackend final : public Backend {
   std::string_view name() const override { return "virtual"; }
   bool contiguous() const override { return true; }
   const void* next_address() const override;
+  // Host pages: parts of regions are decommitted in 2 MiB steps (a GPU's
+  // granule, so the calls counted are those a GPU would make) with
+  // madvise(MADV_DONTNEED); a recommitted page comes back on its first
+  // write. Over granules: 0 (a handle spans a whole commit step and cannot
+  // be unmapped in part).
+  std::uint64_t decommit_granularity() const override;
+  Status Decommit(void* p, std::uint64_t bytes) override;
+  Status Recommit(void* p, std::uint64_t bytes) override;
 
   // Bytes of live regions.
   std::uint64_t reserved() const;
   // Bytes of memory committed (pages made read-write, or granules mapped).
   std::uint64_t committed() const;
-  // Over physical memory: what a device pays for.
+  // What a device pays for (decommits and recommits on host pages too).
   struct Counters {
     std::uint64_t handles_created = 0;
     std::uint64_t handles_released = 0;
+    std::uint64_t decommits = 0;  // Decommit calls (a GPU: unmap + release)
+    std::uint64_t recommits = 0;  // Recommit calls (a GPU: create + map)
   };
   Counters counters() const;
 

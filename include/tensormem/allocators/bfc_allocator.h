@@ -13,6 +13,10 @@
 //   freed chunk coalesces with its free neighbours immediately. A pointer
 //   finds its chunk in O(1) through a per-region table with one entry per
 //   256 bytes (after a binary search over the few regions).
+// - With release_free_granules, before extending it gives back the whole
+//   granules inside free chunks (the backend decommits them) and takes
+//   them again when a block lands on them; bytes_reserved counts what is
+//   held: the regions less the granules given back.
 // - When nothing fits the allocator extends: with growth the first region is
 //   2 MiB and each next one doubles (at least the request, capped by what the
 //   limit leaves); without growth the whole limit is reserved up front. When
@@ -76,6 +80,17 @@ struct BfcParams {
   // kOnDemand growth an extension then only needs the part of the request
   // that the free tail of the top region does not cover.
   bool coalesce_regions = false;
+  // Before growing, give back the memory of the whole granules
+  // (Backend::decommit_granularity) inside free chunks, and take it again
+  // when a block lands on them: a request larger than every free chunk
+  // then grows the allocator without the free chunks' memory still held.
+  // Needs a backend that can decommit (VirtualMemoryBackend on the host);
+  // ignored otherwise.
+  bool release_free_granules = false;
+  // With release_free_granules: granules go back only where the memory
+  // held would otherwise exceed the bytes in use by more than this fraction
+  // (fewer calls to the backend; 0: whenever the memory held grows).
+  double held_slack = 0.05;
   // Free wholly unused regions before failing an allocation.
   bool garbage_collection = true;
   // Retry a refused region at 90% of the size (TensorFlow's backpedal).
@@ -87,7 +102,8 @@ struct BfcParams {
 
 // The tuned parameters (not TensorFlow's defaults): kOnDemand growth in
 // steps of at least 2 MiB, coalesce_regions, splitting whenever 256 bytes or
-// more would be left over. Use with a VirtualMemoryBackend.
+// more would be left over, release_free_granules. Use with a
+// VirtualMemoryBackend.
 BfcParams CompactBfcParams();
 
 // The named parameter sets, one table (bfc_allocator.cc) that the CLI's

@@ -141,6 +141,9 @@ class HostPhysicalMemory final : public PhysicalMemory {
 
   // Granules created and not released (a handle of n granules counts n).
   std::uint64_t granules_held() const;
+  // Bytes of the granule file that hold memory: pages written and not
+  // punched out (a granule mapped but never written costs none).
+  std::uint64_t resident_bytes() const;
   // Calls made so far (what a device pays for): map, unmap, create, release, synchronize.
   struct CallCounts {
     std::uint64_t map = 0, unmap = 0, create = 0, release = 0, synchronize = 0, events = 0, event_waits = 0;
