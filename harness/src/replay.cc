@@ -35,6 +35,7 @@
 #include <cmath>
 #include <limits>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <string_view>
 #include <utility>
@@ -85,8 +86,8 @@ Status AtEvent(const Status& st, std::string_view name, const Trace& trace, cons
 // comment): anonymous resident pages plus a granule file's written pages.
 class ResidentMeter {
  public:
-  explicit ResidentMeter(const HostPhysicalMemory* granules = nullptr)
-      : statm_(open("/proc/self/statm", O_RDONLY | O_CLOEXEC)), granules_(granules) {
+  explicit ResidentMeter(bool write_pages, const HostPhysicalMemory* granules = nullptr)
+      : statm_(open("/proc/self/statm", O_RDONLY | O_CLOEXEC)), granules_(granules), write_pages_(write_pages) {
     const long page = sysconf(_SC_PAGESIZE);
     if (page > 0) page_ = static_cast<std::uint64_t>(page);
   }
@@ -114,8 +115,10 @@ class ResidentMeter {
   void Sample() { peak_ = std::max(peak_, Now()); }
   std::uint64_t peak() const { return peak_ - base_; }
 
-  // Writes one byte in every page that [p, p + size) overlaps.
+  // Writes one byte in every page that [p, p + size) overlaps (nothing
+  // when the pages are not to be written).
   void Touch(void* p, std::uint64_t size) const {
+    if (!write_pages_) return;
     auto* bytes = static_cast<volatile char*>(p);
     const auto start = reinterpret_cast<std::uintptr_t>(p);
     for (std::uintptr_t a = start; a < start + size; a = (a / page_ + 1) * page_) bytes[a - start] = 1;
@@ -135,6 +138,7 @@ class ResidentMeter {
 
   int statm_ = -1;
   const HostPhysicalMemory* granules_ = nullptr;
+  bool write_pages_ = true;
   std::uint64_t page_ = 4096;
   std::uint64_t base_ = 0, peak_ = 0;
 };
@@ -373,7 +377,7 @@ VmmAllocator::Counters CountersSince(const VmmAllocator::Counters& now, const Vm
 // and its own statistic sampled.
 Result<Pass> MeasuredPeerPass(const Trace& trace, ReplayAllocator which, const replay::MallocPeer& peer,
                               const ReplayParams& params) {
-  ResidentMeter meter;
+  ResidentMeter meter(params.write_pages);
   TM_RETURN_IF_ERROR(meter.ok());
   return PeerPass(Name(which), trace, peer, params.alignment, &meter);
 }
@@ -381,7 +385,7 @@ Result<Pass> MeasuredPeerPass(const Trace& trace, ReplayAllocator which, const r
 // The measured pass through ours: a fresh instance, its blocks' pages
 // written, resident memory sampled (a granule file's written pages count).
 Result<Pass> MeasuredPass(const Trace& trace, Ours& ours, const ReplayParams& params) {
-  ResidentMeter meter(dynamic_cast<const HostPhysicalMemory*>(ours.physical.get()));
+  ResidentMeter meter(params.write_pages, dynamic_cast<const HostPhysicalMemory*>(ours.physical.get()));
   TM_RETURN_IF_ERROR(meter.ok());
   AllocatorStats stats;
   TM_ASSIGN_OR_RETURN(Pass pass,
@@ -536,6 +540,22 @@ constexpr const char* kOwnStatistics = "allocator statistics (peak bytes reserve
 constexpr const char* kResidentSource =
     "resident pages over the pass's baseline, every block's pages written, sampled after every event";
 
+// The memory the system can give without swapping (MemAvailable), or the
+// free physical pages where /proc/meminfo does not say.
+std::uint64_t AvailableMemoryBytes() {
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    unsigned long long kib = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, f) != nullptr)
+      found = std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
+    std::fclose(f);
+    if (found) return static_cast<std::uint64_t>(kib) * 1024;
+  }
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
+}
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
@@ -651,9 +671,14 @@ Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
   r.allocator = std::string(Name(allocator));
   r.ops = trace.events.size();
   r.peak_in_use = PeakLiveBytesOf(trace);
+  // Writing every page of a trace that needs most of the machine's memory
+  // would push the system into swap or the OOM killer: such a trace is
+  // measured by the allocator's own statistic instead.
+  ReplayParams p = params;
+  const std::uint64_t available = AvailableMemoryBytes();
+  p.write_pages = params.write_pages && r.peak_in_use <= available / 2;
   auto run = [&](bool measure) -> Result<Pass> {
-    return params.isolate ? IsolatedPass(trace, allocator, params, measure)
-                          : LocalPass(trace, allocator, params, measure);
+    return p.isolate ? IsolatedPass(trace, allocator, p, measure) : LocalPass(trace, allocator, p, measure);
   };
   r.held_source = kOwnStatistics;
   if (IsMallocPeer(allocator)) {
@@ -665,9 +690,16 @@ Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
   const bool measured = params.device != ReplayDevice::kCuda;
   if (measured) {
     TM_ASSIGN_OR_RETURN(Pass pass, run(true));
-    r.peak_reserved = pass.peak_resident;
     r.peak_held = pass.peak_held;
-    r.reserved_source = std::string(kResidentSource);
+    if (p.write_pages) {
+      r.peak_reserved = pass.peak_resident;
+      r.reserved_source = std::string(kResidentSource);
+    } else {
+      r.peak_reserved = pass.peak_held;
+      r.reserved_source = std::string(kOwnStatistics) + ": the trace's peak in use (" + HumanBytes(r.peak_in_use) +
+                          ") is over half the memory available (" + HumanBytes(available) +
+                          "), so its pages were not written";
+    }
   }
   std::vector<double> ns, cpu_ns, warm_ns;
   for (int k = 0; k < params.repetitions; ++k) {

@@ -31,8 +31,9 @@
 //   pages (/proc/self/statm resident - shared) plus the written pages of a
 //   granule file (vmm, host-granules), minus their sum right before the
 //   first event (the trace, the replay's slots and the allocator object are
-//   not counted). On the cuda device: the allocator's statistic (peak_held).
-//   `reserved_source` says which.
+//   not counted). On the cuda device, and for a trace whose peak in use is
+//   over half the memory available (ReplayParams::write_pages): the
+//   allocator's statistic (peak_held). `reserved_source` says which.
 // - peak_held: the allocator's own statistic, as a second figure: ours
 //   their peak bytes reserved from the backend; the peers sampled in the
 //   measured pass after every allocation that may have grown it: glibc
@@ -122,6 +123,12 @@ struct ReplayParams {
   // earlier allocation of the process). Without it passes run here, and
   // later passes of a peer find a warm heap.
   bool isolate = true;
+  // The measured pass writes one byte in every page of each block, so that
+  // resident memory is the reserved figure. ReplayTrace turns this off when
+  // the trace's peak in use is more than half the memory available: then
+  // the allocator's own statistic is the reserved figure, and
+  // reserved_source says why.
+  bool write_pages = true;
   BfcParams bfc = BfcPresetParams(BfcPreset::kTensorflow);
   // kBfc's memory: host (aligned allocations from the C library,
   // TensorFlow's CPU sub-allocator) or a VirtualMemoryBackend (what
