@@ -73,6 +73,7 @@ Status CheckGraph(const Graph& graph) {
   if (n > static_cast<std::size_t>(std::numeric_limits<int>::max()))
     return OutOfRange("graph has " + std::to_string(n) + " tensors; at most 2^31 - 1 are supported");
   std::unordered_map<std::string_view, std::size_t> names;
+  names.reserve(n);
   for (std::size_t t = 0; t < n; ++t) {
     const GraphTensor& tensor = graph.tensors[t];
     // 0 = the plan's (GraphPlanParams::alignment), the one documented default.
@@ -86,20 +87,21 @@ Status CheckGraph(const Graph& graph) {
     }
   }
   auto in_range = [&](int t) { return t >= 0 && static_cast<std::size_t>(t) < n; };
-  auto check_list = [&](const std::vector<int>& list, const std::string& what,
-                        bool optional_ok) -> Status {
+  // `what` names the list; called only for a message, as a graph of a
+  // million nodes would otherwise build a million labels.
+  auto check_list = [&](const std::vector<int>& list, const auto& what, bool optional_ok) -> Status {
     for (std::size_t k = 0; k < list.size(); ++k) {
       const int t = list[k];
       if (t == kNoTensor && optional_ok) continue;
       if (!in_range(t))
-        return InvalidArgument(what + " entry " + std::to_string(k) + ": tensor index " +
+        return InvalidArgument(what() + " entry " + std::to_string(k) + ": tensor index " +
                                std::to_string(t) + " is out of range [0, " + std::to_string(n) +
                                ")" + (optional_ok ? " and not -1 (absent)" : ""));
     }
     return Status::Ok();
   };
-  TM_RETURN_IF_ERROR(check_list(graph.inputs, "graph inputs", true));
-  TM_RETURN_IF_ERROR(check_list(graph.outputs, "graph outputs", true));
+  TM_RETURN_IF_ERROR(check_list(graph.inputs, [] { return std::string("graph inputs"); }, true));
+  TM_RETURN_IF_ERROR(check_list(graph.outputs, [] { return std::string("graph outputs"); }, true));
 
   std::vector<char> is_input(n, 0);
   for (int t : graph.inputs)
@@ -108,35 +110,35 @@ Status CheckGraph(const Graph& graph) {
   std::vector<std::size_t> writer(n, kNone), temp_of(n, kNone), first_reader(n, kNone);
   for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
     const GraphNode& node = graph.nodes[i];
-    const std::string where = NodeLabel(graph, i);
-    TM_RETURN_IF_ERROR(check_list(node.inputs, where + ": inputs", true));
-    TM_RETURN_IF_ERROR(check_list(node.outputs, where + ": outputs", true));
-    TM_RETURN_IF_ERROR(check_list(node.temporaries, where + ": temporaries", false));
+    auto where = [&] { return NodeLabel(graph, i); };
+    TM_RETURN_IF_ERROR(check_list(node.inputs, [&] { return where() + ": inputs"; }, true));
+    TM_RETURN_IF_ERROR(check_list(node.outputs, [&] { return where() + ": outputs"; }, true));
+    TM_RETURN_IF_ERROR(check_list(node.temporaries, [&] { return where() + ": temporaries"; }, false));
     for (int t : node.inputs)
       if (t != kNoTensor && first_reader[static_cast<std::size_t>(t)] == kNone)
         first_reader[static_cast<std::size_t>(t)] = i;
     for (int t : node.outputs) {
       if (t == kNoTensor) continue;
       const auto u = static_cast<std::size_t>(t);
-      const std::string what = where + " writes " + TensorLabel(graph, t);
+      auto what = [&] { return where() + " writes " + TensorLabel(graph, t); };
       if (writer[u] != kNone)
-        return InvalidArgument(what + ", already written by " + NodeLabel(graph, writer[u]));
-      if (is_input[u]) return InvalidArgument(what + ", a graph input");
+        return InvalidArgument(what() + ", already written by " + NodeLabel(graph, writer[u]));
+      if (is_input[u]) return InvalidArgument(what() + ", a graph input");
       if (graph.tensors[u].kind == TensorKind::kConstant)
-        return InvalidArgument(what + ", a constant");
+        return InvalidArgument(what() + ", a constant");
       if (first_reader[u] != kNone)
-        return InvalidArgument(what + ", but " + NodeLabel(graph, first_reader[u]) +
+        return InvalidArgument(what() + ", but " + NodeLabel(graph, first_reader[u]) +
                                " reads it earlier (nodes must be in execution order)");
       writer[u] = i;
     }
     for (int t : node.temporaries) {
       const auto u = static_cast<std::size_t>(t);
       if (temp_of[u] != kNone)
-        return InvalidArgument(where + ": temporary " + TensorLabel(graph, t) +
+        return InvalidArgument(where() + ": temporary " + TensorLabel(graph, t) +
                                " is already a temporary of " + NodeLabel(graph, temp_of[u]));
       if (graph.tensors[u].kind != TensorKind::kActivation &&
           graph.tensors[u].kind != TensorKind::kDynamic)
-        return InvalidArgument(where + ": temporary " + TensorLabel(graph, t) + " is a " +
+        return InvalidArgument(where() + ": temporary " + TensorLabel(graph, t) + " is a " +
                                std::string(Name(graph.tensors[u].kind)));
       temp_of[u] = i;
     }
