@@ -86,7 +86,13 @@ Status OnnxNotFromAFileError(const std::string& path);
 // Writes the file `path` through `write`, whole or not at all: into a
 // temporary file beside it, renamed into place only when everything was
 // written, so a failed write (a full disk, an error from `write`) leaves any
-// old file as it was and no temporary one. A directory is refused
+// old file as it was and no temporary one. A file a rename could not keep
+// (one with other hard links, or owned by a user or group the writer cannot
+// give) is written in place from a whole copy in memory: an error from
+// `write` leaves it as it was; a write that fails midway (a full disk) puts
+// the old content back, and the error ends "the file keeps its old content"
+// or, when even that fails, "the file is left partly written". A device or
+// pipe is written to as a stream. A directory is refused
 // (InvalidArgument "PATH: is a directory, not a file") before anything is
 // written; a file that cannot be created is NotFound with the system's reason.
 Status WriteFileWhole(const std::string& path, const std::function<Status(std::ostream&)>& write);

@@ -97,6 +97,10 @@ Status CheckOrder(const Graph& graph, std::span<const int> order);
 // The graph with its nodes in `order` (checked with CheckOrder).
 Result<Graph> ReorderGraph(const Graph& graph, std::span<const int> order);
 
+// The graph in `order` without a copy where it can: `&graph` itself when
+// `order` is the given one, else `storage` holding ReorderGraph's copy.
+Result<const Graph*> GraphInOrder(const Graph& graph, std::span<const int> order, Graph* storage);
+
 // The peak of live scratch bytes (unaligned) when the nodes run in `order`:
 // the largest sum, over a node, of the sizes of the scratch buffers live at
 // it, from ComputeLiveness on the reordered graph.

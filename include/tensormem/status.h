@@ -51,6 +51,12 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
+// `message` with every word (a run of non-spaces) over 256 bytes cut to its
+// first 160 and last 80 bytes around "...(N bytes cut)...": an error that
+// echoes a huge argument stays readable. The CLI and Python report every
+// error through it.
+std::string CutLongWords(std::string_view message);
+
 inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
 inline Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }

@@ -66,21 +66,23 @@ struct TensormemError : std::runtime_error {
 // Status -> Python exception. `file` says a NotFound names a file. An
 // exception Python has pending (a KeyboardInterrupt that stopped a read)
 // is the one raised.
+// Long words are cut as the CLI cuts them (CutLongWords).
 [[noreturn]] void Raise(const Status& st, bool file = true) {
   if (PyErr_Occurred() != nullptr) throw py::error_already_set();
+  const std::string message = CutLongWords(st.message());
   switch (st.code()) {
     case StatusCode::kInvalidArgument:
     case StatusCode::kOutOfRange:
-      throw py::value_error(st.message());
+      throw py::value_error(message);
     case StatusCode::kNotFound:
-      if (file) RaisePython(PyExc_FileNotFoundError, st.message());
+      if (file) RaisePython(PyExc_FileNotFoundError, message);
       break;
     case StatusCode::kResourceExhausted:
-      RaisePython(PyExc_MemoryError, st.message());
+      RaisePython(PyExc_MemoryError, message);
     default:
       break;
   }
-  throw TensormemError(std::string(StatusCodeName(st.code())) + ": " + st.message());
+  throw TensormemError(std::string(StatusCodeName(st.code())) + ": " + message);
 }
 
 void Check(const Status& st, bool file = true) {

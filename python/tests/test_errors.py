@@ -76,6 +76,13 @@ def test_write_to_a_directory_or_failing_leaves_nothing(tmp_path):
         p.write(bytes(out))
 
 
+def test_a_huge_argument_is_cut_in_the_message_as_the_cli_cuts_it(tmp_path):
+    name = str(tmp_path / ("x" * 100000 + ".csv"))
+    with pytest.raises((OSError, ValueError, tm.TensormemError)) as e:
+        tm.load_problem(name)
+    assert "bytes cut)..." in str(e.value) and len(str(e.value)) < 2000
+
+
 def test_error_type_is_exported():
     assert issubclass(tm.TensormemError, Exception)
     a = tm.BufferPool()

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tensormem/status.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -48,5 +49,25 @@ void DieOnBadResultAccess(const Status& status) {
   std::abort();
 }
 }  // namespace detail
+
+std::string CutLongWords(std::string_view message) {
+  constexpr std::size_t kLongest = 256, kHead = 160, kTail = 80;
+  std::string out;
+  std::size_t i = 0;
+  while (i < message.size()) {
+    const std::size_t space = std::min(message.find(' ', i), message.size());
+    const std::string_view word = message.substr(i, space - i);
+    if (word.size() <= kLongest) {
+      out += word;
+    } else {
+      out += word.substr(0, kHead);
+      out += "...(" + std::to_string(word.size() - kHead - kTail) + " bytes cut)...";
+      out += word.substr(word.size() - kTail);
+    }
+    if (space < message.size()) out += ' ';
+    i = space + 1;
+  }
+  return out;
+}
 
 }  // namespace tensormem

@@ -126,10 +126,11 @@ Status Finish(const Graph& graph, GraphPlan& plan, const GraphPlanParams& params
 }
 
 Result<GraphPlan> PlanInOrder(const Graph& graph, Schedule schedule, const GraphPlanParams& params) {
-  TM_ASSIGN_OR_RETURN(const Graph ordered, ReorderGraph(graph, schedule.order));
-  TM_ASSIGN_OR_RETURN(GraphPlan plan, Prepare(ordered, params));
+  Graph storage;
+  TM_ASSIGN_OR_RETURN(const Graph* ordered, GraphInOrder(graph, schedule.order, &storage));
+  TM_ASSIGN_OR_RETURN(GraphPlan plan, Prepare(*ordered, params));
   plan.schedule = std::move(schedule);
-  TM_RETURN_IF_ERROR(Finish(ordered, plan, params));
+  TM_RETURN_IF_ERROR(Finish(*ordered, plan, params));
   return plan;
 }
 

@@ -79,6 +79,7 @@ constexpr std::size_t kNoNode = static_cast<std::size_t>(-1);
 // Tensor alignments, and names unique.
 Status CheckTensors(const Graph& graph) {
   std::unordered_map<std::string_view, std::size_t> names;
+  names.reserve(graph.tensors.size());
   for (std::size_t t = 0; t < graph.tensors.size(); ++t) {
     const GraphTensor& tensor = graph.tensors[t];
     // 0 = the plan's (GraphPlanParams::alignment), the one documented default.
@@ -95,13 +96,16 @@ Status CheckTensors(const Graph& graph) {
 }
 
 // Every entry of `list` a tensor index (or kNoTensor where optional_ok).
-Status CheckTensorList(const Graph& graph, const std::vector<int>& list, const std::string& what, bool optional_ok) {
+// `what()` names the list; it is called only for a message, as a graph of
+// a million nodes would otherwise build a million labels.
+template <typename What>
+Status CheckTensorList(const Graph& graph, const std::vector<int>& list, const What& what, bool optional_ok) {
   const std::size_t n = graph.tensors.size();
   for (std::size_t k = 0; k < list.size(); ++k) {
     const int t = list[k];
     if (t == kNoTensor && optional_ok) continue;
     if (t < 0 || static_cast<std::size_t>(t) >= n)
-      return InvalidArgument(what + " entry " + std::to_string(k) + ": tensor index " + std::to_string(t) +
+      return InvalidArgument(what() + " entry " + std::to_string(k) + ": tensor index " + std::to_string(t) +
                              " is out of range [0, " + std::to_string(n) + ")" +
                              (optional_ok ? " and not -1 (absent)" : ""));
   }
@@ -116,17 +120,17 @@ struct GraphRoles {
 
 // Node i's outputs: each written once, not a graph input or a constant,
 // and not read by an earlier node.
-Status CheckOutputs(const Graph& graph, std::size_t i, const std::string& where, GraphRoles& roles) {
+Status CheckOutputs(const Graph& graph, std::size_t i, GraphRoles& roles) {
   for (int t : graph.nodes[i].outputs) {
     if (t == kNoTensor) continue;
     const auto u = static_cast<std::size_t>(t);
-    const std::string what = where + " writes " + TensorLabel(graph, t);
+    const auto what = [&] { return NodeLabel(graph, i) + " writes " + TensorLabel(graph, t); };
     if (roles.writer[u] != kNoNode)
-      return InvalidArgument(what + ", already written by " + NodeLabel(graph, roles.writer[u]));
-    if (roles.is_input[u]) return InvalidArgument(what + ", a graph input");
-    if (graph.tensors[u].kind == TensorKind::kConstant) return InvalidArgument(what + ", a constant");
+      return InvalidArgument(what() + ", already written by " + NodeLabel(graph, roles.writer[u]));
+    if (roles.is_input[u]) return InvalidArgument(what() + ", a graph input");
+    if (graph.tensors[u].kind == TensorKind::kConstant) return InvalidArgument(what() + ", a constant");
     if (roles.first_reader[u] != kNoNode)
-      return InvalidArgument(what + ", but " + NodeLabel(graph, roles.first_reader[u]) +
+      return InvalidArgument(what() + ", but " + NodeLabel(graph, roles.first_reader[u]) +
                              " reads it earlier (nodes must be in execution order)");
     roles.writer[u] = i;
   }
@@ -134,14 +138,15 @@ Status CheckOutputs(const Graph& graph, std::size_t i, const std::string& where,
 }
 
 // Node i's temporaries: each of one node only, an activation (or dynamic).
-Status CheckTemporaries(const Graph& graph, std::size_t i, const std::string& where, GraphRoles& roles) {
+Status CheckTemporaries(const Graph& graph, std::size_t i, GraphRoles& roles) {
   for (int t : graph.nodes[i].temporaries) {
+    const auto where = [&] { return NodeLabel(graph, i); };
     const auto u = static_cast<std::size_t>(t);
     if (roles.temp_of[u] != kNoNode)
-      return InvalidArgument(where + ": temporary " + TensorLabel(graph, t) + " is already a temporary of " +
+      return InvalidArgument(where() + ": temporary " + TensorLabel(graph, t) + " is already a temporary of " +
                              NodeLabel(graph, roles.temp_of[u]));
     if (graph.tensors[u].kind != TensorKind::kActivation && graph.tensors[u].kind != TensorKind::kDynamic)
-      return InvalidArgument(where + ": temporary " + TensorLabel(graph, t) + " is a " +
+      return InvalidArgument(where() + ": temporary " + TensorLabel(graph, t) + " is a " +
                              std::string(Name(graph.tensors[u].kind)));
     roles.temp_of[u] = i;
   }
@@ -150,15 +155,15 @@ Status CheckTemporaries(const Graph& graph, std::size_t i, const std::string& wh
 
 Status CheckNode(const Graph& graph, std::size_t i, GraphRoles& roles) {
   const GraphNode& node = graph.nodes[i];
-  const std::string where = NodeLabel(graph, i);
-  TM_RETURN_IF_ERROR(CheckTensorList(graph, node.inputs, where + ": inputs", true));
-  TM_RETURN_IF_ERROR(CheckTensorList(graph, node.outputs, where + ": outputs", true));
-  TM_RETURN_IF_ERROR(CheckTensorList(graph, node.temporaries, where + ": temporaries", false));
+  const auto where = [&](const char* list) { return NodeLabel(graph, i) + ": " + list; };
+  TM_RETURN_IF_ERROR(CheckTensorList(graph, node.inputs, [&] { return where("inputs"); }, true));
+  TM_RETURN_IF_ERROR(CheckTensorList(graph, node.outputs, [&] { return where("outputs"); }, true));
+  TM_RETURN_IF_ERROR(CheckTensorList(graph, node.temporaries, [&] { return where("temporaries"); }, false));
   for (int t : node.inputs)
     if (t != kNoTensor && roles.first_reader[static_cast<std::size_t>(t)] == kNoNode)
       roles.first_reader[static_cast<std::size_t>(t)] = i;
-  TM_RETURN_IF_ERROR(CheckOutputs(graph, i, where, roles));
-  return CheckTemporaries(graph, i, where, roles);
+  TM_RETURN_IF_ERROR(CheckOutputs(graph, i, roles));
+  return CheckTemporaries(graph, i, roles);
 }
 
 // A temporary is nothing else: no node's input or output, no graph input
@@ -184,8 +189,8 @@ Status CheckGraph(const Graph& graph) {
   if (n > static_cast<std::size_t>(std::numeric_limits<int>::max()))
     return OutOfRange("graph has " + std::to_string(n) + " tensors; at most 2^31 - 1 are supported");
   TM_RETURN_IF_ERROR(CheckTensors(graph));
-  TM_RETURN_IF_ERROR(CheckTensorList(graph, graph.inputs, "graph inputs", true));
-  TM_RETURN_IF_ERROR(CheckTensorList(graph, graph.outputs, "graph outputs", true));
+  TM_RETURN_IF_ERROR(CheckTensorList(graph, graph.inputs, [] { return std::string("graph inputs"); }, true));
+  TM_RETURN_IF_ERROR(CheckTensorList(graph, graph.outputs, [] { return std::string("graph outputs"); }, true));
   GraphRoles roles{std::vector<char>(n, 0), std::vector<std::size_t>(n, kNoNode),
                    std::vector<std::size_t>(n, kNoNode), std::vector<std::size_t>(n, kNoNode)};
   for (int t : graph.inputs)

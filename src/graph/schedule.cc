@@ -86,10 +86,20 @@ Result<Graph> ReorderGraph(const Graph& graph, std::span<const int> order) {
   return g;
 }
 
+Result<const Graph*> GraphInOrder(const Graph& graph, std::span<const int> order, Graph* storage) {
+  // The given order needs no check CheckGraph (in ComputeLiveness) does not make.
+  bool given = order.size() == graph.nodes.size();
+  for (std::size_t i = 0; i < order.size() && given; ++i) given = order[i] == static_cast<int>(i);
+  if (given) return &graph;
+  TM_ASSIGN_OR_RETURN(*storage, ReorderGraph(graph, order));
+  return storage;
+}
+
 Result<std::uint64_t> PeakLiveBytes(const Graph& graph, std::span<const int> order,
                                     const LivenessParams& liveness) {
-  TM_ASSIGN_OR_RETURN(const Graph g, ReorderGraph(graph, order));
-  TM_ASSIGN_OR_RETURN(const Liveness live, ComputeLiveness(g, liveness));
+  Graph storage;  // a graph of a million nodes is copied only when reordered
+  TM_ASSIGN_OR_RETURN(const Graph* g, GraphInOrder(graph, order, &storage));
+  TM_ASSIGN_OR_RETURN(const Liveness live, ComputeLiveness(*g, liveness));
   std::vector<std::int64_t> delta(static_cast<std::size_t>(live.last_node) + 2, 0);
   for (std::size_t t = 0; t < live.tensors.size(); ++t) {
     const TensorLiveness& l = live.tensors[t];

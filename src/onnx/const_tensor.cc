@@ -103,6 +103,83 @@ Status CheckHeldData(const TensorProto& proto, const std::vector<std::int64_t>& 
                          std::to_string(*declared) + " elements");
 }
 
+void SetElement(ConstTensor& t, std::size_t i, double real, std::int64_t integer) {
+  if (t.floating())
+    t.reals[i] = real;
+  else
+    t.ints[i] = NarrowInt(t.dtype, integer);
+}
+
+Status Mismatch(const std::string& what, std::size_t got, std::size_t n) {
+  return InvalidArgument(what + ": holds " + std::to_string(got) + " values for a shape of " +
+                         std::to_string(n) + " elements");
+}
+
+// The n values of raw_data into t (allocated); false for an element type
+// raw data is not read for.
+Result<bool> ReadRawData(const TensorProto& proto, ConstTensor& t, std::size_t n, const std::string& what) {
+  const std::string& raw = proto.raw_data();
+  const std::uint64_t esize = *ElementSize(t.dtype);
+  if (raw.size() != n * esize) return Mismatch(what, raw.size() / esize, n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const char* p = raw.data() + i * esize;
+    switch (t.dtype) {
+      case TensorProto::FLOAT: SetElement(t, i, LoadLE<float>(p), 0); break;
+      case TensorProto::DOUBLE: SetElement(t, i, LoadLE<double>(p), 0); break;
+      case TensorProto::FLOAT16: SetElement(t, i, HalfToFloat(LoadLE<std::uint16_t>(p)), 0); break;
+      case TensorProto::BFLOAT16: SetElement(t, i, BFloat16ToFloat(LoadLE<std::uint16_t>(p)), 0); break;
+      case TensorProto::BOOL:
+      case TensorProto::UINT8: SetElement(t, i, 0, LoadLE<std::uint8_t>(p)); break;
+      case TensorProto::INT8: SetElement(t, i, 0, LoadLE<std::int8_t>(p)); break;
+      case TensorProto::UINT16: SetElement(t, i, 0, LoadLE<std::uint16_t>(p)); break;
+      case TensorProto::INT16: SetElement(t, i, 0, LoadLE<std::int16_t>(p)); break;
+      case TensorProto::UINT32: SetElement(t, i, 0, LoadLE<std::uint32_t>(p)); break;
+      case TensorProto::INT32: SetElement(t, i, 0, LoadLE<std::int32_t>(p)); break;
+      case TensorProto::UINT64: SetElement(t, i, 0, static_cast<std::int64_t>(LoadLE<std::uint64_t>(p))); break;
+      case TensorProto::INT64: SetElement(t, i, 0, LoadLE<std::int64_t>(p)); break;
+      default: return false;
+    }
+  }
+  return true;
+}
+
+// The n values of the typed field for t's element type into t (allocated).
+Status ReadTypedData(const TensorProto& proto, ConstTensor& t, std::size_t n, const std::string& what) {
+  switch (t.dtype) {
+    case TensorProto::FLOAT:
+      if (static_cast<std::size_t>(proto.float_data_size()) != n) return Mismatch(what, proto.float_data_size(), n);
+      for (std::size_t i = 0; i < n; ++i) SetElement(t, i, proto.float_data(static_cast<int>(i)), 0);
+      break;
+    case TensorProto::DOUBLE:
+      if (static_cast<std::size_t>(proto.double_data_size()) != n) return Mismatch(what, proto.double_data_size(), n);
+      for (std::size_t i = 0; i < n; ++i) SetElement(t, i, proto.double_data(static_cast<int>(i)), 0);
+      break;
+    case TensorProto::INT64:
+      if (static_cast<std::size_t>(proto.int64_data_size()) != n) return Mismatch(what, proto.int64_data_size(), n);
+      for (std::size_t i = 0; i < n; ++i) SetElement(t, i, 0, proto.int64_data(static_cast<int>(i)));
+      break;
+    case TensorProto::UINT32:
+    case TensorProto::UINT64:
+      if (static_cast<std::size_t>(proto.uint64_data_size()) != n) return Mismatch(what, proto.uint64_data_size(), n);
+      for (std::size_t i = 0; i < n; ++i)
+        SetElement(t, i, 0, static_cast<std::int64_t>(proto.uint64_data(static_cast<int>(i))));
+      break;
+    case TensorProto::FLOAT16:
+    case TensorProto::BFLOAT16:
+      if (static_cast<std::size_t>(proto.int32_data_size()) != n) return Mismatch(what, proto.int32_data_size(), n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto bits = static_cast<std::uint16_t>(proto.int32_data(static_cast<int>(i)));
+        SetElement(t, i, t.dtype == TensorProto::FLOAT16 ? HalfToFloat(bits) : BFloat16ToFloat(bits), 0);
+      }
+      break;
+    default:  // bool, int8..int32, uint8, uint16 live in int32_data
+      if (static_cast<std::size_t>(proto.int32_data_size()) != n) return Mismatch(what, proto.int32_data_size(), n);
+      for (std::size_t i = 0; i < n; ++i) SetElement(t, i, 0, proto.int32_data(static_cast<int>(i)));
+      break;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::optional<ConstTensor>> ReadTensorProto(const TensorProto& proto,
@@ -122,72 +199,11 @@ Result<std::optional<ConstTensor>> ReadTensorProto(const TensorProto& proto,
   }
   const auto n = static_cast<std::size_t>(*count);
   t.Allocate(n);
-  auto mismatch = [&](std::size_t got) {
-    return InvalidArgument(what + ": holds " + std::to_string(got) + " values for a shape of " +
-                           std::to_string(n) + " elements");
-  };
-  auto set = [&](std::size_t i, double real, std::int64_t integer) {
-    if (t.floating())
-      t.reals[i] = real;
-    else
-      t.ints[i] = NarrowInt(t.dtype, integer);
-  };
   if (proto.has_raw_data()) {
-    const std::string& raw = proto.raw_data();
-    const std::uint64_t esize = *ElementSize(t.dtype);
-    if (raw.size() != n * esize) return mismatch(raw.size() / esize);
-    for (std::size_t i = 0; i < n; ++i) {
-      const char* p = raw.data() + i * esize;
-      switch (t.dtype) {
-        case TensorProto::FLOAT: set(i, LoadLE<float>(p), 0); break;
-        case TensorProto::DOUBLE: set(i, LoadLE<double>(p), 0); break;
-        case TensorProto::FLOAT16: set(i, HalfToFloat(LoadLE<std::uint16_t>(p)), 0); break;
-        case TensorProto::BFLOAT16: set(i, BFloat16ToFloat(LoadLE<std::uint16_t>(p)), 0); break;
-        case TensorProto::BOOL:
-        case TensorProto::UINT8: set(i, 0, LoadLE<std::uint8_t>(p)); break;
-        case TensorProto::INT8: set(i, 0, LoadLE<std::int8_t>(p)); break;
-        case TensorProto::UINT16: set(i, 0, LoadLE<std::uint16_t>(p)); break;
-        case TensorProto::INT16: set(i, 0, LoadLE<std::int16_t>(p)); break;
-        case TensorProto::UINT32: set(i, 0, LoadLE<std::uint32_t>(p)); break;
-        case TensorProto::INT32: set(i, 0, LoadLE<std::int32_t>(p)); break;
-        case TensorProto::UINT64: set(i, 0, static_cast<std::int64_t>(LoadLE<std::uint64_t>(p))); break;
-        case TensorProto::INT64: set(i, 0, LoadLE<std::int64_t>(p)); break;
-        default: return std::optional<ConstTensor>();
-      }
-    }
-    return std::optional<ConstTensor>(std::move(t));
-  }
-  switch (t.dtype) {
-    case TensorProto::FLOAT:
-      if (static_cast<std::size_t>(proto.float_data_size()) != n) return mismatch(proto.float_data_size());
-      for (std::size_t i = 0; i < n; ++i) set(i, proto.float_data(static_cast<int>(i)), 0);
-      break;
-    case TensorProto::DOUBLE:
-      if (static_cast<std::size_t>(proto.double_data_size()) != n) return mismatch(proto.double_data_size());
-      for (std::size_t i = 0; i < n; ++i) set(i, proto.double_data(static_cast<int>(i)), 0);
-      break;
-    case TensorProto::INT64:
-      if (static_cast<std::size_t>(proto.int64_data_size()) != n) return mismatch(proto.int64_data_size());
-      for (std::size_t i = 0; i < n; ++i) set(i, 0, proto.int64_data(static_cast<int>(i)));
-      break;
-    case TensorProto::UINT32:
-    case TensorProto::UINT64:
-      if (static_cast<std::size_t>(proto.uint64_data_size()) != n) return mismatch(proto.uint64_data_size());
-      for (std::size_t i = 0; i < n; ++i)
-        set(i, 0, static_cast<std::int64_t>(proto.uint64_data(static_cast<int>(i))));
-      break;
-    case TensorProto::FLOAT16:
-    case TensorProto::BFLOAT16:
-      if (static_cast<std::size_t>(proto.int32_data_size()) != n) return mismatch(proto.int32_data_size());
-      for (std::size_t i = 0; i < n; ++i) {
-        const auto bits = static_cast<std::uint16_t>(proto.int32_data(static_cast<int>(i)));
-        set(i, t.dtype == TensorProto::FLOAT16 ? HalfToFloat(bits) : BFloat16ToFloat(bits), 0);
-      }
-      break;
-    default:  // bool, int8..int32, uint8, uint16 live in int32_data
-      if (static_cast<std::size_t>(proto.int32_data_size()) != n) return mismatch(proto.int32_data_size());
-      for (std::size_t i = 0; i < n; ++i) set(i, 0, proto.int32_data(static_cast<int>(i)));
-      break;
+    TM_ASSIGN_OR_RETURN(const bool read, ReadRawData(proto, t, n, what));
+    if (!read) return std::optional<ConstTensor>();
+  } else {
+    TM_RETURN_IF_ERROR(ReadTypedData(proto, t, n, what));
   }
   return std::optional<ConstTensor>(std::move(t));
 }

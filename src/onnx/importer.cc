@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// ONNX model -> Graph. Parses the protobuf with bounded limits, applies the
-// user's dimensions, then alternates ONNX shape inference and shape folding
-// (shape_folding.h) on a working copy of the model, where folded nodes are
-// replaced by initializers holding their values, until a round folds
-// nothing. The remaining nodes, in file order, become the graph; every
+// ONNX model -> Graph. Parses the protobuf with bounded limits onto an
+// arena, applies the user's dimensions, then alternates ONNX shape inference
+// and shape folding (shape_folding.h) on the working model (the parsed one,
+// changed in place), where folded nodes are replaced by initializers holding
+// their values, until a round folds nothing. The remaining nodes, in file order, become the graph; every
 // tensor they touch must have a fully known shape and a sized element type.
 #include "tensormem/onnx.h"
 
@@ -18,9 +18,11 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
+#include <google/protobuf/arena.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/defs/schema.h>
@@ -67,7 +69,9 @@ void GuardStftInference() {
 }
 
 // A value's type as ONNX knows it: element type and, per dimension, a fixed
-// value (>= 0), a symbol (dim_param) or nothing (-1 with an empty symbol).
+// value (>= 0) or -1 with, when the dimension is a symbol (dim_param), that
+// symbol. `symbols` stays empty when no dimension is a symbol: a graph of
+// millions of tensors would otherwise hold a string per dimension.
 struct ValueType {
   std::int32_t dtype = 0;
   bool has_shape = false;
@@ -83,6 +87,7 @@ struct ValueType {
       if (!s.empty()) return s;
     return "";
   }
+  std::string_view Symbol(std::size_t i) const { return i < symbols.size() ? symbols[i] : ""; }
 };
 
 ValueType TypeOf(const onnx::TypeProto& type) {
@@ -92,9 +97,13 @@ ValueType TypeOf(const onnx::TypeProto& type) {
   v.dtype = tt.elem_type();
   if (!tt.has_shape()) return v;
   v.has_shape = true;
+  v.dims.reserve(static_cast<std::size_t>(tt.shape().dim_size()));
   for (const auto& d : tt.shape().dim()) {
     v.dims.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value() : -1);
-    v.symbols.push_back(d.has_dim_param() ? d.dim_param() : "");
+    if (d.has_dim_param()) {
+      v.symbols.resize(v.dims.size());
+      v.symbols.back() = d.dim_param();
+    }
   }
   return v;
 }
@@ -104,7 +113,6 @@ ValueType TypeOf(const onnx::TensorProto& t) {
   v.dtype = t.data_type();
   v.has_shape = true;
   v.dims.assign(t.dims().begin(), t.dims().end());
-  v.symbols.assign(v.dims.size(), "");
   return v;
 }
 
@@ -113,7 +121,6 @@ ValueType TypeOf(const ConstTensor& t) {
   v.dtype = t.dtype;
   v.has_shape = true;
   v.dims = t.dims;
-  v.symbols.assign(v.dims.size(), "");
   return v;
 }
 
@@ -122,23 +129,58 @@ std::string ShapeString(const ValueType& v) {
   std::string s;
   for (std::size_t i = 0; i < v.dims.size(); ++i) {
     if (i) s += "x";
-    s += v.dims[i] >= 0 ? std::to_string(v.dims[i]) : (v.symbols[i].empty() ? "?" : v.symbols[i]);
+    s += v.dims[i] >= 0 ? std::to_string(v.dims[i])
+                        : (v.Symbol(i).empty() ? std::string("?") : std::string(v.Symbol(i)));
   }
   return s.empty() ? "scalar" : s;
 }
 
 bool IsDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
+bool IsConstantNode(const onnx::NodeProto& n) { return n.op_type() == "Constant" && IsDefaultDomain(n.domain()); }
+
+// Keeps the elements of `field` for which keep(index) holds, in order,
+// without copying any: the dropped ones stay alive on the arena (pointers to
+// them, as Importer::original_ holds, remain valid).
+template <typename T, typename Keep>
+void KeepOnArena(google::protobuf::RepeatedPtrField<T>* field, Keep keep) {
+  int kept = 0;
+  for (int k = 0; k < field->size(); ++k) {
+    if (!keep(k)) continue;
+    if (kept != k) field->SwapElements(kept, k);
+    ++kept;
+  }
+  while (field->size() > kept) field->UnsafeArenaReleaseLast();
+}
+
+// Large blocks: a model of a million nodes is hundreds of MB of messages.
+google::protobuf::ArenaOptions ModelArenaOptions() {
+  google::protobuf::ArenaOptions options;
+  options.start_block_size = 64 << 10;
+  options.max_block_size = 4 << 20;
+  return options;
+}
+
+// The import, in steps. The model is parsed onto an arena (one allocation
+// per block, not per message: a million-node model is millions of strings
+// and messages, freed at once) and then becomes the working model in place:
+// Constant nodes and folded nodes leave its node list, but stay alive on the
+// arena, where original_ points at every node of the file in file order.
 class Importer {
  public:
   Importer(std::string_view source, const OnnxImportParams& params)
-      : source_(source), params_(params) {}
+      : source_(source),
+        params_(params),
+        arena_(ModelArenaOptions()),
+        model_(*google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena_)) {}
 
-  Result<OnnxModel> Run(std::string_view bytes) {
+  // `owned`, when given, holds `bytes` and is emptied once they are parsed.
+  Result<OnnxModel> Run(std::string_view bytes, std::string* owned) {
     const auto start = std::chrono::steady_clock::now();
     TM_RETURN_IF_ERROR(Parse(bytes));
+    if (owned) std::string().swap(*owned);
     TM_RETURN_IF_ERROR(Collect());
-    TM_RETURN_IF_ERROR(ApplyUserShapes());
+    TM_RETURN_IF_ERROR(MakeWorkingModel());
     TM_RETURN_IF_ERROR(InferAndFold());
     TM_ASSIGN_OR_RETURN(OnnxModel out, Build());
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -148,8 +190,11 @@ class Importer {
  private:
   Status Error(const std::string& what) const { return InvalidArgument(source_ + ": " + what); }
 
+  // Original node k of the file.
+  const onnx::NodeProto& Node(int k) const { return *original_[static_cast<std::size_t>(k)]; }
+
   std::string NodeName(int k) const {
-    const onnx::NodeProto& n = model_.graph().node(k);
+    const onnx::NodeProto& n = Node(k);
     return "node " + std::to_string(k) + (n.name().empty() ? "" : " '" + n.name() + "'") + " (" +
            n.op_type() + ")";
   }
@@ -177,6 +222,12 @@ class Importer {
   }
 
   Status Collect() {
+    TM_RETURN_IF_ERROR(CollectInitializers());
+    TM_RETURN_IF_ERROR(CollectNodes());
+    return CollectInputs();
+  }
+
+  Status CollectInitializers() {
     const onnx::GraphProto& g = model_.graph();
     for (const auto& t : g.initializer()) {
       if (!initializer_.emplace(t.name(), &t).second)
@@ -192,17 +243,27 @@ class Importer {
       sparse_.push_back(std::move(dense));
     }
     for (const auto& t : sparse_) initializer_.emplace(t.name(), &t);
+    return Status::Ok();
+  }
+
+  Status CollectNodes() {
+    const onnx::GraphProto& g = model_.graph();
+    original_.reserve(static_cast<std::size_t>(g.node_size()));
+    for (const onnx::NodeProto& n : g.node()) original_.push_back(&n);
     for (int k = 0; k < g.node_size(); ++k) {
       const onnx::NodeProto& n = g.node(k);
       for (const auto& a : n.attribute())
         if (a.has_g() || a.graphs_size() > 0)
           return Unimplemented(source_ + ": " + NodeName(k) +
                                " has a sub-graph (control flow); such models are not supported");
-      if (n.op_type() == "Constant" && IsDefaultDomain(n.domain())) {
-        TM_RETURN_IF_ERROR(ReadConstantNode(k));
-      }
+      if (IsConstantNode(n)) TM_RETURN_IF_ERROR(ReadConstantNode(k));
     }
-    // Data inputs.
+    return Status::Ok();
+  }
+
+  // Which graph inputs are data (activations) and which parameters.
+  Status CollectInputs() {
+    const onnx::GraphProto& g = model_.graph();
     std::unordered_set<std::string> named(params_.data_inputs.begin(), params_.data_inputs.end());
     for (const auto& [name, shape] : params_.input_shapes) named.insert(name);
     std::unordered_set<std::string> inputs;
@@ -238,7 +299,7 @@ class Importer {
   }
 
   Status ReadConstantNode(int k) {
-    const onnx::NodeProto& n = model_.graph().node(k);
+    const onnx::NodeProto& n = Node(k);
     if (n.output_size() != 1 || n.attribute_size() != 1)
       return Error(NodeName(k) + ": a Constant needs one output and one value attribute");
     const onnx::AttributeProto& a = n.attribute(0);
@@ -272,22 +333,26 @@ class Importer {
     return Status::Ok();
   }
 
-  Status ApplyUserShapes() {
-    working_ = model_;
-    onnx::GraphProto* g = working_.mutable_graph();
-    working_.set_ir_version(std::max<std::int64_t>(working_.ir_version(), 4));
-    // Constant nodes become initializers of the working model.
-    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  // The parsed model becomes the working model: Constant nodes become
+  // initializers, then the user's shapes and dimensions apply.
+  Status MakeWorkingModel() {
+    for (const auto& vi : model_.graph().input()) input_is_tensor_.push_back(vi.type().has_tensor_type());
+    onnx::GraphProto* g = model_.mutable_graph();
+    model_.set_ir_version(std::max<std::int64_t>(model_.ir_version(), 4));
     for (int k = 0; k < g->node_size(); ++k) {
       const onnx::NodeProto& n = g->node(k);
-      if (n.op_type() == "Constant" && IsDefaultDomain(n.domain())) {
+      if (IsConstantNode(n))
         *g->add_initializer() = constants_.at(n.output(0));
-        continue;
-      }
-      *nodes.Add() = n;
-      working_index_.push_back(k);
+      else
+        working_index_.push_back(k);
     }
-    g->mutable_node()->Swap(&nodes);
+    KeepOnArena(g->mutable_node(), [&](int k) { return !IsConstantNode(g->node(k)); });
+    TM_RETURN_IF_ERROR(ApplyInputShapes());
+    return ApplyDims();
+  }
+
+  Status ApplyInputShapes() {
+    onnx::GraphProto* g = model_.mutable_graph();
     for (const auto& [name, dims] : params_.input_shapes) {
       for (auto& vi : *g->mutable_input()) {
         if (vi.name() != name) continue;
@@ -305,6 +370,11 @@ class Importer {
         }
       }
     }
+    return Status::Ok();
+  }
+
+  Status ApplyDims() {
+    onnx::GraphProto* g = model_.mutable_graph();
     // No structured binding here: clang 14 (Debian 12's default) refuses a
     // lambda capturing one.
     for (const auto& entry : params_.dims) {
@@ -333,22 +403,30 @@ class Importer {
     try {
       onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0,
                                           /*data_prop=*/false);
-      onnx::shape_inference::InferShapes(working_, onnx::OpSchemaRegistry::Instance(), options);
+      onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), options);
     } catch (const std::exception& e) {
       return Error(std::string("ONNX shape inference failed: ") + e.what());
     } catch (...) {
       return Error("ONNX shape inference failed");
     }
-    types_.clear();
-    const onnx::GraphProto& g = working_.graph();
-    for (const auto& t : g.initializer()) types_[t.name()] = TypeOf(t);
-    for (const auto& vi : g.input()) types_[vi.name()] = TypeOf(vi.type());
-    for (const auto& vi : g.value_info()) types_[vi.name()] = TypeOf(vi.type());
-    for (const auto& vi : g.output()) {
-      ValueType v = TypeOf(vi.type());
-      if (v.has_shape || !types_.count(vi.name())) types_[vi.name()] = v;
-    }
+    ReadInferredTypes();
     return Status::Ok();
+  }
+
+  // types_ from the working model; its keys and values are the model's own
+  // strings and messages (converted when read: most are read once).
+  void ReadInferredTypes() {
+    types_.clear();
+    const onnx::GraphProto& g = model_.graph();
+    types_.reserve(static_cast<std::size_t>(g.initializer_size() + g.input_size() + g.value_info_size() +
+                                            g.output_size()));
+    for (const auto& t : g.initializer()) types_[t.name()] = {nullptr, &t};
+    for (const auto& vi : g.input()) types_[vi.name()] = {&vi.type(), nullptr};
+    for (const auto& vi : g.value_info()) types_[vi.name()] = {&vi.type(), nullptr};
+    for (const auto& vi : g.output()) {
+      const bool has_shape = vi.type().has_tensor_type() && vi.type().tensor_type().has_shape();
+      if (has_shape || !types_.count(vi.name())) types_[vi.name()] = {&vi.type(), nullptr};
+    }
   }
 
   bool FoldableType(std::int32_t dtype) const {
@@ -380,234 +458,300 @@ class Importer {
     return Status::Ok();
   }
 
+  // The file's nodes, Constant nodes included (the working model has none).
+  Status CheckSchemas() const {
+    for (const onnx::NodeProto* n : original_) TM_RETURN_IF_ERROR(CheckSchema(*n, 0));
+    return Status::Ok();
+  }
+
   Status CheckSchemas(const onnx::GraphProto& g, int depth) const {
     if (depth > 32) return Error("sub-graphs nested deeper than 32 levels");
-    for (int k = 0; k < g.node_size(); ++k) {
-      const onnx::NodeProto& n = g.node(k);
-      int version = IsDefaultDomain(n.domain()) ? opset_ : -1;
-      if (version < 0)
-        for (const auto& imp : model_.opset_import())
-          if (imp.domain() == n.domain()) version = static_cast<int>(imp.version());
-      const onnx::OpSchema* schema =
-          version < 0 ? nullptr : onnx::OpSchemaRegistry::Schema(n.op_type(), version, n.domain());
-      const std::string where = "node '" + n.name() + "' (" + n.op_type() + ")";
-      if (schema) {
-        if (n.input_size() < schema->min_input() || n.input_size() > schema->max_input())
-          return Error(where + ": " + std::to_string(n.input_size()) + " inputs, the schema takes " +
-                       std::to_string(schema->min_input()) + " to " + std::to_string(schema->max_input()));
-        if (n.output_size() < schema->min_output() || n.output_size() > schema->max_output())
-          return Error(where + ": " + std::to_string(n.output_size()) + " outputs, the schema takes " +
-                       std::to_string(schema->min_output()) + " to " + std::to_string(schema->max_output()));
-        // Required inputs (not optional, not variadic tails) must be named.
-        const auto& formals = schema->inputs();
-        for (int i = 0; i < n.input_size() && i < static_cast<int>(formals.size()); ++i)
-          if (n.input(i).empty() &&
-              formals[static_cast<std::size_t>(i)].GetOption() == onnx::OpSchema::Single)
-            return Error(where + ": required input " + std::to_string(i) + " is empty");
-        const auto& attrs = schema->attributes();
-        for (const auto& [name, attr] : attrs) {
-          if (!attr.required) continue;
-          bool present = false;
-          for (const auto& a : n.attribute()) present |= a.name() == name;
-          if (!present) return Error(where + ": required attribute '" + name + "' is missing");
-        }
-        for (const auto& a : n.attribute()) {
-          auto it = attrs.find(a.name());
-          if (it == attrs.end()) continue;  // unknown: ignored, as inference ignores it
-          if (a.has_type() && a.type() != it->second.type)
-            return Error(where + ": attribute '" + a.name() + "' has the wrong type");
-          if (it->second.type == onnx::AttributeProto::GRAPH && !a.has_g())
-            return Error(where + ": attribute '" + a.name() + "' holds no graph");
-          TM_RETURN_IF_ERROR(CheckPositive(where, a));
-        }
-      }
-      for (const auto& a : n.attribute()) {
-        if (a.has_g()) TM_RETURN_IF_ERROR(CheckSchemas(a.g(), depth + 1));
-        for (const auto& sub : a.graphs()) TM_RETURN_IF_ERROR(CheckSchemas(sub, depth + 1));
-      }
+    for (const onnx::NodeProto& n : g.node()) TM_RETURN_IF_ERROR(CheckSchema(n, depth));
+    return Status::Ok();
+  }
+
+  // `n` in a graph at `depth`: against its schema, then its sub-graphs.
+  Status CheckSchema(const onnx::NodeProto& n, int depth) const {
+    int version = IsDefaultDomain(n.domain()) ? opset_ : -1;
+    if (version < 0)
+      for (const auto& imp : model_.opset_import())
+        if (imp.domain() == n.domain()) version = static_cast<int>(imp.version());
+    const onnx::OpSchema* schema =
+        version < 0 ? nullptr : onnx::OpSchemaRegistry::Schema(n.op_type(), version, n.domain());
+    if (schema) TM_RETURN_IF_ERROR(CheckAgainst(n, *schema));
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) TM_RETURN_IF_ERROR(CheckSchemas(a.g(), depth + 1));
+      for (const auto& sub : a.graphs()) TM_RETURN_IF_ERROR(CheckSchemas(sub, depth + 1));
     }
     return Status::Ok();
   }
 
+  Status CheckAgainst(const onnx::NodeProto& n, const onnx::OpSchema& schema) const {
+    const std::string where = "node '" + n.name() + "' (" + n.op_type() + ")";
+    if (n.input_size() < schema.min_input() || n.input_size() > schema.max_input())
+      return Error(where + ": " + std::to_string(n.input_size()) + " inputs, the schema takes " +
+                   std::to_string(schema.min_input()) + " to " + std::to_string(schema.max_input()));
+    if (n.output_size() < schema.min_output() || n.output_size() > schema.max_output())
+      return Error(where + ": " + std::to_string(n.output_size()) + " outputs, the schema takes " +
+                   std::to_string(schema.min_output()) + " to " + std::to_string(schema.max_output()));
+    // Required inputs (not optional, not variadic tails) must be named.
+    const auto& formals = schema.inputs();
+    for (int i = 0; i < n.input_size() && i < static_cast<int>(formals.size()); ++i)
+      if (n.input(i).empty() && formals[static_cast<std::size_t>(i)].GetOption() == onnx::OpSchema::Single)
+        return Error(where + ": required input " + std::to_string(i) + " is empty");
+    const auto& attrs = schema.attributes();
+    for (const auto& [name, attr] : attrs) {
+      if (!attr.required) continue;
+      bool present = false;
+      for (const auto& a : n.attribute()) present |= a.name() == name;
+      if (!present) return Error(where + ": required attribute '" + name + "' is missing");
+    }
+    for (const auto& a : n.attribute()) {
+      auto it = attrs.find(a.name());
+      if (it == attrs.end()) continue;  // unknown: ignored, as inference ignores it
+      if (a.has_type() && a.type() != it->second.type)
+        return Error(where + ": attribute '" + a.name() + "' has the wrong type");
+      if (it->second.type == onnx::AttributeProto::GRAPH && !a.has_g())
+        return Error(where + ": attribute '" + a.name() + "' holds no graph");
+      TM_RETURN_IF_ERROR(CheckPositive(where, a));
+    }
+    return Status::Ok();
+  }
+
+  // Shape inference, then folding of what it made known, until a round
+  // folds nothing (or the round limit).
   Status InferAndFold() {
-    TM_RETURN_IF_ERROR(CheckSchemas(model_.graph(), 0));
+    TM_RETURN_IF_ERROR(CheckSchemas());
     for (rounds_ = 1;; ++rounds_) {
       TM_RETURN_IF_ERROR(Infer());
       if (rounds_ > params_.max_rounds) break;
-      onnx::GraphProto* g = working_.mutable_graph();
-      std::vector<char> folded(static_cast<std::size_t>(g->node_size()), 0);
-      bool progress = false;
-      for (int k = 0; k < g->node_size(); ++k) {
-        const onnx::NodeProto& n = g->node(k);
-        if (!IsFoldableOp(n)) continue;
-        // Shape and Size need their input's shape, every other op its values.
-        const bool by_shape = n.op_type() == "Shape" || n.op_type() == "Size";
-        std::vector<FoldInput> in(static_cast<std::size_t>(n.input_size()));
-        bool ready = true;
-        for (int i = 0; i < n.input_size() && ready; ++i) {
-          if (n.input(i).empty()) continue;
-          FoldInput& f = in[static_cast<std::size_t>(i)];
-          if (auto it = values_.find(n.input(i)); it != values_.end()) {
-            f.value = &it->second;
-            f.shape = &it->second.dims;
-          } else if (auto t = types_.find(n.input(i)); by_shape && t != types_.end() && t->second.Known()) {
-            f.shape = &t->second.dims;
-          }
-          ready = by_shape ? f.shape != nullptr : f.value != nullptr;
-        }
-        if (!ready) continue;
-        std::vector<ConstTensor> outs;
-        std::string why;
-        if (!FoldNode(n, opset_, in, params_.max_folded_elements, &outs, &why)) {
-          why_not_[working_index_[static_cast<std::size_t>(k)]] = why;
-          continue;
-        }
-        if (!std::all_of(outs.begin(), outs.end(), [&](const ConstTensor& t) { return FoldableType(t.dtype); }))
-          continue;
-        for (int o = 0; o < n.output_size(); ++o)
-          if (!n.output(o).empty()) values_[n.output(o)] = std::move(outs[static_cast<std::size_t>(o)]);
-        folded[static_cast<std::size_t>(k)] = 1;
-        folded_original_.insert(working_index_[static_cast<std::size_t>(k)]);
-        progress = true;
-      }
-      if (!progress) break;
-      google::protobuf::RepeatedPtrField<onnx::NodeProto> keep;
-      std::vector<int> keep_index;
-      for (int k = 0; k < g->node_size(); ++k) {
-        if (folded[static_cast<std::size_t>(k)]) {
-          for (const std::string& o : g->node(k).output())
-            if (!o.empty()) WriteTensorProto(values_.at(o), o, g->add_initializer());
-          continue;
-        }
-        *keep.Add() = g->node(k);
-        keep_index.push_back(working_index_[static_cast<std::size_t>(k)]);
-      }
-      g->mutable_node()->Swap(&keep);
-      working_index_ = std::move(keep_index);
-      // A folded value is an initializer now: an earlier inferred type (maybe
-      // with generated symbols) would shadow it.
-      google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> infos;
-      for (const auto& vi : g->value_info())
-        if (!values_.count(vi.name())) *infos.Add() = vi;
-      g->mutable_value_info()->Swap(&infos);
+      const std::vector<char> folded = FoldRound();
+      if (std::find(folded.begin(), folded.end(), 1) == folded.end()) break;
+      DropFolded(folded);
     }
     return Status::Ok();
+  }
+
+  // Folds every working node whose inputs are known; 1 per folded node.
+  std::vector<char> FoldRound() {
+    const onnx::GraphProto& g = model_.graph();
+    std::vector<char> folded(static_cast<std::size_t>(g.node_size()), 0);
+    for (int k = 0; k < g.node_size(); ++k)
+      if (IsFoldableOp(g.node(k)) && TryFold(k)) {
+        folded[static_cast<std::size_t>(k)] = 1;
+        folded_original_.insert(working_index_[static_cast<std::size_t>(k)]);
+      }
+    return folded;
+  }
+
+  // Working node k's inputs for FoldNode, or nothing while one is unknown:
+  // Shape and Size need their input's shape, every other op its values.
+  // `shapes` holds the inferred types the inputs point at.
+  std::optional<std::vector<FoldInput>> FoldInputs(const onnx::NodeProto& n, std::vector<ValueType>* shapes) const {
+    const bool by_shape = n.op_type() == "Shape" || n.op_type() == "Size";
+    std::vector<FoldInput> in(static_cast<std::size_t>(n.input_size()));
+    shapes->reserve(in.size());  // no reallocation: `in` points into it
+    for (int i = 0; i < n.input_size(); ++i) {
+      if (n.input(i).empty()) continue;
+      FoldInput& f = in[static_cast<std::size_t>(i)];
+      if (auto it = values_.find(n.input(i)); it != values_.end()) {
+        f.value = &it->second;
+        f.shape = &it->second.dims;
+      } else if (auto t = types_.find(n.input(i)); by_shape && t != types_.end()) {
+        const ValueType& type = shapes->emplace_back(t->second.Get());
+        if (type.Known()) f.shape = &type.dims;
+      }
+      if (by_shape ? f.shape == nullptr : f.value == nullptr) return std::nullopt;
+    }
+    return in;
+  }
+
+  // Folds working node k when its inputs are known and its outputs of a
+  // foldable type; the values go to values_.
+  bool TryFold(int k) {
+    const onnx::NodeProto& n = model_.graph().node(k);
+    std::vector<ValueType> shapes;
+    const std::optional<std::vector<FoldInput>> in = FoldInputs(n, &shapes);
+    if (!in) return false;
+    std::vector<ConstTensor> outs;
+    std::string why;
+    if (!FoldNode(n, opset_, *in, params_.max_folded_elements, &outs, &why)) {
+      why_not_[working_index_[static_cast<std::size_t>(k)]] = why;
+      return false;
+    }
+    if (!std::all_of(outs.begin(), outs.end(), [&](const ConstTensor& t) { return FoldableType(t.dtype); }))
+      return false;
+    for (int o = 0; o < n.output_size(); ++o)
+      if (!n.output(o).empty()) values_[n.output(o)] = std::move(outs[static_cast<std::size_t>(o)]);
+    return true;
+  }
+
+  // Folded nodes leave the working model; their outputs become initializers.
+  void DropFolded(const std::vector<char>& folded) {
+    onnx::GraphProto* g = model_.mutable_graph();
+    std::vector<int> keep_index;
+    for (int k = 0; k < g->node_size(); ++k) {
+      if (folded[static_cast<std::size_t>(k)]) {
+        for (const std::string& o : g->node(k).output())
+          if (!o.empty()) WriteTensorProto(values_.at(o), o, g->add_initializer());
+        continue;
+      }
+      keep_index.push_back(working_index_[static_cast<std::size_t>(k)]);
+    }
+    KeepOnArena(g->mutable_node(), [&](int k) { return !folded[static_cast<std::size_t>(k)]; });
+    working_index_ = std::move(keep_index);
+    // A folded value is an initializer now: an earlier inferred type (maybe
+    // with generated symbols) would shadow it.
+    KeepOnArena(g->mutable_value_info(), [&](int k) { return !values_.count(g->value_info(k).name()); });
   }
 
   // The type of a named value the graph reads: from inference, else from
   // the initializer/constant that defines it.
   std::optional<ValueType> TypeOfName(const std::string& name) const {
     if (auto it = values_.find(name); it != values_.end()) return TypeOf(it->second);
-    if (auto it = types_.find(name); it != types_.end()) return it->second;
+    if (auto it = types_.find(name); it != types_.end()) return it->second.Get();
     if (auto it = initializer_.find(name); it != initializer_.end()) return TypeOf(*it->second);
     if (auto it = constants_.find(name); it != constants_.end()) return TypeOf(it->second);
     return std::nullopt;
   }
 
-  Result<OnnxModel> Build() {
+  // The graph under construction. A name's graph tensor is on its types_
+  // entry (every inferred value has one), else in `index`, keyed by the
+  // model's own strings, which outlive the build.
+  struct Building {
     OnnxModel out;
-    const onnx::GraphProto& g = model_.graph();
-    out.file_nodes = static_cast<std::size_t>(g.node_size());
-    out.folded_nodes = folded_original_.size();
-    out.rounds = rounds_;
-    Graph& graph = out.graph;
-    std::unordered_map<std::string, int> index;
-    std::unordered_map<std::string, int> writer;  // name -> original node index
+    std::unordered_map<std::string_view, int> index;
+  };
 
-    // Creates the tensor `name` with a checked size. `k` is the node that
-    // writes it (-1 for inputs and constants), for messages.
-    auto add = [&](const std::string& name, TensorKind kind, int k) -> Result<int> {
-      const std::string who = (k >= 0 ? NodeName(k) + ": output" : std::string("tensor")) + " '" + name + "'";
-      const std::optional<ValueType> type = TypeOfName(name);
-      if (!type || !type->has_shape)
-        return Error(who + ": shape unknown after ONNX shape inference and folding" + Hint(k));
-      if (!type->Known()) {
-        const std::string sym = type->FirstSymbol();
-        if (!sym.empty())
-          return Error(who + " has symbolic dimension '" + sym + "' (shape " + ShapeString(*type) +
-                       "): set it with --dim " + sym + "=VALUE" +
-                       (data_inputs_.count(name) ? " or --input-shape " + name + "=..." : ""));
-        return Error(who + ": shape " + ShapeString(*type) + " is not fully known" + Hint(k));
-      }
-      Result<std::uint64_t> esize = ElementSize(type->dtype);
-      if (!esize.ok()) return Error(who + ": " + esize.status().message());
-      std::uint64_t bytes = *esize;
-      for (std::int64_t d : type->dims)
-        if (!internal::CheckedMul(bytes, static_cast<std::uint64_t>(d), &bytes))
-          return OutOfRange(source_ + ": " + who + ": size of shape " + ShapeString(*type) + " overflows 64 bits");
-      const int id = static_cast<int>(graph.tensors.size());
-      graph.tensors.push_back({name, bytes, kind, 0});
-      out.shapes.push_back(type->dims);
-      out.dtypes.push_back(DtypeName(type->dtype));
-      index.emplace(name, id);
-      return id;
-    };
-    auto is_constant = [&](const std::string& name) {
-      return initializer_.count(name) || constants_.count(name) || param_inputs_.count(name) ||
-             values_.count(name);
-    };
+  // The graph tensor named `name`; -1 until created.
+  int& IdOf(Building& b, const std::string& name) {
+    if (auto it = types_.find(name); it != types_.end()) return it->second.id;
+    return b.index.try_emplace(name, -1).first->second;
+  }
 
-    for (const auto& vi : g.input()) {
-      if (!data_inputs_.count(vi.name())) continue;
-      if (!vi.type().has_tensor_type())
-        return Unimplemented(source_ + ": graph input '" + vi.name() + "' is not a tensor");
-      TM_ASSIGN_OR_RETURN(int id, add(vi.name(), TensorKind::kActivation, -1));
-      graph.inputs.push_back(id);
+  Result<OnnxModel> Build() {
+    Building b;
+    b.out.file_nodes = original_.size();
+    b.out.folded_nodes = folded_original_.size();
+    b.out.rounds = rounds_;
+    // Every tensor has a type from the last inference: no reallocation (the
+    // old and new arrays of a million tensors at once) while building.
+    b.out.graph.tensors.reserve(types_.size());
+    b.out.shapes.reserve(types_.size());
+    b.out.dtypes.reserve(types_.size());
+    b.out.graph.nodes.reserve(original_.size() - constants_.size() - folded_original_.size());
+    TM_RETURN_IF_ERROR(AddDataInputs(b));
+    for (int k = 0; k < static_cast<int>(original_.size()); ++k) TM_RETURN_IF_ERROR(AddNode(b, k));
+    TM_RETURN_IF_ERROR(AddGraphOutputs(b));
+    b.out.constant_nodes = constants_.size();
+    TM_RETURN_IF_ERROR(CheckGraph(b.out.graph).WithContext(source_));
+    return std::move(b.out);
+  }
+
+  // Creates the tensor `name` with a checked size. `k` is the node that
+  // writes it (-1 for inputs and constants), for messages.
+  Result<int> AddTensor(Building& b, const std::string& name, TensorKind kind, int k) {
+    auto who = [&] {
+      return (k >= 0 ? NodeName(k) + ": output" : std::string("tensor")) + " '" + name + "'";
+    };
+    std::optional<ValueType> type = TypeOfName(name);
+    if (!type || !type->has_shape)
+      return Error(who() + ": shape unknown after ONNX shape inference and folding" + Hint(k));
+    if (!type->Known()) {
+      const std::string sym = type->FirstSymbol();
+      if (!sym.empty())
+        return Error(who() + " has symbolic dimension '" + sym + "' (shape " + ShapeString(*type) +
+                     "): set it with --dim " + sym + "=VALUE" +
+                     (data_inputs_.count(name) ? " or --input-shape " + name + "=..." : ""));
+      return Error(who() + ": shape " + ShapeString(*type) + " is not fully known" + Hint(k));
     }
-    for (int k = 0; k < g.node_size(); ++k) {
-      const onnx::NodeProto& n = g.node(k);
-      if ((n.op_type() == "Constant" && IsDefaultDomain(n.domain())) || folded_original_.count(k)) {
-        for (const std::string& o : n.output())
-          if (!o.empty()) writer.emplace(o, k);
+    Result<std::uint64_t> esize = ElementSize(type->dtype);
+    if (!esize.ok()) return Error(who() + ": " + esize.status().message());
+    std::uint64_t bytes = *esize;
+    for (std::int64_t d : type->dims)
+      if (!internal::CheckedMul(bytes, static_cast<std::uint64_t>(d), &bytes))
+        return OutOfRange(source_ + ": " + who() + ": size of shape " + ShapeString(*type) + " overflows 64 bits");
+    Graph& graph = b.out.graph;
+    const int id = static_cast<int>(graph.tensors.size());
+    graph.tensors.push_back({name, bytes, kind, 0});
+    b.out.shapes.push_back(std::move(type->dims));
+    b.out.dtypes.push_back(DtypeName(type->dtype));
+    IdOf(b, name) = id;
+    return id;
+  }
+
+  bool IsConstantName(const std::string& name) const {
+    return initializer_.count(name) || constants_.count(name) || param_inputs_.count(name) ||
+           values_.count(name);
+  }
+
+  Status AddDataInputs(Building& b) {
+    const auto& inputs = model_.graph().input();
+    for (int i = 0; i < inputs.size(); ++i) {
+      const onnx::ValueInfoProto& vi = inputs.Get(i);
+      if (!data_inputs_.count(vi.name())) continue;
+      if (!input_is_tensor_[static_cast<std::size_t>(i)])
+        return Unimplemented(source_ + ": graph input '" + vi.name() + "' is not a tensor");
+      TM_ASSIGN_OR_RETURN(int id, AddTensor(b, vi.name(), TensorKind::kActivation, -1));
+      b.out.graph.inputs.push_back(id);
+    }
+    return Status::Ok();
+  }
+
+  // The graph tensor `name` reads: defined already, or a constant first read
+  // here; `k` is the reading node, for messages.
+  Result<int> ReadTensor(Building& b, const std::string& name, int k) {
+    if (const int id = IdOf(b, name); id >= 0) return id;
+    if (!IsConstantName(name))
+      return Error(NodeName(k) + " reads '" + name +
+                   "', which is no graph input, initializer or output of an earlier node");
+    return AddTensor(b, name, TensorKind::kConstant, -1);
+  }
+
+  // Original node k: a graph node unless it was a Constant or folded.
+  Status AddNode(Building& b, int k) {
+    const onnx::NodeProto& n = Node(k);
+    // Their outputs are constants now (IsConstantName).
+    if (IsConstantNode(n) || folded_original_.count(k)) return Status::Ok();
+    GraphNode node;
+    node.name = n.name();
+    node.op = IsDefaultDomain(n.domain()) ? n.op_type() : n.domain() + "." + n.op_type();
+    node.inputs.reserve(static_cast<std::size_t>(n.input_size()));
+    for (const std::string& name : n.input()) {
+      if (name.empty()) {
+        node.inputs.push_back(kNoTensor);
         continue;
       }
-      GraphNode node;
-      node.name = n.name();
-      node.op = IsDefaultDomain(n.domain()) ? n.op_type() : n.domain() + "." + n.op_type();
-      for (const std::string& name : n.input()) {
-        if (name.empty()) {
-          node.inputs.push_back(kNoTensor);
-          continue;
-        }
-        auto it = index.find(name);
-        if (it == index.end()) {
-          if (!is_constant(name))
-            return Error(NodeName(k) + " reads '" + name +
-                         "', which is no graph input, initializer or output of an earlier node");
-          TM_ASSIGN_OR_RETURN(int id, add(name, TensorKind::kConstant, -1));
-          it = index.find(name);
-          (void)id;
-        }
-        node.inputs.push_back(it->second);
-      }
-      for (const std::string& name : n.output()) {
-        if (name.empty()) {
-          node.outputs.push_back(kNoTensor);
-          continue;
-        }
-        if (index.count(name) || is_constant(name) || data_inputs_.count(name) || writer.count(name))
-          return Error(NodeName(k) + " writes '" + name + "', which is already defined");
-        writer.emplace(name, k);
-        TM_ASSIGN_OR_RETURN(int id, add(name, TensorKind::kActivation, k));
-        node.outputs.push_back(id);
-      }
-      node.in_place = InPlaceOf(n);
-      graph.nodes.push_back(std::move(node));
+      TM_ASSIGN_OR_RETURN(int id, ReadTensor(b, name, k));
+      node.inputs.push_back(id);
     }
-    for (const auto& vi : g.output()) {
-      auto it = index.find(vi.name());
-      if (it == index.end()) {
-        if (!is_constant(vi.name()))
-          return Error("graph output '" + vi.name() + "' is written by no node");
-        TM_ASSIGN_OR_RETURN(int id, add(vi.name(), TensorKind::kConstant, -1));
-        (void)id;
-        it = index.find(vi.name());
+    node.outputs.reserve(static_cast<std::size_t>(n.output_size()));
+    for (const std::string& name : n.output()) {
+      if (name.empty()) {
+        node.outputs.push_back(kNoTensor);
+        continue;
       }
-      graph.outputs.push_back(it->second);
+      if (IdOf(b, name) >= 0 || IsConstantName(name) || data_inputs_.count(name))
+        return Error(NodeName(k) + " writes '" + name + "', which is already defined");
+      TM_ASSIGN_OR_RETURN(int id, AddTensor(b, name, TensorKind::kActivation, k));
+      node.outputs.push_back(id);
     }
-    out.constant_nodes = constants_.size();
-    TM_RETURN_IF_ERROR(CheckGraph(graph).WithContext(source_));
-    return out;
+    node.in_place = InPlaceOf(n);
+    b.out.graph.nodes.push_back(std::move(node));
+    return Status::Ok();
+  }
+
+  Status AddGraphOutputs(Building& b) {
+    for (const auto& vi : model_.graph().output()) {
+      if (const int id = IdOf(b, vi.name()); id >= 0) {
+        b.out.graph.outputs.push_back(id);
+        continue;
+      }
+      if (!IsConstantName(vi.name())) return Error("graph output '" + vi.name() + "' is written by no node");
+      TM_ASSIGN_OR_RETURN(int id, AddTensor(b, vi.name(), TensorKind::kConstant, -1));
+      b.out.graph.outputs.push_back(id);
+    }
+    return Status::Ok();
   }
 
   InPlace InPlaceOf(const onnx::NodeProto& n) const {
@@ -622,7 +766,7 @@ class Importer {
 
   std::string Hint(int k) const {
     if (k < 0) return "";
-    const onnx::NodeProto& n = model_.graph().node(k);
+    const onnx::NodeProto& n = Node(k);
     std::string h;
     if (!IsDefaultDomain(n.domain()) ||
         !onnx::OpSchemaRegistry::Schema(n.op_type(), opset_, n.domain()))
@@ -634,15 +778,26 @@ class Importer {
 
   std::string source_;
   const OnnxImportParams& params_;
-  onnx::ModelProto model_, working_;
+  google::protobuf::Arena arena_;
+  onnx::ModelProto& model_;  // on arena_: as parsed, then the working model
+  std::vector<const onnx::NodeProto*> original_;  // the file's nodes, in order (on arena_)
   int opset_ = 0;
   int rounds_ = 0;
-  std::unordered_map<std::string, const onnx::TensorProto*> initializer_;
+  std::unordered_map<std::string_view, const onnx::TensorProto*> initializer_;
   std::vector<onnx::TensorProto> sparse_;
   std::unordered_map<std::string, onnx::TensorProto> constants_;  // Constant node outputs
   std::unordered_map<std::string, ConstTensor> values_;           // known small values
-  std::unordered_map<std::string, ValueType> types_;              // from the last inference
+  // Where the last inference left a value's type: a declared or inferred
+  // type, or an initializer.
+  struct TypeRef {
+    const onnx::TypeProto* type = nullptr;
+    const onnx::TensorProto* tensor = nullptr;
+    int id = -1;  // the graph tensor, once built
+    ValueType Get() const { return type ? TypeOf(*type) : TypeOf(*tensor); }
+  };
+  std::unordered_map<std::string_view, TypeRef> types_;
   std::unordered_set<std::string> data_inputs_, param_inputs_;
+  std::vector<char> input_is_tensor_;  // per graph input, before --input-shape made it one
   std::vector<int> working_index_;  // working node -> original node
   std::unordered_set<int> folded_original_;
   std::unordered_map<int, std::string> why_not_;
@@ -650,16 +805,26 @@ class Importer {
 
 }  // namespace
 
-Result<OnnxModel> ImportOnnxBytes(std::string_view bytes, std::string_view source,
-                                  const OnnxImportParams& params) {
+namespace {
+
+// `owned`: as Importer::Run.
+Result<OnnxModel> Import(std::string_view bytes, std::string_view source, const OnnxImportParams& params,
+                         std::string* owned) {
   try {
     Importer importer(source, params);
-    return importer.Run(bytes);
+    return importer.Run(bytes, owned);
   } catch (const std::bad_alloc&) {
     return ResourceExhausted(std::string(source) + ": out of memory while importing");
   } catch (const std::exception& e) {
     return InvalidArgument(std::string(source) + ": import failed: " + e.what());
   }
+}
+
+}  // namespace
+
+Result<OnnxModel> ImportOnnxBytes(std::string_view bytes, std::string_view source,
+                                  const OnnxImportParams& params) {
+  return Import(bytes, source, params, nullptr);
 }
 
 Result<OnnxModel> ImportOnnxFile(const std::string& path, const OnnxImportParams& params) {
@@ -680,7 +845,8 @@ Result<OnnxModel> ImportOnnxFile(const std::string& path, const OnnxImportParams
   std::string bytes(static_cast<std::size_t>(size), '\0');
   in.seekg(0);
   if (!in.read(bytes.data(), size)) return NotFound(path + ": read failed");
-  return ImportOnnxBytes(bytes, path, params);
+  in.close();
+  return Import(bytes, path, params, &bytes);  // the file's bytes go once parsed
 }
 
 }  // namespace tensormem

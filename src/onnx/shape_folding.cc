@@ -199,7 +199,14 @@ class Evaluator {
       return f_.Fail(op + " needs 1 input");
     if (op == "Shape") return ShapeOp(out);
     if (op == "Size") return SizeOp(out);
-    // Every other op needs the values of its present inputs.
+    if (!InputsKnown(op)) return false;
+    for (auto group : {&Evaluator::StructuralOp, &Evaluator::UnaryOp, &Evaluator::ArithOp, &Evaluator::CompareOp})
+      if (const std::optional<bool> folded = (this->*group)(op, out)) return *folded;
+    return f_.Fail("op " + op + " is not folded");
+  }
+
+  bool InputsKnown(const std::string& op) {
+    // Every op but Shape and Size needs the values of its present inputs.
     for (int i = 0; i < node_.input_size(); ++i)
       if (!node_.input(i).empty() && !Value(i))
         return f_.Fail("input '" + node_.input(i) + "' is not a known value");
@@ -211,6 +218,11 @@ class Evaluator {
       if (!Value(i))
         return f_.Fail(op + " needs at least " + std::to_string(need) + " input(s), input " +
                        std::to_string(i) + " is missing");
+    return true;
+  }
+
+  // Ops that move, select or make values; nothing when `op` is none of them.
+  std::optional<bool> StructuralOp(const std::string& op, ConstTensor& out) {
     if (op == "Identity") return Copy(out, *Value(0));
     if (op == "Cast") return CastOp(out);
     if (op == "Gather") return GatherOp(out);
@@ -226,6 +238,11 @@ class Evaluator {
     if (op == "Range") return RangeOp(out);
     if (op == "ConstantOfShape") return ConstantOfShapeOp(out);
     if (op == "Where") return WhereOp(out);
+    return std::nullopt;
+  }
+
+  // Element-wise ops of one input; nothing when `op` is none of them.
+  std::optional<bool> UnaryOp(const std::string& op, ConstTensor& out) {
     if (op == "Not") return Unary(out, [](double) { return 0.0; }, [](std::int64_t a) { return std::int64_t{!a}; });
     if (op == "Neg") return Unary(out, [](double a) { return -a; }, [](std::int64_t a) { return WrapSub(0, a); });
     if (op == "Abs") return Unary(out, [](double a) { return std::fabs(a); }, [](std::int64_t a) { return a < 0 ? WrapSub(0, a) : a; });
@@ -234,6 +251,11 @@ class Evaluator {
     if (op == "Ceil") return Unary(out, [](double a) { return std::ceil(a); }, [](std::int64_t a) { return a; });
     if (op == "Sqrt") return FloatOnly(out) && Unary(out, [](double a) { return std::sqrt(a); }, nullptr);
     if (op == "Reciprocal") return FloatOnly(out) && Unary(out, [](double a) { return 1.0 / a; }, nullptr);
+    return std::nullopt;
+  }
+
+  // Element-wise arithmetic of two or more inputs; nothing when `op` is none of them.
+  std::optional<bool> ArithOp(const std::string& op, ConstTensor& out) {
     if (op == "Add" || op == "Sum") return Arith(out, [](double a, double b) { return a + b; }, [](std::int64_t a, std::int64_t b, std::int64_t* r) { *r = WrapAdd(a, b); return true; });
     if (op == "Sub") return Arith(out, [](double a, double b) { return a - b; }, [](std::int64_t a, std::int64_t b, std::int64_t* r) { *r = WrapSub(a, b); return true; });
     if (op == "Mul") return Arith(out, [](double a, double b) { return a * b; }, [](std::int64_t a, std::int64_t b, std::int64_t* r) { *r = WrapMul(a, b); return true; });
@@ -257,6 +279,11 @@ class Evaluator {
     });
     if (op == "Max") return Arith(out, [](double a, double b) { return std::max(a, b); }, [](std::int64_t a, std::int64_t b, std::int64_t* r) { *r = std::max(a, b); return true; });
     if (op == "Min") return Arith(out, [](double a, double b) { return std::min(a, b); }, [](std::int64_t a, std::int64_t b, std::int64_t* r) { *r = std::min(a, b); return true; });
+    return std::nullopt;
+  }
+
+  // Comparisons and logic, to bool; nothing when `op` is none of them.
+  std::optional<bool> CompareOp(const std::string& op, ConstTensor& out) {
     if (op == "Equal") return Compare(out, std::equal_to<>());
     if (op == "Less") return Compare(out, std::less<>());
     if (op == "Greater") return Compare(out, std::greater<>());
@@ -265,7 +292,7 @@ class Evaluator {
     if (op == "And") return Compare(out, [](auto a, auto b) { return a != 0 && b != 0; });
     if (op == "Or") return Compare(out, [](auto a, auto b) { return a != 0 || b != 0; });
     if (op == "Xor") return Compare(out, [](auto a, auto b) { return (a != 0) != (b != 0); });
-    return f_.Fail("op " + op + " is not folded");
+    return std::nullopt;
   }
 
   const std::string& why() const { return f_.why; }

@@ -45,6 +45,15 @@ TEST(Result, OkStatusWithoutValueBecomesInternal) {
   EXPECT_EQ(r.status().code(), StatusCode::kInternal);
 }
 
+TEST(CutLongWords, CutsOnlyWordsOver256BytesKeepingTheirEnds) {
+  const std::string word = "<" + std::string(1000, 'x') + ">";
+  const std::string cut = CutLongWords("no file " + word + " here");
+  EXPECT_EQ(cut, "no file " + word.substr(0, 160) + "...(762 bytes cut)..." + word.substr(word.size() - 80) +
+                     " here");
+  const std::string fits(256, 'y');
+  EXPECT_EQ(CutLongWords(fits + " " + fits), fits + " " + fits);
+}
+
 TEST(ResultDeathTest, ValueOfErrorAborts) {
   Result<int> r = InvalidArgument("nope");
   EXPECT_DEATH((void)r.value(), "nope");

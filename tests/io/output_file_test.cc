@@ -2,8 +2,11 @@
 // WriteFileWhole: an output appears whole or not at all, with the permissions
 // an ordinary new file gets, and a directory or a missing parent is refused
 // with the reason.
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <filesystem>
 #include <fstream>
@@ -124,6 +127,46 @@ TEST_F(WriteFileWholeTest, AReplacedFileKeepsItsModeOwnerAndLinks) {
 
 // A pipe (or a device) is written to, not replaced by a renamed file (as
 // root, `-o /dev/null` replaced /dev/null); a symbolic link keeps its target.
+// A hard-linked file is written in place: an error from the writer, or a
+// write that fails midway (here the file size limit, as a full disk would),
+// leaves the old content, and both links still name one file.
+TEST_F(WriteFileWholeTest, AnInPlaceWriteIsWholeOrLeavesTheOldContent) {
+  const fs::path out = dir_ / "out.csv", link = dir_ / "link.csv";
+  const std::string old(50, 'o');
+  std::ofstream(out, std::ios::binary) << old;
+  fs::create_hard_link(out, link);
+  auto failing = [](std::ostream& o) {
+    o << std::string(4000, 'n');
+    return Internal("writer failed");
+  };
+  EXPECT_FALSE(WriteFileWhole(out.string(), failing).ok());
+  EXPECT_EQ(Read(out), old);
+
+  struct rlimit saved {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  const auto previous = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = saved;
+  small.rlim_cur = 1000;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  const Status st = WriteFileWhole(out.string(), [](std::ostream& o) {
+    o << std::string(4000, 'n');
+    return Status::Ok();
+  });
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, previous);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find(out.string() + ": cannot write: "), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("the file keeps its old content"), std::string::npos) << st.message();
+  EXPECT_EQ(Read(out), old);
+
+  ASSERT_TRUE(WriteFileWhole(out.string(), [](std::ostream& o) {
+    o << "new";
+    return Status::Ok();
+  }).ok());
+  EXPECT_EQ(Read(link), "new");
+  EXPECT_EQ(fs::hard_link_count(out), 2u);
+}
+
 TEST_F(WriteFileWholeTest, DevicesPipesAndLinksStayWhatTheyAre) {
   auto hello = [](std::ostream& o) {
     o << "hello\n";

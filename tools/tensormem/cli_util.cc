@@ -21,26 +21,6 @@
 
 namespace tensormem::cli {
 
-std::string CutLongWords(std::string_view message) {
-  constexpr std::size_t kLongest = 256, kHead = 160, kTail = 80;
-  std::string out;
-  std::size_t i = 0;
-  while (i < message.size()) {
-    const std::size_t space = std::min(message.find(' ', i), message.size());
-    const std::string_view word = message.substr(i, space - i);
-    if (word.size() <= kLongest) {
-      out += word;
-    } else {
-      out += word.substr(0, kHead);
-      out += "...(" + std::to_string(word.size() - kHead - kTail) + " bytes cut)...";
-      out += word.substr(word.size() - kTail);
-    }
-    if (space < message.size()) out += ' ';
-    i = space + 1;
-  }
-  return out;
-}
-
 int ReportError(const Status& status) {
   std::cerr << "tensormem: error: " << CutLongWords(status.message()) << '\n';
   switch (status.code()) {

@@ -43,11 +43,6 @@ class Table {
 
 std::string FormatDouble(double v, int decimals);
 
-// `message` with every word (a run without spaces) longer than 256 bytes cut
-// to its start and end around "...(N bytes cut)...": an argument of
-// megabytes is not echoed whole in an error.
-std::string CutLongWords(std::string_view message);
-
 // JSON text for the console: bytes that are not UTF-8 (ids, paths) become
 // U+FFFD instead of an exception.
 std::string DumpJson(const nlohmann::json& j, int indent = -1);

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "tensormem " TENSORMEM_VERSION_STRING);
   app.failure_message([](const CLI::App* failed, const CLI::Error& e) {
-    return tensormem::cli::CutLongWords(CLI::FailureMessage::simple(failed, e));
+    return tensormem::CutLongWords(CLI::FailureMessage::simple(failed, e));
   });
   int exit_code = tensormem::cli::kExitOk;
   tensormem::cli::AddPlanCommand(app, &exit_code);
