@@ -96,13 +96,24 @@ def test_replay_defaults_agree(trace_file):
     assert j["alignment"] == tm.DEFAULTS["tensor_alignment"] == default(tm.replay, "alignment")
     for row in j["results"]:
         r = tm.replay(trace, row["allocator"])
-        assert (r["peak_in_use"], r["peak_reserved"]) == (row["peak_in_use"], row["peak_reserved"])
-    # bfc_compact is the BFC under the compact preset, on every surface.
+        assert (r["peak_in_use"], r["peak_held"]) == (row["peak_in_use"], row["peak_held"])
+        assert_same_resident(r["peak_reserved"], row["peak_reserved"])
+    # bfc_compact is the BFC under the compact preset, on every surface. An
+    # allocator object is not fresh, so its replay has no measured pass: its
+    # reserved figure is its own statistic, the CLI's peak_held.
     a = tm.BfcAllocator(preset="compact")
     try:
-        assert tm.replay(trace, a)["peak_reserved"] == j["results"][1]["peak_reserved"]
+        assert tm.replay(trace, a)["peak_reserved"] == j["results"][1]["peak_held"]
     finally:
         a.close()
+
+
+def assert_same_resident(python, cli_figure):
+    # Resident memory is the process's: the Python interpreter and the CLI
+    # differ by a few pages of their own heaps (an allocator over the C
+    # library's memory sees them), so the figures agree to a page or two per
+    # MiB, not to the byte. peak_held, the allocator's statistic, is exact.
+    assert abs(python - cli_figure) <= 64 * 1024 + cli_figure // 100, (python, cli_figure)
 
 
 def test_names_come_from_one_table(trace_file):
@@ -129,4 +140,5 @@ def test_replay_compares_the_same_allocators(trace_file):
     peers = set(tm._MALLOC_PEERS)
     for row in j["results"]:
         if row["allocator"] not in peers:
-            assert python[row["allocator"]]["peak_reserved"] == row["peak_reserved"], row["allocator"]
+            assert python[row["allocator"]]["peak_held"] == row["peak_held"], row["allocator"]
+            assert_same_resident(python[row["allocator"]]["peak_reserved"], row["peak_reserved"])

@@ -15,76 +15,101 @@ void AddUnique(std::vector<int>& v, int x) {
 
 OrderModel::OrderModel(const Graph& graph, const Liveness& live, const LivenessParams& params)
     : keep_unread_(params.keep_unread_tensors) {
+  const Tensors t = ReadTensors(graph, live);
+  node_.resize(graph.nodes.size());
+  RecordWriters(graph, t);
+  int slots = 0;
+  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
+    RecordReads(graph, t, i);
+    MarkInPlace(graph, t, params, i, slots);
+    node_[i].alone = AloneBytes(graph, t, i);
+  }
+  words_ = (node_.size() + static_cast<std::size_t>(slots) + 63) / 64;
+  if (words_ == 0) words_ = 1;
+}
+
+// Per tensor: bytes, pinned (a graph input or output), whether it lives in
+// the scratch arena; and the scratch bytes of the graph inputs, live from
+// the start.
+OrderModel::Tensors OrderModel::ReadTensors(const Graph& graph, const Liveness& live) {
   const std::size_t n = graph.tensors.size();
+  Tensors t{std::vector<char>(n, 0), std::vector<char>(n, 0)};
   bytes_.resize(n);
   pinned_.assign(n, 0);
   writer_.assign(n, -1);
   readers_.resize(n);
   readers_in_place_.resize(n);
-  std::vector<char> scratch(n, 0);
-  for (std::size_t t = 0; t < n; ++t) {
-    bytes_[t] = graph.tensors[t].bytes;
-    scratch[t] = live.tensors[t].arena == Arena::kScratch;
+  for (std::size_t u = 0; u < n; ++u) {
+    bytes_[u] = graph.tensors[u].bytes;
+    t.scratch[u] = live.tensors[u].arena == Arena::kScratch;
   }
-  std::vector<char> is_input(n, 0);
-  for (int t : graph.inputs)
-    if (t != kNoTensor) pinned_[Index(t)] = is_input[Index(t)] = 1;
-  for (int t : graph.outputs)
-    if (t != kNoTensor) pinned_[Index(t)] = 1;
+  for (int u : graph.inputs)
+    if (u != kNoTensor) pinned_[Index(u)] = t.is_input[Index(u)] = 1;
+  for (int u : graph.outputs)
+    if (u != kNoTensor) pinned_[Index(u)] = 1;
   std::vector<char> counted(n, 0);
-  for (int t : graph.inputs)
-    if (t != kNoTensor && scratch[Index(t)] && !counted[Index(t)]) {
-      counted[Index(t)] = 1;
-      initial_live_ += bytes_[Index(t)];
+  for (int u : graph.inputs)
+    if (u != kNoTensor && t.scratch[Index(u)] && !counted[Index(u)]) {
+      counted[Index(u)] = 1;
+      initial_live_ += bytes_[Index(u)];
     }
-  node_.resize(graph.nodes.size());
+  return t;
+}
+
+// Each tensor's writer; each node's scratch outputs and temporary bytes.
+void OrderModel::RecordWriters(const Graph& graph, const Tensors& t) {
   for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
     const GraphNode& g = graph.nodes[i];
     Node& node = node_[i];
-    const int v = static_cast<int>(i);
-    for (int t : g.outputs)
-      if (t != kNoTensor) {
-        writer_[Index(t)] = v;
-        if (scratch[Index(t)]) AddUnique(node.outputs, t);
+    for (int u : g.outputs)
+      if (u != kNoTensor) {
+        writer_[Index(u)] = static_cast<int>(i);
+        if (t.scratch[Index(u)]) AddUnique(node.outputs, u);
       }
-    for (int t : g.temporaries)
-      if (scratch[Index(t)]) node.temp_bytes += bytes_[Index(t)];
-  }
-  int slots = 0;
-  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
-    const GraphNode& g = graph.nodes[i];
-    Node& node = node_[i];
-    const int v = static_cast<int>(i);
-    for (int t : g.inputs) {
-      if (t == kNoTensor) continue;
-      if (writer_[Index(t)] >= 0) AddUnique(node.preds, writer_[Index(t)]);
-      if (!scratch[Index(t)]) continue;
-      AddUnique(node.inputs, t);
-      AddUnique(readers_[Index(t)], v);
-    }
+    for (int u : g.temporaries)
+      if (t.scratch[Index(u)]) node.temp_bytes += bytes_[Index(u)];
     for (int o : node.outputs) node.out_bytes += bytes_[Index(o)];
-    // ComputeLiveness's static conditions for sharing; the dynamic ones
-    // (last reader, the chain root's size) are checked per step.
-    node.in_place = g.in_place;
-    if (params.in_place && g.in_place != InPlace::kNone && !g.inputs.empty() && !g.outputs.empty()) {
-      const int in = g.inputs[0], out = g.outputs[0];
-      if (in != kNoTensor && out != kNoTensor && in != out && scratch[Index(in)] &&
-          scratch[Index(out)] && !pinned_[Index(in)] && !pinned_[Index(out)] &&
-          (g.in_place == InPlace::kInput0Unmodified || bytes_[Index(in)] == bytes_[Index(out)])) {
-        node.in_place_slot = slots++;
-        readers_in_place_[Index(in)].push_back(v);
-      }
-    }
-    // Alone: its inputs, outputs and temporaries, and the graph inputs, all
-    // live while it runs (less the output it may write in place).
-    std::uint64_t alone = initial_live_ + node.temp_bytes + node.out_bytes;
-    for (int t : node.inputs)
-      if (!is_input[Index(t)]) alone += bytes_[Index(t)];
-    if (node.in_place_slot >= 0) alone -= bytes_[Index(g.outputs[0])];
-    node.alone = alone;
   }
-  words_ = (node_.size() + static_cast<std::size_t>(slots) + 63) / 64;
-  if (words_ == 0) words_ = 1;
+}
+
+// Node i's predecessors and scratch inputs, and it as their reader.
+void OrderModel::RecordReads(const Graph& graph, const Tensors& t, std::size_t i) {
+  Node& node = node_[i];
+  for (int u : graph.nodes[i].inputs) {
+    if (u == kNoTensor) continue;
+    if (writer_[Index(u)] >= 0) AddUnique(node.preds, writer_[Index(u)]);
+    if (!t.scratch[Index(u)]) continue;
+    AddUnique(node.inputs, u);
+    AddUnique(readers_[Index(u)], static_cast<int>(i));
+  }
+}
+
+// ComputeLiveness's static conditions for sharing in place; the dynamic
+// ones (last reader, the chain root's size) are checked per step. A node
+// that may share gets the next in-place slot of the state.
+void OrderModel::MarkInPlace(const Graph& graph, const Tensors& t, const LivenessParams& params, std::size_t i,
+                             int& slots) {
+  const GraphNode& g = graph.nodes[i];
+  Node& node = node_[i];
+  node.in_place = g.in_place;
+  if (!params.in_place || g.in_place == InPlace::kNone || g.inputs.empty() || g.outputs.empty()) return;
+  const int in = g.inputs[0], out = g.outputs[0];
+  if (in == kNoTensor || out == kNoTensor || in == out) return;
+  if (!t.scratch[Index(in)] || !t.scratch[Index(out)] || pinned_[Index(in)] || pinned_[Index(out)]) return;
+  if (g.in_place != InPlace::kInput0Unmodified && bytes_[Index(in)] != bytes_[Index(out)]) return;
+  node.in_place_slot = slots++;
+  readers_in_place_[Index(in)].push_back(static_cast<int>(i));
+}
+
+// Alone: node i's inputs, outputs and temporaries, and the graph inputs,
+// all live while it runs (less the output it may write in place).
+std::uint64_t OrderModel::AloneBytes(const Graph& graph, const Tensors& t, std::size_t i) const {
+  const Node& node = node_[i];
+  std::uint64_t alone = initial_live_ + node.temp_bytes + node.out_bytes;
+  for (int u : node.inputs)
+    if (!t.is_input[Index(u)]) alone += bytes_[Index(u)];
+  if (node.in_place_slot >= 0) alone -= bytes_[Index(graph.nodes[i].outputs[0])];
+  return alone;
 }
 
 bool OrderModel::Ready(const std::uint64_t* state, int v) const {
@@ -211,12 +236,22 @@ std::vector<std::vector<std::uint64_t>> OrderModel::Ancestors() const {
   return anc;
 }
 
+// The co-live sets take nodes x tensors steps and a bit set of ancestors
+// per node (nodes^2 / 8 bytes): past this many steps (a fraction of a
+// second) each node's bound is what it needs alone, weaker but still a
+// lower bound, so that a graph of a million nodes is not held up by it.
+constexpr double kCoLiveSteps = 5e7;
+
 OrderModel::CoLive OrderModel::ComputeCoLive() const {
   const int n = nodes();
-  const std::vector<Bits> anc = Ancestors();
   CoLive c;
   c.fixed.resize(Index(n));
   c.concurrent.resize(Index(n));
+  if (static_cast<double>(n) * static_cast<double>(bytes_.size()) > kCoLiveSteps) {
+    for (int v = 0; v < n; ++v) c.fixed[Index(v)] = alone(v);
+    return c;
+  }
+  const std::vector<Bits> anc = Ancestors();
   for (int v = 0; v < n; ++v) {
     std::uint64_t live = alone(v);  // its inputs, outputs, temporaries, the graph inputs
     const std::vector<int>& own = node_[Index(v)].inputs;

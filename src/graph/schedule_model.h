@@ -76,6 +76,17 @@ class OrderModel {
   std::uint64_t CoLiveBound() const;
 
  private:
+  // What the constructor's steps read per tensor.
+  struct Tensors {
+    std::vector<char> scratch;   // lives in the scratch arena
+    std::vector<char> is_input;  // a graph input
+  };
+  Tensors ReadTensors(const Graph& graph, const Liveness& live);
+  void RecordWriters(const Graph& graph, const Tensors& t);
+  void RecordReads(const Graph& graph, const Tensors& t, std::size_t i);
+  void MarkInPlace(const Graph& graph, const Tensors& t, const LivenessParams& params, std::size_t i, int& slots);
+  std::uint64_t AloneBytes(const Graph& graph, const Tensors& t, std::size_t i) const;
+
   struct Node {
     std::vector<int> inputs;   // distinct scratch tensors read
     std::vector<int> outputs;  // scratch tensors written

@@ -87,7 +87,7 @@ struct ValueType {
       if (!s.empty()) return s;
     return "";
   }
-  std::string_view Symbol(std::size_t i) const { return i < symbols.size() ? symbols[i] : ""; }
+  std::string_view Symbol(std::size_t i) const { return i < symbols.size() ? std::string_view(symbols[i]) : std::string_view(); }
 };
 
 ValueType TypeOf(const onnx::TypeProto& type) {
