@@ -709,6 +709,8 @@ py::class_<PyPlan> BindPlan(py::module_& m) {
       .def_property_readonly("order", [](const PyPlan& p) -> py::object {
 #if TENSORMEM_PY_HAVE_ONNX
         if (p.schedule) return OrderDict(*p.schedule);
+#else
+        (void)p;  // without the ONNX importer no plan has an order
 #endif
         return py::none();
       }, "a model's plan (plan_model): the node order planned in, as `tensormem plan --json`'s "
