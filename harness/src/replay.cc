@@ -696,9 +696,11 @@ Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
       r.reserved_source = std::string(kResidentSource);
     } else {
       r.peak_reserved = pass.peak_held;
-      r.reserved_source = std::string(kOwnStatistics) + ": the trace's peak in use (" + HumanBytes(r.peak_in_use) +
-                          ") is over half the memory available (" + HumanBytes(available) +
-                          "), so its pages were not written";
+      r.reserved_source = std::string(kOwnStatistics) + ": " +
+                          (params.write_pages ? "the trace's peak in use (" + HumanBytes(r.peak_in_use) +
+                                                    ") is over half the memory available (" +
+                                                    HumanBytes(available) + "), so its pages were not written"
+                                              : std::string("the caller asked for no pages written"));
     }
   }
   std::vector<double> ns, cpu_ns, warm_ns;

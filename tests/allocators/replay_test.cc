@@ -118,6 +118,28 @@ TEST(Replay, ReservedIsResidentMemoryForEveryAllocator) {
   }
 }
 
+// Without pages written (what ReplayTrace chooses for a trace larger than
+// half the memory available), reserved is the allocator's own statistic and
+// reserved_source says so.
+TEST(Replay, WithoutPagesWrittenReservedIsTheAllocatorsStatistic) {
+  const Trace trace = LoadBundled();
+  for (ReplayAllocator a : {ReplayAllocator::kVmm, ReplayAllocator::kBfcCompact}) {
+    ReplayParams params;
+    params.repetitions = 1;
+    params.write_pages = false;
+    Result<ReplayResult> r = ReplayTrace(trace, a, params);
+    ASSERT_TRUE(r.ok()) << Name(a) << ": " << r.status().ToString();
+    ASSERT_TRUE(r->peak_held.has_value()) << Name(a);
+    EXPECT_EQ(r->peak_reserved, *r->peak_held) << Name(a);
+    EXPECT_NE(r->reserved_source.find("no pages written"), std::string::npos) << r->reserved_source;
+    ReplayParams written = params;
+    written.write_pages = true;
+    Result<ReplayResult> w = ReplayTrace(trace, a, written);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    EXPECT_EQ(w->reserved_source.find("no pages written"), std::string::npos) << w->reserved_source;
+  }
+}
+
 TEST(Replay, ThroughACallersResource) {
   const Trace trace = LoadBundled();
   BfcAllocator bfc(HostBackend());
