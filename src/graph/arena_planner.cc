@@ -190,8 +190,9 @@ Result<GraphPlan> ReplanGraphFrom(const Graph& graph, const GraphPlan& previous,
   // The previous plan's order (a plan made without one: the given order).
   Schedule schedule = previous.schedule;
   if (schedule.order.empty()) schedule.order = GivenOrder(graph);
-  TM_ASSIGN_OR_RETURN(const Graph ordered, ReorderGraph(graph, schedule.order));
-  TM_ASSIGN_OR_RETURN(GraphPlan plan, Prepare(ordered, params));
+  Graph storage;
+  TM_ASSIGN_OR_RETURN(const Graph* ordered, GraphInOrder(graph, schedule.order, &storage));
+  TM_ASSIGN_OR_RETURN(GraphPlan plan, Prepare(*ordered, params));
   plan.schedule = std::move(schedule);
   if (previous.placements.size() != graph.tensors.size())
     return InvalidArgument("re-plan: the previous plan has " +
@@ -223,7 +224,7 @@ Result<GraphPlan> ReplanGraphFrom(const Graph& graph, const GraphPlan& previous,
                              " which does not suit its alignment " + std::to_string(buf.alignment));
     buf.fixed_offset = old.offset;
   }
-  TM_RETURN_IF_ERROR(Finish(ordered, plan, params));
+  TM_RETURN_IF_ERROR(Finish(*ordered, plan, params));
   return plan;
 }
 

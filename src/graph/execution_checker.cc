@@ -206,11 +206,10 @@ Result<ExecutionReport> CheckExecution(const Graph& graph, const GraphPlan& plan
   const auto start = std::chrono::steady_clock::now();
   TM_RETURN_IF_ERROR(CheckGraph(graph));
   // Node numbers in the plan are positions in its order: run the graph in it.
-  Graph ordered;
+  Graph storage;
   const Graph* run = &graph;
   if (!plan.schedule.order.empty()) {
-    TM_ASSIGN_OR_RETURN(ordered, ReorderGraph(graph, plan.schedule.order));
-    run = &ordered;
+    TM_ASSIGN_OR_RETURN(run, GraphInOrder(graph, plan.schedule.order, &storage));
   }
   TM_ASSIGN_OR_RETURN(ExecutionReport report, Run(*run, plan, arenas, params));
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
