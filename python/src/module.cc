@@ -1053,7 +1053,7 @@ py::dict ReplayByName(const PyTrace& t, ReplayAllocator which, const ReplayParam
 // _replay: one allocator (a name or an Allocator object) over a trace (a
 // Trace or a path); the package's replay() runs several in turn.
 py::dict Replay(const py::object& trace_obj, const py::object& allocator, std::uint64_t repetitions,
-                std::uint64_t alignment, bool isolate, const std::string& html) {
+                std::uint64_t alignment, bool isolate, bool write_pages, const std::string& html) {
   CheckPath(html);
   if (repetitions < 1 || std::cmp_greater(repetitions, kMaxReplayRepetitions))
     throw py::value_error("replay: repetitions must be between 1 and " + std::to_string(kMaxReplayRepetitions) +
@@ -1066,6 +1066,7 @@ py::dict Replay(const py::object& trace_obj, const py::object& allocator, std::u
   params.repetitions = static_cast<int>(repetitions);
   params.alignment = alignment;
   params.isolate = isolate;
+  params.write_pages = write_pages;
   return ReplayByName(*t, which, params, html);
 }
 
@@ -1097,7 +1098,7 @@ void BindReplay(py::module_& m) {
     return available.ok() ? std::string() : available.message();
   });
   m.def("_replay", &Replay, py::arg("trace"), py::arg("allocator"), py::arg("repetitions"), py::arg("alignment"),
-        py::arg("isolate"), py::arg("html"));
+        py::arg("isolate"), py::arg("write_pages"), py::arg("html"));
 }
 
 }  // namespace

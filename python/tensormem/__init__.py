@@ -220,7 +220,7 @@ def bfc_presets() -> List[str]:
 def replay(trace: Union[Trace, PathLike],
            allocator: Union[str, Sequence[str], Allocator] = DEFAULTS["replay_allocators"],
            repetitions: int = DEFAULTS["replay_repetitions"], alignment: int = DEFAULTS["tensor_alignment"],
-           isolate: bool = True, html: Optional[PathLike] = None) -> Dict[str, Any]:
+           isolate: bool = True, html: Optional[PathLike] = None, write_pages: bool = True) -> Dict[str, Any]:
     """Replays a trace through allocators and returns their figures.
 
     ``allocator`` is what ``tensormem replay -a`` takes: ``"all"`` (the
@@ -242,11 +242,14 @@ def replay(trace: Union[Trace, PathLike],
     memory map (x = event, y = address, reserved bytes as a line) of the
     allocator, or of the first of ours among several. ``repetitions`` timed
     passes, the median reported, and ``alignment`` are the CLI's defaults
-    (:data:`DEFAULTS`).
+    (:data:`DEFAULTS`). ``write_pages=False`` is the CLI's
+    ``--no-page-writes``: peak_reserved is then each allocator's own
+    statistic (much faster on large traces, but the malloc peers' statistics
+    are not comparable with ours).
     """
     names = _replay_selection(allocator)
     if names is None:
-        return _replay_one(trace, allocator, repetitions, alignment, isolate, html)
+        return _replay_one(trace, allocator, repetitions, alignment, isolate, write_pages, html)
     if not isinstance(trace, Trace):
         trace = load_trace(trace)
     skip_unavailable = isinstance(allocator, str) and allocator == "all"
@@ -261,7 +264,8 @@ def replay(trace: Union[Trace, PathLike],
             if why:
                 warnings.warn(f"replay: {name} skipped: {why}", RuntimeWarning, stacklevel=2)
                 continue
-        results[name] = _replay_one(trace, name, repetitions, alignment, isolate, html if name == drawn else None)
+        results[name] = _replay_one(trace, name, repetitions, alignment, isolate, write_pages,
+                                    html if name == drawn else None)
     return results
 
 
@@ -305,16 +309,16 @@ def _replay_unavailable(name: str) -> str:
 
 
 def _replay_one(trace: Union[Trace, PathLike], allocator: Union[str, Allocator], repetitions: int,
-                alignment: int, isolate: bool, html: Optional[PathLike]) -> Dict[str, Any]:
+                alignment: int, isolate: bool, write_pages: bool, html: Optional[PathLike]) -> Dict[str, Any]:
     """replay() of one allocator: its figures."""
     if isinstance(allocator, str) and allocator in _NEEDS_STATIC_TLS and not _has_static_tls():
-        return _replay_in_child(trace, allocator, repetitions, alignment, isolate, html)
+        return _replay_in_child(trace, allocator, repetitions, alignment, isolate, write_pages, html)
     if not isinstance(trace, Trace):
         trace = load_trace(trace)
     if not isinstance(allocator, Allocator):
         allocator = str(allocator)
     return _tm._replay(trace, allocator, _count("repetitions", repetitions), _count("alignment", alignment), isolate,
-                       "" if html is None else os.fspath(html))
+                       bool(write_pages), "" if html is None else os.fspath(html))
 
 
 # Malloc peers that use initial-exec TLS: glibc loads them with dlopen only
@@ -344,7 +348,7 @@ import tensormem as tm
 a = json.load(sys.stdin)
 try:
     r = tm.replay(a["trace"], allocator=a["allocator"], repetitions=a["repetitions"],
-                  alignment=a["alignment"], isolate=a["isolate"], html=a["html"])
+                  alignment=a["alignment"], isolate=a["isolate"], write_pages=a["write_pages"], html=a["html"])
 except Exception as e:
     json.dump({"error": type(e).__name__, "message": str(e)}, sys.stdout)
 else:
@@ -353,7 +357,7 @@ else:
 
 
 def _replay_in_child(trace: Union[Trace, PathLike], allocator: str, repetitions: int, alignment: int,
-                     isolate: bool, html: Optional[PathLike]) -> Dict[str, Any]:
+                     isolate: bool, write_pages: bool, html: Optional[PathLike]) -> Dict[str, Any]:
     """replay() in a child interpreter started with spare static TLS, for the
     malloc peers that this process cannot load; the child reads the trace's
     file again, so a trace from standard input cannot go there."""
@@ -364,7 +368,7 @@ def _replay_in_child(trace: Union[Trace, PathLike], allocator: str, repetitions:
                          "path, or start Python with GLIBC_TUNABLES=" + _STATIC_TLS_TUNABLE)
     env = _static_tls_env()
     request = {"trace": path, "allocator": allocator, "repetitions": _count("repetitions", repetitions),
-               "alignment": _count("alignment", alignment), "isolate": bool(isolate),
+               "alignment": _count("alignment", alignment), "isolate": bool(isolate), "write_pages": bool(write_pages),
                "html": None if html is None else os.fspath(html)}
     child = subprocess.run([sys.executable, "-c", _CHILD_REPLAY], input=json.dumps(request), env=env,
                            capture_output=True, text=True)

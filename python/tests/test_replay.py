@@ -33,6 +33,16 @@ def test_replay_figures(trace_file, allocator):
         assert "vmm" not in r
 
 
+@pytest.mark.parametrize("allocator", ["bfc_compact", "jemalloc"])
+def test_replay_without_page_writes(trace_file, allocator):
+    # The CLI's --no-page-writes: reserved is the allocator's own statistic (jemalloc runs in a child).
+    if allocator not in tm.replay_allocators():
+        pytest.skip(f"no '{allocator}' replay allocator in this build")
+    r = tm.replay(trace_file, allocator=allocator, repetitions=1, write_pages=False)
+    assert "the caller asked for no pages written" in r["reserved_source"]
+    assert r["peak_reserved"] == r["peak_held"]
+
+
 def test_replay_names_come_from_the_library(trace_file):
     names = tm.replay_allocators()
     assert {"bfc", "pool", "system"} <= set(names)

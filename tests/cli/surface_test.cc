@@ -100,6 +100,8 @@ TEST_F(SurfaceTest, ReplayOptionsThatApplyToNoAllocatorAsked) {
   ExpectRefused("replay " + trace_ + " -a bfc --bfc-coalesce-regions", "needs virtual memory");
   ExpectRefused("replay " + trace_ + " -a pool --cuda-device 1", "--device cuda");
   ExpectRefused("replay " + trace_ + " -a pool --device cuda --no-isolate", "--no-isolate changes nothing with --device cuda");
+  ExpectRefused("replay " + trace_ + " -a pool --device cuda --no-page-writes",
+                "--no-page-writes changes nothing with --device cuda");
   ExpectRefused("replay " + trace_ + " -a malloc --html " + (dir_ / "map.html").string(), "malloc peers");
   ExpectRefused("replay " + trace_ + " -a pool --html " + trace_, "");
   ExpectRefused("replay " + trace_ + " -a bfc_compact,bfc --bfc-preset compact", "listed twice");
@@ -112,6 +114,22 @@ TEST_F(SurfaceTest, ReplayOptionsThatApplyToNoAllocatorAsked) {
   ASSERT_EQ(j["results"].size(), 1u);
   EXPECT_EQ(j["results"][0]["allocator"], "bfc_compact");
   EXPECT_EQ(j["results"][0]["peak_held"], 4u << 20);
+}
+
+// --no-page-writes: reserved is the allocator's own statistic, and the
+// figures say so.
+TEST_F(SurfaceTest, ReplayWithoutPageWritesReportsTheAllocatorsStatistic) {
+  const testing::ShellRun r = Cli("replay " + trace_ + " -a bfc_compact,malloc -r 1 --no-page-writes --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["page_writes"], false);
+  ASSERT_EQ(j["results"].size(), 2u);
+  for (const nlohmann::json& row : j["results"]) {
+    EXPECT_EQ(row["peak_reserved"], row["peak_held"]) << row.dump();
+    EXPECT_NE(row["reserved_source"].get<std::string>().find("the caller asked for no pages written"),
+              std::string::npos)
+        << row.dump();
+  }
 }
 
 TEST_F(SurfaceTest, PlanOptionsThatCannotApply) {
