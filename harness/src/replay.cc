@@ -25,6 +25,7 @@
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -115,16 +116,39 @@ class ResidentMeter {
   void Sample() { peak_ = std::max(peak_, Now()); }
   std::uint64_t peak() const { return peak_ - base_; }
 
-  // Writes one byte in every page that [p, p + size) overlaps (nothing
-  // when the pages are not to be written).
+  // Makes every page that [p, p + size) overlaps resident and written, as
+  // a byte written in each would (nothing when the pages are not to be
+  // written). The whole pages inside go in one MADV_POPULATE_WRITE call
+  // where the kernel has it (Linux 5.14): a fault per page made a malloc
+  // peer's measured pass take minutes on a serving trace. The partial pages
+  // at either end, and every page on an older kernel, get a byte written.
   void Touch(void* p, std::uint64_t size) const {
-    if (!write_pages_) return;
-    auto* bytes = static_cast<volatile char*>(p);
+    if (!write_pages_ || size == 0) return;
     const auto start = reinterpret_cast<std::uintptr_t>(p);
-    for (std::uintptr_t a = start; a < start + size; a = (a / page_ + 1) * page_) bytes[a - start] = 1;
+    const std::uintptr_t end = start + size;
+    const std::uintptr_t first_whole = (start + page_ - 1) / page_ * page_, last_whole = end / page_ * page_;
+    if (last_whole > first_whole && Populate(first_whole, last_whole)) {
+      WriteEachPage(start, first_whole);
+      WriteEachPage(last_whole, end);
+    } else {
+      WriteEachPage(start, end);
+    }
   }
 
  private:
+  bool Populate(std::uintptr_t begin, std::uintptr_t end) const {
+#ifdef MADV_POPULATE_WRITE
+    return madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE) == 0;
+#else
+    (void)begin;
+    (void)end;
+    return false;
+#endif
+  }
+  void WriteEachPage(std::uintptr_t begin, std::uintptr_t end) const {
+    for (std::uintptr_t a = begin; a < end; a = (a / page_ + 1) * page_) *reinterpret_cast<volatile char*>(a) = 1;
+  }
+
   std::uint64_t Now() const {
     char buf[160];
     const ssize_t n = pread(statm_, buf, sizeof buf - 1, 0);
