@@ -713,11 +713,21 @@ class Importer {
     KeepOnArena(g->mutable_value_info(), [&](int k) { return !values_.count(g->value_info(k).name()); });
   }
 
-  // The type of a named value the graph reads: from inference, else from
-  // the initializer/constant that defines it.
-  std::optional<ValueType> TypeOfName(const std::string& name) const {
+  // Where the last inference left a value's type: a declared or inferred
+  // type, or an initializer.
+  struct TypeRef {
+    const onnx::TypeProto* type = nullptr;
+    const onnx::TensorProto* tensor = nullptr;
+    int value = -1;  // in the tables, once resolved
+    ValueType Get() const { return type ? TypeOf(*type) : TypeOf(*tensor); }
+  };
+
+  // The type of a named value the graph reads: from inference (`typed`, its
+  // types_ entry, when it has one), else from the initializer/constant that
+  // defines it.
+  std::optional<ValueType> TypeOfName(const std::string& name, const TypeRef* typed) const {
     if (auto it = values_.find(name); it != values_.end()) return TypeOf(it->second);
-    if (const TypeRef* t = types_.Find(name)) return t->Get();
+    if (typed) return typed->Get();
     if (auto it = initializer_.find(name); it != initializer_.end()) return TypeOf(*it->second);
     if (auto it = constants_.find(name); it != constants_.end()) return TypeOf(it->second);
     return std::nullopt;
@@ -744,7 +754,7 @@ class Importer {
     *value = static_cast<int>(r.t.values.size());
     Tables::Value v;
     v.name = r.t.Add(name);
-    if (std::optional<ValueType> type = TypeOfName(name)) {
+    if (std::optional<ValueType> type = TypeOfName(name, typed)) {
       v.typed = true;
       v.has_shape = type->has_shape;
       v.dtype = type->dtype;
@@ -979,14 +989,6 @@ class Importer {
   std::vector<onnx::TensorProto> sparse_;
   std::unordered_map<std::string, onnx::TensorProto> constants_;  // Constant node outputs
   std::unordered_map<std::string, ConstTensor> values_;           // known small values
-  // Where the last inference left a value's type: a declared or inferred
-  // type, or an initializer.
-  struct TypeRef {
-    const onnx::TypeProto* type = nullptr;
-    const onnx::TensorProto* tensor = nullptr;
-    int value = -1;  // in the tables, once resolved
-    ValueType Get() const { return type ? TypeOf(*type) : TypeOf(*tensor); }
-  };
   internal::NameMap<TypeRef> types_;
   std::unordered_set<std::string> data_inputs_, param_inputs_;
   std::vector<char> input_is_tensor_;  // per graph input, before --input-shape made it one
