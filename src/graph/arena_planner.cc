@@ -58,6 +58,14 @@ Result<OffsetsPlan> PlanScratch(const GraphPlanParams& params, const Liveness& l
   return PlanOffsets(problem, params.strategy, p);
 }
 
+// Scratch buffers: one per in-place chain root.
+std::size_t ScratchRoots(const Liveness& live) {
+  std::size_t roots = 0;
+  for (std::size_t t = 0; t < live.tensors.size(); ++t)
+    if (live.tensors[t].arena == Arena::kScratch && live.tensors[t].root == static_cast<int>(t)) ++roots;
+  return roots;
+}
+
 // Everything but the scratch offsets: liveness, the scratch problem, the
 // persistent layout and the naive total.
 Result<GraphPlan> Prepare(const Graph& graph, const GraphPlanParams& params) {
@@ -67,6 +75,11 @@ Result<GraphPlan> Prepare(const Graph& graph, const GraphPlanParams& params) {
   const std::size_t n = graph.tensors.size();
   plan.placements.resize(n);
   const auto& lt = plan.liveness.tensors;
+  // Reserved: a million buffers grown by doubling were copied (and their
+  // pages first touched) twice over.
+  const std::size_t roots = ScratchRoots(plan.liveness);
+  plan.scratch.buffers.reserve(roots);
+  plan.scratch_owner.reserve(roots);
   std::uint64_t persistent_end = 0;
   for (std::size_t t = 0; t < n; ++t) {
     const GraphTensor& tensor = graph.tensors[t];
