@@ -58,6 +58,14 @@ Result<OffsetsPlan> PlanScratch(const GraphPlanParams& params, const Liveness& l
   return PlanOffsets(problem, params.strategy, p);
 }
 
+// Scratch buffers: one per in-place chain root.
+std::size_t ScratchRoots(const Liveness& live) {
+  std::size_t roots = 0;
+  for (std::size_t t = 0; t < live.tensors.size(); ++t)
+    if (live.tensors[t].arena == Arena::kScratch && live.tensors[t].root == static_cast<int>(t)) ++roots;
+  return roots;
+}
+
 // Everything but the scratch offsets: liveness, the scratch problem, the
 // persistent layout and the naive total.
 Result<GraphPlan> Prepare(const Graph& graph, const GraphPlanParams& params) {
@@ -67,6 +75,11 @@ Result<GraphPlan> Prepare(const Graph& graph, const GraphPlanParams& params) {
   const std::size_t n = graph.tensors.size();
   plan.placements.resize(n);
   const auto& lt = plan.liveness.tensors;
+  // Reserved: a million buffers grown by doubling were copied (and their
+  // pages first touched) twice over.
+  const std::size_t roots = ScratchRoots(plan.liveness);
+  plan.scratch.buffers.reserve(roots);
+  plan.scratch_owner.reserve(roots);
   std::uint64_t persistent_end = 0;
   for (std::size_t t = 0; t < n; ++t) {
     const GraphTensor& tensor = graph.tensors[t];
@@ -242,32 +255,33 @@ Status ValidateGraphPlan(const Graph& graph, const GraphPlan& plan) {
     const TensorPlacement& p = plan.placements[t];
     const TensorLiveness& l = plan.liveness.tensors[t];
     const std::uint64_t bytes = graph.tensors[t].bytes;
-    const std::string who = "graph plan: " + TensorLabel(graph, static_cast<int>(t));
-    if (p.arena != l.arena) return InvalidArgument(who + ": arena differs from its liveness");
+    // Built only for a message: a label per tensor cost more than the checks.
+    const auto who = [&] { return "graph plan: " + TensorLabel(graph, static_cast<int>(t)); };
+    if (p.arena != l.arena) return InvalidArgument(who() + ": arena differs from its liveness");
     if (p.arena == Arena::kScratch) {
       if (p.buffer < 0 || static_cast<std::size_t>(p.buffer) >= plan.scratch.buffers.size())
-        return InvalidArgument(who + ": no scratch buffer");
+        return InvalidArgument(who() + ": no scratch buffer");
       const auto b = static_cast<std::size_t>(p.buffer);
       const Buffer& buf = plan.scratch.buffers[b];
       if (plan.scratch_owner[b] != l.root)
-        return InvalidArgument(who + ": its buffer belongs to " +
+        return InvalidArgument(who() + ": its buffer belongs to " +
                                TensorLabel(graph, plan.scratch_owner[b]) +
                                ", not to the root of its memory");
       if (p.offset != plan.scratch_plan.offsets[b] || bytes > buf.size)
-        return InvalidArgument(who + ": offset or size disagrees with its buffer '" + buf.id + "'");
+        return InvalidArgument(who() + ": offset or size disagrees with its buffer '" + buf.id + "'");
       if (l.first_node < buf.first_task || l.last_node > buf.last_task)
-        return InvalidArgument(who + ": lives outside its buffer's lifetime");
+        return InvalidArgument(who() + ": lives outside its buffer's lifetime");
       const std::uint64_t align = graph.tensors[t].alignment;
       if (align && p.offset % align != 0)
-        return InvalidArgument(who + ": offset " + std::to_string(p.offset) +
+        return InvalidArgument(who() + ": offset " + std::to_string(p.offset) +
                                " is not a multiple of its alignment " + std::to_string(align));
     } else if (p.arena == Arena::kPersistent) {
       std::uint64_t end;
       if (!CheckedAdd(p.offset, bytes, &end) || end > plan.persistent_bytes)
-        return InvalidArgument(who + ": ends beyond the persistent arena");
+        return InvalidArgument(who() + ": ends beyond the persistent arena");
       const std::uint64_t align = graph.tensors[t].alignment;
       if (align && p.offset % align != 0)
-        return InvalidArgument(who + ": persistent offset not aligned");
+        return InvalidArgument(who() + ": persistent offset not aligned");
       persistent.emplace_back(p.offset, t);
     }
   }

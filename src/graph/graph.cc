@@ -7,8 +7,9 @@
 #include <limits>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
+
+#include "core/name_map.h"
 
 namespace tensormem {
 
@@ -78,17 +79,17 @@ constexpr std::size_t kNoNode = static_cast<std::size_t>(-1);
 
 // Tensor alignments, and names unique.
 Status CheckTensors(const Graph& graph) {
-  std::unordered_map<std::string_view, std::size_t> names;
-  names.reserve(graph.tensors.size());
+  internal::NameMap<std::size_t> names;
+  names.Reserve(graph.tensors.size());
   for (std::size_t t = 0; t < graph.tensors.size(); ++t) {
     const GraphTensor& tensor = graph.tensors[t];
     // 0 = the plan's (GraphPlanParams::alignment), the one documented default.
     if (tensor.alignment != 0)
       TM_RETURN_IF_ERROR(ValidateAlignment(tensor.alignment, TensorLabel(graph, static_cast<int>(t))));
     if (!tensor.name.empty()) {
-      auto [it, inserted] = names.emplace(tensor.name, t);
+      const auto [first, inserted] = names.TryEmplace(tensor.name, t);
       if (!inserted)
-        return InvalidArgument("tensors #" + std::to_string(it->second) + " and #" + std::to_string(t) +
+        return InvalidArgument("tensors #" + std::to_string(*first) + " and #" + std::to_string(t) +
                                " share the name '" + tensor.name + "'");
     }
   }

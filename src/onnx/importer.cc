@@ -3,8 +3,10 @@
 // arena, applies the user's dimensions, then alternates ONNX shape inference
 // and shape folding (shape_folding.h) on the working model (the parsed one,
 // changed in place), where folded nodes are replaced by initializers holding
-// their values, until a round folds nothing. The remaining nodes, in file order, become the graph; every
-// tensor they touch must have a fully known shape and a sized element type.
+// their values, until a round folds nothing. What the graph needs of the
+// model is then copied into compact tables and the model released: the
+// remaining nodes, in file order, become the graph; every tensor they touch
+// must have a fully known shape and a sized element type.
 #include "tensormem/onnx.h"
 
 #include <algorithm>
@@ -14,7 +16,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <set>
 #include <string>
@@ -30,7 +34,13 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+// After ONNX's headers: its parser declares names that <sys/mman.h> defines as macros.
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "core/checked_math.h"
+#include "core/name_map.h"
 #include "onnx/const_tensor.h"
 #include "onnx/dtype.h"
 #include "onnx/shape_folding.h"
@@ -135,6 +145,69 @@ std::string ShapeString(const ValueType& v) {
   return s.empty() ? "scalar" : s;
 }
 
+// What the graph build reads of the model once inference and folding are
+// done: each name the graph uses is a value (its type, whether it is a
+// constant or a data input), each graph node its op and its values. Copied
+// out of the parsed model, so that the model (hundreds of MB for a graph of
+// a million nodes, with the types inference added) is released before the
+// graph, as large, is built.
+struct Tables {
+  struct TextRef {  // in `text`
+    std::size_t at = 0;
+    std::uint32_t size = 0;
+  };
+  struct Value {
+    TextRef name;
+    std::int32_t dtype = 0;
+    std::uint32_t rank = 0;
+    std::size_t dims_at = 0;  // in `dims`
+    bool typed = false, has_shape = false, constant = false, data_input = false;
+  };
+  struct Op {
+    std::string op_type, domain;
+    std::string graph_op;  // GraphNode::op
+  };
+  struct Node {
+    int file_index = 0;
+    TextRef name;
+    std::uint32_t op = 0;  // in `ops`
+    std::uint32_t inputs = 0, outputs = 0;
+    std::size_t io_at = 0;  // in `io`: the inputs' values, then the outputs'
+    InPlace in_place = InPlace::kNone;
+  };
+
+  std::string text;
+  std::vector<Value> values;
+  std::vector<std::int64_t> dims;
+  std::unordered_map<int, std::vector<std::string>> symbols;  // of values with a symbolic dimension
+  std::vector<Op> ops;
+  std::vector<Node> nodes;
+  std::vector<int> io;                            // kNoTensor: absent
+  std::vector<std::pair<int, bool>> data_inputs;  // value, and whether it is a tensor
+  std::vector<int> outputs;
+  std::size_t file_nodes = 0;
+
+  TextRef Add(std::string_view s) {
+    const TextRef r{text.size(), static_cast<std::uint32_t>(s.size())};
+    text.append(s);
+    return r;
+  }
+  std::string_view Str(TextRef r) const { return std::string_view(text).substr(r.at, r.size); }
+  std::string_view Name(int v) const { return Str(values[static_cast<std::size_t>(v)].name); }
+
+  std::optional<ValueType> TypeOf(int v) const {
+    const Value& value = values[static_cast<std::size_t>(v)];
+    if (!value.typed) return std::nullopt;
+    ValueType type;
+    type.dtype = value.dtype;
+    type.has_shape = value.has_shape;
+    type.dims.assign(dims.begin() + static_cast<std::ptrdiff_t>(value.dims_at),
+                     dims.begin() + static_cast<std::ptrdiff_t>(value.dims_at + value.rank));
+    if (auto it = symbols.find(v); it != symbols.end()) type.symbols = it->second;
+    return type;
+  }
+};
+
 bool IsDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
 bool IsConstantNode(const onnx::NodeProto& n) { return n.op_type() == "Constant" && IsDefaultDomain(n.domain()); }
@@ -153,11 +226,42 @@ void KeepOnArena(google::protobuf::RepeatedPtrField<T>* field, Keep keep) {
   while (field->size() > kept) field->UnsafeArenaReleaseLast();
 }
 
+// Blocks of 2 MB and more are mapped on their own and advised as
+// transparent huge pages (Linux, where the system offers them; advice,
+// ignored elsewhere): a model of a million nodes fills hundreds of MB of
+// blocks, and first touching them 4 KB at a time cost nearly as much as
+// the parse that fills them.
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
+void* AllocateArenaBlock(std::size_t size) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (size >= kHugePage) {
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    madvise(p, size, MADV_HUGEPAGE);
+    return p;
+  }
+#endif
+  return ::operator new(size);
+}
+
+void FreeArenaBlock(void* p, std::size_t size) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (size >= kHugePage) {
+    munmap(p, size);
+    return;
+  }
+#endif
+  ::operator delete(p);
+}
+
 // Large blocks: a model of a million nodes is hundreds of MB of messages.
 google::protobuf::ArenaOptions ModelArenaOptions() {
   google::protobuf::ArenaOptions options;
   options.start_block_size = 64 << 10;
-  options.max_block_size = 4 << 20;
+  options.max_block_size = 8 << 20;
+  options.block_alloc = AllocateArenaBlock;
+  options.block_dealloc = FreeArenaBlock;
   return options;
 }
 
@@ -166,13 +270,15 @@ google::protobuf::ArenaOptions ModelArenaOptions() {
 // and messages, freed at once) and then becomes the working model in place:
 // Constant nodes and folded nodes leave its node list, but stay alive on the
 // arena, where original_ points at every node of the file in file order.
+// Once folding is done, the model is resolved into Tables and the arena
+// released before the graph is built from the tables.
 class Importer {
  public:
   Importer(std::string_view source, const OnnxImportParams& params)
       : source_(source),
         params_(params),
         arena_(ModelArenaOptions()),
-        model_(*google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena_)) {}
+        model_(google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&*arena_)) {}
 
   // `owned`, when given, holds `bytes` and is emptied once they are parsed.
   Result<OnnxModel> Run(std::string_view bytes, std::string* owned) {
@@ -182,7 +288,9 @@ class Importer {
     TM_RETURN_IF_ERROR(Collect());
     TM_RETURN_IF_ERROR(MakeWorkingModel());
     TM_RETURN_IF_ERROR(InferAndFold());
-    TM_ASSIGN_OR_RETURN(OnnxModel out, Build());
+    Tables tables = Resolve();
+    ReleaseModel();
+    TM_ASSIGN_OR_RETURN(OnnxModel out, Build(std::move(tables)));
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return out;
   }
@@ -193,11 +301,11 @@ class Importer {
   // Original node k of the file.
   const onnx::NodeProto& Node(int k) const { return *original_[static_cast<std::size_t>(k)]; }
 
-  std::string NodeName(int k) const {
-    const onnx::NodeProto& n = Node(k);
-    return "node " + std::to_string(k) + (n.name().empty() ? "" : " '" + n.name() + "'") + " (" +
-           n.op_type() + ")";
+  static std::string NodeName(int k, std::string_view name, std::string_view op_type) {
+    return "node " + std::to_string(k) + (name.empty() ? "" : " '" + std::string(name) + "'") + " (" +
+           std::string(op_type) + ")";
   }
+  std::string NodeName(int k) const { return NodeName(k, Node(k).name(), Node(k).op_type()); }
 
   Status Parse(std::string_view bytes) {
     if (bytes.size() > params_.max_file_bytes || bytes.size() > static_cast<std::size_t>(INT_MAX))
@@ -207,12 +315,12 @@ class Importer {
     google::protobuf::io::CodedInputStream in(&raw);
     in.SetTotalBytesLimit(static_cast<int>(bytes.size()));
     in.SetRecursionLimit(64);
-    if (!model_.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
+    if (!model_->ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
       return Error("not an ONNX model: protobuf parsing failed (truncated, corrupt or not a ModelProto)");
-    if (model_.ir_version() <= 0 || !model_.has_graph())
+    if (model_->ir_version() <= 0 || !model_->has_graph())
       return Error("not an ONNX model: no IR version or no graph");
     bool found = false;
-    for (const auto& op : model_.opset_import())
+    for (const auto& op : model_->opset_import())
       if (IsDefaultDomain(op.domain())) {
         opset_ = static_cast<int>(op.version());
         found = true;
@@ -228,7 +336,7 @@ class Importer {
   }
 
   Status CollectInitializers() {
-    const onnx::GraphProto& g = model_.graph();
+    const onnx::GraphProto& g = model_->graph();
     for (const auto& t : g.initializer()) {
       if (!initializer_.emplace(t.name(), &t).second)
         return Error("initializer '" + t.name() + "' is defined twice");
@@ -247,7 +355,7 @@ class Importer {
   }
 
   Status CollectNodes() {
-    const onnx::GraphProto& g = model_.graph();
+    const onnx::GraphProto& g = model_->graph();
     original_.reserve(static_cast<std::size_t>(g.node_size()));
     for (const onnx::NodeProto& n : g.node()) original_.push_back(&n);
     for (int k = 0; k < g.node_size(); ++k) {
@@ -263,7 +371,7 @@ class Importer {
 
   // Which graph inputs are data (activations) and which parameters.
   Status CollectInputs() {
-    const onnx::GraphProto& g = model_.graph();
+    const onnx::GraphProto& g = model_->graph();
     std::unordered_set<std::string> named(params_.data_inputs.begin(), params_.data_inputs.end());
     for (const auto& [name, shape] : params_.input_shapes) named.insert(name);
     std::unordered_set<std::string> inputs;
@@ -288,7 +396,7 @@ class Importer {
   std::string InputList() const {
     std::string s = "graph inputs:";
     int shown = 0;
-    for (const auto& vi : model_.graph().input()) {
+    for (const auto& vi : model_->graph().input()) {
       if (++shown > 8) {
         s += " ...";
         break;
@@ -336,9 +444,9 @@ class Importer {
   // The parsed model becomes the working model: Constant nodes become
   // initializers, then the user's shapes and dimensions apply.
   Status MakeWorkingModel() {
-    for (const auto& vi : model_.graph().input()) input_is_tensor_.push_back(vi.type().has_tensor_type());
-    onnx::GraphProto* g = model_.mutable_graph();
-    model_.set_ir_version(std::max<std::int64_t>(model_.ir_version(), 4));
+    for (const auto& vi : model_->graph().input()) input_is_tensor_.push_back(vi.type().has_tensor_type());
+    onnx::GraphProto* g = model_->mutable_graph();
+    model_->set_ir_version(std::max<std::int64_t>(model_->ir_version(), 4));
     for (int k = 0; k < g->node_size(); ++k) {
       const onnx::NodeProto& n = g->node(k);
       if (IsConstantNode(n))
@@ -352,7 +460,7 @@ class Importer {
   }
 
   Status ApplyInputShapes() {
-    onnx::GraphProto* g = model_.mutable_graph();
+    onnx::GraphProto* g = model_->mutable_graph();
     for (const auto& [name, dims] : params_.input_shapes) {
       for (auto& vi : *g->mutable_input()) {
         if (vi.name() != name) continue;
@@ -374,7 +482,7 @@ class Importer {
   }
 
   Status ApplyDims() {
-    onnx::GraphProto* g = model_.mutable_graph();
+    onnx::GraphProto* g = model_->mutable_graph();
     // No structured binding here: clang 14 (Debian 12's default) refuses a
     // lambda capturing one.
     for (const auto& entry : params_.dims) {
@@ -403,7 +511,7 @@ class Importer {
     try {
       onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0,
                                           /*data_prop=*/false);
-      onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), options);
+      onnx::shape_inference::InferShapes(*model_, onnx::OpSchemaRegistry::Instance(), options);
     } catch (const std::exception& e) {
       return Error(std::string("ONNX shape inference failed: ") + e.what());
     } catch (...) {
@@ -416,16 +524,16 @@ class Importer {
   // types_ from the working model; its keys and values are the model's own
   // strings and messages (converted when read: most are read once).
   void ReadInferredTypes() {
-    types_.clear();
-    const onnx::GraphProto& g = model_.graph();
-    types_.reserve(static_cast<std::size_t>(g.initializer_size() + g.input_size() + g.value_info_size() +
+    types_.Clear();
+    const onnx::GraphProto& g = model_->graph();
+    types_.Reserve(static_cast<std::size_t>(g.initializer_size() + g.input_size() + g.value_info_size() +
                                             g.output_size()));
-    for (const auto& t : g.initializer()) types_[t.name()] = {nullptr, &t};
-    for (const auto& vi : g.input()) types_[vi.name()] = {&vi.type(), nullptr};
-    for (const auto& vi : g.value_info()) types_[vi.name()] = {&vi.type(), nullptr};
+    for (const auto& t : g.initializer()) types_.Assign(t.name(), {nullptr, &t});
+    for (const auto& vi : g.input()) types_.Assign(vi.name(), {&vi.type(), nullptr});
+    for (const auto& vi : g.value_info()) types_.Assign(vi.name(), {&vi.type(), nullptr});
     for (const auto& vi : g.output()) {
       const bool has_shape = vi.type().has_tensor_type() && vi.type().tensor_type().has_shape();
-      if (has_shape || !types_.count(vi.name())) types_[vi.name()] = {&vi.type(), nullptr};
+      if (has_shape || !types_.Find(vi.name())) types_.Assign(vi.name(), {&vi.type(), nullptr});
     }
   }
 
@@ -474,7 +582,7 @@ class Importer {
   Status CheckSchema(const onnx::NodeProto& n, int depth) const {
     int version = IsDefaultDomain(n.domain()) ? opset_ : -1;
     if (version < 0)
-      for (const auto& imp : model_.opset_import())
+      for (const auto& imp : model_->opset_import())
         if (imp.domain() == n.domain()) version = static_cast<int>(imp.version());
     const onnx::OpSchema* schema =
         version < 0 ? nullptr : onnx::OpSchemaRegistry::Schema(n.op_type(), version, n.domain());
@@ -534,7 +642,7 @@ class Importer {
 
   // Folds every working node whose inputs are known; 1 per folded node.
   std::vector<char> FoldRound() {
-    const onnx::GraphProto& g = model_.graph();
+    const onnx::GraphProto& g = model_->graph();
     std::vector<char> folded(static_cast<std::size_t>(g.node_size()), 0);
     for (int k = 0; k < g.node_size(); ++k)
       if (IsFoldableOp(g.node(k)) && TryFold(k)) {
@@ -557,8 +665,8 @@ class Importer {
       if (auto it = values_.find(n.input(i)); it != values_.end()) {
         f.value = &it->second;
         f.shape = &it->second.dims;
-      } else if (auto t = types_.find(n.input(i)); by_shape && t != types_.end()) {
-        const ValueType& type = shapes->emplace_back(t->second.Get());
+      } else if (const TypeRef* t = types_.Find(n.input(i)); by_shape && t) {
+        const ValueType& type = shapes->emplace_back(t->Get());
         if (type.Known()) f.shape = &type.dims;
       }
       if (by_shape ? f.shape == nullptr : f.value == nullptr) return std::nullopt;
@@ -569,7 +677,7 @@ class Importer {
   // Folds working node k when its inputs are known and its outputs of a
   // foldable type; the values go to values_.
   bool TryFold(int k) {
-    const onnx::NodeProto& n = model_.graph().node(k);
+    const onnx::NodeProto& n = model_->graph().node(k);
     std::vector<ValueType> shapes;
     const std::optional<std::vector<FoldInput>> in = FoldInputs(n, &shapes);
     if (!in) return false;
@@ -588,7 +696,7 @@ class Importer {
 
   // Folded nodes leave the working model; their outputs become initializers.
   void DropFolded(const std::vector<char>& folded) {
-    onnx::GraphProto* g = model_.mutable_graph();
+    onnx::GraphProto* g = model_->mutable_graph();
     std::vector<int> keep_index;
     for (int k = 0; k < g->node_size(); ++k) {
       if (folded[static_cast<std::size_t>(k)]) {
@@ -605,65 +713,167 @@ class Importer {
     KeepOnArena(g->mutable_value_info(), [&](int k) { return !values_.count(g->value_info(k).name()); });
   }
 
-  // The type of a named value the graph reads: from inference, else from
-  // the initializer/constant that defines it.
-  std::optional<ValueType> TypeOfName(const std::string& name) const {
+  // Where the last inference left a value's type: a declared or inferred
+  // type, or an initializer.
+  struct TypeRef {
+    const onnx::TypeProto* type = nullptr;
+    const onnx::TensorProto* tensor = nullptr;
+    int value = -1;  // in the tables, once resolved
+    ValueType Get() const { return type ? TypeOf(*type) : TypeOf(*tensor); }
+  };
+
+  // The type of a named value the graph reads: from inference (`typed`, its
+  // types_ entry, when it has one), else from the initializer/constant that
+  // defines it.
+  std::optional<ValueType> TypeOfName(const std::string& name, const TypeRef* typed) const {
     if (auto it = values_.find(name); it != values_.end()) return TypeOf(it->second);
-    if (auto it = types_.find(name); it != types_.end()) return it->second.Get();
+    if (typed) return typed->Get();
     if (auto it = initializer_.find(name); it != initializer_.end()) return TypeOf(*it->second);
     if (auto it = constants_.find(name); it != constants_.end()) return TypeOf(it->second);
     return std::nullopt;
   }
 
-  // The graph under construction. A name's graph tensor is on its types_
-  // entry (every inferred value has one), else in `index`, keyed by the
-  // model's own strings, which outlive the build.
-  struct Building {
-    OnnxModel out;
-    std::unordered_map<std::string_view, int> index;
+  bool IsConstantName(const std::string& name) const {
+    return initializer_.count(name) || constants_.count(name) || param_inputs_.count(name) ||
+           values_.count(name);
+  }
+
+  // Resolving the model into tables: the value of each name, made on its
+  // first use. A name's value is on its types_ entry (every inferred value
+  // has one), else in `untyped`; both are keyed by the model's own strings.
+  struct Resolving {
+    Tables t;
+    internal::NameMap<int> untyped;
+    std::map<std::pair<std::string_view, std::string_view>, std::uint32_t> ops;  // (domain, op type)
   };
 
-  // The graph tensor named `name`; -1 until created.
-  int& IdOf(Building& b, const std::string& name) {
-    if (auto it = types_.find(name); it != types_.end()) return it->second.id;
-    return b.index.try_emplace(name, -1).first->second;
+  int ValueOf(Resolving& r, const std::string& name) {
+    TypeRef* typed = types_.Find(name);
+    int* value = typed ? &typed->value : r.untyped.TryEmplace(name, -1).first;
+    if (*value >= 0) return *value;
+    *value = static_cast<int>(r.t.values.size());
+    Tables::Value v;
+    v.name = r.t.Add(name);
+    if (std::optional<ValueType> type = TypeOfName(name, typed)) {
+      v.typed = true;
+      v.has_shape = type->has_shape;
+      v.dtype = type->dtype;
+      v.dims_at = r.t.dims.size();
+      v.rank = static_cast<std::uint32_t>(type->dims.size());
+      r.t.dims.insert(r.t.dims.end(), type->dims.begin(), type->dims.end());
+      if (!type->symbols.empty()) r.t.symbols.emplace(*value, std::move(type->symbols));
+    }
+    v.constant = IsConstantName(name);
+    v.data_input = data_inputs_.count(name) > 0;
+    r.t.values.push_back(v);
+    return *value;
   }
 
-  Result<OnnxModel> Build() {
-    Building b;
-    b.out.file_nodes = original_.size();
-    b.out.folded_nodes = folded_original_.size();
-    b.out.rounds = rounds_;
-    // Every tensor has a type from the last inference: no reallocation (the
-    // old and new arrays of a million tensors at once) while building.
-    b.out.graph.tensors.reserve(types_.size());
-    b.out.shapes.reserve(types_.size());
-    b.out.dtypes.reserve(types_.size());
-    b.out.graph.nodes.reserve(original_.size() - constants_.size() - folded_original_.size());
-    TM_RETURN_IF_ERROR(AddDataInputs(b));
-    for (int k = 0; k < static_cast<int>(original_.size()); ++k) TM_RETURN_IF_ERROR(AddNode(b, k));
-    TM_RETURN_IF_ERROR(AddGraphOutputs(b));
-    b.out.constant_nodes = constants_.size();
-    TM_RETURN_IF_ERROR(CheckGraph(b.out.graph).WithContext(source_));
-    return std::move(b.out);
+  std::uint32_t OpOf(Resolving& r, const onnx::NodeProto& n) {
+    const auto [it, inserted] =
+        r.ops.try_emplace({n.domain(), n.op_type()}, static_cast<std::uint32_t>(r.t.ops.size()));
+    if (inserted)
+      r.t.ops.push_back({n.op_type(), n.domain(),
+                         IsDefaultDomain(n.domain()) ? n.op_type() : n.domain() + "." + n.op_type()});
+    return it->second;
   }
 
-  // Creates the tensor `name` with a checked size. `k` is the node that
-  // writes it (-1 for inputs and constants), for messages.
-  Result<int> AddTensor(Building& b, const std::string& name, TensorKind kind, int k) {
+  // Original node k, a graph node (neither a Constant nor folded).
+  void ResolveNode(Resolving& r, int k) {
+    const onnx::NodeProto& n = Node(k);
+    Tables::Node node;
+    node.file_index = k;
+    node.name = r.t.Add(n.name());
+    node.op = OpOf(r, n);
+    node.in_place = InPlaceOf(n);
+    node.io_at = r.t.io.size();
+    node.inputs = static_cast<std::uint32_t>(n.input_size());
+    node.outputs = static_cast<std::uint32_t>(n.output_size());
+    for (const std::string& name : n.input()) r.t.io.push_back(name.empty() ? kNoTensor : ValueOf(r, name));
+    for (const std::string& name : n.output()) r.t.io.push_back(name.empty() ? kNoTensor : ValueOf(r, name));
+    r.t.nodes.push_back(node);
+  }
+
+  // Everything the graph build reads of the model, in the order it reads it.
+  Tables Resolve() {
+    Resolving r;
+    const onnx::GraphProto& g = model_->graph();
+    r.t.file_nodes = original_.size();
+    r.t.nodes.reserve(original_.size() - constants_.size() - folded_original_.size());
+    r.t.values.reserve(types_.size());
+    for (int i = 0; i < g.input_size(); ++i)
+      if (data_inputs_.count(g.input(i).name()))
+        r.t.data_inputs.push_back({ValueOf(r, g.input(i).name()), input_is_tensor_[static_cast<std::size_t>(i)] != 0});
+    for (int k = 0; k < static_cast<int>(original_.size()); ++k)
+      // Their outputs are constants now (IsConstantName).
+      if (!IsConstantNode(Node(k)) && !folded_original_.count(k)) ResolveNode(r, k);
+    for (const auto& vi : g.output()) r.t.outputs.push_back(ValueOf(r, vi.name()));
+    return std::move(r.t);
+  }
+
+  // The parsed model goes: the graph is built from the tables alone.
+  void ReleaseModel() {
+    types_ = {};
+    initializer_ = {};
+    original_ = {};
+    model_ = nullptr;
+    arena_.reset();
+  }
+
+  // The graph under construction from the tables: each value's graph
+  // tensor, -1 until created.
+  struct Building {
+    Tables t;
+    OnnxModel out;
+    std::vector<int> tensor_of;
+  };
+
+  Result<OnnxModel> Build(Tables tables) {
+    OnnxModel out;
+    {
+      Building b{std::move(tables), {}, {}};
+      b.tensor_of.assign(b.t.values.size(), -1);
+      b.out.file_nodes = b.t.file_nodes;
+      b.out.folded_nodes = folded_original_.size();
+      b.out.rounds = rounds_;
+      // No reallocation (the old and new arrays of a million tensors at
+      // once) while building.
+      b.out.graph.tensors.reserve(b.t.values.size());
+      b.out.shapes.reserve(b.t.values.size());
+      b.out.dtypes.reserve(b.t.values.size());
+      b.out.graph.nodes.reserve(b.t.nodes.size());
+      TM_RETURN_IF_ERROR(AddDataInputs(b));
+      for (const Tables::Node& n : b.t.nodes) TM_RETURN_IF_ERROR(AddNode(b, n));
+      TM_RETURN_IF_ERROR(AddGraphOutputs(b));
+      b.out.constant_nodes = constants_.size();
+      out = std::move(b.out);
+    }  // the tables go before the check
+    TM_RETURN_IF_ERROR(CheckGraph(out.graph).WithContext(source_));
+    return out;
+  }
+
+  std::string NodeName(const Tables& t, const Tables::Node& n) const {
+    return NodeName(n.file_index, t.Str(n.name), t.ops[n.op].op_type);
+  }
+
+  // Creates the graph tensor of value `v` with a checked size. `writer` is
+  // the node that writes it (null for inputs and constants), for messages.
+  Result<int> AddTensor(Building& b, int v, TensorKind kind, const Tables::Node* writer) {
+    const Tables::Value& value = b.t.values[static_cast<std::size_t>(v)];
+    const std::string name(b.t.Str(value.name));
     auto who = [&] {
-      return (k >= 0 ? NodeName(k) + ": output" : std::string("tensor")) + " '" + name + "'";
+      return (writer ? NodeName(b.t, *writer) + ": output" : std::string("tensor")) + " '" + name + "'";
     };
-    std::optional<ValueType> type = TypeOfName(name);
+    std::optional<ValueType> type = b.t.TypeOf(v);
     if (!type || !type->has_shape)
-      return Error(who() + ": shape unknown after ONNX shape inference and folding" + Hint(k));
+      return Error(who() + ": shape unknown after ONNX shape inference and folding" + Hint(b.t, writer));
     if (!type->Known()) {
       const std::string sym = type->FirstSymbol();
       if (!sym.empty())
         return Error(who() + " has symbolic dimension '" + sym + "' (shape " + ShapeString(*type) +
                      "): set it with --dim " + sym + "=VALUE" +
-                     (data_inputs_.count(name) ? " or --input-shape " + name + "=..." : ""));
-      return Error(who() + ": shape " + ShapeString(*type) + " is not fully known" + Hint(k));
+                     (value.data_input ? " or --input-shape " + name + "=..." : ""));
+      return Error(who() + ": shape " + ShapeString(*type) + " is not fully known" + Hint(b.t, writer));
     }
     Result<std::uint64_t> esize = ElementSize(type->dtype);
     if (!esize.ok()) return Error(who() + ": " + esize.status().message());
@@ -676,79 +886,71 @@ class Importer {
     graph.tensors.push_back({name, bytes, kind, 0});
     b.out.shapes.push_back(std::move(type->dims));
     b.out.dtypes.push_back(DtypeName(type->dtype));
-    IdOf(b, name) = id;
+    b.tensor_of[static_cast<std::size_t>(v)] = id;
     return id;
   }
 
-  bool IsConstantName(const std::string& name) const {
-    return initializer_.count(name) || constants_.count(name) || param_inputs_.count(name) ||
-           values_.count(name);
-  }
-
   Status AddDataInputs(Building& b) {
-    const auto& inputs = model_.graph().input();
-    for (int i = 0; i < inputs.size(); ++i) {
-      const onnx::ValueInfoProto& vi = inputs.Get(i);
-      if (!data_inputs_.count(vi.name())) continue;
-      if (!input_is_tensor_[static_cast<std::size_t>(i)])
-        return Unimplemented(source_ + ": graph input '" + vi.name() + "' is not a tensor");
-      TM_ASSIGN_OR_RETURN(int id, AddTensor(b, vi.name(), TensorKind::kActivation, -1));
+    for (const auto& [v, is_tensor] : b.t.data_inputs) {
+      if (!is_tensor)
+        return Unimplemented(source_ + ": graph input '" + std::string(b.t.Name(v)) + "' is not a tensor");
+      TM_ASSIGN_OR_RETURN(int id, AddTensor(b, v, TensorKind::kActivation, nullptr));
       b.out.graph.inputs.push_back(id);
     }
     return Status::Ok();
   }
 
-  // The graph tensor `name` reads: defined already, or a constant first read
-  // here; `k` is the reading node, for messages.
-  Result<int> ReadTensor(Building& b, const std::string& name, int k) {
-    if (const int id = IdOf(b, name); id >= 0) return id;
-    if (!IsConstantName(name))
-      return Error(NodeName(k) + " reads '" + name +
+  // The graph tensor of value `v` that node `n` reads: defined already, or
+  // a constant first read here.
+  Result<int> ReadTensor(Building& b, int v, const Tables::Node& n) {
+    if (const int id = b.tensor_of[static_cast<std::size_t>(v)]; id >= 0) return id;
+    if (!b.t.values[static_cast<std::size_t>(v)].constant)
+      return Error(NodeName(b.t, n) + " reads '" + std::string(b.t.Name(v)) +
                    "', which is no graph input, initializer or output of an earlier node");
-    return AddTensor(b, name, TensorKind::kConstant, -1);
+    return AddTensor(b, v, TensorKind::kConstant, nullptr);
   }
 
-  // Original node k: a graph node unless it was a Constant or folded.
-  Status AddNode(Building& b, int k) {
-    const onnx::NodeProto& n = Node(k);
-    // Their outputs are constants now (IsConstantName).
-    if (IsConstantNode(n) || folded_original_.count(k)) return Status::Ok();
+  Status AddNode(Building& b, const Tables::Node& n) {
     GraphNode node;
-    node.name = n.name();
-    node.op = IsDefaultDomain(n.domain()) ? n.op_type() : n.domain() + "." + n.op_type();
-    node.inputs.reserve(static_cast<std::size_t>(n.input_size()));
-    for (const std::string& name : n.input()) {
-      if (name.empty()) {
+    node.name = b.t.Str(n.name);
+    node.op = b.t.ops[n.op].graph_op;
+    node.inputs.reserve(n.inputs);
+    for (std::size_t i = n.io_at; i < n.io_at + n.inputs; ++i) {
+      const int v = b.t.io[i];
+      if (v == kNoTensor) {
         node.inputs.push_back(kNoTensor);
         continue;
       }
-      TM_ASSIGN_OR_RETURN(int id, ReadTensor(b, name, k));
+      TM_ASSIGN_OR_RETURN(int id, ReadTensor(b, v, n));
       node.inputs.push_back(id);
     }
-    node.outputs.reserve(static_cast<std::size_t>(n.output_size()));
-    for (const std::string& name : n.output()) {
-      if (name.empty()) {
+    node.outputs.reserve(n.outputs);
+    for (std::size_t i = n.io_at + n.inputs; i < n.io_at + n.inputs + n.outputs; ++i) {
+      const int v = b.t.io[i];
+      if (v == kNoTensor) {
         node.outputs.push_back(kNoTensor);
         continue;
       }
-      if (IdOf(b, name) >= 0 || IsConstantName(name) || data_inputs_.count(name))
-        return Error(NodeName(k) + " writes '" + name + "', which is already defined");
-      TM_ASSIGN_OR_RETURN(int id, AddTensor(b, name, TensorKind::kActivation, k));
+      const Tables::Value& value = b.t.values[static_cast<std::size_t>(v)];
+      if (b.tensor_of[static_cast<std::size_t>(v)] >= 0 || value.constant || value.data_input)
+        return Error(NodeName(b.t, n) + " writes '" + std::string(b.t.Name(v)) + "', which is already defined");
+      TM_ASSIGN_OR_RETURN(int id, AddTensor(b, v, TensorKind::kActivation, &n));
       node.outputs.push_back(id);
     }
-    node.in_place = InPlaceOf(n);
+    node.in_place = n.in_place;
     b.out.graph.nodes.push_back(std::move(node));
     return Status::Ok();
   }
 
   Status AddGraphOutputs(Building& b) {
-    for (const auto& vi : model_.graph().output()) {
-      if (const int id = IdOf(b, vi.name()); id >= 0) {
+    for (const int v : b.t.outputs) {
+      if (const int id = b.tensor_of[static_cast<std::size_t>(v)]; id >= 0) {
         b.out.graph.outputs.push_back(id);
         continue;
       }
-      if (!IsConstantName(vi.name())) return Error("graph output '" + vi.name() + "' is written by no node");
-      TM_ASSIGN_OR_RETURN(int id, AddTensor(b, vi.name(), TensorKind::kConstant, -1));
+      if (!b.t.values[static_cast<std::size_t>(v)].constant)
+        return Error("graph output '" + std::string(b.t.Name(v)) + "' is written by no node");
+      TM_ASSIGN_OR_RETURN(int id, AddTensor(b, v, TensorKind::kConstant, nullptr));
       b.out.graph.outputs.push_back(id);
     }
     return Status::Ok();
@@ -764,22 +966,22 @@ class Importer {
     return InPlace::kNone;
   }
 
-  std::string Hint(int k) const {
-    if (k < 0) return "";
-    const onnx::NodeProto& n = Node(k);
+  // Why the output of `writer` has no known shape, when a reason is known.
+  std::string Hint(const Tables& t, const Tables::Node* writer) const {
+    if (!writer) return "";
+    const Tables::Op& op = t.ops[writer->op];
     std::string h;
-    if (!IsDefaultDomain(n.domain()) ||
-        !onnx::OpSchemaRegistry::Schema(n.op_type(), opset_, n.domain()))
-      h = " (op " + n.op_type() + " is unknown to ONNX shape inference; give its output shapes in the model's value_info)";
-    else if (auto it = why_not_.find(k); it != why_not_.end())
+    if (!IsDefaultDomain(op.domain) || !onnx::OpSchemaRegistry::Schema(op.op_type, opset_, op.domain))
+      h = " (op " + op.op_type + " is unknown to ONNX shape inference; give its output shapes in the model's value_info)";
+    else if (auto it = why_not_.find(writer->file_index); it != why_not_.end())
       h = " (folding it failed: " + it->second + ")";
     return h;
   }
 
   std::string source_;
   const OnnxImportParams& params_;
-  google::protobuf::Arena arena_;
-  onnx::ModelProto& model_;  // on arena_: as parsed, then the working model
+  std::optional<google::protobuf::Arena> arena_;  // until the model is resolved into tables
+  onnx::ModelProto* model_;  // on arena_: as parsed, then the working model
   std::vector<const onnx::NodeProto*> original_;  // the file's nodes, in order (on arena_)
   int opset_ = 0;
   int rounds_ = 0;
@@ -787,15 +989,7 @@ class Importer {
   std::vector<onnx::TensorProto> sparse_;
   std::unordered_map<std::string, onnx::TensorProto> constants_;  // Constant node outputs
   std::unordered_map<std::string, ConstTensor> values_;           // known small values
-  // Where the last inference left a value's type: a declared or inferred
-  // type, or an initializer.
-  struct TypeRef {
-    const onnx::TypeProto* type = nullptr;
-    const onnx::TensorProto* tensor = nullptr;
-    int id = -1;  // the graph tensor, once built
-    ValueType Get() const { return type ? TypeOf(*type) : TypeOf(*tensor); }
-  };
-  std::unordered_map<std::string_view, TypeRef> types_;
+  internal::NameMap<TypeRef> types_;
   std::unordered_set<std::string> data_inputs_, param_inputs_;
   std::vector<char> input_is_tensor_;  // per graph input, before --input-shape made it one
   std::vector<int> working_index_;  // working node -> original node

@@ -182,7 +182,7 @@ TEST(CheckGraph, NamesWhatIsWrong) {
   EXPECT_NE(error(bad).find("reads it earlier"), std::string::npos) << error(bad);
   bad = g;
   bad.tensors[2].name = "t1";
-  EXPECT_NE(error(bad).find("share the name 't1'"), std::string::npos) << error(bad);
+  EXPECT_NE(error(bad).find("tensors #1 and #2 share the name 't1'"), std::string::npos) << error(bad);
   bad = g;
   bad.tensors[1].alignment = 48;
   EXPECT_NE(error(bad).find("not a power of two"), std::string::npos) << error(bad);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <functional>
 #include <random>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -269,6 +270,57 @@ TEST(OnnxImport, RejectsMalformedGraphs) {
     b.model().mutable_opset_import(0)->set_domain("com.other");
     b.Input("x", {2});
     EXPECT_FALSE(Import(b).ok());
+  }
+}
+
+// The graph is built after the parsed model is released, from tables
+// copied out of it: its messages still name the node (file index, name, op)
+// and the tensor in full.
+TEST(OnnxImport, GraphBuildMessagesNameNodeAndTensor) {
+  auto message = [](const ModelBuilder& b, const OnnxImportParams& p = {}) {
+    Result<OnnxModel> m = Import(b, p);
+    return m.ok() ? std::string("ok") : m.status().message();
+  };
+  {
+    ModelBuilder b;
+    b.Input("x", {2});
+    b.Node("Relu", {"x"}, {"a"}, "first");
+    b.Node("Relu", {"ghost"}, {"y"}, "reader");
+    b.Output("y");
+    EXPECT_EQ(message(b), "test.onnx: node 1 'reader' (Relu) reads 'ghost', which is no graph input, "
+                          "initializer or output of an earlier node");
+  }
+  {
+    ModelBuilder b;
+    b.Input("x", {2});
+    b.Node("Relu", {"x"}, {"y"});
+    b.Node("Neg", {"x"}, {"y"}, "twice");
+    b.Output("y");
+    EXPECT_EQ(message(b), "test.onnx: node 1 'twice' (Neg) writes 'y', which is already defined");
+  }
+  {
+    ModelBuilder b;
+    b.Input("x", {2});
+    b.Node("Relu", {"x"}, {"y"});
+    b.Output("y").Output("nowhere");
+    EXPECT_EQ(message(b), "test.onnx: graph output 'nowhere' is written by no node");
+  }
+  {
+    ModelBuilder b;
+    b.Input("x", {-1, 2}, onnx::TensorProto::FLOAT, {"batch", ""});
+    b.Node("Relu", {"x"}, {"y"});
+    b.Output("y");
+    EXPECT_EQ(message(b), "test.onnx: tensor 'x' has symbolic dimension 'batch' (shape batchx2): set it with "
+                          "--dim batch=VALUE or --input-shape x=...");
+  }
+  {
+    ModelBuilder b;
+    b.Input("x", {2});
+    b.Node("MysteryOp", {"x"}, {"m"}, "odd");
+    b.Output("m");
+    EXPECT_EQ(message(b), "test.onnx: node 0 'odd' (MysteryOp): output 'm': shape unknown after ONNX shape "
+                          "inference and folding (op MysteryOp is unknown to ONNX shape inference; give its "
+                          "output shapes in the model's value_info)");
   }
 }
 
