@@ -212,12 +212,11 @@ bool Test(const Bits& b, int i) { return (b[static_cast<unsigned>(i) >> 6] >> (s
 
 }  // namespace
 
-// Ancestors of each node as bit sets, in a topological order (Kahn's).
-std::vector<std::vector<std::uint64_t>> OrderModel::Ancestors() const {
+std::vector<int> OrderModel::TopologicalOrder() const {
   const int n = nodes();
-  const std::size_t w = (static_cast<std::size_t>(n) + 63) / 64;
   std::vector<std::vector<int>> succs(Index(n));
   std::vector<int> missing(Index(n), 0), topo;
+  topo.reserve(Index(n));
   for (int v = 0; v < n; ++v) {
     missing[Index(v)] = static_cast<int>(preds(v).size());
     for (int p : preds(v)) succs[Index(p)].push_back(v);
@@ -227,6 +226,14 @@ std::vector<std::vector<std::uint64_t>> OrderModel::Ancestors() const {
   for (std::size_t k = 0; k < topo.size(); ++k)
     for (int s : succs[Index(topo[k])])
       if (--missing[Index(s)] == 0) topo.push_back(s);
+  return topo;
+}
+
+// Ancestors of each node as bit sets, in a topological order.
+std::vector<std::vector<std::uint64_t>> OrderModel::Ancestors() const {
+  const int n = nodes();
+  const std::size_t w = (static_cast<std::size_t>(n) + 63) / 64;
+  const std::vector<int> topo = TopologicalOrder();
   std::vector<Bits> anc(Index(n), Bits(w, 0));
   for (int v : topo)
     for (int p : preds(v)) {
@@ -236,21 +243,17 @@ std::vector<std::vector<std::uint64_t>> OrderModel::Ancestors() const {
   return anc;
 }
 
-// The co-live sets take nodes x tensors steps and a bit set of ancestors
+// The co-live bound takes nodes x tensors steps and a bit set of ancestors
 // per node (nodes^2 / 8 bytes): past this many steps (a fraction of a
 // second) each node's bound is what it needs alone, weaker but still a
 // lower bound, so that a graph of a million nodes is not held up by it.
 constexpr double kCoLiveSteps = 5e7;
 
-OrderModel::CoLive OrderModel::ComputeCoLive() const {
+std::uint64_t OrderModel::CoLiveBound() const {
   const int n = nodes();
-  CoLive c;
-  c.fixed.resize(Index(n));
-  c.concurrent.resize(Index(n));
-  if (static_cast<double>(n) * static_cast<double>(bytes_.size()) > kCoLiveSteps) {
-    for (int v = 0; v < n; ++v) c.fixed[Index(v)] = alone(v);
-    return c;
-  }
+  std::uint64_t bound = initial_live_;
+  for (int v = 0; v < n; ++v) bound = std::max(bound, alone(v));
+  if (static_cast<double>(n) * static_cast<double>(bytes_.size()) > kCoLiveSteps) return bound;
   const std::vector<Bits> anc = Ancestors();
   for (int v = 0; v < n; ++v) {
     std::uint64_t live = alone(v);  // its inputs, outputs, temporaries, the graph inputs
@@ -259,23 +262,14 @@ OrderModel::CoLive OrderModel::ComputeCoLive() const {
       const int writer = writer_[t];
       if (writer < 0 || writer == v || !IsScratchOutput(writer, static_cast<int>(t))) continue;
       if (std::find(own.begin(), own.end(), static_cast<int>(t)) != own.end()) continue;
+      if (!Test(anc[Index(v)], writer)) continue;  // not surely written before v
       const std::vector<int>& readers = readers_[t];
       bool held = pinned_[t] || (keep_unread_ && readers.empty() && !MayShare(writer, static_cast<int>(t)));
       for (std::size_t k = 0; k < readers.size() && !held; ++k) held = Test(anc[Index(readers[k])], v);
-      if (!held || Test(anc[Index(writer)], v)) continue;  // a descendant's: written after v
-      if (Test(anc[Index(v)], writer))
-        live += bytes_[t];
-      else
-        c.concurrent[Index(v)].push_back({writer, bytes_[t]});
+      if (held) live += bytes_[t];
     }
-    c.fixed[Index(v)] = live;
+    bound = std::max(bound, live);
   }
-  return c;
-}
-
-std::uint64_t OrderModel::CoLiveBound() const {
-  std::uint64_t bound = initial_live_;
-  for (std::uint64_t b : ComputeCoLive().fixed) bound = std::max(bound, b);
   return bound;
 }
 
@@ -284,6 +278,96 @@ std::uint64_t OrderModel::CoLiveBound() const {
 bool OrderModel::MayShare(int v, int t) const {
   const Node& node = node_[Index(v)];
   return node.in_place_slot >= 0 && node.outputs[0] == t;
+}
+
+// A source node (no predecessor) that frees nothing at once and needs no
+// temporaries: in some best order it runs right before its first reader,
+// where its step costs no more than the reader's (it is not a chokepoint's
+// obstacle: it joins its first reader's segment).
+bool OrderModel::Floating(int v, const std::vector<char>& has_succ) const {
+  const Node& node = node_[Index(v)];
+  if (!preds(v).empty() || !has_succ[Index(v)] || node.temp_bytes > 0) return false;
+  for (int t : node.outputs)
+    if (readers_[Index(t)].empty() && !pinned_[Index(t)] && !keep_unread_) return false;
+  return true;
+}
+
+// Per node of `core` (a topological order of the nodes not floating, at
+// `position`): 1 when it is no chokepoint or an in-place chain crosses it.
+// With no edge jumping over a position, no sink before it and no source
+// after it, every node before it reaches it and every node after it is
+// reached from it.
+std::vector<char> OrderModel::CrossedPositions(const std::vector<int>& core, const std::vector<int>& position) const {
+  const int n = static_cast<int>(core.size());
+  std::vector<int> cover(Index(n) + 1, 0);
+  auto cross = [&](int from, int to) {  // positions strictly between
+    if (from + 1 >= to) return;
+    ++cover[Index(from + 1)];
+    --cover[Index(to)];
+  };
+  std::vector<char> has_succ(Index(nodes()), 0), has_pred(Index(nodes()), 0);
+  for (int v : core)
+    for (int p : preds(v))
+      if (position[Index(p)] >= 0) {
+        has_succ[Index(p)] = has_pred[Index(v)] = 1;
+        cross(position[Index(p)], position[Index(v)]);
+      }
+  int first_sink = n, last_source = -1;
+  for (int v : core) {
+    if (!has_succ[Index(v)]) first_sink = std::min(first_sink, position[Index(v)]);
+    if (!has_pred[Index(v)]) last_source = std::max(last_source, position[Index(v)]);
+  }
+  // An in-place output read after a cut: the buffers live there, and so
+  // the later nodes' costs, would depend on the order before it.
+  for (int v : core) {
+    const Node& node = node_[Index(v)];
+    if (node.in_place_slot < 0) continue;
+    const int out = node.outputs[0];
+    int last = position[Index(v)];
+    for (int r : readers_[Index(out)]) last = std::max(last, position[Index(r)]);
+    if (readers_[Index(out)].empty() && keep_unread_) last = n;
+    cross(position[Index(v)] - 1, last);  // cuts at v up to before its last reader
+  }
+  std::vector<char> crossed(Index(n), 0);
+  for (int i = 0, c = 0; i < n; ++i) {
+    c += cover[Index(i)];
+    crossed[Index(i)] = c > 0 || i > first_sink || i < last_source;
+  }
+  return crossed;
+}
+
+std::vector<std::vector<int>> OrderModel::Segments() const {
+  const int n = nodes();
+  std::vector<char> has_succ(Index(n), 0);
+  for (int v = 0; v < n; ++v)
+    for (int p : preds(v)) has_succ[Index(p)] = 1;
+  std::vector<int> core, floating, position(Index(n), -1);
+  for (int v : TopologicalOrder()) {
+    if (Floating(v, has_succ)) {
+      floating.push_back(v);
+      continue;
+    }
+    position[Index(v)] = static_cast<int>(core.size());
+    core.push_back(v);
+  }
+  const std::vector<char> crossed = CrossedPositions(core, position);
+  std::vector<std::vector<int>> segments(1);
+  std::vector<std::size_t> segment_of(Index(n), 0);
+  for (std::size_t i = 0; i < core.size(); ++i) {
+    segments.back().push_back(core[i]);
+    segment_of[Index(core[i])] = segments.size() - 1;
+    if (!crossed[i] && i + 1 < core.size()) segments.emplace_back();
+  }
+  if (segments.back().empty()) segments.pop_back();
+  // Each floating node first in its first reader's segment.
+  std::vector<std::size_t> first(Index(n), segments.size());
+  for (int v : core)
+    for (int p : preds(v)) first[Index(p)] = std::min(first[Index(p)], segment_of[Index(v)]);
+  for (auto it = floating.rbegin(); it != floating.rend(); ++it) {
+    std::vector<int>& seg = segments[first[Index(*it)]];
+    seg.insert(seg.begin(), *it);
+  }
+  return segments;
 }
 
 bool OrderModel::IsScratchOutput(int v, int t) const {
