@@ -230,8 +230,8 @@ class Search {
     std::vector<Path> paths;
     const std::size_t n = seg.nodes.size();
     for (std::size_t k = 0; k < n && cur.size() > 0; ++k) {
-      // A level has about twice the states of the one before, at most.
-      Level next(m_.words(), proving ? 2 * cur.size() : 0);
+      // A level has up to about 1.5 times the states of the one before.
+      Level next(m_.words(), proving ? cur.size() + cur.size() / 2 : 0);
       if (!proving) {
         cur = Beam(cur);
         if (!paths.empty()) paths.back() = {cur.parent, cur.last};
