@@ -125,29 +125,37 @@ struct Segment {
   std::uint64_t live = 0;             // the live bytes then
 };
 
+// The peak of each segment's piece of `order` (one piece after the other,
+// each in the order's order).
+std::vector<std::uint64_t> PiecePeaks(const OrderModel& m, const std::vector<std::vector<int>>& pieces) {
+  std::vector<std::uint64_t> peaks(pieces.size(), 0);
+  std::vector<std::uint64_t> state(m.words(), 0);
+  std::uint64_t live = m.initial_live();
+  for (std::size_t k = 0; k < pieces.size(); ++k)
+    for (int v : pieces[k]) {
+      const OrderModel::Step s = m.Run(state.data(), live, live, v);
+      peaks[k] = std::max(peaks[k], s.during);
+      live = s.after;
+      m.Apply(state.data(), v, s.shares);
+    }
+  return peaks;
+}
+
 // The segments, each with the lowest-peak piece of the `starts` orders (a
 // segment's peak does not depend on the order of the others) and the
 // state it starts from.
-std::vector<Segment> SplitSegments(const OrderModel& m, const std::vector<std::vector<int>>& starts) {
+std::vector<Segment> SplitSegments(const OrderModel& m, const std::vector<std::vector<int>>& starts,
+                                   std::uint64_t floor) {
   std::vector<Segment> segs;
   std::vector<std::size_t> seg_of(static_cast<std::size_t>(m.nodes()));
-  for (std::vector<int>& nodes : m.Segments()) {
+  for (std::vector<int>& nodes : m.Segments(floor)) {
     for (int v : nodes) seg_of[static_cast<std::size_t>(v)] = segs.size();
     segs.push_back({std::move(nodes), {}, 0, {}, 0});
   }
   for (const std::vector<int>& order : starts) {
     std::vector<std::vector<int>> pieces(segs.size());
-    std::vector<std::uint64_t> peaks(segs.size(), 0);
-    std::vector<std::uint64_t> state(m.words(), 0);
-    std::uint64_t live = m.initial_live();
-    for (int v : order) {
-      const OrderModel::Step s = m.Run(state.data(), live, live, v);
-      const std::size_t k = seg_of[static_cast<std::size_t>(v)];
-      pieces[k].push_back(v);
-      peaks[k] = std::max(peaks[k], s.during);
-      live = s.after;
-      m.Apply(state.data(), v, s.shares);
-    }
+    for (int v : order) pieces[seg_of[static_cast<std::size_t>(v)]].push_back(v);
+    const std::vector<std::uint64_t> peaks = PiecePeaks(m, pieces);
     for (std::size_t k = 0; k < segs.size(); ++k)
       if (segs[k].order.empty() || peaks[k] < segs[k].peak) segs[k].order = std::move(pieces[k]), segs[k].peak = peaks[k];
   }
@@ -177,7 +185,7 @@ class Search {
   // The segments of the highest peak first: once one is solved, the
   // others need only an order at or under its peak (the floor).
   ExactResult Run(const std::vector<std::vector<int>>& starts) {
-    std::vector<Segment> segs = SplitSegments(m_, starts);
+    std::vector<Segment> segs = SplitSegments(m_, starts, lower_);
     std::vector<std::size_t> by_peak(segs.size());
     for (std::size_t i = 0; i < by_peak.size(); ++i) by_peak[i] = i;
     std::stable_sort(by_peak.begin(), by_peak.end(), [&](std::size_t a, std::size_t b) { return segs[a].peak > segs[b].peak; });

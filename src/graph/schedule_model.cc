@@ -77,6 +77,7 @@ void OrderModel::RecordReads(const Graph& graph, const Tensors& t, std::size_t i
   Node& node = node_[i];
   for (int u : graph.nodes[i].inputs) {
     if (u == kNoTensor) continue;
+    if (t.is_input[Index(u)]) node.reads_input = true;
     if (writer_[Index(u)] >= 0) AddUnique(node.preds, writer_[Index(u)]);
     if (!t.scratch[Index(u)]) continue;
     AddUnique(node.inputs, u);
@@ -336,37 +337,194 @@ std::vector<char> OrderModel::CrossedPositions(const std::vector<int>& core, con
   return crossed;
 }
 
-std::vector<std::vector<int>> OrderModel::Segments() const {
+// No in-place sharing around v that depends on the order: then moving it
+// changes no buffer's size. (It may write in place over an input only it
+// reads: then it always does.)
+bool OrderModel::Unshared(int v) const {
+  const Node& node = node_[Index(v)];
+  for (int t : node.outputs)
+    if (pinned_[Index(t)] || (keep_unread_ && readers_[Index(t)].empty())) return false;
+  for (int t : node.inputs) {
+    // Up an in-place chain: each link the only reader of what it writes over.
+    for (int u = t, w = writer_[Index(u)]; w >= 0 && MayShare(w, u); u = node_[Index(w)].inputs[0], w = writer_[Index(u)])
+      if (readers_[Index(node_[Index(w)].inputs[0])].size() > 1) return false;
+    for (int r : readers_in_place_[Index(t)])
+      if (r != v || readers_[Index(t)].size() > 1) return false;
+  }
+  return true;
+}
+
+// Branches: connected sets of nodes that move as one (see Segments), each
+// labelled with its smallest node, -1 for the other nodes; `derived[b]`:
+// branch b reads only sources that read no graph input (a computation on
+// constants, such as a position table or a mask), otherwise nothing reads
+// its results (a dead end, such as an unused shape computation).
+std::vector<int> OrderModel::Branches(const std::vector<int>& topo, const std::vector<char>& floating,
+                                      std::vector<char>& derived) const {
   const int n = nodes();
-  std::vector<char> has_succ(Index(n), 0);
+  std::vector<std::vector<int>> succs(Index(n));
+  for (int v = 0; v < n; ++v)
+    for (int p : preds(v)) succs[Index(p)].push_back(v);
+  std::vector<char> dangling(Index(n), 0);
+  derived.assign(Index(n), 0);
+  // Derived: its predecessors derived, or floating nodes that read no graph
+  // input and only derived nodes read from (moving the branch later must
+  // not keep another reader's input live longer).
+  for (int v : topo) derived[Index(v)] = !floating[Index(v)] && !preds(v).empty() && Unshared(v);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int v : topo) {
+      if (!derived[Index(v)]) continue;
+      for (int p : preds(v)) {
+        bool ok = derived[Index(p)] || (floating[Index(p)] && !node_[Index(p)].reads_input);
+        for (int r : succs[Index(p)]) ok &= derived[Index(p)] || derived[Index(r)];
+        if (!ok) derived[Index(v)] = 0, changed = true;
+      }
+    }
+  }
+  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+    const int v = *it;
+    bool d = !floating[Index(v)] && !derived[Index(v)] && !preds(v).empty() && Unshared(v);
+    for (int s : succs[Index(v)]) d &= dangling[Index(s)] != 0;
+    // A floating or derived node's segment is its first reader's: not one
+    // of a dead end, which would draw it earlier.
+    for (int p : preds(v)) d &= !derived[Index(p)] && !floating[Index(p)];
+    dangling[Index(v)] = d;
+  }
+  std::vector<int> branch(Index(n), -1);
+  auto find = [&](int v) {
+    while (branch[Index(v)] != v) v = branch[Index(v)] = branch[Index(branch[Index(v)])];
+    return v;
+  };
+  for (int v = 0; v < n; ++v)
+    if (dangling[Index(v)] || derived[Index(v)]) branch[Index(v)] = v;
+  for (int v = 0; v < n; ++v)
+    for (int p : preds(v))
+      if ((dangling[Index(v)] && dangling[Index(p)]) || (derived[Index(v)] && derived[Index(p)])) {
+        const int a = find(v), b = find(p);
+        branch[Index(std::max(a, b))] = std::min(a, b);
+      }
+  for (int v = 0; v < n; ++v)
+    if (branch[Index(v)] >= 0) branch[Index(v)] = find(v);
+  return branch;
+}
+
+// Each core node's segment (-1 for the others) and the number of segments.
+std::pair<std::vector<int>, int> OrderModel::CutCore(const std::vector<int>& topo, const std::vector<char>& core) const {
+  std::vector<int> order, position(Index(nodes()), -1), segment(Index(nodes()), -1);
+  for (int v : topo)
+    if (core[Index(v)]) {
+      position[Index(v)] = static_cast<int>(order.size());
+      order.push_back(v);
+    }
+  const std::vector<char> crossed = CrossedPositions(order, position);
+  int count = 1;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    segment[Index(order[i])] = count - 1;
+    if (!crossed[i] && i + 1 < order.size()) ++count;
+  }
+  return {segment, count};
+}
+
+// The bytes live after each segment (`segment` per node), each tensor
+// counted whole (a buffer shared in place twice: more, never less).
+std::vector<std::uint64_t> OrderModel::CutLive(const std::vector<int>& segment, int count) const {
+  std::vector<std::int64_t> delta(Index(count) + 1, 0);
+  for (std::size_t t = 0; t < bytes_.size(); ++t) {
+    const int w = writer_[t];
+    if (w < 0 || !IsScratchOutput(w, static_cast<int>(t))) continue;
+    int last = segment[Index(w)];
+    for (int r : readers_[t]) last = std::max(last, segment[Index(r)]);
+    if (pinned_[t] || (keep_unread_ && readers_[t].empty())) last = count;
+    delta[Index(segment[Index(w)])] += static_cast<std::int64_t>(bytes_[t]);
+    delta[Index(last)] -= static_cast<std::int64_t>(bytes_[t]);
+  }
+  std::vector<std::uint64_t> live(Index(count));
+  std::int64_t now = static_cast<std::int64_t>(initial_live_);
+  for (int k = 0; k < count; ++k) live[Index(k)] = static_cast<std::uint64_t>(now += delta[Index(k)]);
+  return live;
+}
+
+std::vector<std::vector<int>> OrderModel::Segments(std::uint64_t floor) const {
+  const int n = nodes();
+  std::vector<char> has_succ(Index(n), 0), floating(Index(n), 0), core(Index(n), 0), derived;
   for (int v = 0; v < n; ++v)
     for (int p : preds(v)) has_succ[Index(p)] = 1;
-  std::vector<int> core, floating, position(Index(n), -1);
-  for (int v : TopologicalOrder()) {
-    if (Floating(v, has_succ)) {
-      floating.push_back(v);
-      continue;
+  for (int v = 0; v < n; ++v) floating[Index(v)] = Floating(v, has_succ);
+  const std::vector<int> topo = TopologicalOrder();
+  std::vector<int> branch = Branches(topo, floating, derived);
+  for (int v = 0; v < n; ++v) core[Index(v)] = !floating[Index(v)] && branch[Index(v)] < 0;
+  for (;;) {
+    auto [segment, count] = CutCore(topo, core);
+    PlaceBranches(branch, derived, core, count, segment);
+    // A floating node in its first reader's segment.
+    for (int v = 0; v < n; ++v)
+      for (int p : preds(v))
+        if (floating[Index(p)] && (segment[Index(p)] < 0 || segment[Index(v)] < segment[Index(p)]))
+          segment[Index(p)] = segment[Index(v)];
+    if (!KeepBranchesOut(segment, count, floor, derived, branch, core)) return Gather(topo, segment, count);
+  }
+}
+
+// A dead-end branch in the last segment of its inputs, a derived one in its
+// first reader's (the last segment when none).
+void OrderModel::PlaceBranches(const std::vector<int>& branch, const std::vector<char>& derived,
+                               const std::vector<char>& core, int count, std::vector<int>& segment) const {
+  const int n = nodes();
+  std::vector<int> at(Index(n), -1);
+  for (int v = 0; v < n; ++v)
+    for (int p : preds(v)) {
+      if (branch[Index(v)] >= 0 && !derived[Index(v)] && core[Index(p)])
+        at[Index(branch[Index(v)])] = std::max(at[Index(branch[Index(v)])], segment[Index(p)]);
+      if (branch[Index(p)] >= 0 && derived[Index(p)] && core[Index(v)]) {
+        int& a = at[Index(branch[Index(p)])];
+        a = a < 0 ? segment[Index(v)] : std::min(a, segment[Index(v)]);
+      }
     }
-    position[Index(v)] = static_cast<int>(core.size());
-    core.push_back(v);
+  for (int v = 0; v < n; ++v)
+    if (branch[Index(v)] >= 0) {
+      const int a = at[Index(branch[Index(v)])];
+      segment[Index(v)] = a >= 0 ? a : derived[Index(v)] ? count - 1 : 0;
+    }
+}
+
+// Moves back into the core each branch whose run at the edge of its
+// segment (after a dead end's, before a derived one's: the bytes live
+// there, what it reads, all it writes) could be over `floor`, a bound every
+// order reaches: only then does moving it there never raise the peak.
+// True when one moved.
+bool OrderModel::KeepBranchesOut(const std::vector<int>& segment, int count, std::uint64_t floor,
+                                 const std::vector<char>& derived, std::vector<int>& branch,
+                                 std::vector<char>& core) const {
+  const std::vector<std::uint64_t> live = CutLive(segment, count);
+  std::vector<std::uint64_t> cost(Index(nodes()), 0);
+  for (int v = 0; v < nodes(); ++v) {
+    if (branch[Index(v)] < 0) continue;
+    std::uint64_t& c = cost[Index(branch[Index(v)])];
+    c += node_[Index(v)].temp_bytes + node_[Index(v)].out_bytes;
+    for (int t : node_[Index(v)].inputs) {
+      const int w = writer_[Index(t)];
+      if (w >= 0 && branch[Index(w)] != branch[Index(v)]) c += bytes_[Index(t)];
+    }
   }
-  const std::vector<char> crossed = CrossedPositions(core, position);
-  std::vector<std::vector<int>> segments(1);
-  std::vector<std::size_t> segment_of(Index(n), 0);
-  for (std::size_t i = 0; i < core.size(); ++i) {
-    segments.back().push_back(core[i]);
-    segment_of[Index(core[i])] = segments.size() - 1;
-    if (!crossed[i] && i + 1 < core.size()) segments.emplace_back();
+  bool moved = false;
+  for (int v = 0; v < nodes(); ++v) {
+    const int b = branch[Index(v)], k = segment[Index(v)];
+    if (b < 0) continue;
+    const bool free = derived[Index(v)] ? k == 0 : k + 1 >= count;  // where it may run anyway
+    const std::uint64_t before = derived[Index(v)] ? (k > 0 ? live[Index(k - 1)] : 0) : live[Index(k)];
+    if (free || before + cost[Index(b)] <= floor) continue;
+    branch[Index(v)] = -1, core[Index(v)] = 1, moved = true;
   }
-  if (segments.back().empty()) segments.pop_back();
-  // Each floating node first in its first reader's segment.
-  std::vector<std::size_t> first(Index(n), segments.size());
-  for (int v : core)
-    for (int p : preds(v)) first[Index(p)] = std::min(first[Index(p)], segment_of[Index(v)]);
-  for (auto it = floating.rbegin(); it != floating.rend(); ++it) {
-    std::vector<int>& seg = segments[first[Index(*it)]];
-    seg.insert(seg.begin(), *it);
-  }
+  return moved;
+}
+
+// The nodes by segment, each segment in topological order.
+std::vector<std::vector<int>> OrderModel::Gather(const std::vector<int>& topo, const std::vector<int>& segment,
+                                                 int count) const {
+  std::vector<std::vector<int>> segments(Index(count));
+  for (int v : topo) segments[Index(segment[Index(v)])].push_back(v);
+  std::erase_if(segments, [](const std::vector<int>& s) { return s.empty(); });
   return segments;
 }
 

@@ -75,7 +75,12 @@ class OrderModel {
   // segment can be ordered on its own. Segments in execution order, each
   // ending with its chokepoint (the last with the last node), each a
   // topological order of its nodes. Linear in the graph's size.
-  std::vector<std::vector<int>> Segments() const;
+  // Nodes with no predecessor join their first reader's segment. Branches
+  // that compute on constants only join their first reader's segment, and
+  // dead-end branches (nothing reads their results) the last segment of
+  // their inputs, when `floor` (a bound every order's peak reaches) shows
+  // that moving them there never raises the peak.
+  std::vector<std::vector<int>> Segments(std::uint64_t floor = 0) const;
 
  private:
   // What the constructor's steps read per tensor.
@@ -97,6 +102,7 @@ class OrderModel {
     std::uint64_t out_bytes = 0;
     std::uint64_t alone = 0;
     int in_place_slot = -1;  // k when it may share its input in place
+    bool reads_input = false;  // a graph input
     InPlace in_place = InPlace::kNone;
   };
   static std::size_t Index(int i) { return static_cast<std::size_t>(i); }
@@ -109,6 +115,16 @@ class OrderModel {
   std::vector<int> TopologicalOrder() const;  // Kahn's
   std::vector<std::vector<std::uint64_t>> Ancestors() const;
   bool Floating(int v, const std::vector<char>& has_succ) const;
+  bool Unshared(int v) const;
+  std::vector<int> Branches(const std::vector<int>& topo, const std::vector<char>& floating,
+                            std::vector<char>& derived) const;
+  void PlaceBranches(const std::vector<int>& branch, const std::vector<char>& derived, const std::vector<char>& core,
+                     int count, std::vector<int>& segment) const;
+  std::pair<std::vector<int>, int> CutCore(const std::vector<int>& topo, const std::vector<char>& core) const;
+  std::vector<std::uint64_t> CutLive(const std::vector<int>& segment, int count) const;
+  bool KeepBranchesOut(const std::vector<int>& segment, int count, std::uint64_t floor,
+                       const std::vector<char>& derived, std::vector<int>& branch, std::vector<char>& core) const;
+  std::vector<std::vector<int>> Gather(const std::vector<int>& topo, const std::vector<int>& segment, int count) const;
   std::vector<char> CrossedPositions(const std::vector<int>& core, const std::vector<int>& position) const;
 
   std::vector<Node> node_;

@@ -248,6 +248,40 @@ TEST(Schedule, SegmentsCutAtChokepoints) {
   EXPECT_EQ(chained.Segments().size(), 2u);
 }
 
+TEST(Schedule, BranchesJoinTheSegmentWhereTheyCostNothing) {
+  // A chain in -> a -> b -> c -> d; a table computed from a constant
+  // (k -> g) read by d, and a dead end off b (x -> y, whose output nothing
+  // reads). k and g join d's segment, x and y b's: each is small against the
+  // bound every order reaches (d's step).
+  Graph g = MakeGraph(11, 1000);
+  g.inputs = {0};
+  g.outputs = {4};
+  g.tensors[4].bytes = 2000;
+  for (int t : {5, 6, 7, 8}) g.tensors[static_cast<std::size_t>(t)].bytes = 10;
+  AddNode(g, {0}, {1});     // 0 a
+  AddNode(g, {1}, {2});     // 1 b
+  AddNode(g, {2}, {3});     // 2 c
+  AddNode(g, {}, {5});      // 3 k
+  AddNode(g, {5}, {6});     // 4 g
+  AddNode(g, {3, 6}, {4});  // 5 d
+  AddNode(g, {2}, {7});     // 6 x
+  AddNode(g, {7}, {8});     // 7 y
+  const OrderModel model(g, ComputeLiveness(g, {}).value(), {});
+  const std::uint64_t floor = model.CoLiveBound();
+  const std::vector<std::vector<int>> segments = model.Segments(floor);
+  ASSERT_EQ(segments.size(), 3u);
+  EXPECT_EQ(segments[0], (std::vector<int>{0, 1, 6, 7}));
+  EXPECT_EQ(segments[1], (std::vector<int>{2}));
+  EXPECT_EQ(segments[2], (std::vector<int>{3, 4, 5}));
+  EXPECT_EQ(model.Segments(0).size(), 1u);  // no bound: nothing may move, no cut
+  ScheduleParams sp;
+  sp.order = OrderStrategy::kExact;
+  const Schedule s = ScheduleGraph(g, sp, {}).value();
+  EXPECT_TRUE(s.proved_optimal);
+  EXPECT_EQ(s.peak, BruteForce(g, {}));
+  ExpectRuns(g, sp);
+}
+
 TEST(Schedule, AStoppedSearchBoundNeverExceedsTheOptimum) {
   for (const LivenessParams& lp : LivenessVariants())
     for (std::uint64_t seed = 1; seed <= 30; ++seed) {
