@@ -10,8 +10,13 @@
 // graph there as an ONNX file and measures the graph read back from it, as
 // `tensormem plan FILE --order ...` reads it.
 //
+// --seed S shifts every generated graph's seed (held-out graphs of the same
+// kinds). The "cells" rows are single RandWire cells of the kind SERENITY
+// (Ahn et al., MLSys 2020) schedules: Watts-Strogatz, N = 32, K = 4,
+// P = 0.75, sum and concat joins, one row per seed.
+//
 //   schedule_bench [--time-limit S] [--models DIR] [--no-models] [--no-randwire]
-//                  [--no-nas] [--only TEXT] [--onnx-dir DIR]
+//                  [--no-nas] [--no-cells] [--seed S] [--only TEXT] [--onnx-dir DIR]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -93,11 +98,13 @@ void GeneratedRow(const std::string& name, const Graph& g, double time_limit) {
   Row(name, read->graph, time_limit);
 }
 
+std::uint64_t seed_base = 1;  // --seed
+
 void NasRows(double time_limit) {
   // (cells, intermediate nodes per cell): about 60 to 270 graph nodes.
   const std::pair<int, int> sizes[] = {{3, 4}, {8, 4}, {8, 5}, {14, 4}};
   for (const auto& [cells, nodes] : sizes)
-    for (std::uint64_t seed = 1; seed <= 2; ++seed) {
+    for (std::uint64_t seed = seed_base; seed < seed_base + 2; ++seed) {
       internal::NasCellParams np;
       np.cells = cells;
       np.nodes = nodes;
@@ -105,6 +112,46 @@ void NasRows(double time_limit) {
       GeneratedRow("nas-" + std::to_string(cells) + "x" + std::to_string(nodes) + "-s" + std::to_string(seed),
                    internal::GenerateNasGraph(np), time_limit);
     }
+}
+
+void CellRows(double time_limit) {
+  using internal::JoinKind;
+  for (JoinKind join : {JoinKind::kSum, JoinKind::kConcat})
+    for (std::uint64_t seed = seed_base; seed < seed_base + 4; ++seed) {
+      internal::RandWireParams rp;  // its defaults: N = 32, K = 4, P = 0.75, one stage
+      rp.model = internal::RandomGraphModel::kWattsStrogatz;
+      rp.join = join;
+      rp.seed = seed;
+      GeneratedRow(std::string("cell-ws-32-4-0.75-") + (join == JoinKind::kSum ? "sum" : "concat") + "-s" +
+                       std::to_string(seed),
+                   internal::GenerateRandWireGraph(rp), time_limit);
+    }
+}
+
+void RandWireRows(double time_limit) {
+  using internal::JoinKind;
+  using internal::RandomGraphModel;
+  const char* model_names[] = {"ws", "er", "ba"};
+  // (stages, random-graph nodes per stage): about 50 to 300 graph nodes.
+  const std::pair<int, int> sizes[] = {{1, 32}, {3, 24}, {3, 40}, {3, 50}};
+  for (const auto& [stages, nodes] : sizes)
+    for (int model = 0; model < 3; ++model)
+      for (JoinKind join : {JoinKind::kSum, JoinKind::kConcat}) {
+        internal::RandWireParams rp;
+        rp.model = static_cast<RandomGraphModel>(model);
+        rp.join = join;
+        rp.stages = stages;
+        rp.nodes = nodes;
+        rp.k = 4;
+        rp.p = rp.model == RandomGraphModel::kErdosRenyi ? 0.2 : 0.75;
+        rp.m = 2;
+        rp.seed = seed_base + static_cast<std::uint64_t>(model + 3 * stages);
+        const Graph g = internal::GenerateRandWireGraph(rp);
+        std::string name = std::string("randwire-") + model_names[model] + "-" +
+                           (join == JoinKind::kSum ? "sum" : "concat") + "-" + std::to_string(stages) + "x" +
+                           std::to_string(rp.nodes);
+        GeneratedRow(name, g, time_limit);
+      }
 }
 
 void Header() {
@@ -118,7 +165,7 @@ void Header() {
 
 int main(int argc, char** argv) {
   double time_limit = 10;
-  bool models = true, randwire = true, nas = true;
+  bool models = true, randwire = true, nas = true, cells = true;
   std::filesystem::path dir = std::filesystem::path(TENSORMEM_SHARED_DIR) / "models";
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--time-limit") && i + 1 < argc)
@@ -131,12 +178,16 @@ int main(int argc, char** argv) {
       randwire = false;
     else if (!std::strcmp(argv[i], "--no-nas"))
       nas = false;
+    else if (!std::strcmp(argv[i], "--no-cells"))
+      cells = false;
+    else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc)
+      seed_base = std::strtoull(argv[++i], nullptr, 10);
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
       only = argv[++i];
     else if (!std::strcmp(argv[i], "--onnx-dir") && i + 1 < argc)
       onnx_dir = argv[++i];
     else {
-      std::fprintf(stderr, "usage: schedule_bench [--time-limit S] [--models DIR] [--no-models] [--no-randwire] [--no-nas] [--only TEXT] [--onnx-dir DIR]\n");
+      std::fprintf(stderr, "usage: schedule_bench [--time-limit S] [--models DIR] [--no-models] [--no-randwire] [--no-nas] [--no-cells] [--seed S] [--only TEXT] [--onnx-dir DIR]\n");
       return 2;
     }
   }
@@ -156,31 +207,8 @@ int main(int argc, char** argv) {
       Row(f.stem().string(), m->graph, time_limit);
     }
   }
-  if (randwire) {
-    using internal::JoinKind;
-    using internal::RandomGraphModel;
-    const char* model_names[] = {"ws", "er", "ba"};
-    // (stages, random-graph nodes per stage): about 50 to 250 graph nodes.
-    const std::pair<int, int> sizes[] = {{1, 32}, {3, 24}, {3, 40}, {3, 50}};
-    for (const auto& [stages, nodes] : sizes)
-      for (int model = 0; model < 3; ++model)
-        for (JoinKind join : {JoinKind::kSum, JoinKind::kConcat}) {
-          internal::RandWireParams rp;
-          rp.model = static_cast<RandomGraphModel>(model);
-          rp.join = join;
-          rp.stages = stages;
-          rp.nodes = nodes;
-          rp.k = 4;
-          rp.p = rp.model == RandomGraphModel::kErdosRenyi ? 0.2 : 0.75;
-          rp.m = 2;
-          rp.seed = static_cast<std::uint64_t>(1 + model + 3 * stages);
-          const Graph g = internal::GenerateRandWireGraph(rp);
-          std::string name = std::string("randwire-") + model_names[model] + "-" +
-                             (join == JoinKind::kSum ? "sum" : "concat") + "-" +
-                             std::to_string(stages) + "x" + std::to_string(rp.nodes);
-          GeneratedRow(name, g, time_limit);
-        }
-  }
+  if (randwire) RandWireRows(time_limit);
   if (nas) NasRows(time_limit);
+  if (cells) CellRows(time_limit);
   return 0;
 }

@@ -8,11 +8,12 @@
 // post-order schedulers, PyTorch Inductor's LPMF and BFS) and keeps the best
 // of them and the given order, so it is never worse than the given order.
 // kExact then searches the sets of nodes already run (SERENITY's dynamic
-// programming over downsets, memoised, with a dominance rule): a beam of
-// the best states first, whose order tightens the bound, then every state
-// below the best peak known; it proves the minimum peak when it finishes
-// within the time limit and the state budget, and otherwise keeps the best
-// order found with the lower bound it proved. kJoint keeps every distinct
+// programming over downsets, memoised, with a dominance rule), one segment
+// between two chokepoints at a time: a beam of the best states first, whose
+// order is the first bound, then every state below the best peak known; it
+// proves the minimum peak when it finishes within the time limit and the
+// state budget, and otherwise keeps the best order found with the lower
+// bound it proved. kJoint keeps every distinct
 // order kExact met (the given one, each heuristic's, the search's) as
 // candidates: the graph planner (PlanGraph) places each with its offsets
 // strategy and keeps the smallest arena, since the order of the lowest peak
@@ -78,7 +79,7 @@ struct Schedule {
   std::string method = "given";
   std::uint64_t given_peak = 0;   // peak live scratch bytes in the given order
   std::uint64_t peak = 0;         // ... in `order`
-  std::uint64_t lower_bound = 0;  // no order has a lower peak
+  std::uint64_t lower_bound = 0;  // no order has a lower peak (kGiven: 0, not computed)
   bool proved_optimal = false;    // peak == lower_bound
   std::size_t states = 0;         // search states the exact search kept
   double seconds = 0;

@@ -128,25 +128,29 @@ void SortCandidates(Schedule& s) {
                    [](const OrderCandidate& a, const OrderCandidate& b) { return a.peak < b.peak; });
 }
 
-// The heuristic orders: the best into `best`, each one a candidate (joint).
-Status RunHeuristics(const Graph& graph, const internal::OrderModel& model,
-                     const LivenessParams& liveness, bool joint, Schedule& best) {
+// The heuristic orders (returned): the best into `best`, each one a
+// candidate (joint).
+Result<std::vector<std::vector<int>>> RunHeuristics(const Graph& graph, const internal::OrderModel& model,
+                                                    const LivenessParams& liveness, bool joint, Schedule& best) {
+  std::vector<std::vector<int>> orders;
   for (internal::NamedOrder& h : internal::HeuristicOrders(model)) {
     TM_ASSIGN_OR_RETURN(const std::uint64_t peak, PeakLiveBytes(graph, h.order, liveness));
     if (joint) AddCandidate(best, h.method, h.order, peak);
-    if (peak < best.peak) best.peak = peak, best.order = std::move(h.order), best.method = h.method;
+    if (peak < best.peak) best.peak = peak, best.order = h.order, best.method = h.method;
+    orders.push_back(std::move(h.order));
   }
-  return Status::Ok();
+  return orders;
 }
 
-// The exact search from the best order so far; its order, when below, is
-// the best (and a candidate).
-Status RunExact(const Graph& graph, const internal::OrderModel& model, const ScheduleParams& params,
-                const LivenessParams& liveness, bool joint, Schedule& best) {
-  internal::ExactResult r = internal::ExactOrder(model, best.peak, best.lower_bound, params);
+// The exact search from the heuristic orders; its order, when below the
+// best so far, is the best (and a candidate).
+Status RunExact(const Graph& graph, const internal::OrderModel& model, std::vector<std::vector<int>> starts,
+                const ScheduleParams& params, const LivenessParams& liveness, bool joint, Schedule& best) {
+  starts.insert(starts.begin(), best.order);
+  internal::ExactResult r = internal::ExactOrder(model, starts, best.lower_bound, params);
   best.states = r.states;
-  best.lower_bound = r.lower_bound;
-  if (r.order.empty()) return Status::Ok();
+  best.lower_bound = std::max(best.lower_bound, std::min(r.lower_bound, best.peak));
+  if (r.order.empty() || r.peak >= best.peak) return Status::Ok();
   TM_ASSIGN_OR_RETURN(const std::uint64_t peak, PeakLiveBytes(graph, r.order, liveness));
   if (peak != r.peak)
     return Internal("exact order: the search priced its order at " + std::to_string(r.peak) +
@@ -156,25 +160,36 @@ Status RunExact(const Graph& graph, const internal::OrderModel& model, const Sch
   return Status::Ok();
 }
 
+// The order the model searches: the best of the heuristics and (kExact,
+// kJoint) the exact search's.
+Status SearchOrder(const Graph& graph, const Liveness& live, const ScheduleParams& params,
+                   const LivenessParams& liveness, bool joint, Schedule& best) {
+  const internal::OrderModel model(graph, live, liveness);
+  best.lower_bound = std::min(best.peak, model.CoLiveBound());
+  TM_ASSIGN_OR_RETURN(std::vector<std::vector<int>> starts, RunHeuristics(graph, model, liveness, joint, best));
+  if (params.order == OrderStrategy::kExact || joint)
+    TM_RETURN_IF_ERROR(RunExact(graph, model, std::move(starts), params, liveness, joint, best));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<Schedule> ScheduleGraph(const Graph& graph, const ScheduleParams& params,
                                const LivenessParams& liveness) {
   const auto start = std::chrono::steady_clock::now();
-  TM_ASSIGN_OR_RETURN(const Liveness live, ComputeLiveness(graph, liveness));
   Schedule best;
   best.order = GivenOrder(graph);
   TM_ASSIGN_OR_RETURN(best.given_peak, PeakLiveBytes(graph, best.order, liveness));
-  best.peak = best.given_peak;
+  best.peak = best.lower_bound = best.given_peak;
   const bool joint = params.order == OrderStrategy::kJoint;
   if (joint) AddCandidate(best, "given", best.order, best.peak);
-  // Nothing is freed when all tensors are preserved: every order is alike.
-  const bool fixed = params.order == OrderStrategy::kGiven || liveness.preserve_all_tensors;
-  const internal::OrderModel model(graph, live, liveness);
-  best.lower_bound = liveness.preserve_all_tensors ? best.peak : std::min(best.peak, model.CoLiveBound());
-  if (!fixed) TM_RETURN_IF_ERROR(RunHeuristics(graph, model, liveness, joint, best));
-  if ((params.order == OrderStrategy::kExact || joint) && !fixed)
-    TM_RETURN_IF_ERROR(RunExact(graph, model, params, liveness, joint, best));
+  // The given order asked for, or every order alike (nothing is freed when
+  // all tensors are preserved): no model, no bound to compute.
+  if (params.order == OrderStrategy::kGiven) best.lower_bound = 0;
+  if (params.order != OrderStrategy::kGiven && !liveness.preserve_all_tensors) {
+    TM_ASSIGN_OR_RETURN(const Liveness live, ComputeLiveness(graph, liveness));
+    TM_RETURN_IF_ERROR(SearchOrder(graph, live, params, liveness, joint, best));
+  }
   if (joint) SortCandidates(best);
   best.proved_optimal = best.peak == best.lower_bound;
   best.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -60,20 +60,27 @@ class OrderModel {
   // The peak of a whole order (checked elsewhere to be topological).
   std::uint64_t Peak(const std::vector<int>& order) const;
 
-  // The bytes surely live while node v runs. A tensor is held at v when v
-  // or a descendant of v reads it (it is freed after v) or it is never
-  // freed. Held tensors an ancestor of v writes are live at v in every
-  // order: `fixed[v]` (with what v needs alone). Those a node neither
-  // before nor after v writes (`concurrent[v]`: writer, bytes) are live at
-  // v when their writer ran first: the exact search adds them per state.
-  // Hubs with far consumers make these much stronger than alone().
-  struct CoLive {
-    std::vector<std::uint64_t> fixed;
-    std::vector<std::vector<std::pair<int, std::uint64_t>>> concurrent;
-  };
-  CoLive ComputeCoLive() const;
-  // A lower bound on every order's peak: the largest fixed[v].
+  // A lower bound on every order's peak: the most bytes surely live at a
+  // node. A tensor is held at v when v or a descendant of v reads it (it
+  // is freed after v) or it is never freed; held tensors an ancestor of v
+  // writes are live at v in every order, with what v needs alone. Hubs
+  // with far consumers make it much stronger than the largest alone().
   std::uint64_t CoLiveBound() const;
+
+  // The nodes cut at the graph's chokepoints: a node every other node is
+  // an ancestor or a descendant of (a RandWire stage's output, a residual
+  // block's add), unless an in-place chain crosses it. Every order runs
+  // the segments one after the other and has the same live bytes at each
+  // cut, so its peak is the largest of its segments' peaks, and each
+  // segment can be ordered on its own. Segments in execution order, each
+  // ending with its chokepoint (the last with the last node), each a
+  // topological order of its nodes. Linear in the graph's size.
+  // Nodes with no predecessor join their first reader's segment. Branches
+  // that compute on constants only join their first reader's segment, and
+  // dead-end branches (nothing reads their results) the last segment of
+  // their inputs, when `floor` (a bound every order's peak reaches) shows
+  // that moving them there never raises the peak.
+  std::vector<std::vector<int>> Segments(std::uint64_t floor = 0) const;
 
  private:
   // What the constructor's steps read per tensor.
@@ -95,6 +102,7 @@ class OrderModel {
     std::uint64_t out_bytes = 0;
     std::uint64_t alone = 0;
     int in_place_slot = -1;  // k when it may share its input in place
+    bool reads_input = false;  // a graph input
     InPlace in_place = InPlace::kNone;
   };
   static std::size_t Index(int i) { return static_cast<std::size_t>(i); }
@@ -104,7 +112,20 @@ class OrderModel {
   // t is one of v's scratch outputs (the tensors the model tracks).
   bool IsScratchOutput(int v, int t) const;
   bool MayShare(int v, int t) const;
+  std::vector<int> TopologicalOrder() const;  // Kahn's
   std::vector<std::vector<std::uint64_t>> Ancestors() const;
+  bool Floating(int v, const std::vector<char>& has_succ) const;
+  bool Unshared(int v) const;
+  std::vector<int> Branches(const std::vector<int>& topo, const std::vector<char>& floating,
+                            std::vector<char>& derived) const;
+  void PlaceBranches(const std::vector<int>& branch, const std::vector<char>& derived, const std::vector<char>& core,
+                     int count, std::vector<int>& segment) const;
+  std::pair<std::vector<int>, int> CutCore(const std::vector<int>& topo, const std::vector<char>& core) const;
+  std::vector<std::uint64_t> CutLive(const std::vector<int>& segment, int count) const;
+  bool KeepBranchesOut(const std::vector<int>& segment, int count, std::uint64_t floor,
+                       const std::vector<char>& derived, std::vector<int>& branch, std::vector<char>& core) const;
+  std::vector<std::vector<int>> Gather(const std::vector<int>& topo, const std::vector<int>& segment, int count) const;
+  std::vector<char> CrossedPositions(const std::vector<int>& core, const std::vector<int>& position) const;
 
   std::vector<Node> node_;
   std::vector<std::uint64_t> bytes_;        // per tensor
@@ -125,15 +146,17 @@ struct NamedOrder {
 std::vector<NamedOrder> HeuristicOrders(const OrderModel& model);
 
 struct ExactResult {
-  std::vector<int> order;        // empty when nothing below the bound was found
+  std::vector<int> order;        // the best found (empty for a graph of no nodes)
   std::uint64_t peak = 0;        // of `order`
   std::uint64_t lower_bound = 0;
-  bool complete = false;         // the search finished: the bound is the optimum
+  bool complete = false;         // the bound is the optimum: `order` is optimal
   std::size_t states = 0;
 };
-// The search for an order with a peak below `upper_bound` (the best known),
-// under params' limits (its order field is not read).
-ExactResult ExactOrder(const OrderModel& model, std::uint64_t upper_bound,
+// The search for a minimum-peak order, segment by segment (Segments), from
+// the best piece of the `starts` orders in each (the heuristics': the best
+// of them is never beaten by what it returns), under params' limits (its
+// order field is not read); `lower_bound` is a bound already proved.
+ExactResult ExactOrder(const OrderModel& model, const std::vector<std::vector<int>>& starts,
                        std::uint64_t lower_bound, const ScheduleParams& params);
 
 }  // namespace tensormem::internal

@@ -187,6 +187,116 @@ TEST(Schedule, ExactEqualsBruteForceOnSmallRandWire) {
   }
 }
 
+TEST(Schedule, SegmentedExactEqualsBruteForceOnStagedRandWire) {
+  // Two or three stages joined through single nodes: the search solves each
+  // stage on its own, and must still find the optimum of the whole.
+  ScheduleParams sp;
+  sp.order = OrderStrategy::kExact;
+  int segmented = 0;
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    RandWireParams rp;
+    rp.nodes = 3;
+    rp.stages = 2 + static_cast<int>(seed % 2);
+    rp.seed = seed;
+    rp.model = static_cast<internal::RandomGraphModel>(seed % 3);
+    rp.join = seed % 4 < 2 ? internal::JoinKind::kSum : internal::JoinKind::kConcat;
+    rp.p = 0.6;
+    const Graph g = GenerateRandWireGraph(rp);
+    if (g.nodes.size() > 13) continue;  // the brute force's reach
+    const OrderModel model(g, ComputeLiveness(g, {}).value(), {});
+    segmented += model.Segments().size() >= 2;
+    const Schedule s = ScheduleGraph(g, sp, {}).value();
+    EXPECT_TRUE(s.proved_optimal) << "seed " << seed;
+    EXPECT_EQ(s.peak, BruteForce(g, {})) << "seed " << seed;
+    ExpectRuns(g, sp);
+  }
+  EXPECT_GT(segmented, 4);
+}
+
+TEST(Schedule, SegmentsCutAtChokepoints) {
+  // in -> s -> a; a -> b, a -> c; (b, c) -> d; d -> e: a, d and e are
+  // chokepoints. s and a constant k have no predecessor node: each joins
+  // its first reader's segment.
+  Graph g = MakeGraph(9, 100);
+  g.inputs = {0};
+  g.outputs = {6};
+  AddNode(g, {0}, {8});     // 0 s
+  AddNode(g, {8}, {1});     // 1 a
+  AddNode(g, {1}, {2});     // 2 b
+  AddNode(g, {1}, {3});     // 3 c
+  AddNode(g, {2, 3}, {4});  // 4 d
+  AddNode(g, {}, {7});      // 5 k
+  AddNode(g, {4, 7}, {6});  // 6 e
+  const OrderModel model(g, ComputeLiveness(g, {}).value(), {});
+  const std::vector<std::vector<int>> segments = model.Segments();
+  ASSERT_EQ(segments.size(), 3u);
+  EXPECT_EQ(segments[0], (std::vector<int>{0, 1}));
+  EXPECT_EQ(segments[1], (std::vector<int>{2, 3, 4}));
+  EXPECT_EQ(segments[2], (std::vector<int>{5, 6}));
+  // A second output of b read by e crosses d: b's segment runs on to e.
+  Graph h = g;
+  h.tensors.push_back({"t9", 100});
+  h.nodes[2].outputs.push_back(9);
+  h.nodes[6].inputs.push_back(9);
+  const OrderModel crossed(h, ComputeLiveness(h, {}).value(), {});
+  EXPECT_EQ(crossed.Segments().size(), 2u);
+  // No cut where an in-place chain crosses: d writing over b's output (the
+  // bytes live at the cut would depend on the order before it).
+  Graph p = g;
+  p.nodes[4].in_place = InPlace::kInput0;
+  const OrderModel chained(p, ComputeLiveness(p, {}).value(), {});
+  EXPECT_EQ(chained.Segments().size(), 2u);
+}
+
+TEST(Schedule, BranchesJoinTheSegmentWhereTheyCostNothing) {
+  // A chain in -> a -> b -> c -> d; a table computed from a constant
+  // (k -> g) read by d, and a dead end off b (x -> y, whose output nothing
+  // reads). k and g join d's segment, x and y b's: each is small against the
+  // bound every order reaches (d's step).
+  Graph g = MakeGraph(11, 1000);
+  g.inputs = {0};
+  g.outputs = {4};
+  g.tensors[4].bytes = 2000;
+  for (int t : {5, 6, 7, 8}) g.tensors[static_cast<std::size_t>(t)].bytes = 10;
+  AddNode(g, {0}, {1});     // 0 a
+  AddNode(g, {1}, {2});     // 1 b
+  AddNode(g, {2}, {3});     // 2 c
+  AddNode(g, {}, {5});      // 3 k
+  AddNode(g, {5}, {6});     // 4 g
+  AddNode(g, {3, 6}, {4});  // 5 d
+  AddNode(g, {2}, {7});     // 6 x
+  AddNode(g, {7}, {8});     // 7 y
+  const OrderModel model(g, ComputeLiveness(g, {}).value(), {});
+  const std::uint64_t floor = model.CoLiveBound();
+  const std::vector<std::vector<int>> segments = model.Segments(floor);
+  ASSERT_EQ(segments.size(), 3u);
+  EXPECT_EQ(segments[0], (std::vector<int>{0, 1, 6, 7}));
+  EXPECT_EQ(segments[1], (std::vector<int>{2}));
+  EXPECT_EQ(segments[2], (std::vector<int>{3, 4, 5}));
+  EXPECT_EQ(model.Segments(0).size(), 1u);  // no bound: nothing may move, no cut
+  ScheduleParams sp;
+  sp.order = OrderStrategy::kExact;
+  const Schedule s = ScheduleGraph(g, sp, {}).value();
+  EXPECT_TRUE(s.proved_optimal);
+  EXPECT_EQ(s.peak, BruteForce(g, {}));
+  ExpectRuns(g, sp);
+}
+
+TEST(Schedule, AStoppedSearchBoundNeverExceedsTheOptimum) {
+  for (const LivenessParams& lp : LivenessVariants())
+    for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+      const Graph g = MakeRandomGraph(seed, 4 + static_cast<int>(seed % 6));
+      ScheduleParams sp;
+      sp.order = OrderStrategy::kExact;
+      sp.max_states = seed % 5;  // stopped early, or not at all
+      const Schedule s = ScheduleGraph(g, sp, lp).value();
+      const std::uint64_t best = BruteForce(g, lp);
+      EXPECT_LE(s.lower_bound, best) << "seed " << seed;
+      EXPECT_GE(s.peak, best);
+      EXPECT_EQ(s.peak, PeakLiveBytes(g, s.order, lp).value());
+    }
+}
+
 TEST(Schedule, NeverWorseThanGivenAndRunsUnderTheChecker) {
   for (OrderStrategy order : AllOrderStrategies())
     for (std::uint64_t seed = 1; seed <= 25; ++seed) {
@@ -365,6 +475,8 @@ TEST(Schedule, GivenKeepsTheOrder) {
   EXPECT_EQ(s.order, GivenOrder(g));
   EXPECT_EQ(s.method, "given");
   EXPECT_EQ(s.peak, s.given_peak);
+  EXPECT_EQ(s.lower_bound, 0u);  // no bound computed for the order asked for
+  EXPECT_EQ(s.states, 0u);
   LivenessParams preserve;
   preserve.preserve_all_tensors = true;
   ScheduleParams sp;
