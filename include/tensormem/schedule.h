@@ -88,6 +88,10 @@ struct Schedule {
   std::vector<OrderCandidate> candidates;
 };
 
+// False where `lower_bound` was not computed (kGiven, which builds no order
+// model): the CLI's JSON and Python report it as null / None.
+inline bool LowerBoundComputed(const Schedule& s) { return s.proved_optimal || s.lower_bound > 0; }
+
 // The identity order 0, 1, ..., nodes - 1.
 std::vector<int> GivenOrder(const Graph& graph);
 

@@ -56,10 +56,12 @@ def test_plan_model_in_a_chosen_order(shared, tmp_path):
     model = shared / "models" / "shufflenet_v2_x1_0.onnx"
     given = tm.plan_model(model, strategy="best")
     assert given.order["method"] == "given" and given.order["candidates"] == []
+    assert given.order["lower_bound"] is None  # the given order computes no bound
     assert given.total == tm.plan(tm.records_from_onnx(model), strategy="best").total
     for order in ("best", "exact"):
         p = tm.plan_model(model, strategy="best", order=order)
         assert p.order["peak"] <= p.order["given_peak"] == given.order["peak"]
+        assert p.order["lower_bound"] <= p.order["peak"]
         assert len(p) == len(given)
     joint = tm.plan_model(model, strategy="best", order="joint")
     assert joint.total <= given.total and len(joint) == len(given)

@@ -27,6 +27,7 @@ TEST(CliOrder, PlansAnOnnxModelInTheChosenOrder) {
   ASSERT_EQ(given.code, 0) << given.out;
   const auto g = nlohmann::json::parse(given.out);
   EXPECT_EQ(g["graph"]["order"]["method"], "given");
+  EXPECT_TRUE(g["graph"]["order"]["lower_bound"].is_null()) << "the given order computes no bound";
   for (const char* order : {"best", "exact", "joint"}) {
     testing::ShellRun r = Cli("plan " + Model() + " --order " + order + " --json 2>/dev/null");
     ASSERT_EQ(r.code, 0) << r.out;

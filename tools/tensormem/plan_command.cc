@@ -275,8 +275,10 @@ Status WriteOutputs(const PlanOptions& o, const Problem& problem, const Planned&
 }
 
 nlohmann::json OrderJson(const Schedule& s) {
+  // --order given computes no bound: null rather than a bound of 0.
+  const nlohmann::json bound = LowerBoundComputed(s) ? nlohmann::json(s.lower_bound) : nlohmann::json(nullptr);
   nlohmann::json j = {{"method", s.method}, {"peak", s.peak}, {"given_peak", s.given_peak},
-                      {"lower_bound", s.lower_bound}, {"proved_optimal", s.proved_optimal},
+                      {"lower_bound", bound}, {"proved_optimal", s.proved_optimal},
                       {"states", s.states}, {"ms", s.seconds * 1e3}};
   if (s.candidates.empty()) return j;
   nlohmann::json candidates = nlohmann::json::array();
