@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "harness/malloc_peers.h"
+#include "harness/restart.h"
 #include "core/parse_name.h"
 
 namespace tensormem {
@@ -822,13 +823,8 @@ Result<ReplayPlacement> ReplayPlacements(const Trace& trace, ReplayAllocator all
 }
 
 void PrepareProcessForMallocPeers(char** argv) {
-  const char* current = std::getenv("GLIBC_TUNABLES");
-  if (current != nullptr && std::strstr(current, "glibc.rtld.optional_static_tls") != nullptr) return;
-  std::string value = current != nullptr && *current ? std::string(current) + ":" : std::string();
-  value += "glibc.rtld.optional_static_tls=16384";
-  if (setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
-  execv("/proc/self/exe", argv);
   // Not re-executed: jemalloc will be reported unavailable with the reason.
+  RestartWithGlibcTunable(argv, "glibc.rtld.optional_static_tls=16384");
 }
 
 }  // namespace tensormem

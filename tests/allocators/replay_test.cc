@@ -17,6 +17,7 @@
 #include "test_util.h"
 #include "harness/malloc_peers.h"
 #include "harness/replay.h"
+#include "harness/restart.h"
 #include "tensormem/allocators.h"  // the umbrella header compiles on its own
 #include "tensormem/lower_bounds.h"
 
@@ -29,6 +30,21 @@ Trace LoadBundled() {
   Result<Trace> t = LoadTrace(Bundled());
   EXPECT_TRUE(t.ok()) << t.status().ToString();
   return t.ok() ? *t : Trace{};
+}
+
+// A tunable GLIBC_TUNABLES already names (the user's choice, or the
+// restarted process) is left as it is: no second start, no second entry.
+TEST(Restart, LeavesATunableTheEnvironmentAlreadyNames) {
+  const char* before = std::getenv("GLIBC_TUNABLES");
+  const std::string saved = before != nullptr ? before : "";
+  ASSERT_EQ(setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=0", 1), 0);
+  char* argv[] = {nullptr};
+  RestartWithGlibcTunable(argv, "glibc.malloc.hugetlb=1");  // would exec /proc/self/exe with no arguments
+  EXPECT_STREQ(std::getenv("GLIBC_TUNABLES"), "glibc.malloc.hugetlb=0");
+  if (before != nullptr)
+    setenv("GLIBC_TUNABLES", saved.c_str(), 1);
+  else
+    unsetenv("GLIBC_TUNABLES");
 }
 
 TEST(Replay, AllocatorNames) {

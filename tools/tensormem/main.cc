@@ -1,22 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 // tensormem: plan tensor memory from the command line.
 #include <CLI/CLI.hpp>
-#include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <iostream>
 #include <new>
-#include <string>
 #include <string_view>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
-#include <unistd.h>
 #endif
 
 #include "cli_util.h"
 #include "commands.h"
 #include "harness/replay.h"
+#include "harness/restart.h"
 #include "tensormem/version.h"
 
 namespace {
@@ -31,18 +28,7 @@ namespace {
 // pages). Not for replay, which measures glibc's malloc as configured by
 // default. Where the system offers no transparent huge pages, or the
 // re-execution fails, nothing changes.
-void UseHugePagesForTheHeap(char** argv) {
-#if defined(__GLIBC__)
-  const char* current = std::getenv("GLIBC_TUNABLES");
-  if (current != nullptr && std::strstr(current, "glibc.malloc.hugetlb") != nullptr) return;
-  std::string value = current != nullptr && *current ? std::string(current) + ":" : std::string();
-  value += "glibc.malloc.hugetlb=1";
-  if (setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
-  execv("/proc/self/exe", argv);
-#else
-  (void)argv;
-#endif
-}
+void UseHugePagesForTheHeap(char** argv) { tensormem::RestartWithGlibcTunable(argv, "glibc.malloc.hugetlb=1"); }
 
 }  // namespace
 
