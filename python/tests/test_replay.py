@@ -94,7 +94,12 @@ def test_replay_compares_every_allocator_by_default(trace_file):
     assert {"bfc", "bfc_compact", "vmm", "pool", "system", "malloc"} <= set(r)
     for name, figures in r.items():
         assert figures["allocator"] == name and figures["ops"] == 5
-    assert r["pool"]["peak_reserved"] == tm.replay(trace_file, "pool", repetitions=1)["peak_reserved"]
+    # The same figures as a replay of that allocator alone, to the page: resident memory counts
+    # whole pages, and where a block starts within a page depends on the heap the forked child
+    # inherits from this process, which the earlier calls changed.
+    alone = tm.replay(trace_file, "pool", repetitions=1)
+    assert r["pool"]["peak_in_use"] == alone["peak_in_use"]
+    assert abs(r["pool"]["peak_reserved"] - alone["peak_reserved"]) <= 2 * 4096
 
 
 def test_replay_several_allocators(trace_file, tmp_path):
