@@ -3,15 +3,13 @@
 // documented behaviour; see bfc_allocator.h for the rules).
 //
 // Layout: chunks live in one vector addressed by handles (freed handles are
-// recycled); each region keeps a table with one handle per 256 bytes, set at
-// every chunk start, so a pointer finds its chunk in O(1) once its region is
-// known (binary search over the regions, which are few). A bin is an ordered
+// recycled); a hash map from every chunk start to its handle finds a
+// pointer's chunk in O(1) (the region is found first, by binary search over
+// the few regions, for a foreign pointer's message). A bin is an ordered
 // set of (size, address) keys of its free chunks; its nodes come from a
 // free list of fixed-size nodes, since the allocator holds its mutex for
 // every set operation anyway.
 #include "tensormem/allocators/bfc_allocator.h"
-
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <array>
@@ -31,6 +29,7 @@
 
 #include "allocators/adaptive_mutex.h"
 #include "allocators/node_arena.h"
+#include "allocators/pointer_map.h"
 #include "core/checked_math.h"
 #include "core/parse_name.h"
 
@@ -67,78 +66,14 @@ struct FreeKeyLess {
   }
 };
 
-// One entry per 256 bytes of a region: 0 off chunk starts, handle + 1 at
-// them. Zero means "none" so the table can come from anonymous mmap: the
-// kernel hands out zero pages lazily, and only the pages where chunks start
-// are ever touched (a 32 GiB region needs a 512 MiB table, mostly never
-// paged in). Small tables come from calloc.
-class HandleTable {
- public:
-  HandleTable() = default;
-  explicit HandleTable(std::size_t entries) : bytes_(std::max<std::size_t>(entries, 1) * sizeof(std::uint32_t)) {
-    if (bytes_ >= kMmapBytes) {
-      void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-      entries_ = p == MAP_FAILED ? nullptr : static_cast<std::uint32_t*>(p);
-    } else {
-      entries_ = static_cast<std::uint32_t*>(std::calloc(bytes_, 1));
-    }
-  }
-  HandleTable(HandleTable&& o) noexcept : entries_(std::exchange(o.entries_, nullptr)), bytes_(o.bytes_) {}
-  HandleTable& operator=(HandleTable&& o) noexcept {
-    std::swap(entries_, o.entries_);
-    std::swap(bytes_, o.bytes_);
-    return *this;
-  }
-  ~HandleTable() {
-    if (entries_ == nullptr) return;
-    if (bytes_ >= kMmapBytes)
-      munmap(entries_, bytes_);
-    else
-      std::free(entries_);
-  }
-  bool ok() const { return entries_ != nullptr; }
-  // Keeps the entries, adds zeroed ones (coalesce_regions extends regions).
-  // Capacity at least doubles, so a region extended step by step remaps
-  // its table only a logarithmic number of times.
-  bool Grow(std::size_t entries) {
-    const std::size_t bytes = entries * sizeof(std::uint32_t);
-    if (bytes <= bytes_) return true;
-    const std::size_t target = std::max(bytes, 2 * bytes_);
-    if (bytes_ >= kMmapBytes) {
-      void* p = mremap(entries_, bytes_, target, MREMAP_MAYMOVE);
-      if (p == MAP_FAILED) return false;
-      entries_ = static_cast<std::uint32_t*>(p);
-      bytes_ = target;
-      return true;
-    }
-    HandleTable bigger(target / sizeof(std::uint32_t));
-    if (!bigger.ok()) return false;
-    std::memcpy(bigger.entries_, entries_, bytes_);
-    *this = std::move(bigger);
-    return true;
-  }
-  ChunkHandle Get(std::size_t i) const { return entries_[i] - 1; }  // 0 - 1 = kInvalidChunk
-  void Set(std::size_t i, ChunkHandle h) { entries_[i] = h + 1; }   // kInvalidChunk + 1 = 0
-
- private:
-  static constexpr std::size_t kMmapBytes = 64 << 10;
-  std::uint32_t* entries_ = nullptr;
-  std::size_t bytes_ = 0;
-};
-
 using FreeSet = std::set<FreeKey, FreeKeyLess, NodeAllocator<FreeKey>>;
 
 struct Region {
   char* ptr = nullptr;
   std::uint64_t bytes = 0;
-  HandleTable handles;
   ChunkHandle last = kInvalidChunk;  // the chunk at the region's end
 
   char* end() const { return ptr + bytes; }
-  std::size_t IndexFor(const void* p) const {
-    return static_cast<std::size_t>((static_cast<const char*>(p) - ptr) >> kMinBits);
-  }
-  ChunkHandle First() const { return handles.Get(0); }
 };
 
 }  // namespace
@@ -153,6 +88,11 @@ struct BfcAllocator::State {
   NodeArena node_arena;
   std::vector<FreeSet> bins;
   std::vector<Region> regions;  // sorted by address
+  // The chunk that starts at each chunk start, live or free. A hash map of
+  // the chunks rather than TensorFlow's table of one entry per 256 bytes of
+  // region: that table's first touches were a quarter of a cold pass's time
+  // on a serving trace, and its pages up to 1/64 of the memory reserved.
+  mutable internal::PointerMap<ChunkHandle> chunk_at;
 
   Status valid;                         // Validate(params)
   std::uint64_t curr_region_bytes = 0;  // the size of the next region (growth)
@@ -199,11 +139,15 @@ struct BfcAllocator::State {
     return static_cast<ChunkHandle>(chunks.size() - 1);
   }
   void DeleteChunk(ChunkHandle h) {
-    Region* r = RegionFor(C(h).ptr);
-    assert(r != nullptr);
-    r->handles.Set(r->IndexFor(C(h).ptr), kInvalidChunk);
+    chunk_at.Erase(C(h).ptr);
     free_handles.push_back(h);
   }
+  // The chunk starting at `p`; kInvalidChunk when none does.
+  ChunkHandle ChunkAt(const void* p) const {
+    const ChunkHandle* h = chunk_at.Find(p);
+    return h == nullptr ? kInvalidChunk : *h;
+  }
+  ChunkHandle First(const Region& r) const { return ChunkAt(r.ptr); }
 
   Region* RegionFor(const void* p) {
     auto it = std::upper_bound(regions.begin(), regions.end(), p,
@@ -212,11 +156,7 @@ struct BfcAllocator::State {
     return &*it;
   }
   const Region* RegionFor(const void* p) const { return const_cast<State*>(this)->RegionFor(p); }
-  void SetHandle(const void* p, ChunkHandle h) {
-    Region* r = RegionFor(p);
-    assert(r != nullptr);
-    r->handles.Set(r->IndexFor(p), h);
-  }
+  void SetHandle(const void* p, ChunkHandle h) { chunk_at.Insert(p, h); }
 
   void InsertFree(ChunkHandle h) {
     Chunk& c = C(h);
@@ -480,7 +420,6 @@ struct BfcAllocator::State {
     }
     char* const base = static_cast<char*>(*mem);
     Region* region = AddRegion(base, size->bytes);
-    if (region == nullptr) return false;
     if (params.growth == BfcGrowth::kDoubling && !size->increased)
       curr_region_bytes = internal::SaturatingMul(curr_region_bytes, 2);
     total_region_bytes += size->bytes;
@@ -546,8 +485,7 @@ struct BfcAllocator::State {
 
   // The region [base, base + bytes) joins: TensorFlow's coalesce_regions
   // extends the region it starts right after (its chunk then joins that
-  // region's chunk list); otherwise a new region. Null (the memory given
-  // back) when there is no host memory for its handle table.
+  // region's chunk list); otherwise a new region.
   Region* AddRegion(char* base, std::uint64_t bytes) {
     auto after = [&] {
       return std::upper_bound(regions.begin(), regions.end(), base,
@@ -557,10 +495,6 @@ struct BfcAllocator::State {
       auto next = after();
       if (next != regions.begin() && std::prev(next)->end() == base) {
         Region* extended = &*std::prev(next);
-        if (!extended->handles.Grow((extended->bytes + bytes) >> kMinBits)) {
-          (void)backend.Release(base, bytes);
-          return nullptr;
-        }
         extended->bytes += bytes;
         return extended;
       }
@@ -568,11 +502,6 @@ struct BfcAllocator::State {
     Region region;
     region.ptr = base;
     region.bytes = bytes;
-    region.handles = HandleTable(bytes >> kMinBits);
-    if (!region.handles.ok()) {  // no host memory for the table: give the region back
-      (void)backend.Release(base, bytes);
-      return nullptr;
-    }
     Region* added = &*regions.insert(after(), std::move(region));
     added->last = kInvalidChunk;
     return added;
@@ -582,7 +511,7 @@ struct BfcAllocator::State {
   std::vector<std::size_t> WhollyFreeRegions() const {
     std::vector<std::size_t> out;
     for (std::size_t i = 0; i < regions.size(); ++i) {
-      const ChunkHandle h = regions[i].First();
+      const ChunkHandle h = First(regions[i]);
       if (h != kInvalidChunk && !C(h).in_use && C(h).size == regions[i].bytes) out.push_back(i);
     }
     return out;
@@ -593,9 +522,9 @@ struct BfcAllocator::State {
     // Back to front so the indices stay valid while erasing.
     for (auto it = which.rbegin(); it != which.rend(); ++it) {
       Region& r = regions[*it];
-      const ChunkHandle h = r.First();
+      const ChunkHandle h = First(r);
       RemoveFree(h);
-      free_handles.push_back(h);
+      DeleteChunk(h);
       ForgetDecommitted(r.ptr, r.bytes);
       const Status st = backend.Release(r.ptr, r.bytes);
       (void)st;  // a backend that cannot take memory back leaks it; nothing better to do here
@@ -771,8 +700,7 @@ Status BfcAllocator::DoDeallocate(void* pointer) {
   if (r == nullptr)
     return NotFound("bfc: " + PointerToString(pointer) +
                     " was not allocated by this allocator (it lies in none of its regions)");
-  const std::uint64_t offset = static_cast<std::uint64_t>(static_cast<char*>(pointer) - r->ptr);
-  const ChunkHandle h = offset % kMinSize == 0 ? r->handles.Get(r->IndexFor(pointer)) : kInvalidChunk;
+  const ChunkHandle h = s.ChunkAt(pointer);
   if (h == kInvalidChunk || !s.C(h).in_use)
     return FailedPrecondition("bfc: " + PointerToString(pointer) +
                               " is not a live allocation: it was already freed, or it points "
@@ -811,7 +739,7 @@ void BfcAllocator::State::ChunkMap(std::ostream& out, std::size_t max_chunks) co
   std::size_t listed = 0, total = 0;
   for (const Region& r : regions) {
     out << "region " << PointerToString(r.ptr) << " (" << r.bytes << " bytes):\n";
-    for (ChunkHandle h = r.First(); h != kInvalidChunk; h = C(h).next) {
+    for (ChunkHandle h = First(r); h != kInvalidChunk; h = C(h).next) {
       ++total;
       if (listed >= max_chunks) continue;
       ++listed;
@@ -838,7 +766,7 @@ std::string BfcAllocator::State::Report(std::size_t max_chunks) const {
   };
   std::vector<BinTotals> t(kNumBins);
   for (const Region& r : regions)
-    for (ChunkHandle h = r.First(); h != kInvalidChunk; h = C(h).next) {
+    for (ChunkHandle h = First(r); h != kInvalidChunk; h = C(h).next) {
       const Chunk& c = C(h);
       BinTotals& b = t[static_cast<std::size_t>(BinForSize(c.size))];
       ++b.chunks;

@@ -11,8 +11,8 @@
 //   default); the remainder goes back to its bin.
 // - The chunks of a region form an address-ordered doubly linked list; a
 //   freed chunk coalesces with its free neighbours immediately. A pointer
-//   finds its chunk in O(1) through a per-region table with one entry per
-//   256 bytes (after a binary search over the few regions).
+//   finds its chunk in O(1) through a hash map of chunk starts (TensorFlow
+//   keeps a table of one entry per 256 bytes of region instead).
 // - With release_free_granules, before extending it gives back the whole
 //   granules inside free chunks (the backend decommits them) and takes
 //   them again when a block lands on them; bytes_reserved counts what is
