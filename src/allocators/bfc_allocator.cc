@@ -696,11 +696,12 @@ Result<void*> BfcAllocator::DoAllocate(std::uint64_t bytes, std::uint64_t alignm
 Status BfcAllocator::DoDeallocate(void* pointer) {
   State& s = *state_;
   std::lock_guard<internal::AdaptiveMutex> lock(s.mutex);
-  Region* r = s.RegionFor(pointer);
-  if (r == nullptr)
+  // The chunk map holds only this allocator's chunk starts; the regions are
+  // searched only to say why a pointer is not a live block.
+  const ChunkHandle h = s.ChunkAt(pointer);
+  if (h == kInvalidChunk && s.RegionFor(pointer) == nullptr)
     return NotFound("bfc: " + PointerToString(pointer) +
                     " was not allocated by this allocator (it lies in none of its regions)");
-  const ChunkHandle h = s.ChunkAt(pointer);
   if (h == kInvalidChunk || !s.C(h).in_use)
     return FailedPrecondition("bfc: " + PointerToString(pointer) +
                               " is not a live allocation: it was already freed, or it points "
