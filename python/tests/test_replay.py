@@ -21,7 +21,10 @@ def test_replay_figures(trace_file, allocator):
         pytest.skip(f"no '{allocator}' replay allocator in this build")
     r = tm.replay(trace_file, allocator=allocator, repetitions=2)
     assert r["allocator"] == allocator and r["ops"] == 5
-    assert r["peak_in_use"] == 3001000 and r["peak_reserved"] >= (3001000 if allocator != "system" else 0)
+    # A malloc peer may serve a block partly from heap pages resident before the pass (its
+    # reserved figure then falls short by up to a page or two, as the replay guide says).
+    least = {"system": 0, "malloc": 3001000 - 2 * 4096}.get(allocator, 3001000)
+    assert r["peak_in_use"] == 3001000 and r["peak_reserved"] >= least
     # Reserved is resident memory (every block's pages written); held the allocator's own figure.
     assert r["reserved_source"].startswith("resident pages") and r["held_source"]
     assert r["peak_held"] is None or r["peak_held"] >= 0
