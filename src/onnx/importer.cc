@@ -5,8 +5,10 @@
 // changed in place), where folded nodes are replaced by initializers holding
 // their values, until a round folds nothing. What the graph needs of the
 // model is then copied into compact tables and the model released: the
-// remaining nodes, in file order, become the graph; every tensor they touch
-// must have a fully known shape and a sized element type.
+// remaining nodes, in file order, become the graph (graph_build.h); every
+// tensor they touch must have a fully known shape and a sized element type.
+// Every node is checked against its schema before inference runs
+// (schema_check.h).
 #include "tensormem/onnx.h"
 
 #include <algorithm>
@@ -17,10 +19,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <new>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -39,176 +39,18 @@
 #include <sys/mman.h>
 #endif
 
-#include "core/checked_math.h"
 #include "core/name_map.h"
 #include "onnx/const_tensor.h"
 #include "onnx/dtype.h"
+#include "onnx/graph_build.h"
+#include "onnx/schema_check.h"
 #include "onnx/shape_folding.h"
+#include "onnx/value_type.h"
 
 namespace tensormem {
 namespace {
 
 using namespace onnx_import;
-using Dims = std::vector<std::int64_t>;
-
-// ONNX's STFT inference reads the signal's dimension 1 without checking its
-// rank: a signal of rank 1 (a graph input, or any node's output) crashed the
-// process. Each registered STFT schema's inference is wrapped, once per
-// process, to refuse such a signal first (an inference error, which the
-// import reports as an unknown shape, never a crash).
-// Test: OnnxImport.StftWithMalformedInputsNeverCrashes.
-void GuardStftInference() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    std::set<const onnx::OpSchema*> schemas;
-    for (int version = 1; version <= onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at("").second;
-         ++version)
-      if (const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema("STFT", version, "")) schemas.insert(s);
-    for (const onnx::OpSchema* s : schemas) {
-      // The registry owns its schemas, not const: only this wrapper changes.
-      auto* schema = const_cast<onnx::OpSchema*>(s);
-      onnx::InferenceFunction original = schema->GetTypeAndShapeInferenceFunction();
-      schema->TypeAndShapeInferenceFunction([original](onnx::InferenceContext& ctx) {
-        if (onnx::hasInputShape(ctx, 0) && onnx::getInputShape(ctx, 0).dim_size() < 2)
-          fail_shape_inference("STFT: the signal has rank ", onnx::getInputShape(ctx, 0).dim_size(),
-                               "; it needs at least 2 ([batch][length]...)");
-        if (original) original(ctx);
-      });
-    }
-  });
-}
-
-// A value's type as ONNX knows it: element type and, per dimension, a fixed
-// value (>= 0) or -1 with, when the dimension is a symbol (dim_param), that
-// symbol. `symbols` stays empty when no dimension is a symbol: a graph of
-// millions of tensors would otherwise hold a string per dimension.
-struct ValueType {
-  std::int32_t dtype = 0;
-  bool has_shape = false;
-  Dims dims;
-  std::vector<std::string> symbols;
-
-  bool Known() const {
-    if (!has_shape) return false;
-    return std::all_of(dims.begin(), dims.end(), [](std::int64_t d) { return d >= 0; });
-  }
-  std::string FirstSymbol() const {
-    for (const std::string& s : symbols)
-      if (!s.empty()) return s;
-    return "";
-  }
-  std::string_view Symbol(std::size_t i) const { return i < symbols.size() ? std::string_view(symbols[i]) : std::string_view(); }
-};
-
-ValueType TypeOf(const onnx::TypeProto& type) {
-  ValueType v;
-  if (!type.has_tensor_type()) return v;
-  const auto& tt = type.tensor_type();
-  v.dtype = tt.elem_type();
-  if (!tt.has_shape()) return v;
-  v.has_shape = true;
-  v.dims.reserve(static_cast<std::size_t>(tt.shape().dim_size()));
-  for (const auto& d : tt.shape().dim()) {
-    v.dims.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value() : -1);
-    if (d.has_dim_param()) {
-      v.symbols.resize(v.dims.size());
-      v.symbols.back() = d.dim_param();
-    }
-  }
-  return v;
-}
-
-ValueType TypeOf(const onnx::TensorProto& t) {
-  ValueType v;
-  v.dtype = t.data_type();
-  v.has_shape = true;
-  v.dims.assign(t.dims().begin(), t.dims().end());
-  return v;
-}
-
-ValueType TypeOf(const ConstTensor& t) {
-  ValueType v;
-  v.dtype = t.dtype;
-  v.has_shape = true;
-  v.dims = t.dims;
-  return v;
-}
-
-std::string ShapeString(const ValueType& v) {
-  if (!v.has_shape) return "unknown";
-  std::string s;
-  for (std::size_t i = 0; i < v.dims.size(); ++i) {
-    if (i) s += "x";
-    s += v.dims[i] >= 0 ? std::to_string(v.dims[i])
-                        : (v.Symbol(i).empty() ? std::string("?") : std::string(v.Symbol(i)));
-  }
-  return s.empty() ? "scalar" : s;
-}
-
-// What the graph build reads of the model once inference and folding are
-// done: each name the graph uses is a value (its type, whether it is a
-// constant or a data input), each graph node its op and its values. Copied
-// out of the parsed model, so that the model (hundreds of MB for a graph of
-// a million nodes, with the types inference added) is released before the
-// graph, as large, is built.
-struct Tables {
-  struct TextRef {  // in `text`
-    std::size_t at = 0;
-    std::uint32_t size = 0;
-  };
-  struct Value {
-    TextRef name;
-    std::int32_t dtype = 0;
-    std::uint32_t rank = 0;
-    std::size_t dims_at = 0;  // in `dims`
-    bool typed = false, has_shape = false, constant = false, data_input = false;
-  };
-  struct Op {
-    std::string op_type, domain;
-    std::string graph_op;  // GraphNode::op
-  };
-  struct Node {
-    int file_index = 0;
-    TextRef name;
-    std::uint32_t op = 0;  // in `ops`
-    std::uint32_t inputs = 0, outputs = 0;
-    std::size_t io_at = 0;  // in `io`: the inputs' values, then the outputs'
-    InPlace in_place = InPlace::kNone;
-  };
-
-  std::string text;
-  std::vector<Value> values;
-  std::vector<std::int64_t> dims;
-  std::unordered_map<int, std::vector<std::string>> symbols;  // of values with a symbolic dimension
-  std::vector<Op> ops;
-  std::vector<Node> nodes;
-  std::vector<int> io;                            // kNoTensor: absent
-  std::vector<std::pair<int, bool>> data_inputs;  // value, and whether it is a tensor
-  std::vector<int> outputs;
-  std::size_t file_nodes = 0;
-
-  TextRef Add(std::string_view s) {
-    const TextRef r{text.size(), static_cast<std::uint32_t>(s.size())};
-    text.append(s);
-    return r;
-  }
-  std::string_view Str(TextRef r) const { return std::string_view(text).substr(r.at, r.size); }
-  std::string_view Name(int v) const { return Str(values[static_cast<std::size_t>(v)].name); }
-
-  std::optional<ValueType> TypeOf(int v) const {
-    const Value& value = values[static_cast<std::size_t>(v)];
-    if (!value.typed) return std::nullopt;
-    ValueType type;
-    type.dtype = value.dtype;
-    type.has_shape = value.has_shape;
-    type.dims.assign(dims.begin() + static_cast<std::ptrdiff_t>(value.dims_at),
-                     dims.begin() + static_cast<std::ptrdiff_t>(value.dims_at + value.rank));
-    if (auto it = symbols.find(v); it != symbols.end()) type.symbols = it->second;
-    return type;
-  }
-};
-
-bool IsDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
 bool IsConstantNode(const onnx::NodeProto& n) { return n.op_type() == "Constant" && IsDefaultDomain(n.domain()); }
 
@@ -290,7 +132,7 @@ class Importer {
     TM_RETURN_IF_ERROR(InferAndFold());
     Tables tables = Resolve();
     ReleaseModel();
-    TM_ASSIGN_OR_RETURN(OnnxModel out, Build(std::move(tables)));
+    TM_ASSIGN_OR_RETURN(OnnxModel out, BuildGraph(std::move(tables), BuildContextOf()));
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return out;
   }
@@ -301,11 +143,7 @@ class Importer {
   // Original node k of the file.
   const onnx::NodeProto& Node(int k) const { return *original_[static_cast<std::size_t>(k)]; }
 
-  static std::string NodeName(int k, std::string_view name, std::string_view op_type) {
-    return "node " + std::to_string(k) + (name.empty() ? "" : " '" + std::string(name) + "'") + " (" +
-           std::string(op_type) + ")";
-  }
-  std::string NodeName(int k) const { return NodeName(k, Node(k).name(), Node(k).op_type()); }
+  std::string NodeName(int k) const { return onnx_import::NodeName(k, Node(k).name(), Node(k).op_type()); }
 
   Status Parse(std::string_view bytes) {
     if (bytes.size() > params_.max_file_bytes || bytes.size() > static_cast<std::size_t>(INT_MAX))
@@ -543,93 +381,10 @@ class Importer {
            (dtype == onnx::TensorProto::FLOAT || dtype == onnx::TensorProto::DOUBLE);
   }
 
-  // Every node (sub-graphs included) against its schema: input and output
-  // counts, required inputs, required attributes (sub-graphs too),
-  // attribute types. ONNX's own inference dereferences what the schema promises
-  // (Scan without its body, STFT with one input crashed it), so nothing
-  // that breaks a schema reaches it.
-  // Integer attributes that ONNX's shape inference divides by, or that
-  // make no sense below 1: it divided by a Conv's zero stride (SIGFPE, found
-  // by the ONNX importer fuzzer), so such values are refused before it runs.
-  // Test: OnnxOperatorSweep.EveryIntegerAttributeAtZeroAndBelowNeverCrashes.
-  Status CheckPositive(const std::string& where, const onnx::AttributeProto& a) const {
-    static const std::set<std::string> kPositive = {"strides", "dilations", "kernel_shape", "blocksize",
-                                                    "group", "num_outputs"};
-    if (!kPositive.count(a.name())) return Status::Ok();
-    auto bad = [&](std::int64_t v, int index) {
-      return Error(where + ": attribute '" + a.name() + "' is " + std::to_string(v) +
-                   (index < 0 ? std::string() : " at index " + std::to_string(index)) + ": it must be at least 1");
-    };
-    if (a.type() == onnx::AttributeProto::INT && a.i() < 1) return bad(a.i(), -1);
-    for (int i = 0; i < a.ints_size(); ++i)
-      if (a.ints(i) < 1) return bad(a.ints(i), i);
-    return Status::Ok();
-  }
-
-  // The file's nodes, Constant nodes included (the working model has none).
-  Status CheckSchemas() const {
-    for (const onnx::NodeProto* n : original_) TM_RETURN_IF_ERROR(CheckSchema(*n, 0));
-    return Status::Ok();
-  }
-
-  Status CheckSchemas(const onnx::GraphProto& g, int depth) const {
-    if (depth > 32) return Error("sub-graphs nested deeper than 32 levels");
-    for (const onnx::NodeProto& n : g.node()) TM_RETURN_IF_ERROR(CheckSchema(n, depth));
-    return Status::Ok();
-  }
-
-  // `n` in a graph at `depth`: against its schema, then its sub-graphs.
-  Status CheckSchema(const onnx::NodeProto& n, int depth) const {
-    int version = IsDefaultDomain(n.domain()) ? opset_ : -1;
-    if (version < 0)
-      for (const auto& imp : model_->opset_import())
-        if (imp.domain() == n.domain()) version = static_cast<int>(imp.version());
-    const onnx::OpSchema* schema =
-        version < 0 ? nullptr : onnx::OpSchemaRegistry::Schema(n.op_type(), version, n.domain());
-    if (schema) TM_RETURN_IF_ERROR(CheckAgainst(n, *schema));
-    for (const auto& a : n.attribute()) {
-      if (a.has_g()) TM_RETURN_IF_ERROR(CheckSchemas(a.g(), depth + 1));
-      for (const auto& sub : a.graphs()) TM_RETURN_IF_ERROR(CheckSchemas(sub, depth + 1));
-    }
-    return Status::Ok();
-  }
-
-  Status CheckAgainst(const onnx::NodeProto& n, const onnx::OpSchema& schema) const {
-    const std::string where = "node '" + n.name() + "' (" + n.op_type() + ")";
-    if (n.input_size() < schema.min_input() || n.input_size() > schema.max_input())
-      return Error(where + ": " + std::to_string(n.input_size()) + " inputs, the schema takes " +
-                   std::to_string(schema.min_input()) + " to " + std::to_string(schema.max_input()));
-    if (n.output_size() < schema.min_output() || n.output_size() > schema.max_output())
-      return Error(where + ": " + std::to_string(n.output_size()) + " outputs, the schema takes " +
-                   std::to_string(schema.min_output()) + " to " + std::to_string(schema.max_output()));
-    // Required inputs (not optional, not variadic tails) must be named.
-    const auto& formals = schema.inputs();
-    for (int i = 0; i < n.input_size() && i < static_cast<int>(formals.size()); ++i)
-      if (n.input(i).empty() && formals[static_cast<std::size_t>(i)].GetOption() == onnx::OpSchema::Single)
-        return Error(where + ": required input " + std::to_string(i) + " is empty");
-    const auto& attrs = schema.attributes();
-    for (const auto& [name, attr] : attrs) {
-      if (!attr.required) continue;
-      bool present = false;
-      for (const auto& a : n.attribute()) present |= a.name() == name;
-      if (!present) return Error(where + ": required attribute '" + name + "' is missing");
-    }
-    for (const auto& a : n.attribute()) {
-      auto it = attrs.find(a.name());
-      if (it == attrs.end()) continue;  // unknown: ignored, as inference ignores it
-      if (a.has_type() && a.type() != it->second.type)
-        return Error(where + ": attribute '" + a.name() + "' has the wrong type");
-      if (it->second.type == onnx::AttributeProto::GRAPH && !a.has_g())
-        return Error(where + ": attribute '" + a.name() + "' holds no graph");
-      TM_RETURN_IF_ERROR(CheckPositive(where, a));
-    }
-    return Status::Ok();
-  }
-
   // Shape inference, then folding of what it made known, until a round
   // folds nothing (or the round limit).
   Status InferAndFold() {
-    TM_RETURN_IF_ERROR(CheckSchemas());
+    TM_RETURN_IF_ERROR(CheckSchemas(original_, *model_, opset_, source_));
     for (rounds_ = 1;; ++rounds_) {
       TM_RETURN_IF_ERROR(Infer());
       if (rounds_ > params_.max_rounds) break;
@@ -820,140 +575,16 @@ class Importer {
     arena_.reset();
   }
 
-  // The graph under construction from the tables: each value's graph
-  // tensor, -1 until created.
-  struct Building {
-    Tables t;
-    OnnxModel out;
-    std::vector<int> tensor_of;
-  };
-
-  Result<OnnxModel> Build(Tables tables) {
-    OnnxModel out;
-    {
-      Building b{std::move(tables), {}, {}};
-      b.tensor_of.assign(b.t.values.size(), -1);
-      b.out.file_nodes = b.t.file_nodes;
-      b.out.folded_nodes = folded_original_.size();
-      b.out.rounds = rounds_;
-      // No reallocation (the old and new arrays of a million tensors at
-      // once) while building.
-      b.out.graph.tensors.reserve(b.t.values.size());
-      b.out.shapes.reserve(b.t.values.size());
-      b.out.dtypes.reserve(b.t.values.size());
-      b.out.graph.nodes.reserve(b.t.nodes.size());
-      TM_RETURN_IF_ERROR(AddDataInputs(b));
-      for (const Tables::Node& n : b.t.nodes) TM_RETURN_IF_ERROR(AddNode(b, n));
-      TM_RETURN_IF_ERROR(AddGraphOutputs(b));
-      b.out.constant_nodes = constants_.size();
-      out = std::move(b.out);
-    }  // the tables go before the check
-    TM_RETURN_IF_ERROR(CheckGraph(out.graph).WithContext(source_));
-    return out;
-  }
-
-  std::string NodeName(const Tables& t, const Tables::Node& n) const {
-    return NodeName(n.file_index, t.Str(n.name), t.ops[n.op].op_type);
-  }
-
-  // Creates the graph tensor of value `v` with a checked size. `writer` is
-  // the node that writes it (null for inputs and constants), for messages.
-  Result<int> AddTensor(Building& b, int v, TensorKind kind, const Tables::Node* writer) {
-    const Tables::Value& value = b.t.values[static_cast<std::size_t>(v)];
-    const std::string name(b.t.Str(value.name));
-    auto who = [&] {
-      return (writer ? NodeName(b.t, *writer) + ": output" : std::string("tensor")) + " '" + name + "'";
-    };
-    std::optional<ValueType> type = b.t.TypeOf(v);
-    if (!type || !type->has_shape)
-      return Error(who() + ": shape unknown after ONNX shape inference and folding" + Hint(b.t, writer));
-    if (!type->Known()) {
-      const std::string sym = type->FirstSymbol();
-      if (!sym.empty())
-        return Error(who() + " has symbolic dimension '" + sym + "' (shape " + ShapeString(*type) +
-                     "): set it with --dim " + sym + "=VALUE" +
-                     (value.data_input ? " or --input-shape " + name + "=..." : ""));
-      return Error(who() + ": shape " + ShapeString(*type) + " is not fully known" + Hint(b.t, writer));
-    }
-    Result<std::uint64_t> esize = ElementSize(type->dtype);
-    if (!esize.ok()) return Error(who() + ": " + esize.status().message());
-    std::uint64_t bytes = *esize;
-    for (std::int64_t d : type->dims)
-      if (!internal::CheckedMul(bytes, static_cast<std::uint64_t>(d), &bytes))
-        return OutOfRange(source_ + ": " + who() + ": size of shape " + ShapeString(*type) + " overflows 64 bits");
-    Graph& graph = b.out.graph;
-    const int id = static_cast<int>(graph.tensors.size());
-    graph.tensors.push_back({name, bytes, kind, 0});
-    b.out.shapes.push_back(std::move(type->dims));
-    b.out.dtypes.push_back(DtypeName(type->dtype));
-    b.tensor_of[static_cast<std::size_t>(v)] = id;
-    return id;
-  }
-
-  Status AddDataInputs(Building& b) {
-    for (const auto& [v, is_tensor] : b.t.data_inputs) {
-      if (!is_tensor)
-        return Unimplemented(source_ + ": graph input '" + std::string(b.t.Name(v)) + "' is not a tensor");
-      TM_ASSIGN_OR_RETURN(int id, AddTensor(b, v, TensorKind::kActivation, nullptr));
-      b.out.graph.inputs.push_back(id);
-    }
-    return Status::Ok();
-  }
-
-  // The graph tensor of value `v` that node `n` reads: defined already, or
-  // a constant first read here.
-  Result<int> ReadTensor(Building& b, int v, const Tables::Node& n) {
-    if (const int id = b.tensor_of[static_cast<std::size_t>(v)]; id >= 0) return id;
-    if (!b.t.values[static_cast<std::size_t>(v)].constant)
-      return Error(NodeName(b.t, n) + " reads '" + std::string(b.t.Name(v)) +
-                   "', which is no graph input, initializer or output of an earlier node");
-    return AddTensor(b, v, TensorKind::kConstant, nullptr);
-  }
-
-  Status AddNode(Building& b, const Tables::Node& n) {
-    GraphNode node;
-    node.name = b.t.Str(n.name);
-    node.op = b.t.ops[n.op].graph_op;
-    node.inputs.reserve(n.inputs);
-    for (std::size_t i = n.io_at; i < n.io_at + n.inputs; ++i) {
-      const int v = b.t.io[i];
-      if (v == kNoTensor) {
-        node.inputs.push_back(kNoTensor);
-        continue;
-      }
-      TM_ASSIGN_OR_RETURN(int id, ReadTensor(b, v, n));
-      node.inputs.push_back(id);
-    }
-    node.outputs.reserve(n.outputs);
-    for (std::size_t i = n.io_at + n.inputs; i < n.io_at + n.inputs + n.outputs; ++i) {
-      const int v = b.t.io[i];
-      if (v == kNoTensor) {
-        node.outputs.push_back(kNoTensor);
-        continue;
-      }
-      const Tables::Value& value = b.t.values[static_cast<std::size_t>(v)];
-      if (b.tensor_of[static_cast<std::size_t>(v)] >= 0 || value.constant || value.data_input)
-        return Error(NodeName(b.t, n) + " writes '" + std::string(b.t.Name(v)) + "', which is already defined");
-      TM_ASSIGN_OR_RETURN(int id, AddTensor(b, v, TensorKind::kActivation, &n));
-      node.outputs.push_back(id);
-    }
-    node.in_place = n.in_place;
-    b.out.graph.nodes.push_back(std::move(node));
-    return Status::Ok();
-  }
-
-  Status AddGraphOutputs(Building& b) {
-    for (const int v : b.t.outputs) {
-      if (const int id = b.tensor_of[static_cast<std::size_t>(v)]; id >= 0) {
-        b.out.graph.outputs.push_back(id);
-        continue;
-      }
-      if (!b.t.values[static_cast<std::size_t>(v)].constant)
-        return Error("graph output '" + std::string(b.t.Name(v)) + "' is written by no node");
-      TM_ASSIGN_OR_RETURN(int id, AddTensor(b, v, TensorKind::kConstant, nullptr));
-      b.out.graph.outputs.push_back(id);
-    }
-    return Status::Ok();
+  // What the graph reports beyond the tables (the model is gone by then).
+  BuildContext BuildContextOf() {
+    BuildContext c;
+    c.source = source_;
+    c.opset = opset_;
+    c.rounds = rounds_;
+    c.folded_nodes = folded_original_.size();
+    c.constant_nodes = constants_.size();
+    c.why_not = std::move(why_not_);
+    return c;
   }
 
   InPlace InPlaceOf(const onnx::NodeProto& n) const {
@@ -964,18 +595,6 @@ class Importer {
     // Dropout at inference passes its input through (training_mode absent).
     if (op == "Dropout" && n.input_size() < 3) return InPlace::kInput0Unmodified;
     return InPlace::kNone;
-  }
-
-  // Why the output of `writer` has no known shape, when a reason is known.
-  std::string Hint(const Tables& t, const Tables::Node* writer) const {
-    if (!writer) return "";
-    const Tables::Op& op = t.ops[writer->op];
-    std::string h;
-    if (!IsDefaultDomain(op.domain) || !onnx::OpSchemaRegistry::Schema(op.op_type, opset_, op.domain))
-      h = " (op " + op.op_type + " is unknown to ONNX shape inference; give its output shapes in the model's value_info)";
-    else if (auto it = why_not_.find(writer->file_index); it != why_not_.end())
-      h = " (folding it failed: " + it->second + ")";
-    return h;
   }
 
   std::string source_;
