@@ -136,6 +136,108 @@ TEST(Schedule, ExactEqualsBruteForceOnSmallGraphs) {
     }
 }
 
+// The exact search on its own from the given order, each side of the
+// two-sided search kept to `meet_width` states a level (0: depth first from
+// the start), with the limits `sp`.
+internal::ExactResult Exact(const Graph& g, const LivenessParams& lp, std::size_t meet_width,
+                            const ScheduleParams& sp = {}) {
+  const OrderModel model(g, ComputeLiveness(g, lp).value(), lp);
+  return internal::ExactOrder(model, {GivenOrder(g)}, 0, sp, meet_width);
+}
+
+TEST(Schedule, TwoSidedSearchEqualsBruteForce) {
+  // Without in-place sharing every segment is searched from both ends:
+  // level by level to the middle, or past a few states depth first.
+  LivenessParams lp;
+  lp.in_place = false;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    const Graph g = MakeRandomGraph(seed, 4 + static_cast<int>(seed % 5));
+    const std::uint64_t best = BruteForce(g, lp);
+    for (std::size_t width : {std::size_t{0}, std::size_t{1}, std::size_t{3}, internal::kMeetWidth}) {
+      const internal::ExactResult r = Exact(g, lp, width);
+      EXPECT_TRUE(r.complete) << "seed " << seed << " width " << width;
+      EXPECT_EQ(r.peak, best) << "seed " << seed << " width " << width;
+      EXPECT_EQ(r.lower_bound, best) << "seed " << seed << " width " << width;
+      ASSERT_TRUE(CheckOrder(g, r.order).ok()) << "seed " << seed;
+      EXPECT_EQ(PeakLiveBytes(g, r.order, lp).value(), r.peak) << "seed " << seed << " width " << width;
+    }
+  }
+}
+
+TEST(Schedule, TwoSidedSearchEqualsBruteForceOnRandWire) {
+  // Joins and stages, as the generated benchmarks have them.
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    RandWireParams rp;
+    rp.nodes = 4 + static_cast<int>(seed % 2);
+    rp.stages = 1 + static_cast<int>(seed % 3 == 0);
+    rp.seed = seed;
+    rp.model = static_cast<internal::RandomGraphModel>(seed % 3);
+    rp.join = seed % 2 ? internal::JoinKind::kSum : internal::JoinKind::kConcat;
+    rp.p = 0.5;
+    const Graph g = GenerateRandWireGraph(rp);
+    if (g.nodes.size() > 12) continue;  // the brute force's reach
+    const std::uint64_t best = BruteForce(g, {});
+    for (std::size_t width : {std::size_t{0}, std::size_t{2}, internal::kMeetWidth}) {
+      const internal::ExactResult r = Exact(g, {}, width);
+      EXPECT_TRUE(r.complete) << "seed " << seed << " width " << width;
+      EXPECT_EQ(r.peak, best) << "seed " << seed << " width " << width;
+    }
+  }
+}
+
+TEST(Schedule, TwoSidedSearchAgreesWithItselfOnLargerGraphs) {
+  // Past the brute force's reach: depth first, two-sided and mixed find
+  // the same optimum, and the order each returns has the peak it reports.
+  int searched = 0;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    RandWireParams rp;
+    rp.nodes = 14;
+    rp.seed = seed;
+    rp.model = static_cast<internal::RandomGraphModel>(seed % 3);
+    rp.join = seed % 2 ? internal::JoinKind::kSum : internal::JoinKind::kConcat;
+    const Graph g = GenerateRandWireGraph(rp);
+    const internal::ExactResult full = Exact(g, {}, internal::kMeetWidth);
+    ASSERT_TRUE(full.complete) << "seed " << seed;
+    searched += full.states > 0;
+    for (std::size_t width : {std::size_t{0}, std::size_t{1}, std::size_t{16}}) {
+      const internal::ExactResult r = Exact(g, {}, width);
+      EXPECT_TRUE(r.complete) << "seed " << seed << " width " << width;
+      EXPECT_EQ(r.peak, full.peak) << "seed " << seed << " width " << width;
+      EXPECT_EQ(PeakLiveBytes(g, r.order, {}).value(), r.peak) << "seed " << seed << " width " << width;
+    }
+  }
+  EXPECT_GT(searched, 0);
+}
+
+TEST(Schedule, AStoppedTwoSidedSearchBoundNeverExceedsTheOptimum) {
+  // The bound proved from below, stopped by the state budget at every
+  // point of the search; a beam of one state, so that the best order known
+  // stays above the bound for a while.
+  LivenessParams lp;
+  lp.in_place = false;
+  int proved_part = 0;
+  for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+    const Graph g = MakeRandomGraph(seed, 5 + static_cast<int>(seed % 4));
+    const std::uint64_t best = BruteForce(g, lp);
+    for (std::size_t width : {std::size_t{0}, internal::kMeetWidth}) {
+      ScheduleParams sp;
+      sp.beam_width = 1;
+      const internal::ExactResult full = Exact(g, lp, width, sp);
+      sp.max_states = 0;
+      const std::uint64_t first = Exact(g, lp, width, sp).lower_bound;
+      for (std::size_t states = 0; states <= full.states; ++states) {
+        sp.max_states = states;
+        const internal::ExactResult r = Exact(g, lp, width, sp);
+        EXPECT_LE(r.lower_bound, best) << "seed " << seed << " states " << states;
+        EXPECT_GE(r.peak, best) << "seed " << seed << " states " << states;
+        EXPECT_EQ(r.complete, r.lower_bound == r.peak);
+        proved_part += !r.complete && r.lower_bound > first;
+      }
+    }
+  }
+  EXPECT_GT(proved_part, 0);  // some stopped searches proved more than where they began
+}
+
 TEST(Schedule, CoLiveBoundNeverExceedsTheOptimum) {
   int above_alone = 0;
   for (const LivenessParams& lp : LivenessVariants())
