@@ -25,6 +25,7 @@
 // segments proved).
 #include <algorithm>
 #include <limits>
+#include <span>
 
 #include "core/deadline.h"
 #include "graph/schedule_model.h"
@@ -329,33 +330,44 @@ class Search {
     for (std::size_t i = 0; i < roots.size(); ++i) roots[i] = i;
     std::stable_sort(roots.begin(), roots.end(), [&](std::size_t a, std::size_t b) { return fwd.live[a] < fwd.live[b]; });
     Level seen(m_.words(), fwd.size());
-    std::vector<Frame> stack;
+    std::vector<Frame> stack;  // [0, depth) in use, the others kept for their memory
+    std::size_t depth = 0;
     std::vector<std::uint64_t> child(m_.words());
     const std::uint64_t floor = upper_ - 1;
     auto push = [&](const std::uint64_t* key, std::uint64_t live) {
-      Steps(key, live, floor, seg.nodes, kf + stack.size() + 1 < n);
+      Steps(key, live, floor, seg.nodes, kf + depth + 1 < n);
       std::stable_sort(steps_.begin(), steps_.end(), [](const auto& a, const auto& b) { return a.second.after < b.second.after; });
-      stack.push_back({std::vector<std::uint64_t>(key, key + m_.words()), steps_, 0});
+      if (depth == stack.size()) stack.emplace_back();
+      Frame& f = stack[depth++];
+      f.key.assign(key, key + m_.words());
+      f.steps.assign(steps_.begin(), steps_.end());
+      f.next = 0;
     };
     for (std::size_t r : roots) {
       push(fwd.key(r), fwd.live[r]);
-      while (!stack.empty()) {
-        Frame& f = stack.back();
+      while (depth > 0) {
+        Frame& f = stack[depth - 1];
         if (f.next == f.steps.size()) {
-          stack.pop_back();
+          --depth;
           continue;
         }
-        const auto& [v, s] = f.steps[f.next++];
-        child = f.key;
+        const auto [v, s] = f.steps[f.next++];
+        child.assign(f.key.begin(), f.key.end());
         m_.Apply(child.data(), v, s.shares);
-        if (kf + stack.size() == kb) {
+        if (kf + depth == kb) {
           const std::size_t j = bwd.Find(child.data());
-          if (j < bwd.size()) return Found(seg, ahead, r, stack, behind, j);
+          if (j < bwd.size()) {
+            states_ += seen.size();
+            return Found(seg, ahead, r, std::span(stack).first(depth), behind, j);
+          }
           continue;
         }
         if (seen.Find(child.data()) < seen.size()) continue;
         seen.Offer(child.data(), 0, 0, 0, 0, v);
-        if (!deadline_.Tick(n) || states_ + seen.size() > max_states_) return w;
+        if (!deadline_.Tick(n) || states_ + seen.size() > max_states_) {
+          states_ += seen.size();
+          return w;
+        }
         push(child.data(), s.after);
       }
     }
@@ -366,7 +378,7 @@ class Search {
 
   // The order through forward state `root`, the nodes `stack` chose and
   // backward state `j`; its peak from the model.
-  Walked Found(const Segment& seg, const std::vector<Path>& ahead, std::size_t root, const std::vector<Frame>& stack,
+  Walked Found(const Segment& seg, const std::vector<Path>& ahead, std::size_t root, std::span<const Frame> stack,
                const std::vector<Path>& behind, std::size_t j) const {
     Walked w;
     w.complete = true;

@@ -161,7 +161,7 @@ struct ExactResult {
 // order field is not read); `lower_bound` is a bound already proved.
 // `meet_width`: the states a side of the two-sided search keeps per level
 // before it goes on depth first (a parameter for the tests).
-inline constexpr std::size_t kMeetWidth = std::size_t{1} << 16;
+inline constexpr std::size_t kMeetWidth = std::size_t{1} << 14;
 ExactResult ExactOrder(const OrderModel& model, const std::vector<std::vector<int>>& starts,
                        std::uint64_t lower_bound, const ScheduleParams& params, std::size_t meet_width = kMeetWidth);
 
