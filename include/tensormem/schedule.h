@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -79,18 +80,17 @@ struct Schedule {
   std::string method = "given";
   std::uint64_t given_peak = 0;   // peak live scratch bytes in the given order
   std::uint64_t peak = 0;         // ... in `order`
-  std::uint64_t lower_bound = 0;  // no order has a lower peak (kGiven: 0, not computed)
-  bool proved_optimal = false;    // peak == lower_bound
+  // No order has a lower peak; none where not computed (kGiven, which
+  // builds no order model): the CLI's JSON and Python report it as null /
+  // None.
+  std::optional<std::uint64_t> lower_bound;
+  bool proved_optimal = false;  // peak == lower_bound
   std::size_t states = 0;         // search states the exact search kept
   double seconds = 0;
   // kJoint: the distinct orders compared, the given order first, then by
   // peak; `order` is the one whose arena was smallest.
   std::vector<OrderCandidate> candidates;
 };
-
-// False where `lower_bound` was not computed (kGiven, which builds no order
-// model): the CLI's JSON and Python report it as null / None.
-inline bool LowerBoundComputed(const Schedule& s) { return s.proved_optimal || s.lower_bound > 0; }
 
 // The identity order 0, 1, ..., nodes - 1.
 std::vector<int> GivenOrder(const Graph& graph);
