@@ -10,10 +10,12 @@
 // kExact then searches the sets of nodes already run (SERENITY's dynamic
 // programming over downsets, memoised, with a dominance rule), one segment
 // between two chokepoints at a time: a beam of the best states first, whose
-// order is the first bound, then every state below the best peak known; it
-// proves the minimum peak when it finishes within the time limit and the
-// state budget, and otherwise keeps the best order found with the lower
-// bound it proved. kJoint keeps every distinct
+// order is the first upper bound, then passes that ask whether some order
+// is under a bound (from the lower bound up, searching from both ends of
+// the segment, where no node may write in place; from the best peak known
+// down otherwise); it proves the minimum peak when it finishes within the
+// time limit and the state budget, and otherwise keeps the best order found
+// with the lower bound it proved. kJoint keeps every distinct
 // order kExact met (the given one, each heuristic's, the search's) as
 // candidates: the graph planner (PlanGraph) places each with its offsets
 // strategy and keeps the smallest arena, since the order of the lowest peak

@@ -5,24 +5,34 @@
 // segments'), the segment of the highest peak first: once its optimum is
 // proved, a segment whose best order so far is at or under it needs no
 // search (on RandWire graphs, the later stages).
-// In a segment, breadth first over the sets of nodes already run, one
-// level per node. A state is the set run (plus the in-place sharing
-// decisions, see schedule_model.h); of the paths reaching it only the
-// lowest peak is kept (memoisation, a hash of the bit set). Pruning:
-// - bound: a state whose peak, or whose live bytes with nodes still to run,
-//   reaches the best known peak is dropped (only strictly better orders are
-//   searched for, so a search that runs out of states proves the bound);
+// In a segment, over the sets of nodes already run, one level per node. A
+// state is the set run (plus the in-place sharing decisions, see
+// schedule_model.h); of the paths reaching it only the lowest peak is kept
+// (memoisation, a hash of the bit set). A beam search (breadth first, only
+// the states of lowest peak kept) runs first: its order, often optimal, is
+// the first upper bound. Then passes, each asking whether some order's
+// peak is under a bound:
+// - bound: a step whose peak, or whose live bytes with nodes still to run,
+//   reaches the bound is dropped, so a pass that runs out of states proves
+//   that no order is under it;
 // - dominance: a ready node that raises neither the peak nor the live bytes
-//   (OrderModel::Step::dominant) is run at once, the only successor. The
-//   search asks whether some order is under the best known peak, so peaks
-//   count from just under it: every step under the bound that does not
-//   raise the live bytes is dominant. An order found becomes the new
-//   bound, and the search runs again until none is found (proved).
-// A beam search (the same levels, only the states of lowest peak kept) runs
-// first: its order, often optimal, is the first bound.
+//   (OrderModel::Step::dominant) is run at once, the only successor. Peaks
+//   count from just under the bound (every peak under it is as good), so
+//   every step under it that does not raise the live bytes is dominant.
+// A segment without in-place nodes is searched from the bound proved up
+// (Rise): each pass goes forward from the segment's start and backward from
+// its end, where the set of nodes run is the whole segment whatever the
+// order, until the two sides meet (Meet); a pass that finds no order raises
+// the bound to the lowest peak it dropped, and the first that finds one
+// has found an optimal order. A pass under the optimum often ends within a
+// few levels of the end (a RandWire stage's sinks feed its output node, so
+// their outputs pile up there and few orders of its last nodes stay under
+// the bound). A segment with in-place nodes (whose state at the end would
+// depend on the order) is searched forward, breadth first, from the best
+// order known down (Descend).
 // Stopped by the time limit or the state budget, the search keeps the best
 // order found and the lower bound proved before it (the co-live bound, the
-// segments proved).
+// passes completed, the segments proved).
 #include <algorithm>
 #include <limits>
 #include <span>
@@ -324,27 +334,20 @@ class Search {
   // the backward side).
   Walked Dive(const Segment& seg, const Level& fwd, const Level& bwd, const std::vector<Path>& ahead,
               const std::vector<Path>& behind, std::size_t kf, std::size_t kb) {
-    Walked w;
-    const std::size_t n = seg.nodes.size();
-    std::vector<std::size_t> roots(fwd.size());
-    for (std::size_t i = 0; i < roots.size(); ++i) roots[i] = i;
-    std::stable_sort(roots.begin(), roots.end(), [&](std::size_t a, std::size_t b) { return fwd.live[a] < fwd.live[b]; });
     Level seen(m_.words(), fwd.size());
+    Walked w = DiveFrom(seg, fwd, bwd, ahead, behind, kf, kb, seen);
+    states_ += seen.size();
+    return w;
+  }
+
+  Walked DiveFrom(const Segment& seg, const Level& fwd, const Level& bwd, const std::vector<Path>& ahead,
+                  const std::vector<Path>& behind, std::size_t kf, std::size_t kb, Level& seen) {
+    const std::size_t n = seg.nodes.size();
     std::vector<Frame> stack;  // [0, depth) in use, the others kept for their memory
     std::size_t depth = 0;
     std::vector<std::uint64_t> child(m_.words());
-    const std::uint64_t floor = upper_ - 1;
-    auto push = [&](const std::uint64_t* key, std::uint64_t live) {
-      Steps(key, live, floor, seg.nodes, kf + depth + 1 < n);
-      std::stable_sort(steps_.begin(), steps_.end(), [](const auto& a, const auto& b) { return a.second.after < b.second.after; });
-      if (depth == stack.size()) stack.emplace_back();
-      Frame& f = stack[depth++];
-      f.key.assign(key, key + m_.words());
-      f.steps.assign(steps_.begin(), steps_.end());
-      f.next = 0;
-    };
-    for (std::size_t r : roots) {
-      push(fwd.key(r), fwd.live[r]);
+    for (std::size_t r : ByLive(fwd)) {
+      Push(stack, depth, fwd.key(r), fwd.live[r], seg.nodes, kf + 1 < n);
       while (depth > 0) {
         Frame& f = stack[depth - 1];
         if (f.next == f.steps.size()) {
@@ -356,24 +359,39 @@ class Search {
         m_.Apply(child.data(), v, s.shares);
         if (kf + depth == kb) {
           const std::size_t j = bwd.Find(child.data());
-          if (j < bwd.size()) {
-            states_ += seen.size();
-            return Found(seg, ahead, r, std::span(stack).first(depth), behind, j);
-          }
+          if (j < bwd.size()) return Found(seg, ahead, r, std::span(stack).first(depth), behind, j);
           continue;
         }
         if (seen.Find(child.data()) < seen.size()) continue;
         seen.Offer(child.data(), 0, 0, 0, 0, v);
-        if (!deadline_.Tick(n) || states_ + seen.size() > max_states_) {
-          states_ += seen.size();
-          return w;
-        }
-        push(child.data(), s.after);
+        if (!deadline_.Tick(n) || states_ + seen.size() > max_states_) return {};
+        Push(stack, depth, child.data(), s.after, seg.nodes, kf + depth + 1 < n);
       }
     }
-    states_ += seen.size();
+    Walked w;
     w.complete = true;
     return w;
+  }
+
+  // The states of `level` by live bytes, the fewest first.
+  static std::vector<std::size_t> ByLive(const Level& level) {
+    std::vector<std::size_t> order(level.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return level.live[a] < level.live[b]; });
+    return order;
+  }
+
+  // The state `key` (`live` bytes live) on top of the depth-first stack,
+  // with its steps under the bound, the fewest live bytes after first.
+  void Push(std::vector<Frame>& stack, std::size_t& depth, const std::uint64_t* key, std::uint64_t live,
+            const std::vector<int>& nodes, bool more_after) {
+    Steps(key, live, upper_ - 1, nodes, more_after);
+    std::stable_sort(steps_.begin(), steps_.end(), [](const auto& a, const auto& b) { return a.second.after < b.second.after; });
+    if (depth == stack.size()) stack.emplace_back();
+    Frame& f = stack[depth++];
+    f.key.assign(key, key + m_.words());
+    f.steps.assign(steps_.begin(), steps_.end());
+    f.next = 0;
   }
 
   // The order through forward state `root`, the nodes `stack` chose and
