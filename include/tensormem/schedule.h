@@ -15,8 +15,8 @@
 // the segment, where no node may write in place; from the best peak known
 // down otherwise); it proves the minimum peak when it finishes within the
 // time limit and the state budget, and otherwise keeps the best order found
-// with the lower bound it proved. kJoint keeps every distinct
-// order kExact met (the given one, each heuristic's, the search's) as
+// with the lower bound it proved. kJoint keeps every distinct order kExact
+// met (the given one, each heuristic's, the beam's, the search's) as
 // candidates: the graph planner (PlanGraph) places each with its offsets
 // strategy and keeps the smallest arena, since the order of the lowest peak
 // does not always give the smallest arena. Every peak reported is computed
@@ -78,7 +78,7 @@ struct Schedule {
   // Node indices in execution order (a permutation of the graph's nodes).
   std::vector<int> order;
   // What found the order: "given", "list", "dfs", "post-order", "lpmf",
-  // "bfs" or "exact".
+  // "bfs", "exact" or (kJoint) "beam", the exact search's first order.
   std::string method = "given";
   std::uint64_t given_peak = 0;   // peak live scratch bytes in the given order
   std::uint64_t peak = 0;         // ... in `order`

@@ -143,13 +143,17 @@ Result<std::vector<std::vector<int>>> RunHeuristics(const Graph& graph, const in
 }
 
 // The exact search from the heuristic orders; its order, when below the
-// best so far, is the best (and a candidate).
+// best so far, is the best (and a candidate), and the beam's a candidate.
 Status RunExact(const Graph& graph, const internal::OrderModel& model, std::vector<std::vector<int>> starts,
                 const ScheduleParams& params, const LivenessParams& liveness, bool joint, Schedule& best) {
   starts.insert(starts.begin(), best.order);
   internal::ExactResult r = internal::ExactOrder(model, starts, best.lower_bound.value_or(0), params);
   best.states = r.states;
   best.lower_bound = std::max(best.lower_bound.value_or(0), std::min(r.lower_bound, best.peak));
+  if (joint && !r.beam_order.empty()) {
+    TM_ASSIGN_OR_RETURN(const std::uint64_t beam_peak, PeakLiveBytes(graph, r.beam_order, liveness));
+    AddCandidate(best, "beam", r.beam_order, beam_peak);
+  }
   if (r.order.empty() || r.peak >= best.peak) return Status::Ok();
   TM_ASSIGN_OR_RETURN(const std::uint64_t peak, PeakLiveBytes(graph, r.order, liveness));
   if (peak != r.peak)

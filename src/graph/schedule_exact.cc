@@ -147,6 +147,7 @@ struct Frame {  // a state of the depth-first search and the steps from it
 struct Segment {
   std::vector<int> nodes;             // a topological order
   std::vector<int> order;             // the best order of `nodes` known
+  std::vector<int> beam;              // the best one after the beam (none: not searched)
   std::uint64_t peak = 0;             // its peak (in the search: at least the floor)
   std::vector<std::uint64_t> start;   // the state with every earlier segment run
   std::uint64_t live = 0;             // the live bytes then
@@ -177,7 +178,7 @@ std::vector<Segment> SplitSegments(const OrderModel& m, const std::vector<std::v
   std::vector<std::size_t> seg_of(static_cast<std::size_t>(m.nodes()));
   for (std::vector<int>& nodes : m.Segments(floor)) {
     for (int v : nodes) seg_of[static_cast<std::size_t>(v)] = segs.size();
-    segs.push_back({std::move(nodes), {}, 0, {}, 0});
+    segs.push_back({std::move(nodes), {}, {}, 0, {}, 0});
   }
   for (const std::vector<int>& order : starts) {
     std::vector<std::vector<int>> pieces(segs.size());
@@ -221,7 +222,11 @@ class Search {
     for (std::size_t i : by_peak)
       if (segs[i].peak > floor) floor = std::max(floor, Solve(segs[i], floor));
     ExactResult r;
-    for (const Segment& seg : segs) r.order.insert(r.order.end(), seg.order.begin(), seg.order.end());
+    for (const Segment& seg : segs) {
+      r.order.insert(r.order.end(), seg.order.begin(), seg.order.end());
+      const std::vector<int>& beam = seg.beam.empty() ? seg.order : seg.beam;
+      r.beam_order.insert(r.beam_order.end(), beam.begin(), beam.end());
+    }
     r.peak = m_.Peak(r.order);
     r.lower_bound = std::min(floor, r.peak);
     r.complete = r.lower_bound == r.peak;
@@ -247,6 +252,7 @@ class Search {
   std::uint64_t Solve(Segment& seg, std::uint64_t floor) {
     Walked beam = Walk(seg, 0, false);
     if (!beam.order.empty() && beam.peak < seg.peak) seg.order = std::move(beam.order), seg.peak = beam.peak;
+    seg.beam = seg.order;
     return InPlace(seg) ? Descend(seg, floor) : Rise(seg, floor);
   }
 

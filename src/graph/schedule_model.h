@@ -154,6 +154,10 @@ struct ExactResult {
   std::uint64_t lower_bound = 0;
   bool complete = false;         // the bound is the optimum: `order` is optimal
   std::size_t states = 0;
+  // Each segment's best order after the beam, before the exact passes: an
+  // order of a low peak that may pack into a smaller arena (a kJoint
+  // candidate).
+  std::vector<int> beam_order;
 };
 // The search for a minimum-peak order, segment by segment (Segments), from
 // the best piece of the `starts` orders in each (the heuristics': the best

@@ -207,6 +207,18 @@ TEST(Schedule, TwoSidedSearchAgreesWithItselfOnLargerGraphs) {
   }
 }
 
+TEST(Schedule, TheBeamsOrderIsValidAndBetweenTheStartAndTheOptimum) {
+  // kJoint's "beam" candidate: each segment's best order before the passes.
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    const Graph g = GenerateRandWireGraph(RandWireBySeed(seed, 14));
+    const internal::ExactResult r = Exact(g, {}, internal::kMeetWidth);
+    ASSERT_TRUE(CheckOrder(g, r.beam_order).ok()) << "seed " << seed;
+    const std::uint64_t beam = PeakLiveBytes(g, r.beam_order, {}).value();
+    EXPECT_LE(beam, PeakLiveBytes(g, GivenOrder(g), {}).value()) << "seed " << seed;
+    EXPECT_GE(beam, r.peak) << "seed " << seed;
+  }
+}
+
 TEST(Schedule, AStoppedTwoSidedSearchBoundNeverExceedsTheOptimum) {
   // The bound proved from below, stopped by the state budget at every
   // point of the search; a beam of one state, so that the best order known
