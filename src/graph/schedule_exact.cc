@@ -262,24 +262,28 @@ class Search {
     return std::any_of(seg.nodes.begin(), seg.nodes.end(), [&](int v) { return m_.InPlaceCapable(v); });
   }
 
-  // From the bound proved up: is some order's peak at most `lower`? When
-  // none is, every order passed through a step the pass dropped, so the
-  // lowest peak dropped (next_) is the new bound; the first pass that finds
-  // an order has found an optimal one. A pass under the optimum often ends
-  // after a few levels at the segment's end (Meet), so proving the bound
-  // costs little even when the best order known is far above it.
+  // From the bound proved up: is some order's peak at most a probe a
+  // quarter of the way from the bound (`lower`) to the best peak known?
+  // When none is, every order passed through a step the pass dropped, so
+  // the lowest peak dropped (next_) is the new bound; an order found is the
+  // new best. The two meet at the optimum. A pass under the optimum often
+  // ends after a few levels at the segment's end (Meet), so raising the
+  // bound costs little even when the best order known is far above it;
+  // probing past the bound, rather than just at it, keeps the passes few
+  // where the peaks that can be dropped are many and close together
+  // (arbitrary tensor sizes).
   std::uint64_t Rise(Segment& seg, std::uint64_t floor) {
     std::uint64_t lower = floor;
     while (seg.peak > lower) {
-      Walked exact = Meet(seg, lower + 1);
+      Walked exact = Meet(seg, lower + (seg.peak - lower) / 4 + 1);
       if (!exact.order.empty()) {
         seg.order = std::move(exact.order), seg.peak = exact.peak;
-        return std::max(floor, seg.peak);
+      } else {
+        if (!exact.complete) return lower;
+        lower = std::min(next_, seg.peak);
       }
-      if (!exact.complete) return lower;
-      lower = std::min(next_, seg.peak);
     }
-    return lower;
+    return std::max(floor, seg.peak);
   }
 
   // From the best order known down: is some order's peak under it? Each
