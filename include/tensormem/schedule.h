@@ -11,9 +11,9 @@
 // programming over downsets, memoised, with a dominance rule), one segment
 // between two chokepoints at a time: a beam of the best states first, whose
 // order is the first upper bound, then passes that ask whether some order
-// is under a bound (from the lower bound up, searching from both ends of
-// the segment, where no node may write in place; from the best peak known
-// down otherwise); it proves the minimum peak when it finishes within the
+// is under a bound (rising from the lower bound, searching from both ends
+// of the segment, where no node may write in place; from the best peak
+// known down otherwise); it proves the minimum peak when it finishes within the
 // time limit and the state budget, and otherwise keeps the best order found
 // with the lower bound it proved. kJoint keeps every distinct order kExact
 // met (the given one, each heuristic's, the beam's, the search's) as

@@ -22,12 +22,13 @@
 // A segment without in-place nodes is searched from the bound proved up
 // (Rise): each pass goes forward from the segment's start and backward from
 // its end, where the set of nodes run is the whole segment whatever the
-// order, until the two sides meet (Meet); a pass that finds no order raises
-// the bound to the lowest peak it dropped, and the first that finds one
-// has found an optimal order. A pass under the optimum often ends within a
-// few levels of the end (a RandWire stage's sinks feed its output node, so
-// their outputs pile up there and few orders of its last nodes stay under
-// the bound). A segment with in-place nodes (whose state at the end would
+// order, until the two sides meet (Meet); it probes a quarter of the way
+// from the bound to the best peak known: a pass that finds no order raises
+// the bound to the lowest peak it dropped, one that finds an order lowers
+// the best peak, until the two meet. A pass under the optimum often ends
+// within a few levels of the end (a RandWire stage's sinks feed its output
+// node, so their outputs pile up there and few orders of its last nodes
+// stay under the bound). A segment with in-place nodes (whose state at the end would
 // depend on the order) is searched forward, breadth first, from the best
 // order known down (Descend).
 // Stopped by the time limit or the state budget, the search keeps the best
