@@ -74,7 +74,7 @@ void Row(const std::string& name, const Graph& g, double time_limit) {
               MiB(best.schedule.peak), pct(best.schedule.peak), best.schedule.method.c_str(),
               MiB(best.arena), best.schedule.seconds, MiB(exact.schedule.peak),
               pct(exact.schedule.peak), MiB(exact.arena),
-              exact.schedule.proved_optimal ? "yes" : "no", MiB(exact.schedule.lower_bound),
+              exact.schedule.proved_optimal ? "yes" : "no", MiB(exact.schedule.lower_bound.value_or(0)),
               exact.schedule.states, exact.schedule.seconds, MiB(joint.arena), joint.schedule.method.c_str(),
               given.checked && best.checked && exact.checked && joint.checked ? "ok" : "FAILED");
   std::fflush(stdout);

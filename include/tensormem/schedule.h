@@ -10,11 +10,13 @@
 // kExact then searches the sets of nodes already run (SERENITY's dynamic
 // programming over downsets, memoised, with a dominance rule), one segment
 // between two chokepoints at a time: a beam of the best states first, whose
-// order is the first bound, then every state below the best peak known; it
-// proves the minimum peak when it finishes within the time limit and the
-// state budget, and otherwise keeps the best order found with the lower
-// bound it proved. kJoint keeps every distinct
-// order kExact met (the given one, each heuristic's, the search's) as
+// order is the first upper bound, then passes that ask whether some order
+// is under a bound (rising from the lower bound, searching from both ends
+// of the segment, where no node may write in place; from the best peak
+// known down otherwise); it proves the minimum peak when it finishes within the
+// time limit and the state budget, and otherwise keeps the best order found
+// with the lower bound it proved. kJoint keeps every distinct order kExact
+// met (the given one, each heuristic's, the beam's, the search's) as
 // candidates: the graph planner (PlanGraph) places each with its offsets
 // strategy and keeps the smallest arena, since the order of the lowest peak
 // does not always give the smallest arena. Every peak reported is computed
@@ -23,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -75,22 +78,21 @@ struct Schedule {
   // Node indices in execution order (a permutation of the graph's nodes).
   std::vector<int> order;
   // What found the order: "given", "list", "dfs", "post-order", "lpmf",
-  // "bfs" or "exact".
+  // "bfs", "exact" or (kJoint) "beam", the exact search's first order.
   std::string method = "given";
   std::uint64_t given_peak = 0;   // peak live scratch bytes in the given order
   std::uint64_t peak = 0;         // ... in `order`
-  std::uint64_t lower_bound = 0;  // no order has a lower peak (kGiven: 0, not computed)
-  bool proved_optimal = false;    // peak == lower_bound
+  // No order has a lower peak; none where not computed (kGiven, which
+  // builds no order model): the CLI's JSON and Python report it as null /
+  // None.
+  std::optional<std::uint64_t> lower_bound;
+  bool proved_optimal = false;  // peak == lower_bound
   std::size_t states = 0;         // search states the exact search kept
   double seconds = 0;
   // kJoint: the distinct orders compared, the given order first, then by
   // peak; `order` is the one whose arena was smallest.
   std::vector<OrderCandidate> candidates;
 };
-
-// False where `lower_bound` was not computed (kGiven, which builds no order
-// model): the CLI's JSON and Python report it as null / None.
-inline bool LowerBoundComputed(const Schedule& s) { return s.proved_optimal || s.lower_bound > 0; }
 
 // The identity order 0, 1, ..., nodes - 1.
 std::vector<int> GivenOrder(const Graph& graph);

@@ -394,7 +394,7 @@ py::dict OrderDict(const Schedule& s) {
   d["method"] = s.method;
   d["peak"] = s.peak;
   d["given_peak"] = s.given_peak;
-  d["lower_bound"] = LowerBoundComputed(s) ? py::object(py::int_(s.lower_bound)) : py::object(py::none());
+  d["lower_bound"] = s.lower_bound ? py::object(py::int_(*s.lower_bound)) : py::object(py::none());
   d["proved_optimal"] = s.proved_optimal;
   d["states"] = s.states;
   d["seconds"] = s.seconds;

@@ -192,7 +192,7 @@ Result<GraphPlan> PlanGraphInCandidates(const Graph& graph, Schedule schedule, c
   schedule.order = c.order;
   schedule.method = c.method;
   schedule.peak = c.peak;
-  schedule.proved_optimal = schedule.peak == schedule.lower_bound;
+  schedule.proved_optimal = schedule.lower_bound == schedule.peak;
   best->schedule = std::move(schedule);
   return std::move(*best);
 }

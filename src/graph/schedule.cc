@@ -143,13 +143,17 @@ Result<std::vector<std::vector<int>>> RunHeuristics(const Graph& graph, const in
 }
 
 // The exact search from the heuristic orders; its order, when below the
-// best so far, is the best (and a candidate).
+// best so far, is the best (and a candidate), and the beam's a candidate.
 Status RunExact(const Graph& graph, const internal::OrderModel& model, std::vector<std::vector<int>> starts,
                 const ScheduleParams& params, const LivenessParams& liveness, bool joint, Schedule& best) {
   starts.insert(starts.begin(), best.order);
-  internal::ExactResult r = internal::ExactOrder(model, starts, best.lower_bound, params);
+  internal::ExactResult r = internal::ExactOrder(model, starts, best.lower_bound.value_or(0), params);
   best.states = r.states;
-  best.lower_bound = std::max(best.lower_bound, std::min(r.lower_bound, best.peak));
+  best.lower_bound = std::max(best.lower_bound.value_or(0), std::min(r.lower_bound, best.peak));
+  if (joint && !r.beam_order.empty()) {
+    TM_ASSIGN_OR_RETURN(const std::uint64_t beam_peak, PeakLiveBytes(graph, r.beam_order, liveness));
+    AddCandidate(best, "beam", r.beam_order, beam_peak);
+  }
   if (r.order.empty() || r.peak >= best.peak) return Status::Ok();
   TM_ASSIGN_OR_RETURN(const std::uint64_t peak, PeakLiveBytes(graph, r.order, liveness));
   if (peak != r.peak)
@@ -180,18 +184,19 @@ Result<Schedule> ScheduleGraph(const Graph& graph, const ScheduleParams& params,
   Schedule best;
   best.order = GivenOrder(graph);
   TM_ASSIGN_OR_RETURN(best.given_peak, PeakLiveBytes(graph, best.order, liveness));
-  best.peak = best.lower_bound = best.given_peak;
+  best.peak = best.given_peak;
   const bool joint = params.order == OrderStrategy::kJoint;
   if (joint) AddCandidate(best, "given", best.order, best.peak);
-  // The given order asked for, or every order alike (nothing is freed when
-  // all tensors are preserved): no model, no bound to compute.
-  if (params.order == OrderStrategy::kGiven) best.lower_bound = 0;
+  // The given order asked for: no model, no bound to compute. Every order
+  // alike (nothing is freed when all tensors are preserved): the given
+  // order's peak is the bound.
+  if (params.order != OrderStrategy::kGiven) best.lower_bound = best.given_peak;
   if (params.order != OrderStrategy::kGiven && !liveness.preserve_all_tensors) {
     TM_ASSIGN_OR_RETURN(const Liveness live, ComputeLiveness(graph, liveness));
     TM_RETURN_IF_ERROR(SearchOrder(graph, live, params, liveness, joint, best));
   }
   if (joint) SortCandidates(best);
-  best.proved_optimal = best.peak == best.lower_bound;
+  best.proved_optimal = best.lower_bound == best.peak;
   best.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return best;
 }

@@ -5,26 +5,38 @@
 // segments'), the segment of the highest peak first: once its optimum is
 // proved, a segment whose best order so far is at or under it needs no
 // search (on RandWire graphs, the later stages).
-// In a segment, breadth first over the sets of nodes already run, one
-// level per node. A state is the set run (plus the in-place sharing
-// decisions, see schedule_model.h); of the paths reaching it only the
-// lowest peak is kept (memoisation, a hash of the bit set). Pruning:
-// - bound: a state whose peak, or whose live bytes with nodes still to run,
-//   reaches the best known peak is dropped (only strictly better orders are
-//   searched for, so a search that runs out of states proves the bound);
+// In a segment, over the sets of nodes already run, one level per node. A
+// state is the set run (plus the in-place sharing decisions, see
+// schedule_model.h); of the paths reaching it only the lowest peak is kept
+// (memoisation, a hash of the bit set). A beam search (breadth first, only
+// the states of lowest peak kept) runs first: its order, often optimal, is
+// the first upper bound. Then passes, each asking whether some order's
+// peak is under a bound:
+// - bound: a step whose peak, or whose live bytes with nodes still to run,
+//   reaches the bound is dropped, so a pass that runs out of states proves
+//   that no order is under it;
 // - dominance: a ready node that raises neither the peak nor the live bytes
-//   (OrderModel::Step::dominant) is run at once, the only successor. The
-//   search asks whether some order is under the best known peak, so peaks
-//   count from just under it: every step under the bound that does not
-//   raise the live bytes is dominant. An order found becomes the new
-//   bound, and the search runs again until none is found (proved).
-// A beam search (the same levels, only the states of lowest peak kept) runs
-// first: its order, often optimal, is the first bound.
+//   (OrderModel::Step::dominant) is run at once, the only successor. Peaks
+//   count from just under the bound (every peak under it is as good), so
+//   every step under it that does not raise the live bytes is dominant.
+// A segment without in-place nodes is searched from the bound proved up
+// (Rise): each pass goes forward from the segment's start and backward from
+// its end, where the set of nodes run is the whole segment whatever the
+// order, until the two sides meet (Meet); it probes a quarter of the way
+// from the bound to the best peak known: a pass that finds no order raises
+// the bound to the lowest peak it dropped, one that finds an order lowers
+// the best peak, until the two meet. A pass under the optimum often ends
+// within a few levels of the end (a RandWire stage's sinks feed its output
+// node, so their outputs pile up there and few orders of its last nodes
+// stay under the bound). A segment with in-place nodes (whose state at the end would
+// depend on the order) is searched forward, breadth first, from the best
+// order known down (Descend).
 // Stopped by the time limit or the state budget, the search keeps the best
 // order found and the lower bound proved before it (the co-live bound, the
-// segments proved).
+// passes completed, the segments proved).
 #include <algorithm>
 #include <limits>
+#include <span>
 
 #include "core/deadline.h"
 #include "graph/schedule_model.h"
@@ -89,6 +101,16 @@ class Level {
     }
   }
 
+  // The state's index, or size() when it is not here.
+  std::size_t Find(const std::uint64_t* k) const {
+    const std::uint64_t h = HashWords(k, words_);
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t s = h & mask; slots_[s] != kEmpty; s = (s + 1) & mask)
+      if ((slots_[s] & ~kIndex) == (h & ~kIndex) && std::equal(k, k + words_, key(slots_[s] & kIndex)))
+        return slots_[s] & kIndex;
+    return size();
+  }
+
   std::vector<std::uint64_t> peak, real, live;
   std::vector<std::uint32_t> parent;
   std::vector<int> last;
@@ -116,10 +138,17 @@ struct Path {  // per level after the first: each state's parent and last node
   std::vector<int> last;
 };
 
+struct Frame {  // a state of the depth-first search and the steps from it
+  std::vector<std::uint64_t> key;
+  std::vector<std::pair<int, OrderModel::Step>> steps;  // by live bytes after, the fewest first
+  std::size_t next = 0;                                 // the next step to take
+};
+
 // A segment of the graph (OrderModel::Segments) as the search orders it.
 struct Segment {
   std::vector<int> nodes;             // a topological order
   std::vector<int> order;             // the best order of `nodes` known
+  std::vector<int> beam;              // the best one after the beam (none: not searched)
   std::uint64_t peak = 0;             // its peak (in the search: at least the floor)
   std::vector<std::uint64_t> start;   // the state with every earlier segment run
   std::uint64_t live = 0;             // the live bytes then
@@ -150,7 +179,7 @@ std::vector<Segment> SplitSegments(const OrderModel& m, const std::vector<std::v
   std::vector<std::size_t> seg_of(static_cast<std::size_t>(m.nodes()));
   for (std::vector<int>& nodes : m.Segments(floor)) {
     for (int v : nodes) seg_of[static_cast<std::size_t>(v)] = segs.size();
-    segs.push_back({std::move(nodes), {}, 0, {}, 0});
+    segs.push_back({std::move(nodes), {}, {}, 0, {}, 0});
   }
   for (const std::vector<int>& order : starts) {
     std::vector<std::vector<int>> pieces(segs.size());
@@ -174,12 +203,13 @@ std::vector<Segment> SplitSegments(const OrderModel& m, const std::vector<std::v
 
 class Search {
  public:
-  Search(const OrderModel& model, std::uint64_t lower, const ScheduleParams& params)
-      : m_(model), lower_(lower), deadline_(params.time_limit_seconds),
+  Search(const OrderModel& model, std::uint64_t lower, const ScheduleParams& params, std::size_t meet_width)
+      : m_(model), lower_(lower), deadline_(params.time_limit_seconds), meet_width_(meet_width),
         max_states_(std::min(params.max_states,
                              params.max_state_bytes / (model.words() * sizeof(std::uint64_t) + kStateBytes))),
         beam_width_(std::max<std::size_t>(params.beam_width, 1)) {
     MaskPredecessors();
+    MaskSuccessors();
   }
 
   // The segments of the highest peak first: once one is solved, the
@@ -193,7 +223,11 @@ class Search {
     for (std::size_t i : by_peak)
       if (segs[i].peak > floor) floor = std::max(floor, Solve(segs[i], floor));
     ExactResult r;
-    for (const Segment& seg : segs) r.order.insert(r.order.end(), seg.order.begin(), seg.order.end());
+    for (const Segment& seg : segs) {
+      r.order.insert(r.order.end(), seg.order.begin(), seg.order.end());
+      const std::vector<int>& beam = seg.beam.empty() ? seg.order : seg.beam;
+      r.beam_order.insert(r.beam_order.end(), beam.begin(), beam.end());
+    }
     r.peak = m_.Peak(r.order);
     r.lower_bound = std::min(floor, r.peak);
     r.complete = r.lower_bound == r.peak;
@@ -209,21 +243,258 @@ class Search {
   };
 
   // The segment's lowest peak over `floor` (the peak an order must reach
-  // anyway), or `floor` when stopped; the segment keeps the best order
-  // found. A beam first: its order, often optimal, is the bound the exact
-  // search proves or beats. The exact search asks whether some order's
-  // peak is under the bound: every such peak is as good, so the dominance
-  // rule runs a node at once whenever it stays under the bound and does not
-  // raise the live bytes (far more often than with the peak so far).
+  // anyway), or the bound it proved (at least `floor`) when stopped; the
+  // segment keeps the best order found. A beam first: its order, often
+  // optimal, is the bound to prove or beat. Each pass of the exact search
+  // asks whether some order's peak is under a bound: every such peak is as
+  // good, so the dominance rule runs a node at once whenever it stays under
+  // the bound and does not raise the live bytes (far more often than with
+  // the peak so far).
   std::uint64_t Solve(Segment& seg, std::uint64_t floor) {
     Walked beam = Walk(seg, 0, false);
     if (!beam.order.empty() && beam.peak < seg.peak) seg.order = std::move(beam.order), seg.peak = beam.peak;
+    seg.beam = seg.order;
+    return InPlace(seg) ? Descend(seg, floor) : Rise(seg, floor);
+  }
+
+  // Some node of the segment may write in place: its sharing is part of
+  // the state, and the state at the segment's end depends on the order.
+  bool InPlace(const Segment& seg) const {
+    return std::any_of(seg.nodes.begin(), seg.nodes.end(), [&](int v) { return m_.InPlaceCapable(v); });
+  }
+
+  // From the bound proved up: is some order's peak at most a probe a
+  // quarter of the way from the bound (`lower`) to the best peak known?
+  // When none is, every order passed through a step the pass dropped, so
+  // the lowest peak dropped (next_) is the new bound; an order found is the
+  // new best. The two meet at the optimum. A pass under the optimum often
+  // ends after a few levels at the segment's end (Meet), so raising the
+  // bound costs little even when the best order known is far above it;
+  // probing past the bound, rather than just at it, keeps the passes few
+  // where the peaks that can be dropped are many and close together
+  // (arbitrary tensor sizes).
+  std::uint64_t Rise(Segment& seg, std::uint64_t floor) {
+    std::uint64_t lower = floor;
+    while (seg.peak > lower) {
+      Walked exact = Meet(seg, lower + (seg.peak - lower) / 4 + 1);
+      if (!exact.order.empty()) {
+        seg.order = std::move(exact.order), seg.peak = exact.peak;
+      } else {
+        if (!exact.complete) return lower;
+        lower = std::min(next_, seg.peak);
+      }
+    }
+    return std::max(floor, seg.peak);
+  }
+
+  // From the best order known down: is some order's peak under it? Each
+  // order found is the next bound, until a pass finds none (proved).
+  std::uint64_t Descend(Segment& seg, std::uint64_t floor) {
     for (;;) {
       if (seg.peak <= floor) return floor;
       Walked exact = Walk(seg, seg.peak - 1, true);
       if (exact.order.empty()) return exact.complete ? seg.peak : floor;
       seg.order = std::move(exact.order), seg.peak = exact.peak;
     }
+  }
+
+  // Whether some order of the segment has a peak under `upper` (then the
+  // first one found). Forward from the segment's start and backward from
+  // its end (every node run), a level at a time on the side of fewer
+  // states, until both reach the same level: an order under the bound
+  // passes through a state both sides keep there. The dominance rule
+  // prunes the forward side only; the backward side keeps every state from
+  // which the end is reached under the bound. Often one side runs out of
+  // states early (a stage's end, where its sinks' outputs pile up, admits
+  // few orders). Past meet_width_ states a side, depth first (Dive).
+  Walked Meet(const Segment& seg, std::uint64_t upper) {
+    Walked w;
+    upper_ = upper;
+    next_ = std::numeric_limits<std::uint64_t>::max();
+    const std::uint64_t floor = upper - 1;
+    const std::size_t n = seg.nodes.size();
+    Level fwd(m_.words(), 1), bwd(m_.words(), 1);
+    fwd.Offer(seg.start.data(), std::max(floor, seg.live), seg.live, seg.live, 0, -1);
+    std::uint64_t end_live = seg.live;
+    const std::vector<std::uint64_t> end = RunAll(seg, end_live);
+    bwd.Offer(end.data(), floor, 0, end_live, 0, -1);
+    std::vector<Path> ahead, behind;  // each level's paths, forward and backward
+    std::size_t kf = 0, kb = n;
+    while (kf < kb) {
+      if (fwd.size() == 0 || bwd.size() == 0) break;
+      const bool forward = fwd.size() <= bwd.size();
+      if (forward && fwd.size() > meet_width_) break;  // the rest depth first
+      Level& from = forward ? fwd : bwd;
+      Level next(m_.words(), from.size() + from.size() / 2);
+      if (!(forward ? Expand(fwd, next, seg.nodes, kf + 1 < n, true) : ExpandBack(bwd, next, seg.nodes, floor)))
+        return w;
+      (forward ? ahead : behind).push_back({std::move(next.parent), std::move(next.last)});
+      from = std::move(next);
+      forward ? ++kf : --kb;
+    }
+    w.complete = true;
+    if (fwd.size() == 0 || bwd.size() == 0) return w;
+    if (kf == kb) return Join(seg, fwd, bwd, ahead, behind);
+    return Dive(seg, fwd, bwd, ahead, behind, kf, kb);
+  }
+
+  // Depth first from each forward state (the fewest live bytes first) to
+  // the backward side's level: the first state it holds ends the search,
+  // so an order under the bound is found without every state before it.
+  // A state searched once is not searched again (nothing below it reached
+  // the backward side).
+  Walked Dive(const Segment& seg, const Level& fwd, const Level& bwd, const std::vector<Path>& ahead,
+              const std::vector<Path>& behind, std::size_t kf, std::size_t kb) {
+    Level seen(m_.words(), fwd.size());
+    Walked w = DiveFrom(seg, fwd, bwd, ahead, behind, kf, kb, seen);
+    states_ += seen.size();
+    return w;
+  }
+
+  Walked DiveFrom(const Segment& seg, const Level& fwd, const Level& bwd, const std::vector<Path>& ahead,
+                  const std::vector<Path>& behind, std::size_t kf, std::size_t kb, Level& seen) {
+    const std::size_t n = seg.nodes.size();
+    std::vector<Frame> stack;  // [0, depth) in use, the others kept for their memory
+    std::size_t depth = 0;
+    std::vector<std::uint64_t> child(m_.words());
+    for (std::size_t r : ByLive(fwd)) {
+      Push(stack, depth, fwd.key(r), fwd.live[r], seg.nodes, kf + 1 < n);
+      while (depth > 0) {
+        Frame& f = stack[depth - 1];
+        if (f.next == f.steps.size()) {
+          --depth;
+          continue;
+        }
+        const auto [v, s] = f.steps[f.next++];
+        child.assign(f.key.begin(), f.key.end());
+        m_.Apply(child.data(), v, s.shares);
+        if (kf + depth == kb) {
+          const std::size_t j = bwd.Find(child.data());
+          if (j < bwd.size()) return Found(seg, ahead, r, std::span(stack).first(depth), behind, j);
+          continue;
+        }
+        if (seen.Find(child.data()) < seen.size()) continue;
+        seen.Offer(child.data(), 0, 0, 0, 0, v);
+        if (!deadline_.Tick(n) || states_ + seen.size() > max_states_) return {};
+        Push(stack, depth, child.data(), s.after, seg.nodes, kf + depth + 1 < n);
+      }
+    }
+    Walked w;
+    w.complete = true;
+    return w;
+  }
+
+  // The states of `level` by live bytes, the fewest first.
+  static std::vector<std::size_t> ByLive(const Level& level) {
+    std::vector<std::size_t> order(level.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return level.live[a] < level.live[b]; });
+    return order;
+  }
+
+  // The state `key` (`live` bytes live) on top of the depth-first stack,
+  // with its steps under the bound, the fewest live bytes after first.
+  void Push(std::vector<Frame>& stack, std::size_t& depth, const std::uint64_t* key, std::uint64_t live,
+            const std::vector<int>& nodes, bool more_after) {
+    Steps(key, live, upper_ - 1, nodes, more_after);
+    std::stable_sort(steps_.begin(), steps_.end(), [](const auto& a, const auto& b) { return a.second.after < b.second.after; });
+    if (depth == stack.size()) stack.emplace_back();
+    Frame& f = stack[depth++];
+    f.key.assign(key, key + m_.words());
+    f.steps.assign(steps_.begin(), steps_.end());
+    f.next = 0;
+  }
+
+  // The order through forward state `root`, the nodes `stack` chose and
+  // backward state `j`; its peak from the model.
+  Walked Found(const Segment& seg, const std::vector<Path>& ahead, std::size_t root, std::span<const Frame> stack,
+               const std::vector<Path>& behind, std::size_t j) const {
+    Walked w;
+    w.complete = true;
+    w.order.resize(ahead.size());
+    for (std::size_t k = ahead.size(), at = root; k-- > 0;) {
+      w.order[k] = ahead[k].last[at];
+      at = ahead[k].parent[at];
+    }
+    for (const auto& f : stack) w.order.push_back(f.steps[f.next - 1].first);
+    for (std::size_t k = behind.size(), at = j; k-- > 0;) {
+      w.order.push_back(behind[k].last[at]);
+      at = behind[k].parent[at];
+    }
+    w.peak = SegmentPeak(seg, w.order);
+    return w;
+  }
+
+  // The peak of the segment's nodes run in `order` from its start.
+  std::uint64_t SegmentPeak(const Segment& seg, const std::vector<int>& order) const {
+    std::vector<std::uint64_t> state = seg.start;
+    std::uint64_t live = seg.live, peak = seg.live;
+    for (int v : order) {
+      const OrderModel::Step s = m_.Run(state.data(), live, live, v);
+      peak = std::max(peak, s.during);
+      live = s.after;
+      m_.Apply(state.data(), v, s.shares);
+    }
+    return peak;
+  }
+
+  // The lowest-peak order through a state both `fwd` and `bwd` (the same
+  // level) hold, from their paths; none when they hold none in common.
+  Walked Join(const Segment& seg, const Level& fwd, const Level& bwd, const std::vector<Path>& ahead,
+              const std::vector<Path>& behind) const {
+    std::size_t fi = fwd.size(), bi = 0;
+    std::uint64_t best = 0;
+    for (std::size_t i = 0; i < fwd.size(); ++i) {
+      const std::size_t j = bwd.Find(fwd.key(i));
+      if (j == bwd.size()) continue;
+      const std::uint64_t peak = std::max(fwd.real[i], bwd.real[j]);
+      if (fi == fwd.size() || peak < best) fi = i, bi = j, best = peak;
+    }
+    if (fi < fwd.size()) return Found(seg, ahead, fi, {}, behind, bi);
+    Walked w;
+    w.complete = true;
+    return w;
+  }
+
+  // The state with the whole segment run from its start (the same for
+  // every order: no in-place sharing); `live` from the start's live bytes
+  // to the end's.
+  std::vector<std::uint64_t> RunAll(const Segment& seg, std::uint64_t& live) const {
+    std::vector<std::uint64_t> state = seg.start;
+    for (int v : seg.order) {
+      const OrderModel::Step s = m_.Run(state.data(), live, live, v);
+      live = s.after;
+      m_.Apply(state.data(), v, s.shares);
+    }
+    return state;
+  }
+
+  // Every state of `cur` (sets of nodes run) into `next` with one node of
+  // `nodes` less: a node nothing run reads from, whose step from the
+  // smaller set stays under the bound. The step's bytes do not depend on
+  // the bytes live before it, so the live bytes there are those after it
+  // less what it adds. Each state keeps the lowest peak of the steps after
+  // it. False when stopped by the time limit or the state budget.
+  bool ExpandBack(const Level& cur, Level& next, const std::vector<int>& nodes, std::uint64_t floor) {
+    std::vector<std::uint64_t> key(m_.words());
+    for (std::size_t i = 0; i < cur.size(); ++i) {
+      const std::uint64_t* k = cur.key(i);
+      for (int v : nodes) {
+        if (!Last(k, v)) continue;
+        std::copy(k, k + m_.words(), key.begin());
+        key[static_cast<unsigned>(v) >> 6] &= ~(std::uint64_t{1} << (static_cast<unsigned>(v) & 63));
+        const OrderModel::Step s = m_.Run(key.data(), 0, 0, v);  // from 0 live: what it adds (mod 2^64)
+        const std::uint64_t live = cur.live[i] - s.after, during = live + s.during;
+        if (during >= upper_) {
+          next_ = std::min(next_, during);
+          continue;
+        }
+        next.Offer(key.data(), floor, std::max(cur.real[i], during), live, static_cast<std::uint32_t>(i), v);
+      }
+      if (!deadline_.Tick(nodes.size()) || states_ + next.size() > max_states_) return false;
+    }
+    states_ += next.size();
+    return true;
   }
 
   // Level by level from the segment's start, every state with a peak under
@@ -272,31 +543,44 @@ class Search {
     std::vector<std::uint64_t> key(m_.words());
     for (std::size_t i = 0; i < cur.size(); ++i) {
       const std::uint64_t* k = cur.key(i);
-      const std::uint64_t peak = cur.peak[i], real = cur.real[i], live = cur.live[i];
-      ready_.clear();
-      for (int v : nodes)
-        if (Ready(k, v)) ready_.push_back(v);
-      steps_.clear();
-      for (int v : ready_) {
-        const OrderModel::Step s = m_.Run(k, live, peak, v);
-        if (s.dominant) {
-          steps_.assign(1, {v, s});
-          break;
-        }
-        steps_.push_back({v, s});
-      }
+      const std::uint64_t peak = cur.peak[i], real = cur.real[i];
+      Steps(k, cur.live[i], peak, nodes, more_after);
       for (const auto& [v, s] : steps_) {
-        const std::uint64_t p = std::max(peak, s.during);
-        if (p >= upper_ || (more_after && s.after >= upper_)) continue;
         std::copy(k, k + m_.words(), key.begin());
         m_.Apply(key.data(), v, s.shares);
-        next.Offer(key.data(), p, std::max(real, s.during), s.after, static_cast<std::uint32_t>(i), v);
+        next.Offer(key.data(), std::max(peak, s.during), std::max(real, s.during), s.after,
+                   static_cast<std::uint32_t>(i), v);
       }
       if (!deadline_.Tick(ready_.size() + 1) || (budget && states_ + next.size() > max_states_))
         return false;
     }
     states_ += next.size();
     return true;
+  }
+
+  // The steps from the state `k` (`live` bytes live, a peak of `peak`)
+  // into steps_: the dominant one alone when there is one, and only those
+  // under the bound (next_ keeps the lowest peak of those dropped).
+  void Steps(const std::uint64_t* k, std::uint64_t live, std::uint64_t peak, const std::vector<int>& nodes,
+             bool more_after) {
+    ready_.clear();
+    for (int v : nodes)
+      if (Ready(k, v)) ready_.push_back(v);
+    steps_.clear();
+    for (int v : ready_) {
+      const OrderModel::Step s = m_.Run(k, live, peak, v);
+      if (s.dominant) {
+        steps_.assign(1, {v, s});
+        break;
+      }
+      steps_.push_back({v, s});
+    }
+    std::erase_if(steps_, [&](const std::pair<int, OrderModel::Step>& step) {
+      const std::uint64_t p = std::max(peak, step.second.during);
+      if (p < upper_ && !(more_after && step.second.after >= upper_)) return false;
+      next_ = std::min(next_, p >= upper_ ? p : step.second.after);
+      return true;
+    });
   }
 
   // Each node's predecessors as masks of the state's words, for Ready.
@@ -314,6 +598,27 @@ class Search {
       }
       need_begin_.push_back(need_.size());
     }
+  }
+
+  // Each node's successors as masks, for Last.
+  void MaskSuccessors() {
+    std::vector<std::vector<int>> succs(static_cast<std::size_t>(m_.nodes()));
+    for (int v = 0; v < m_.nodes(); ++v)
+      for (int p : m_.preds(v)) succs[static_cast<std::size_t>(p)].push_back(v);
+    succ_begin_.push_back(0);
+    for (const std::vector<int>& s : succs) {
+      for (int r : s) succ_.push_back({static_cast<std::uint32_t>(r) >> 6, std::uint64_t{1} << (static_cast<unsigned>(r) & 63)});
+      succ_begin_.push_back(succ_.size());
+    }
+  }
+
+  // v has run and nothing run reads from it: it may have run last.
+  bool Last(const std::uint64_t* key, int v) const {
+    if (!OrderModel::Has(key, v)) return false;
+    const std::size_t i = static_cast<std::size_t>(v);
+    for (std::size_t j = succ_begin_[i]; j < succ_begin_[i + 1]; ++j)
+      if (key[succ_[j].first] & succ_[j].second) return false;
+    return true;
   }
 
   // OrderModel::Ready, on masks.
@@ -348,22 +653,26 @@ class Search {
   const OrderModel& m_;
   std::uint64_t lower_;
   std::uint64_t upper_ = 0;  // the walk's: only peaks under it are kept
+  std::uint64_t next_ = 0;   // the walk's: the lowest peak of a step it dropped
   Deadline deadline_;
+  std::size_t meet_width_;  // a side's states past which Meet goes on depth first
   std::size_t max_states_;
   std::size_t beam_width_;
   std::size_t states_ = 0;
   std::vector<int> ready_;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> need_;  // (word, predecessors' bits there)
   std::vector<std::size_t> need_begin_;                        // per node, into need_
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> succ_;  // (word, a successor's bit there)
+  std::vector<std::size_t> succ_begin_;                        // per node, into succ_
   std::vector<std::pair<int, OrderModel::Step>> steps_;
 };
 
 }  // namespace
 
 ExactResult ExactOrder(const OrderModel& model, const std::vector<std::vector<int>>& starts,
-                       std::uint64_t lower_bound, const ScheduleParams& params) {
+                       std::uint64_t lower_bound, const ScheduleParams& params, std::size_t meet_width) {
   if (starts.empty() || model.nodes() == 0) return {};
-  return Search(model, lower_bound, params).Run(starts);
+  return Search(model, lower_bound, params, meet_width).Run(starts);
 }
 
 }  // namespace tensormem::internal

@@ -47,6 +47,9 @@ class OrderModel {
   // Bytes node v needs whatever the order: a lower bound on every peak.
   std::uint64_t alone(int v) const { return node_[Index(v)].alone; }
   std::uint64_t out_bytes(int v) const { return node_[Index(v)].out_bytes; }
+  // Whether v may write its output over its input (its in-place sharing is
+  // part of the state).
+  bool InPlaceCapable(int v) const { return node_[Index(v)].in_place_slot >= 0; }
 
   static bool Has(const std::uint64_t* state, int bit) {
     return (state[static_cast<unsigned>(bit) >> 6] >> (static_cast<unsigned>(bit) & 63)) & 1;
@@ -151,12 +154,19 @@ struct ExactResult {
   std::uint64_t lower_bound = 0;
   bool complete = false;         // the bound is the optimum: `order` is optimal
   std::size_t states = 0;
+  // Each segment's best order after the beam, before the exact passes: an
+  // order of a low peak that may pack into a smaller arena (a kJoint
+  // candidate).
+  std::vector<int> beam_order;
 };
 // The search for a minimum-peak order, segment by segment (Segments), from
 // the best piece of the `starts` orders in each (the heuristics': the best
 // of them is never beaten by what it returns), under params' limits (its
 // order field is not read); `lower_bound` is a bound already proved.
+// `meet_width`: the states a side of the two-sided search keeps per level
+// before it goes on depth first (a parameter for the tests).
+inline constexpr std::size_t kMeetWidth = std::size_t{1} << 14;
 ExactResult ExactOrder(const OrderModel& model, const std::vector<std::vector<int>>& starts,
-                       std::uint64_t lower_bound, const ScheduleParams& params);
+                       std::uint64_t lower_bound, const ScheduleParams& params, std::size_t meet_width = kMeetWidth);
 
 }  // namespace tensormem::internal

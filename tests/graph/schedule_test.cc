@@ -136,6 +136,118 @@ TEST(Schedule, ExactEqualsBruteForceOnSmallGraphs) {
     }
 }
 
+// A one-stage RandWire graph's params: the model and the join by seed.
+RandWireParams RandWireBySeed(std::uint64_t seed, int nodes) {
+  RandWireParams rp;
+  rp.nodes = nodes;
+  rp.seed = seed;
+  rp.model = static_cast<internal::RandomGraphModel>(seed % 3);
+  rp.join = seed % 2 ? internal::JoinKind::kSum : internal::JoinKind::kConcat;
+  return rp;
+}
+
+// The exact search on its own from the given order, each side of the
+// two-sided search kept to `meet_width` states a level (0: depth first from
+// the start), with the limits `sp`.
+internal::ExactResult Exact(const Graph& g, const LivenessParams& lp, std::size_t meet_width,
+                            const ScheduleParams& sp = {}) {
+  const OrderModel model(g, ComputeLiveness(g, lp).value(), lp);
+  return internal::ExactOrder(model, {GivenOrder(g)}, 0, sp, meet_width);
+}
+
+TEST(Schedule, TwoSidedSearchEqualsBruteForce) {
+  // Without in-place sharing every segment is searched from both ends:
+  // level by level to the middle, or past a few states depth first.
+  LivenessParams lp;
+  lp.in_place = false;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    const Graph g = MakeRandomGraph(seed, 4 + static_cast<int>(seed % 5));
+    const std::uint64_t best = BruteForce(g, lp);
+    for (std::size_t width : {std::size_t{0}, std::size_t{1}, std::size_t{3}, internal::kMeetWidth}) {
+      const internal::ExactResult r = Exact(g, lp, width);
+      EXPECT_TRUE(r.complete) << "seed " << seed << " width " << width;
+      EXPECT_EQ(r.peak, best) << "seed " << seed << " width " << width;
+      EXPECT_EQ(r.lower_bound, best) << "seed " << seed << " width " << width;
+      ASSERT_TRUE(CheckOrder(g, r.order).ok()) << "seed " << seed;
+      EXPECT_EQ(PeakLiveBytes(g, r.order, lp).value(), r.peak) << "seed " << seed << " width " << width;
+    }
+  }
+}
+
+TEST(Schedule, TwoSidedSearchEqualsBruteForceOnRandWire) {
+  // Joins and stages, as the generated benchmarks have them.
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    RandWireParams rp = RandWireBySeed(seed, 4 + static_cast<int>(seed % 2));
+    rp.stages = 1 + static_cast<int>(seed % 3 == 0);
+    rp.p = 0.5;
+    const Graph g = GenerateRandWireGraph(rp);
+    if (g.nodes.size() > 12) continue;  // the brute force's reach
+    const std::uint64_t best = BruteForce(g, {});
+    for (std::size_t width : {std::size_t{0}, std::size_t{2}, internal::kMeetWidth}) {
+      const internal::ExactResult r = Exact(g, {}, width);
+      EXPECT_TRUE(r.complete) << "seed " << seed << " width " << width;
+      EXPECT_EQ(r.peak, best) << "seed " << seed << " width " << width;
+    }
+  }
+}
+
+TEST(Schedule, TwoSidedSearchAgreesWithItselfOnLargerGraphs) {
+  // Past the brute force's reach: depth first, two-sided and mixed find
+  // the same optimum, and the order each returns has the peak it reports.
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    const Graph g = GenerateRandWireGraph(RandWireBySeed(seed, 14));
+    const internal::ExactResult full = Exact(g, {}, internal::kMeetWidth);
+    ASSERT_TRUE(full.complete) << "seed " << seed;
+    for (std::size_t width : {std::size_t{0}, std::size_t{1}, std::size_t{16}}) {
+      const internal::ExactResult r = Exact(g, {}, width);
+      EXPECT_TRUE(r.complete) << "seed " << seed << " width " << width;
+      EXPECT_EQ(r.peak, full.peak) << "seed " << seed << " width " << width;
+      EXPECT_EQ(PeakLiveBytes(g, r.order, {}).value(), r.peak) << "seed " << seed << " width " << width;
+    }
+  }
+}
+
+TEST(Schedule, TheBeamsOrderIsValidAndBetweenTheStartAndTheOptimum) {
+  // kJoint's "beam" candidate: each segment's best order before the passes.
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    const Graph g = GenerateRandWireGraph(RandWireBySeed(seed, 14));
+    const internal::ExactResult r = Exact(g, {}, internal::kMeetWidth);
+    ASSERT_TRUE(CheckOrder(g, r.beam_order).ok()) << "seed " << seed;
+    const std::uint64_t beam = PeakLiveBytes(g, r.beam_order, {}).value();
+    EXPECT_LE(beam, PeakLiveBytes(g, GivenOrder(g), {}).value()) << "seed " << seed;
+    EXPECT_GE(beam, r.peak) << "seed " << seed;
+  }
+}
+
+TEST(Schedule, AStoppedTwoSidedSearchBoundNeverExceedsTheOptimum) {
+  // The bound proved from below, stopped by the state budget at every
+  // point of the search; a beam of one state, so that the best order known
+  // stays above the bound for a while.
+  LivenessParams lp;
+  lp.in_place = false;
+  int proved_part = 0;
+  for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+    const Graph g = MakeRandomGraph(seed, 5 + static_cast<int>(seed % 4));
+    const std::uint64_t best = BruteForce(g, lp);
+    for (std::size_t width : {std::size_t{0}, internal::kMeetWidth}) {
+      ScheduleParams sp;
+      sp.beam_width = 1;
+      const internal::ExactResult full = Exact(g, lp, width, sp);
+      sp.max_states = 0;
+      const std::uint64_t first = Exact(g, lp, width, sp).lower_bound;
+      for (std::size_t states = 0; states <= full.states; ++states) {
+        sp.max_states = states;
+        const internal::ExactResult r = Exact(g, lp, width, sp);
+        EXPECT_LE(r.lower_bound, best) << "seed " << seed << " states " << states;
+        EXPECT_GE(r.peak, best) << "seed " << seed << " states " << states;
+        EXPECT_EQ(r.complete, r.lower_bound == r.peak);
+        proved_part += !r.complete && r.lower_bound > first;
+      }
+    }
+  }
+  EXPECT_GT(proved_part, 0);  // some stopped searches proved more than where they began
+}
+
 TEST(Schedule, CoLiveBoundNeverExceedsTheOptimum) {
   int above_alone = 0;
   for (const LivenessParams& lp : LivenessVariants())
@@ -173,11 +285,7 @@ TEST(Schedule, ExactEqualsBruteForceOnSmallRandWire) {
   ScheduleParams sp;
   sp.order = OrderStrategy::kExact;
   for (std::uint64_t seed = 1; seed <= 12; ++seed) {
-    RandWireParams rp;
-    rp.nodes = 5;
-    rp.seed = seed;
-    rp.model = static_cast<internal::RandomGraphModel>(seed % 3);
-    rp.join = seed % 2 ? internal::JoinKind::kSum : internal::JoinKind::kConcat;
+    RandWireParams rp = RandWireBySeed(seed, 5);
     rp.p = 0.5;
     const Graph g = GenerateRandWireGraph(rp);
     ASSERT_LE(g.nodes.size(), 12u);
@@ -291,7 +399,7 @@ TEST(Schedule, AStoppedSearchBoundNeverExceedsTheOptimum) {
       sp.max_states = seed % 5;  // stopped early, or not at all
       const Schedule s = ScheduleGraph(g, sp, lp).value();
       const std::uint64_t best = BruteForce(g, lp);
-      EXPECT_LE(s.lower_bound, best) << "seed " << seed;
+      EXPECT_LE(s.lower_bound.value(), best) << "seed " << seed;
       EXPECT_GE(s.peak, best);
       EXPECT_EQ(s.peak, PeakLiveBytes(g, s.order, lp).value());
     }
@@ -305,7 +413,11 @@ TEST(Schedule, NeverWorseThanGivenAndRunsUnderTheChecker) {
       sp.order = order;
       const Schedule s = ScheduleGraph(g, sp, {}).value();
       EXPECT_LE(s.peak, s.given_peak);
-      EXPECT_LE(s.lower_bound, s.peak);
+      if (order == OrderStrategy::kGiven) {
+        EXPECT_FALSE(s.lower_bound.has_value());
+      } else {
+        EXPECT_LE(s.lower_bound.value(), s.peak);
+      }
       EXPECT_EQ(s.peak, PeakLiveBytes(g, s.order, {}).value());
       ExpectRuns(g, sp);
     }
@@ -373,7 +485,7 @@ TEST(Schedule, RandWireExactIsNeverWorseAndValid) {
     sp.order = OrderStrategy::kExact;
     const Schedule s = ScheduleGraph(g, sp, {}).value();
     EXPECT_LE(s.peak, s.given_peak);
-    EXPECT_LE(s.lower_bound, s.peak);
+    EXPECT_LE(s.lower_bound.value(), s.peak);
     ExpectRuns(g, sp);
   }
 }
@@ -388,7 +500,7 @@ TEST(Schedule, LimitsStopTheSearchWithAValidOrder) {
   sp.order = OrderStrategy::kExact;
   sp.max_states = 50;
   const Schedule s = ScheduleGraph(g, sp, {}).value();
-  EXPECT_LE(s.lower_bound, s.peak);
+  EXPECT_LE(s.lower_bound.value(), s.peak);
   EXPECT_LE(s.peak, s.given_peak);
   EXPECT_EQ(s.proved_optimal, s.lower_bound == s.peak);
   ExpectRuns(g, sp);
@@ -396,7 +508,7 @@ TEST(Schedule, LimitsStopTheSearchWithAValidOrder) {
   sp.time_limit_seconds = 0.05;
   const Schedule t = ScheduleGraph(g, sp, {}).value();
   EXPECT_LT(t.seconds, 5.0);  // generous: the heuristics and one level past the limit
-  EXPECT_LE(t.lower_bound, t.peak);
+  EXPECT_LE(t.lower_bound.value(), t.peak);
   EXPECT_EQ(t.peak, PeakLiveBytes(g, t.order, {}).value());
 }
 
@@ -475,7 +587,7 @@ TEST(Schedule, GivenKeepsTheOrder) {
   EXPECT_EQ(s.order, GivenOrder(g));
   EXPECT_EQ(s.method, "given");
   EXPECT_EQ(s.peak, s.given_peak);
-  EXPECT_EQ(s.lower_bound, 0u);  // no bound computed for the order asked for
+  EXPECT_FALSE(s.lower_bound.has_value());  // no bound computed for the order asked for
   EXPECT_EQ(s.states, 0u);
   LivenessParams preserve;
   preserve.preserve_all_tensors = true;
@@ -483,6 +595,7 @@ TEST(Schedule, GivenKeepsTheOrder) {
   sp.order = OrderStrategy::kExact;
   const Schedule p = ScheduleGraph(g, sp, preserve).value();
   EXPECT_EQ(p.order, GivenOrder(g));
+  EXPECT_EQ(p.lower_bound, p.peak);  // every order alike: computed, and proved
   EXPECT_TRUE(p.proved_optimal);
 }
 
@@ -525,7 +638,7 @@ TEST(Schedule, TheSearchLimitsAreParams) {
   sp.beam_width = defaults::kOrderBeamWidth;
   sp.max_state_bytes = 1;  // no room for one state: stopped, still valid
   const Schedule capped = ScheduleGraph(g, sp, {}).value();
-  EXPECT_LE(capped.lower_bound, capped.peak);
+  EXPECT_LE(capped.lower_bound.value(), capped.peak);
   EXPECT_LT(capped.states, full.states);  // the beam's, and no more
   EXPECT_EQ(capped.peak, PeakLiveBytes(g, capped.order, {}).value());
 }

@@ -276,7 +276,7 @@ Status WriteOutputs(const PlanOptions& o, const Problem& problem, const Planned&
 
 nlohmann::json OrderJson(const Schedule& s) {
   // --order given computes no bound: null rather than a bound of 0.
-  const nlohmann::json bound = LowerBoundComputed(s) ? nlohmann::json(s.lower_bound) : nlohmann::json(nullptr);
+  const nlohmann::json bound = s.lower_bound ? nlohmann::json(*s.lower_bound) : nlohmann::json(nullptr);
   nlohmann::json j = {{"method", s.method}, {"peak", s.peak}, {"given_peak", s.given_peak},
                       {"lower_bound", bound}, {"proved_optimal", s.proved_optimal},
                       {"states", s.states}, {"ms", s.seconds * 1e3}};
@@ -292,7 +292,7 @@ nlohmann::json OrderJson(const Schedule& s) {
 void PrintOrder(const Schedule& s) {
   std::cout << "order: " << s.method << ", peak of live bytes " << WithThousands(s.peak) << " (given order "
             << WithThousands(s.given_peak) << "; "
-            << (s.proved_optimal ? "proved optimal" : "lower bound " + WithThousands(s.lower_bound))
+            << (s.proved_optimal ? "proved optimal" : "lower bound " + WithThousands(s.lower_bound.value_or(0)))
             << "), chosen in " << FormatDouble(s.seconds * 1e3, 1) << " ms\n";
   if (s.candidates.empty()) return;
   // --order joint: every order compared, with the smallest plan's strategy.
