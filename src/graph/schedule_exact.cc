@@ -315,8 +315,9 @@ class Search {
     const std::size_t n = seg.nodes.size();
     Level fwd(m_.words(), 1), bwd(m_.words(), 1);
     fwd.Offer(seg.start.data(), std::max(floor, seg.live), seg.live, seg.live, 0, -1);
-    std::uint64_t end_live = seg.live;
-    const std::vector<std::uint64_t> end = RunAll(seg, end_live);
+    const Ran all = RunOrder(seg, seg.order);  // the same end state for every order
+    const std::vector<std::uint64_t>& end = all.state;
+    const std::uint64_t end_live = all.live;
     bwd.Offer(end.data(), floor, 0, end_live, 0, -1);
     std::vector<Path> ahead, behind;  // each level's paths, forward and backward
     std::size_t kf = 0, kb = n;
@@ -411,31 +412,40 @@ class Search {
                const std::vector<Path>& behind, std::size_t j) const {
     Walked w;
     w.complete = true;
-    w.order.resize(ahead.size());
-    for (std::size_t k = ahead.size(), at = root; k-- > 0;) {
-      w.order[k] = ahead[k].last[at];
-      at = ahead[k].parent[at];
-    }
+    w.order = NodesTo(ahead, root);
     for (const auto& f : stack) w.order.push_back(f.steps[f.next - 1].first);
-    for (std::size_t k = behind.size(), at = j; k-- > 0;) {
-      w.order.push_back(behind[k].last[at]);
-      at = behind[k].parent[at];
-    }
-    w.peak = SegmentPeak(seg, w.order);
+    const std::vector<int> back = NodesTo(behind, j);  // from the end backward
+    w.order.insert(w.order.end(), back.rbegin(), back.rend());
+    w.peak = RunOrder(seg, w.order).peak;
     return w;
   }
 
-  // The peak of the segment's nodes run in `order` from its start.
-  std::uint64_t SegmentPeak(const Segment& seg, const std::vector<int>& order) const {
-    std::vector<std::uint64_t> state = seg.start;
-    std::uint64_t live = seg.live, peak = seg.live;
-    for (int v : order) {
-      const OrderModel::Step s = m_.Run(state.data(), live, live, v);
-      peak = std::max(peak, s.during);
-      live = s.after;
-      m_.Apply(state.data(), v, s.shares);
+  // The nodes of the path to state `at` of the last level of `paths`, in
+  // the order the levels added them.
+  static std::vector<int> NodesTo(const std::vector<Path>& paths, std::size_t at) {
+    std::vector<int> nodes(paths.size());
+    for (std::size_t k = paths.size(); k-- > 0;) {
+      nodes[k] = paths[k].last[at];
+      at = paths[k].parent[at];
     }
-    return peak;
+    return nodes;
+  }
+
+  // The segment's nodes run in `order` from its start: the state and the
+  // live bytes after them, and the peak on the way.
+  struct Ran {
+    std::vector<std::uint64_t> state;
+    std::uint64_t live = 0, peak = 0;
+  };
+  Ran RunOrder(const Segment& seg, const std::vector<int>& order) const {
+    Ran r{seg.start, seg.live, seg.live};
+    for (int v : order) {
+      const OrderModel::Step s = m_.Run(r.state.data(), r.live, r.live, v);
+      r.peak = std::max(r.peak, s.during);
+      r.live = s.after;
+      m_.Apply(r.state.data(), v, s.shares);
+    }
+    return r;
   }
 
   // The lowest-peak order through a state both `fwd` and `bwd` (the same
@@ -454,19 +464,6 @@ class Search {
     Walked w;
     w.complete = true;
     return w;
-  }
-
-  // The state with the whole segment run from its start (the same for
-  // every order: no in-place sharing); `live` from the start's live bytes
-  // to the end's.
-  std::vector<std::uint64_t> RunAll(const Segment& seg, std::uint64_t& live) const {
-    std::vector<std::uint64_t> state = seg.start;
-    for (int v : seg.order) {
-      const OrderModel::Step s = m_.Run(state.data(), live, live, v);
-      live = s.after;
-      m_.Apply(state.data(), v, s.shares);
-    }
-    return state;
   }
 
   // Every state of `cur` (sets of nodes run) into `next` with one node of
@@ -528,12 +525,7 @@ class Search {
     for (std::size_t i = 1; i < cur.size(); ++i)
       if (cur.real[i] < cur.real[best]) best = i;
     w.peak = cur.real[best];
-    w.order.resize(n);
-    std::size_t at = best;
-    for (std::size_t k = paths.size(); k-- > 0;) {
-      w.order[k] = paths[k].last[at];
-      at = paths[k].parent[at];
-    }
+    w.order = NodesTo(paths, best);
     return w;
   }
 
