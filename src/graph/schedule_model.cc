@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "core/topological_order.h"
+
 namespace tensormem::internal {
 namespace {
 
@@ -214,20 +216,10 @@ bool Test(const Bits& b, int i) { return (b[static_cast<unsigned>(i) >> 6] >> (s
 }  // namespace
 
 std::vector<int> OrderModel::TopologicalOrder() const {
-  const int n = nodes();
-  std::vector<std::vector<int>> succs(Index(n));
-  std::vector<int> missing(Index(n), 0), topo;
-  topo.reserve(Index(n));
-  for (int v = 0; v < n; ++v) {
-    missing[Index(v)] = static_cast<int>(preds(v).size());
+  std::vector<std::vector<int>> succs(Index(nodes()));
+  for (int v = 0; v < nodes(); ++v)
     for (int p : preds(v)) succs[Index(p)].push_back(v);
-  }
-  for (int v = 0; v < n; ++v)
-    if (missing[Index(v)] == 0) topo.push_back(v);
-  for (std::size_t k = 0; k < topo.size(); ++k)
-    for (int s : succs[Index(topo[k])])
-      if (--missing[Index(s)] == 0) topo.push_back(s);
-  return topo;
+  return internal::TopologicalOrder<int>(succs);
 }
 
 // Ancestors of each node as bit sets, in a topological order.

@@ -17,6 +17,7 @@
 #include <span>
 #include <vector>
 
+#include "core/topological_order.h"
 #include "tensormem/planning.h"
 
 namespace tensormem {
@@ -41,27 +42,12 @@ Children ChildrenOf(std::span<const std::vector<std::size_t>> dependencies) {
   return children;
 }
 
-// The tasks in topological order (Kahn); fewer than all when there is a
-// cycle.
-std::vector<std::size_t> TopologicalOrder(const Children& children) {
-  const std::size_t n = children.size();
-  std::vector<std::size_t> in_degree(n, 0), topo;
-  for (std::size_t t = 0; t < n; ++t)
-    for (std::size_t c : children[t]) ++in_degree[c];
-  for (std::size_t t = 0; t < n; ++t)
-    if (in_degree[t] == 0) topo.push_back(t);
-  for (std::size_t k = 0; k < topo.size(); ++k)
-    for (std::size_t c : children[topo[k]])
-      if (--in_degree[c] == 0) topo.push_back(c);
-  return topo;
-}
-
 // reach[v]: tasks reached from v by one or more edges. In reverse
 // topological order; with a cycle, a breadth-first search per task.
 std::vector<Bits> Reachability(const Children& children, std::size_t words) {
   const std::size_t n = children.size();
   std::vector<Bits> reach(n, Bits(words, 0));
-  const std::vector<std::size_t> topo = TopologicalOrder(children);
+  const std::vector<std::size_t> topo = internal::TopologicalOrder<std::size_t>(children);
   if (topo.size() == n) {
     for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
       Bits& r = reach[*it];
