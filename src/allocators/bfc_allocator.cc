@@ -4,8 +4,8 @@
 //
 // Layout: chunks live in one vector addressed by handles (freed handles are
 // recycled); a hash map from every chunk start to its handle finds a
-// pointer's chunk in O(1) (the region is found first, by binary search over
-// the few regions, for a foreign pointer's message). A bin is an ordered
+// pointer's chunk in O(1) (the few regions are searched, by binary search,
+// only to word the error for a pointer that is no chunk start). A bin is an ordered
 // set of (size, address) keys of its free chunks; its nodes come from a
 // free list of fixed-size nodes, since the allocator holds its mutex for
 // every set operation anyway.
@@ -92,7 +92,7 @@ struct BfcAllocator::State {
   // the chunks rather than TensorFlow's table of one entry per 256 bytes of
   // region: that table's first touches were a quarter of a cold pass's time
   // on a serving trace, and its pages up to 1/64 of the memory reserved.
-  mutable internal::PointerMap<ChunkHandle> chunk_at;
+  internal::PointerMap<ChunkHandle> chunk_at;
 
   Status valid;                         // Validate(params)
   std::uint64_t curr_region_bytes = 0;  // the size of the next region (growth)

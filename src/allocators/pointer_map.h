@@ -29,6 +29,8 @@ class PointerMap {
       if (s.key == nullptr) return nullptr;
     }
   }
+  const V* Find(const void* key) const { return const_cast<PointerMap*>(this)->Find(key); }
+
   // Inserts or overwrites; `key` must not be null.
   void Insert(const void* key, V value) {
     if ((size_ + 1) * 2 > slots_.size()) Grow();
