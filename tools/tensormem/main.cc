@@ -19,7 +19,7 @@
 namespace {
 
 // Planning a large model or trace first-touches hundreds of MB of fresh
-// heap, and on 4 KiB pages the page faults were a third of the CPU time of
+// heap, and on 4 KiB pages the page faults were about half the CPU time of
 // a 10^6-node ONNX model (11 CPU-s; 5.5 with glibc's malloc on transparent
 // huge pages, at the same peak memory; small inputs also ran no slower and
 // within 2 MB of the memory). glibc takes that setting only from the
