@@ -1,1429 +1,1192 @@
 // SPDX-License-Identifier: Apache-2.0
-// The vmm allocator (see vmm_allocator.h for the policy). Inside:
-// - per space: blocks in an address-ordered list, free ones in a set ordered
-//   by (size, offset); addresses at and above `top` belong to no block (the
-//   wilderness, where requests no free block fits go). A free block that
-//   ends at the top merges into the wilderness.
-// - per space: one Page per granule of addresses below the high-water mark:
-//   the granule mapped there (if any) and how many live blocks touch it.
-//   Mapped pages no live block touches are "cached" and sit in one list
-//   shared by both spaces, in the order they were cached; re-stitching takes
-//   the newest that needs no wait.
-// - placement: best fit by pages to map, then by partial end pages no other
-//   block shares; a small request goes first to room on pages that live
-//   large blocks touch (sub-granule packing: the large space, no new page),
-//   else to the small space.
-// - device safety: a cached page may still be in use by work queued before
-//   its free. Pages are numbered by when they were cached; a Synchronize
-//   makes every page cached so far safe to unmap, so a re-stitch waits only
-//   when the oldest cached page came after the last wait.
-// - streams: a free block is tagged with the stream it was freed on (and,
-//   once a second stream has been seen, an event recorded at the free). It
-//   is reusable by another stream once settled (its event completed).
-// - record_stream: a live block's other streams sit in a side map (empty
-//   for one-stream programs, so a free costs one branch more). A free of
-//   such a block leaves `live` at once (a second free is an error) but is
-//   queued with an event per other stream, and done for real when they have
-//   all completed: until then the block is in use as far as every other part
-//   knows, which keeps its addresses and pages out of every reuse.
+// The vmm allocator (see vmm_allocator.h for the policy, vmm_state.h for
+// how the files that implement it fit): the public calls, each under the
+// one lock, Validate and Create (which reserves the two address spaces),
+// the statistics and the memory report.
+// Until they move to the files vmm_state.h names, also:
+// - frees, streams and events
+// - placement and the allocation
+// - pages: touching, mapping, the cache list
+// - granules for pages to map (pool, re-stitch, fences)
 #include "tensormem/allocators/vmm_allocator.h"
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <deque>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <optional>
-#include <set>
 #include <span>
 #include <sstream>
+#include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
-#include "allocators/adaptive_mutex.h"
-#include "allocators/node_arena.h"
-#include "allocators/pointer_map.h"
+#include "allocators/vmm_state.h"
 
 namespace tensormem {
-namespace {
+namespace vmm {
 
-constexpr std::uint64_t kNoPage = ~std::uint64_t{0};  // no page (a PageId)
-constexpr int kSmall = 0;
-constexpr int kLarge = 1;
-
-// A page of either space as one integer (the cache's list links pages of
-// both): its space above bit 40, its index in the space below.
-using PageId = std::uint64_t;
-constexpr int kPageIndexBits = 40;
-constexpr PageId MakePageId(int space, std::uint64_t index) {
-  return std::uint64_t(space) << kPageIndexBits | index;
-}
-constexpr int SpaceIndexOf(PageId id) { return static_cast<int>(id >> kPageIndexBits); }
-constexpr std::uint64_t PageIndexOf(PageId id) { return id & ((std::uint64_t{1} << kPageIndexBits) - 1); }
-
-// `m` is a power of two (granularity, rounding and alignment all are): a
-// mask, not a division, on every allocation.
-std::uint64_t RoundUp(std::uint64_t v, std::uint64_t m) { return (v + m - 1) & ~(m - 1); }
-
-struct Block {
-  std::uint64_t offset = 0;
-  std::uint64_t size = 0;
-  std::uint64_t requested = 0;  // live blocks: bytes asked for
-  Block* prev = nullptr;
-  Block* next = nullptr;
-  bool free = false;
-  // Free blocks: who may reuse it. Settled = any stream.
-  bool settled = true;
-  StreamHandle stream = 0;
-  EventHandle event = 0;        // pending event, 0 = none
-  std::uint64_t event_seq = 0;  // when it was recorded (events of one stream complete in order)
-};
-
-// The free blocks' index holds their size and offset itself: a best-fit
-// search then walks the tree without reading a block (a cache miss each).
-struct FreeKey {
-  std::uint64_t size;
-  std::uint64_t offset;
-  Block* block;
-  explicit FreeKey(Block* b) : size(b->size), offset(b->offset), block(b) {}
-  FreeKey(std::uint64_t s, std::uint64_t o) : size(s), offset(o), block(nullptr) {}
-};
-struct BySizeThenOffset {
-  bool operator()(const FreeKey& a, const FreeKey& b) const {
-    return a.size != b.size ? a.size < b.size : a.offset < b.offset;
-  }
-};
-using FreeBlocks = std::set<FreeKey, BySizeThenOffset, internal::NodeAllocator<FreeKey>>;
-
-// A run handle taken off its pages, to be mapped whole elsewhere.
-struct MovedHandle {
-  GranuleHandle handle = 0;
-  std::uint64_t pages = 0;
-};
-
-// What backs a page TouchAndMap maps: a handle and its pages at the first
-// page of a handle, pages 0 on the others of a run handle.
-struct Backing {
-  GranuleHandle handle = 0;
-  std::uint64_t pages = 0;
-  bool set = false;
-};
-
-struct Page {
-  bool mapped = false;
-  GranuleHandle granule = 0;  // the handle mapped here (shared by a run handle's pages)
-  std::uint32_t touch = 0;  // live blocks on this page
-  // A handle of several granules (a run handle) covers pages head..head +
-  // handle_pages - 1: the first page holds handle_pages, every page its
-  // distance from the first. A single granule: 1 and 0.
-  std::uint32_t handle_pages = 1;
-  std::uint32_t head_offset = 0;
-  std::uint64_t cached_seq = 0;
-  PageId lru_prev = kNoPage, lru_next = kNoPage;
-};
-
-struct Space {
-  int index = 0;
-  char* base = nullptr;
-  std::uint64_t size = 0;  // addresses reserved
-  std::uint64_t top = 0;   // the wilderness starts here
-  Block* tail = nullptr;   // the last block below top
-  // Free blocks below top (keys taken out before a block changes).
-  std::unique_ptr<internal::NodeArena> nodes = std::make_unique<internal::NodeArena>();
-  FreeBlocks free_blocks{BySizeThenOffset{}, internal::NodeAllocator<FreeKey>(nodes.get())};
-  std::vector<Page> pages;
-  std::uint64_t live_blocks = 0;
-  // The wilderness's stream tag (a freed block merged into it).
-  bool wild_settled = true;
-  StreamHandle wild_stream = 0;
-  EventHandle wild_event = 0;
-  std::uint64_t wild_event_seq = 0;
-};
-
-}  // namespace
-
-struct VmmAllocator::State {
-  PhysicalMemory* memory = nullptr;
-  VmmParams params;
-  std::uint64_t g = 0;  // granularity
-  int g_shift = 0;      // log2(g): page of an offset = offset >> g_shift
-  mutable internal::AdaptiveMutex mutex;
-  Space spaces[2];
-  bool has_small = true;
-
-  std::deque<Block> block_storage;
-  std::vector<Block*> spare_blocks;
-  internal::PointerMap<Block*> live;
-
-  std::vector<GranuleHandle> pool;  // held, unmapped
-  std::uint64_t held = 0;           // granules
-  std::uint64_t peak_held = 0;
-  std::uint64_t touched = 0;       // pages some live block touches
-  std::uint64_t peak_touched = 0;
-  std::uint64_t cached_pages = 0;
-  PageId lru_head = kNoPage, lru_tail = kNoPage;
-  std::uint64_t cache_seq = 0;  // pages cached so far
-  std::uint64_t safe_seq = 0;   // pages cached up to here are safe to unmap
-  // Fences: (cache_seq after a free that cached pages, an event recorded
-  // at that free), in order. Pages cached up to an entry are safe once it
-  // and every entry before it have completed (frees on different streams
-  // complete out of order). One stream: an event recorded for the purpose,
-  // one in flight at a time; several streams: the frees' own events. (Up
-  // to 4 or 16 in flight with one stream cut the synchronisations under a
-  // lag of 200 events, 250 to 189 or 69 on ctx128_fullstep's cold pass, for
-  // 3x-7x more event records: 19,201 a pass on gpt2_medium_generate, which
-  // never needs a wait; ~60 ms at an assumed 3 us a record.)
-  static constexpr std::size_t kMaxFences = 1;
-  std::deque<std::pair<std::uint64_t, EventHandle>> fences;
-
-  // record_stream: the other streams of live blocks, and frees waiting for
-  // their events (in the order of the frees).
-  struct DeferredFree {
-    void* pointer;
-    Block* block;
-    StreamHandle stream;  // the free's
-    std::vector<std::pair<StreamHandle, EventHandle>> events;  // one per other stream
-  };
-  std::unordered_map<const Block*, std::vector<StreamHandle>> stream_uses;
-  std::vector<DeferredFree> deferred;
-  std::uint64_t deferred_bytes = 0;
-
-  // Streams.
-  bool seen_stream = false;
-  bool multi_stream = false;
-  StreamHandle first_stream = 0;
-  std::unordered_map<EventHandle, std::uint32_t> event_refs;
-  std::uint64_t event_seq = 0;
-
-  AllocatorStats stats;
-  Counters counters;
-
-  // ---- blocks ----
-  Block* NewBlock() {
-    if (!spare_blocks.empty()) {
-      Block* b = spare_blocks.back();
-      spare_blocks.pop_back();
-      *b = Block{};
-      return b;
-    }
-    block_storage.emplace_back();
-    return &block_storage.back();
-  }
-  void DeleteBlock(Block* b) { spare_blocks.push_back(b); }
-  Space& SpaceOf(std::uint64_t rounded) {
-    return has_small && rounded <= params.small_request_bytes ? spaces[kSmall] : spaces[kLarge];
-  }
-  Page& PageAt(PageId id) { return spaces[SpaceIndexOf(id)].pages[PageIndexOf(id)]; }
-  const Page& PageAt(PageId id) const { return spaces[SpaceIndexOf(id)].pages[PageIndexOf(id)]; }
-
-  // ---- events ----
-  void RefEvent(EventHandle e) {
-    if (e != 0) ++event_refs[e];
-  }
-  void UnrefEvent(EventHandle e) {
-    if (e == 0) return;
-    auto it = event_refs.find(e);
-    if (it == event_refs.end()) return;
-    if (--it->second == 0) {
-      memory->DestroyEvent(e);
-      event_refs.erase(it);
-    }
-  }
-  // Settles a free block whose event has completed.
-  bool Settled(Block* b) {
-    if (b->settled) return true;
-    if (b->event != 0 && memory->EventCompleted(b->event)) {
-      UnrefEvent(b->event);
-      b->event = 0;
-      b->settled = true;
-    }
-    return b->settled;
-  }
-  bool WildSettled(Space& s) {
-    if (!s.wild_settled && s.wild_event != 0 && memory->EventCompleted(s.wild_event)) {
-      UnrefEvent(s.wild_event);
-      s.wild_event = 0;
-      s.wild_settled = true;
-    }
-    return s.wild_settled;
-  }
-  // Waits for the wilderness's pending free: its event, or the device
-  // where it has none.
-  Status SettleWilderness(Space& s) {
-    if (s.wild_event != 0) {
-      TM_RETURN_IF_ERROR(memory->WaitForEvent(s.wild_event));
-      ++counters.event_waits;
-    } else {
-      TM_RETURN_IF_ERROR(memory->Synchronize());
-      ++counters.synchronizations;
-      safe_seq = cache_seq;
-    }
-    UnrefEvent(s.wild_event);
-    s.wild_event = 0;
-    s.wild_settled = true;
-    return Status::Ok();
-  }
-  Status NoteStream(StreamHandle stream) {
-    if (!seen_stream) {
-      seen_stream = true;
-      first_stream = stream;
-      return Status::Ok();
-    }
-    if (multi_stream || stream == first_stream) return Status::Ok();
-    // A second stream: blocks freed so far on the first one get an event
-    // recorded now (later than their frees, so it covers them).
-    multi_stream = true;
-    TM_ASSIGN_OR_RETURN(EventHandle e, memory->RecordEvent(first_stream));
-    ++counters.events_recorded;
-    const std::uint64_t seq = ++event_seq;
-    for (Space& s : spaces) {
-      for (Block* b = s.tail; b != nullptr; b = b->prev) {
-        if (b->free && !b->settled && b->event == 0) {
-          b->event = e;
-          b->event_seq = seq;
-          RefEvent(e);
-        }
-      }
-      if (!s.wild_settled && s.wild_event == 0) {
-        s.wild_event = e;
-        s.wild_event_seq = seq;
+// A second stream: blocks freed so far on the first one get an event
+// recorded now (later than their frees, so it covers them).
+Status VmmState::StartMultiStream() {
+  multi_stream = true;
+  TM_ASSIGN_OR_RETURN(EventHandle e, memory->RecordEvent(first_stream));
+  ++counters.events_recorded;
+  const std::uint64_t seq = ++event_seq;
+  for (Space& s : spaces) {
+    for (Block* b = s.tail; b != nullptr; b = b->prev) {
+      if (b->free && !b->settled && b->event == 0) {
+        b->event = e;
+        b->event_seq = seq;
         RefEvent(e);
       }
     }
-    // The pages cached so far (all by frees on the first stream) are safe
-    // once this event completes: it joins the fences.
-    if (cache_seq > safe_seq) {
+    if (!s.wild_settled && s.wild_event == 0) {
+      s.wild_event = e;
+      s.wild_event_seq = seq;
       RefEvent(e);
-      fences.emplace_back(cache_seq, e);
-    }
-    if (e == 0) {  // nothing to wait for: everything freed so far is settled
-      safe_seq = cache_seq;
-      for (Space& s : spaces) {
-        for (Block* b = s.tail; b != nullptr; b = b->prev)
-          if (b->free) b->settled = true;
-        s.wild_settled = true;
-      }
-    } else if (event_refs.find(e) == event_refs.end()) {
-      memory->DestroyEvent(e);
-    }
-    return Status::Ok();
-  }
-  bool Usable(Block* b, StreamHandle stream) { return b->stream == stream || Settled(b); }
-  void CopyTag(Block* to, const Block* from) {
-    to->settled = from->settled;
-    to->stream = from->stream;
-    to->event = from->event;
-    to->event_seq = from->event_seq;
-    RefEvent(to->event);
-  }
-
-  // ---- pages ----
-  void LruRemove(PageId id) {
-    Page& p = PageAt(id);
-    if (p.lru_prev != kNoPage) PageAt(p.lru_prev).lru_next = p.lru_next; else lru_head = p.lru_next;
-    if (p.lru_next != kNoPage) PageAt(p.lru_next).lru_prev = p.lru_prev; else lru_tail = p.lru_prev;
-    p.lru_prev = p.lru_next = kNoPage;
-    --cached_pages;
-  }
-  void LruPushBack(PageId id) {
-    Page& p = PageAt(id);
-    p.cached_seq = ++cache_seq;
-    p.lru_prev = lru_tail;
-    p.lru_next = kNoPage;
-    if (lru_tail != kNoPage) PageAt(lru_tail).lru_next = id; else lru_head = id;
-    lru_tail = id;
-    ++cached_pages;
-  }
-  // Grows the page table to cover [0, end_offset): one Page per granule of
-  // addresses, so a huge request with small granules asks for a huge table
-  // (TouchAndMap refuses those a limit cannot serve before it gets here).
-  Status EnsurePages(Space& s, std::uint64_t end_offset) {
-    const std::uint64_t n = RoundUp(end_offset, g) >> g_shift;
-    if (s.pages.size() >= n) return Status::Ok();
-    const std::uint64_t grown = std::max<std::uint64_t>(n, std::min<std::uint64_t>(s.pages.size() * 2, s.size / g));
-    try {
-      s.pages.resize(grown);
-    } catch (const std::bad_alloc&) {  // (never a length_error: at most 2^47 / 4 KiB pages)
-      return ResourceExhausted("no host memory for a page table of " + std::to_string(n) + " pages (" +
-                               HumanBytes(n * sizeof(Page)) + ")");
-    }
-    return Status::Ok();
-  }
-
-  // A run handle (first page `head`) can go once no live block is on any of
-  // its pages (and, with `safe_only`, the device has finished with them).
-  bool RunHandleFree(const Space& s, std::uint64_t head, bool safe_only) const {
-    for (std::uint64_t k = head; k < head + s.pages[head].handle_pages; ++k)
-      if (s.pages[k].touch != 0 || (safe_only && s.pages[k].cached_seq > safe_seq)) return false;
-    return true;
-  }
-  // Unmaps a free run handle (still held); returns it.
-  Result<MovedHandle> UnmapRunHandle(Space& s, std::uint64_t head) {
-    const MovedHandle moved{s.pages[head].granule, s.pages[head].handle_pages};
-    TM_RETURN_IF_ERROR(memory->Unmap(s.base + head * g, 1, moved.pages));
-    ++counters.handles_unmapped;
-    counters.pages_unmapped += moved.pages;
-    for (std::uint64_t k = head; k < head + moved.pages; ++k) {
-      LruRemove(MakePageId(s.index, k));
-      s.pages[k] = Page{};
-    }
-    return moved;
-  }
-  // Gives unmapped run handles back to the device (`held` is the caller's).
-  Status ReleaseHandles(std::span<const MovedHandle> handles) {
-    Status first = Status::Ok();
-    for (const MovedHandle& h : handles) {
-      if (Status st = memory->ReleaseGranule(h.handle, h.pages); !st.ok()) {
-        if (first.ok()) first = st;
-        continue;
-      }
-      counters.granules_released += h.pages;
-    }
-    return first;
-  }
-  // Unmaps a free run handle and gives it back to the device; returns its
-  // granules (no longer held).
-  Result<std::uint64_t> ReleaseRunHandle(Space& s, std::uint64_t head) {
-    TM_ASSIGN_OR_RETURN(const MovedHandle h, UnmapRunHandle(s, head));
-    TM_RETURN_IF_ERROR(ReleaseHandles({&h, 1}));
-    held -= h.pages;
-    return h.pages;
-  }
-
-  // Backs `count` pages being mapped (already touched, so not in the list):
-  // single granules from the pool and from re-stitched cached pages go to
-  // `out`; `reserved` counts new granules the caller creates (one handle
-  // per run of pages, see TouchAndMap), already counted as held. With
-  // `allow_create` false only the pool and the cache serve. All or
-  // nothing: on failure the singles go back to the pool and nothing stays
-  // reserved. With `moved`, a free run handle re-stitched whole (all its
-  // granules needed) is unmapped but kept, for the caller to map whole in a
-  // run of pages (an unmap and a map, not also a release and a create); it
-  // counts as reserved, and the caller releases what it does not use.
-  Status AcquireGranules(std::size_t count, std::vector<GranuleHandle>& out, std::size_t& reserved,
-                         bool allow_create, std::vector<MovedHandle>* moved = nullptr) {
-    const std::size_t from_pool = std::min(count, pool.size());
-    Acquisition a{count - from_pool, out, reserved, allow_create, moved, out.size(), reserved,
-                  moved ? moved->size() : 0};
-    out.insert(out.end(), pool.end() - static_cast<std::ptrdiff_t>(from_pool), pool.end());
-    pool.resize(pool.size() - from_pool);
-    const Status st = FindGranules(a);
-    if (st.ok() && a.need == 0) return Status::Ok();
-    UndoAcquisition(a);
-    if (!st.ok()) return st;
-    std::string why = "needs " + std::to_string(a.need) + " more granule(s) of " + HumanBytes(g);
-    if (params.memory_limit) why += "; the limit is " + HumanBytes(*params.memory_limit);
-    return ResourceExhausted(why);
-  }
-
-  // One AcquireGranules call: what it was asked, what it has found so far,
-  // and where it started (to undo it).
-  struct Acquisition {
-    std::size_t need;                   // granules still wanted
-    std::vector<GranuleHandle>& out;    // single granules found
-    std::size_t& reserved;              // new granules counted as held, for the caller to create
-    bool allow_create;
-    std::vector<MovedHandle>* moved;    // run handles kept whole, or null
-    const std::size_t out_before, reserved_before, moved_before;
-  };
-
-  // The pool and new granules first or the cache first, by
-  // params.restitch_before_growing; Ok with a.need > 0 when nothing more
-  // was found.
-  Status FindGranules(Acquisition& a) {
-    if (!params.restitch_before_growing) {
-      ReserveNew(a, a.need);
-      return Restitch(a, true);
-    }
-    // Growth within the slack over the most pages ever touched at once
-    // costs one create; a re-stitch costs an unmap and a map, and in a
-    // steady state would repeat every iteration.
-    const double cap = std::floor(double(peak_touched) * (1.0 + params.growth_slack));
-    if (cap > double(held)) ReserveNew(a, std::min<std::uint64_t>(a.need, std::uint64_t(cap - double(held))));
-    TM_RETURN_IF_ERROR(Restitch(a, false));  // pages safe without waiting for the device
-    // Memory first: where the device is behind (a GPU runs its queue after
-    // the host frees), the pages it still uses are waited for rather than
-    // grown past: under a lag of 200 trace events gpt2_train_varlen held
-    // 1.070x its peak in use when growing first, as the plug-in did on an
-    // H200 (1.0685x).
-    if (a.need > 0) TM_RETURN_IF_ERROR(WaitForFencesAndRestitch(a));
-    if (a.need > 0) TM_RETURN_IF_ERROR(Restitch(a, true));
-    ReserveNew(a, a.need);
-    return Status::Ok();
-  }
-
-  // Counts up to `want` new granules within the limit as held and reserved
-  // (the caller creates them).
-  void ReserveNew(Acquisition& a, std::size_t want) {
-    if (want == 0 || !a.allow_create) return;
-    std::uint64_t allowed = want;
-    if (params.memory_limit) {
-      const std::uint64_t limit_granules = *params.memory_limit / g;
-      allowed = limit_granules > held ? std::min<std::uint64_t>(want, limit_granules - held) : 0;
-    }
-    held += allowed;
-    a.reserved += allowed;
-    a.need -= allowed;
-  }
-
-  // Cached pages the device is done with; when they do not suffice and
-  // `may_wait`, a Synchronize and again (waiting helps only where a cached
-  // page that is not safe yet could then be taken).
-  Status Restitch(Acquisition& a, bool may_wait) {
-    PollFence();
-    for (int round = 0; round < 2 && a.need > 0; ++round) {
-      if (round == 1) {
-        if (!may_wait || OldestTakeableUnsafe() == 0) break;
-        TM_RETURN_IF_ERROR(memory->Synchronize());
-        ++counters.synchronizations;
-        safe_seq = cache_seq;
-      }
-      TM_RETURN_IF_ERROR(TakeSafePages(a));
-    }
-    return Status::Ok();
-  }
-
-  // Pages cached after safe_seq (still in use by the device) are the
-  // newest: a suffix of the list. Its first page; kNoPage: none.
-  PageId FirstUnsafePage() const {
-    PageId unsafe = kNoPage;
-    for (PageId id = lru_tail; id != kNoPage && PageAt(id).cached_seq > safe_seq; id = PageAt(id).lru_prev)
-      unsafe = id;
-    return unsafe;
-  }
-  // The newest cached page older than `unsafe` (kNoPage: the newest of all).
-  PageId NewestBelow(PageId unsafe) const { return unsafe == kNoPage ? lru_tail : PageAt(unsafe).lru_prev; }
-
-  // Takes the newest cached page that needs no wait for the device and the
-  // cached pages right above it that need none either (one unmap call for
-  // the run), then older ones, until enough. Newest first, as a cache under
-  // a loop evicts: the page cached longest ago is the one the next iteration
-  // of a training step reaches soonest, so taking the oldest moved most
-  // pages again in every step (17,522 of 19,661 per pass on
-  // transformer_ctx128_fullstep; 1,062 newest first). A run handle moves
-  // only whole, once no live block is on any of its pages (TakeRunHandle).
-  Status TakeSafePages(Acquisition& a) {
-    const PageId unsafe = FirstUnsafePage();
-    PageId id = NewestBelow(unsafe);
-    while (a.need > 0 && id != kNoPage) {
-      Space& s = spaces[SpaceIndexOf(id)];
-      const std::uint64_t i = PageIndexOf(id);
-      const std::uint64_t head = i - s.pages[i].head_offset;
-      const PageId older = s.pages[i].lru_prev;
-      if (s.pages[head].handle_pages > 1) {
-        if (!RunHandleFree(s, head, true)) {  // a live block is on another of its pages
-          id = older;
-          continue;
-        }
-        TM_RETURN_IF_ERROR(TakeRunHandle(a, s, head));
-      } else {
-        TM_RETURN_IF_ERROR(TakeSingles(a, s, i));
-      }
-      // Go on from the next older page, unless it was just taken.
-      id = older != kNoPage && PageAt(older).mapped && PageAt(older).touch == 0 ? older : NewestBelow(unsafe);
-    }
-    return Status::Ok();
-  }
-
-  // A free run handle: unmapped and kept for the caller to map whole (see
-  // Acquisition::moved), or released and its granules created again where
-  // needed (by the caller, or here when it may not create).
-  Status TakeRunHandle(Acquisition& a, Space& s, std::uint64_t head) {
-    const std::uint64_t n = s.pages[head].handle_pages;
-    const std::uint64_t again = std::min<std::uint64_t>(n, a.need);
-    if (a.allow_create) {
-      if (a.moved != nullptr && again == n) {  // stays held, for the caller to map whole
-        TM_ASSIGN_OR_RETURN(const MovedHandle h, UnmapRunHandle(s, head));
-        a.moved->push_back(h);
-      } else {
-        TM_RETURN_IF_ERROR(ReleaseRunHandle(s, head).status());
-        held += again;  // created by the caller, in runs
-      }
-      a.reserved += again;
-      a.need -= again;
-      counters.pages_restitched += again;
-      return Status::Ok();
-    }
-    TM_RETURN_IF_ERROR(ReleaseRunHandle(s, head).status());
-    if (memory->CreateGranules(again, a.out).ok()) {
-      // New granules were refused: the memory just given back is taken
-      // again at once, as single granules.
-      held += again;
-      a.need -= again;
-      counters.granules_created += again;
-      counters.handles_created += again;
-      counters.pages_restitched += again;
-    }
-    return Status::Ok();
-  }
-
-  // Page i (a single granule) and the safe single-granule pages right above
-  // it, up to what is needed: unmapped with one call, their granules to a.out.
-  Status TakeSingles(Acquisition& a, Space& s, std::uint64_t i) {
-    std::uint64_t end = i + 1;
-    while (end - i < a.need && end < s.pages.size() && s.pages[end].mapped && s.pages[end].touch == 0 &&
-           s.pages[end].cached_seq <= safe_seq && s.pages[end].handle_pages == 1 && s.pages[end].head_offset == 0)
-      ++end;
-    TM_RETURN_IF_ERROR(memory->Unmap(s.base + i * g, end - i));
-    counters.handles_unmapped += end - i;
-    for (std::uint64_t k = i; k < end; ++k) {
-      LruRemove(MakePageId(s.index, k));
-      s.pages[k].mapped = false;
-      a.out.push_back(s.pages[k].granule);
-    }
-    counters.pages_unmapped += end - i;
-    counters.pages_restitched += end - i;
-    a.need -= end - i;
-    return Status::Ok();
-  }
-
-  // Pages cached up to a pending fence become safe once it completes:
-  // waiting for it costs less than a Synchronize (the device need not
-  // finish what was queued since, on any stream). The fences in order, up
-  // to the first that covers the oldest page that could then be taken.
-  Status WaitForFencesAndRestitch(Acquisition& a) {
-    PollFence();
-    while (a.need > 0 && !fences.empty()) {
-      const std::uint64_t oldest = OldestTakeableUnsafe();
-      if (oldest == 0 || oldest > fences.back().first) break;
-      while (!fences.empty() && safe_seq < oldest) {
-        TM_RETURN_IF_ERROR(memory->WaitForEvent(fences.front().second));
-        ++counters.event_waits;
-        safe_seq = std::max(safe_seq, fences.front().first);
-        UnrefEvent(fences.front().second);
-        fences.pop_front();
-        PollFence();
-      }
-      TM_RETURN_IF_ERROR(Restitch(a, false));
-    }
-    return Status::Ok();
-  }
-
-  // All or nothing: the singles found go back to the pool, the handles kept
-  // whole back to the device, and nothing stays reserved.
-  void UndoAcquisition(Acquisition& a) {
-    pool.insert(pool.end(), a.out.begin() + static_cast<std::ptrdiff_t>(a.out_before), a.out.end());
-    a.out.resize(a.out_before);
-    // Handles kept whole go back to the device: `held` counted them as reserved.
-    if (a.moved != nullptr) {
-      (void)ReleaseHandles(std::span<const MovedHandle>(*a.moved).subspan(a.moved_before));
-      a.moved->resize(a.moved_before);
-    }
-    held -= a.reserved - a.reserved_before;
-    a.reserved = a.reserved_before;
-  }
-
-  // The oldest cached page the device may still use (cached after
-  // safe_seq) that could be taken once it is done with it: a single
-  // granule, or a run handle no live block is on. Its cached_seq; 0: none.
-  std::uint64_t OldestTakeableUnsafe() {
-    std::uint64_t oldest = 0;
-    for (std::uint64_t id = lru_tail; id != kNoPage && PageAt(id).cached_seq > safe_seq; id = PageAt(id).lru_prev) {
-      const Space& s = spaces[SpaceIndexOf(id)];
-      const std::uint64_t i = PageIndexOf(id);
-      const std::uint64_t head = i - s.pages[i].head_offset;
-      if (s.pages[head].handle_pages == 1 || RunHandleFree(s, head, false)) oldest = PageAt(id).cached_seq;
-    }
-    return oldest;
-  }
-  void PollFence() {
-    while (!fences.empty() && memory->EventCompleted(fences.front().second)) {
-      safe_seq = std::max(safe_seq, fences.front().first);
-      UnrefEvent(fences.front().second);
-      fences.pop_front();
     }
   }
-  // After a free that cached pages (`event`: the free's own, several
-  // streams only).
-  Status RecordFence(StreamHandle stream, EventHandle event) {
-    PollFence();
-    if (!multi_stream) {
-      if (cache_seq == safe_seq || fences.size() >= kMaxFences) return Status::Ok();
-      TM_ASSIGN_OR_RETURN(event, memory->RecordEvent(stream));
-      ++counters.events_recorded;
+  // The pages cached so far (all by frees on the first stream) are safe
+  // once this event completes: it joins the fences.
+  if (cache_seq > safe_seq) {
+    RefEvent(e);
+    fences.emplace_back(cache_seq, e);
+  }
+  if (e == 0) {  // nothing to wait for: everything freed so far is settled
+    safe_seq = cache_seq;
+    for (Space& s : spaces) {
+      for (Block* b = s.tail; b != nullptr; b = b->prev)
+        if (b->free) b->settled = true;
+      s.wild_settled = true;
     }
-    RefEvent(event);
-    fences.emplace_back(cache_seq, event);
-    PollFence();  // an event 0 (nothing in flight) is complete at once
-    return Status::Ok();
+  } else if (event_refs.find(e) == event_refs.end()) {
+    memory->DestroyEvent(e);
   }
+  return Status::Ok();
+}
 
-  // Touches the pages of [offset, offset + size) of s and maps those not
-  // mapped: single granules (pool, re-stitched) on the first of them, new
-  // granules on the rest, a handle per run of up to `max_handle_granules`
-  // consecutive pages (one create and one map call each). On failure
-  // nothing is touched and nothing leaks.
-  Status TouchAndMap(Space& s, std::uint64_t offset, std::uint64_t size) {
-    const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
-    TM_RETURN_IF_ERROR(RefuseBeyondLimit(s, first, last));
-    TM_RETURN_IF_ERROR(EnsurePages(s, offset + size));
-    const std::vector<std::uint64_t> todo = TouchPages(s, first, last);  // the pages to map, in address order
-    if (todo.empty()) return Status::Ok();
-    std::vector<GranuleHandle> singles;
-    singles.reserve(todo.size());
-    std::size_t reserved = 0;
-    std::vector<MovedHandle> moved;
-    if (Status st = AcquireGranules(todo.size(), singles, reserved, true, &moved); !st.ok()) {
-      Untouch(s, offset, size);
-      return st;
+// Waits for the wilderness's pending free: its event, or the device
+// where it has none.
+Status VmmState::SettleWilderness(Space& s) {
+  if (s.wild_event != 0) {
+    TM_RETURN_IF_ERROR(memory->WaitForEvent(s.wild_event));
+    ++counters.event_waits;
+  } else {
+    TM_RETURN_IF_ERROR(memory->Synchronize());
+    ++counters.synchronizations;
+    safe_seq = cache_seq;
+  }
+  UnrefEvent(s.wild_event);
+  s.wild_event = 0;
+  s.wild_settled = true;
+  return Status::Ok();
+}
+
+// Why `pointer` is not a live block (`what`: the call, for the message).
+Status VmmState::NotLive(const void* pointer, const char* what) const {
+  if (Owns(pointer))
+    return FailedPrecondition(std::string("vmm: ") + what + " of " + PointerToString(pointer) +
+                              ", which is not a live allocation (freed already, or inside a block)");
+  return NotFound(std::string("vmm: ") + what + " of " + PointerToString(pointer) +
+                  ", which was not allocated by this allocator");
+}
+
+Status VmmState::RecordStream(void* pointer, StreamHandle stream) {
+  Block* const* found = live.Find(pointer);
+  if (found == nullptr) return NotLive(pointer, "record_stream");
+  const Block* b = *found;
+  if (stream == b->stream) return Status::Ok();  // its own allocation stream
+  std::vector<StreamHandle>& uses = stream_uses[b];
+  if (std::find(uses.begin(), uses.end(), stream) == uses.end()) uses.push_back(stream);
+  return Status::Ok();
+}
+
+Status VmmState::Deallocate(void* pointer, StreamHandle stream) {
+  Block* const* found = live.Find(pointer);
+  if (found == nullptr) return NotLive(pointer, "free");
+  Block* b = *found;
+  TM_RETURN_IF_ERROR(NoteStream(stream));
+  if (!stream_uses.empty()) {
+    auto u = stream_uses.find(b);
+    if (u != stream_uses.end()) return DeferFree(pointer, b, u, stream);
+  }
+  TM_ASSIGN_OR_RETURN(const EventHandle event, FreeEvent(stream));  // fails changing nothing
+  live.Erase(pointer);
+  return Release(pointer, b, stream, event);
+}
+
+// A free of a block that other streams use: an event on each of them now;
+// the block is released once all have completed.
+Status VmmState::DeferFree(void* pointer, Block* block,
+                           std::unordered_map<const Block*, std::vector<StreamHandle>>::iterator uses,
+                           StreamHandle stream) {
+  DeferredFree d{pointer, block, stream, {}};
+  for (const StreamHandle other : uses->second) {
+    if (other == stream) continue;
+    Result<EventHandle> e = memory->RecordEvent(other);
+    if (!e.ok()) {
+      for (const auto& [other_stream, recorded] : d.events) memory->DestroyEvent(recorded);
+      return e.status();
     }
-    std::vector<Backing> back(todo.size());
-    for (std::size_t k = 0; k < singles.size(); ++k) back[k] = {singles[k], 1, true};
-    PlaceMovedHandles(todo, back, singles.size(), moved);
-    (void)ReleaseHandles(moved);  // still counted in `held`: created below instead
-    Status st = BackTheRest(todo, back, singles.size());
-    std::size_t mapped_upto = 0;  // back[0, mapped_upto) are mapped
-    if (st.ok()) st = MapBacked(s, todo, back, mapped_upto);
-    if (!st.ok()) {
-      ReturnUnmapped(back, mapped_upto);
-      Untouch(s, offset, size);
-    }
-    peak_held = std::max(peak_held, held);
-    return st;
+    ++counters.events_recorded;
+    if (*e != 0) d.events.emplace_back(other, *e);  // 0: nothing in flight there
   }
-
-  // Pages past the table have never been mapped: each needs a granule of
-  // its own. More of them than the limit (or what is held, above a lowered
-  // limit) can ever be served is refused before anything grows.
-  Status RefuseBeyondLimit(const Space& s, std::uint64_t first, std::uint64_t last) const {
-    if (!params.memory_limit) return Status::Ok();
-    const std::uint64_t beyond =
-        last + 1 - std::max<std::uint64_t>(first, std::min<std::uint64_t>(last + 1, s.pages.size()));
-    const std::uint64_t most = std::max<std::uint64_t>(*params.memory_limit >> g_shift, held);
-    if (beyond > most)
-      return ResourceExhausted("needs " + std::to_string(beyond) + " new granule(s) of " + HumanBytes(g) +
-                               ", more than the limit of " + HumanBytes(*params.memory_limit) + " allows");
-    return Status::Ok();
-  }
-
-  // Touches pages first..last (a cached one leaves the cache); returns those
-  // not mapped, in address order.
-  std::vector<std::uint64_t> TouchPages(Space& s, std::uint64_t first, std::uint64_t last) {
-    std::vector<std::uint64_t> todo;
-    for (std::uint64_t i = first; i <= last; ++i) {
-      Page& p = s.pages[i];
-      if (p.touch++ == 0) {
-        ++touched;
-        if (p.mapped) LruRemove(MakePageId(s.index, i));
-      }
-      if (!p.mapped) todo.push_back(i);
-    }
-    peak_touched = std::max(peak_touched, touched);
-    return todo;
-  }
-
-  // The end of the handle that starts at todo[k]: consecutive pages not yet
-  // backed, up to max_handle_granules.
-  std::size_t HandleEnd(const std::vector<std::uint64_t>& todo, const std::vector<Backing>& back,
-                        std::size_t k) const {
-    std::size_t j = k + 1;
-    while (j - k < params.max_handle_granules && j < todo.size() && todo[j] == todo[j - 1] + 1 && !back[j].set)
-      ++j;
-    return j;
-  }
-
-  // Run handles moved whole first, each where the pages from `from` on are
-  // cut into a handle of its very size (as they would be for new granules,
-  // so the map calls stay the same and a create and a release are saved; a
-  // handle on part of a run would cut the rest into more map calls: on
-  // transformer_ctx128_fullstep 2,518 -> 3,047 a cold pass). Those no run
-  // takes stay in `moved`.
-  void PlaceMovedHandles(const std::vector<std::uint64_t>& todo, std::vector<Backing>& back, std::size_t from,
-                         std::vector<MovedHandle>& moved) {
-    for (std::size_t k = from; k < todo.size() && !moved.empty();) {
-      const std::size_t j = HandleEnd(todo, back, k);
-      auto fits = std::find_if(moved.begin(), moved.end(), [&](const MovedHandle& h) { return h.pages == j - k; });
-      if (fits == moved.end()) {
-        k = j;
-        continue;
-      }
-      back[k] = {fits->handle, fits->pages, true};
-      for (std::size_t m = k + 1; m < k + fits->pages; ++m) back[m] = {fits->handle, 0, true};
-      ++counters.handles_moved;
-      k += fits->pages;
-      moved.erase(fits);
-    }
-  }
-
-  // New granules for the pages from `from` on not backed yet: a handle per
-  // run (one granule a page where the device refuses a large one); what the
-  // device does not grant at all comes from the cache.
-  Status BackTheRest(const std::vector<std::uint64_t>& todo, std::vector<Backing>& back, std::size_t from) {
-    Status refused = Status::Ok();
-    const std::size_t uncovered = CreateHandles(todo, back, from, refused);
-    if (uncovered == 0) return Status::Ok();
-    held -= uncovered;
-    std::vector<GranuleHandle> more;
-    std::size_t none = 0;
-    Status st = AcquireGranules(uncovered, more, none, false);
-    if (st.code() == StatusCode::kResourceExhausted)
-      return ResourceExhausted(st.message() + "; the device refused: " + refused.message());
-    TM_RETURN_IF_ERROR(st);
-    std::size_t next = 0;
-    for (Backing& b : back)
-      if (!b.set) b = {more[next++], 1, true};
-    return Status::Ok();
-  }
-
-  // Creates the handles of BackTheRest; returns how many pages the device
-  // refused a granule (`refused`: its last answer).
-  std::size_t CreateHandles(const std::vector<std::uint64_t>& todo, std::vector<Backing>& back, std::size_t from,
-                            Status& refused) {
-    std::size_t uncovered = 0;
-    for (std::size_t k = from; k < todo.size();) {
-      if (back[k].set) {
-        ++k;
-        continue;
-      }
-      const std::size_t j = HandleEnd(todo, back, k);
-      std::vector<GranuleHandle> h;
-      if (j - k > 1 && memory->CreateGranules(1, h, j - k).ok()) {
-        back[k] = {h[0], j - k, true};
-        for (std::size_t m = k + 1; m < j; ++m) back[m] = {h[0], 0, true};
-        counters.granules_created += j - k;
-        ++counters.handles_created;
-      } else {
-        // One granule a page: the device may grant fewer, or no large one.
-        for (std::size_t m = k; m < j; ++m) {
-          h.clear();
-          if (Status st = memory->CreateGranules(1, h); st.ok()) {
-            back[m] = {h[0], 1, true};
-            ++counters.granules_created;
-            ++counters.handles_created;
-          } else {
-            refused = st;
-            ++uncovered;
-          }
-        }
-      }
-      k = j;
-    }
-    return uncovered;
-  }
-
-  // Maps the backed pages: a run of pages on single granules with one call,
-  // and run handles of one size on consecutive pages with one call too (a
-  // GPU still maps each handle, but sets access once for all of them; the
-  // host maps handles whose granules are consecutive with one mmap).
-  Status MapBacked(Space& s, const std::vector<std::uint64_t>& todo, const std::vector<Backing>& back,
-                   std::size_t& mapped_upto) {
-    std::vector<GranuleHandle> run;
-    for (std::size_t k = 0; k < todo.size();) {
-      std::size_t j = k + 1;
-      const std::uint64_t n = back[k].pages;  // 1: singles; more: a run handle's head
-      run.assign(1, back[k].handle);
-      if (n == 1) {
-        while (j < todo.size() && back[j].pages == 1 && todo[j] == todo[j - 1] + 1) run.push_back(back[j++].handle);
-      } else {
-        j = k + n;
-        while (j < todo.size() && back[j].pages == n && todo[j] == todo[j - 1] + 1) {
-          run.push_back(back[j].handle);
-          j += n;
-        }
-      }
-      TM_RETURN_IF_ERROR(memory->Map(s.base + todo[k] * g, run, n));
-      ++counters.map_calls;
-      counters.pages_mapped += j - k;
-      counters.handles_mapped += run.size();
-      for (std::size_t m = k; m < j; ++m) {
-        Page& p = s.pages[todo[m]];
-        p.mapped = true;
-        p.granule = back[m].handle;
-        // Singles are runs of one page each; a run handle's pages count from its head.
-        const std::uint64_t in_handle = n > 1 ? (m - k) % n : 0;
-        p.handle_pages = n > 1 && in_handle == 0 ? static_cast<std::uint32_t>(n) : 1;
-        p.head_offset = static_cast<std::uint32_t>(in_handle);
-      }
-      mapped_upto = j;
-      k = j;
-    }
-    return Status::Ok();
-  }
-
-  // Undo of a TouchAndMap that failed: single granules not mapped go to the
-  // pool, run handles not mapped back to the device; pages mapped stay
-  // mapped and become cached when their touch drops back to 0.
-  void ReturnUnmapped(const std::vector<Backing>& back, std::size_t mapped_upto) {
-    for (std::size_t k = mapped_upto; k < back.size(); ++k) {
-      const Backing& b = back[k];
-      if (!b.set || b.pages == 0) continue;
-      if (b.pages == 1) {
-        pool.push_back(b.handle);
-      } else {
-        (void)memory->ReleaseGranule(b.handle, b.pages);
-        held -= b.pages;
-        counters.granules_released += b.pages;
-      }
-    }
-  }
-  void Untouch(Space& s, std::uint64_t offset, std::uint64_t size) {
-    const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
-    for (std::uint64_t i = first; i <= last; ++i) {
-      Page& p = s.pages[i];
-      if (--p.touch == 0) {
-        --touched;
-        if (p.mapped) LruPushBack(MakePageId(s.index, i));
-      }
-    }
-  }
-
-  // ---- allocation ----
-  // How many pages of [offset, offset + size) have no granule mapped,
-  // counting no further than `enough` (a candidate that needs that many
-  // has lost already).
-  std::uint64_t UnmappedPages(const Space& s, std::uint64_t offset, std::uint64_t size, std::uint64_t enough) const {
-    const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
-    std::uint64_t n = 0;
-    for (std::uint64_t i = first; i <= last && n < enough; ++i)
-      if (i >= s.pages.size() || !s.pages[i].mapped) ++n;
-    return n;
-  }
-
-  // How many partial end pages of [start, start + size) no live block
-  // touches (0-2): room that stays unused unless a later block shares it.
-  std::uint64_t LoneEnds(const Space& s, std::uint64_t start, std::uint64_t size) const {
-    const std::uint64_t end = start + size;
-    const std::uint64_t first = start >> g_shift, last = (end - 1) >> g_shift;
-    const auto untouched = [&](std::uint64_t i) { return i >= s.pages.size() || s.pages[i].touch == 0; };
-    std::uint64_t n = 0;
-    if ((start & (g - 1)) != 0 && untouched(first)) ++n;
-    if ((end & (g - 1)) != 0 && (last != first || n == 0) && untouched(last)) ++n;
-    return n;
-  }
-
-  // Where a block goes: a free block and the start within it, or the
-  // wilderness (block null).
-  struct Fit {
-    Block* block = nullptr;
-    std::uint64_t start = 0;
-  };
-
-  // Best fit among the free blocks `stream` may use, placed where it needs
-  // the fewest pages mapped: among the first kCandidates that fit, at the
-  // low or the high end of each (a block larger than the request may have
-  // its mapped pages at either end: a growing request that no longer fits
-  // where it was lands next to it, on what is still cached), and the
-  // wilderness. Ties go to the best fit's low end. Every page mapped is
-  // a page neither re-stitched nor created, so this is what keeps the memory
-  // held near the pages in use on workloads whose sizes drift.
-  static constexpr int kCandidates = 8;
-  template <typename Aligned>
-  Fit FindFit(Space& s, std::uint64_t need, std::uint64_t rounded, StreamHandle stream, const Aligned& aligned,
-              std::uint64_t alignment) {
-    Fit best;
-    std::uint64_t best_cost = ~std::uint64_t{0};
-    // Pages to map first; then (the low two bits) partial end pages no
-    // other block shares.
-    const auto cost_of = [&](std::uint64_t start) {
-      return UnmappedPages(s, start, rounded, best_cost / 4 + 1) * 4 + LoneEnds(s, start, rounded);
-    };
-    const auto consider = [&](Block* b, std::uint64_t start) {
-      const std::uint64_t cost = cost_of(start);
-      if (cost < best_cost) {
-        best = {b, start};
-        best_cost = cost;
-      }
-    };
-    const auto base = reinterpret_cast<std::uintptr_t>(s.base);
-    int looked = 0;
-    for (auto it = s.free_blocks.lower_bound(FreeKey(need, 0));
-         it != s.free_blocks.end() && looked < kCandidates && best_cost > 0; ++it) {
-      if (!Usable(it->block, stream)) continue;
-      ++looked;
-      const std::uint64_t low = aligned(it->offset);
-      consider(it->block, low);
-      const std::uint64_t high = ((base + it->offset + it->size - rounded) & ~(alignment - 1)) - base;
-      if (best_cost > 0 && high > low) consider(it->block, high);
-    }
-    // The wilderness may hold cached pages where a fit would need maps.
-    if (best_cost > 0 && aligned(s.top) + rounded <= s.size && (WildSettled(s) || s.wild_stream == stream) &&
-        cost_of(aligned(s.top)) < best_cost)
-      return {};
-    return best;
-  }
-
-  Result<void*> Allocate(std::uint64_t bytes, std::uint64_t alignment, StreamHandle stream) {
-    if (!deferred.empty()) TM_RETURN_IF_ERROR(FinishDeferredFrees(false));
-    Result<void*> p = AllocateOnce(bytes, alignment, stream);
-    // Memory that only record_stream's pending frees hold is waited for
-    // before the caller hears "out of memory" (PyTorch synchronises its
-    // events there too).
-    if (!p.ok() && p.status().code() == StatusCode::kResourceExhausted && !deferred.empty()) {
-      TM_RETURN_IF_ERROR(FinishDeferredFrees(true));
-      p = AllocateOnce(bytes, alignment, stream);
-    }
-    if (!p.ok() && p.status().code() == StatusCode::kResourceExhausted) ++stats.num_failed_allocs;
-    return p;
-  }
-
-  // The block at `start` of `rounded` bytes cut out of the free block
-  // `fit`; what is left on either side stays free, with fit's tag.
-  Block* CarveFromFree(Space& s, Block* fit, std::uint64_t start, std::uint64_t rounded) {
-    s.free_blocks.erase(FreeKey(fit));
-    Block* b = fit;
-    if (start > b->offset) {  // the skipped front stays free, with b's tag
-      Block* front = NewBlock();
-      front->offset = b->offset;
-      front->size = start - b->offset;
-      front->free = true;
-      CopyTag(front, b);
-      front->prev = b->prev;
-      front->next = b;
-      if (b->prev) b->prev->next = front;
-      b->prev = front;
-      b->offset = start;
-      b->size -= front->size;
-      s.free_blocks.emplace(front);
-    }
-    if (b->size > rounded) {  // the rest stays free, with b's tag
-      Block* back = NewBlock();
-      back->offset = start + rounded;
-      back->size = b->size - rounded;
-      back->free = true;
-      CopyTag(back, b);
-      back->prev = b;
-      back->next = b->next;
-      if (b->next) b->next->prev = back; else s.tail = back;
-      b->next = back;
-      b->size = rounded;
-      s.free_blocks.emplace(back);
-    }
-    UnrefEvent(b->event);
-    b->event = 0;
-    return b;
-  }
-
-  // A new block at `start` of `rounded` bytes at the top of the space,
-  // above a free gap (with the wilderness's tag) where alignment skipped one.
-  Block* CarveFromWilderness(Space& s, std::uint64_t start, std::uint64_t rounded) {
-    if (start > s.top) {  // alignment gap below the block
-      Block* gap = NewBlock();
-      gap->offset = s.top;
-      gap->size = start - s.top;
-      gap->free = true;
-      gap->settled = s.wild_settled;
-      gap->stream = s.wild_stream;
-      gap->event = s.wild_event;
-      gap->event_seq = s.wild_event_seq;
-      RefEvent(gap->event);
-      gap->prev = s.tail;
-      if (s.tail) s.tail->next = gap;
-      s.tail = gap;
-      s.free_blocks.emplace(gap);
-    }
-    Block* b = NewBlock();
-    b->offset = start;
-    b->size = rounded;
-    b->prev = s.tail;
-    if (s.tail) s.tail->next = b;
-    s.tail = b;
-    s.top = start + rounded;
-    return b;
-  }
-
-  // Whether every page of [offset, offset + size) is touched by a live block.
-  bool AllTouched(const Space& s, std::uint64_t offset, std::uint64_t size) const {
-    const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
-    if (last >= s.pages.size()) return false;
-    for (std::uint64_t i = first; i <= last; ++i)
-      if (s.pages[i].touch == 0) return false;
-    return true;
-  }
-
-  // Sub-granule packing: a small request in the large space, on pages that
-  // live large blocks touch already (the room after a block's end in its
-  // last granule, or before one's start in its first), so that it maps no
-  // page and the small space needs no page for it. The pages' touch counts
-  // keep them mapped, and their run handles in place, until every block on
-  // them is free. The best-fitting free blocks (low end, then high end) and
-  // the wilderness are looked at, as in FindFit; none wholly on touched
-  // pages: nullopt.
-  template <typename Aligned>
-  std::optional<Fit> FindTenantFit(Space& s, std::uint64_t need, std::uint64_t rounded, StreamHandle stream,
-                                   const Aligned& aligned, std::uint64_t alignment) {
-    if (s.live_blocks == 0) return std::nullopt;
-    const auto base = reinterpret_cast<std::uintptr_t>(s.base);
-    int looked = 0;
-    for (auto it = s.free_blocks.lower_bound(FreeKey(need, 0)); it != s.free_blocks.end() && looked < kCandidates;
-         ++it) {
-      if (!Usable(it->block, stream)) continue;
-      ++looked;
-      const std::uint64_t low = aligned(it->offset);
-      if (AllTouched(s, low, rounded)) return Fit{it->block, low};
-      const std::uint64_t high = ((base + it->offset + it->size - rounded) & ~(alignment - 1)) - base;
-      if (high > low && AllTouched(s, high, rounded)) return Fit{it->block, high};
-    }
-    const std::uint64_t top = aligned(s.top);
-    if (top + rounded <= s.size && (WildSettled(s) || s.wild_stream == stream) && AllTouched(s, top, rounded))
-      return Fit{nullptr, top};
-    return std::nullopt;
-  }
-
-  // Where a new block goes: a small request on a large block's pages where
-  // it fits there (FindTenantFit), else best fit in its own space.
-  // `aligned(offset, space)` aligns an offset of that space.
-  struct Placement {
-    Space* space;
-    Fit fit;
-    bool tenant;  // a small block on a large block's pages (fit.start set, also in the wilderness)
-  };
-  template <typename Aligned>
-  Placement Place(std::uint64_t need, std::uint64_t rounded, StreamHandle stream, const Aligned& aligned,
-                  std::uint64_t alignment) {
-    Space& s = SpaceOf(rounded);
-    if (s.index == kSmall) {
-      Space& large = spaces[kLarge];
-      const auto in_large = [&](std::uint64_t off) { return aligned(off, large); };
-      if (const std::optional<Fit> room = FindTenantFit(large, need, rounded, stream, in_large, alignment))
-        return {&large, *room, true};
-    }
-    const auto in_own = [&](std::uint64_t off) { return aligned(off, s); };
-    const Fit fit = FindFit(s, need, rounded, stream, in_own, alignment);
-    return {&s, fit, false};
-  }
-
-  Result<void*> AllocateOnce(std::uint64_t bytes, std::uint64_t alignment, StreamHandle stream) {
-    TM_RETURN_IF_ERROR(NoteStream(stream));
-    const std::uint64_t r = params.block_rounding_bytes;
-    const std::uint64_t rounded = RoundUp(bytes, r);
-    const std::uint64_t slack = alignment > r ? alignment - r : 0;
-    // A plain lambda (no std::function): this runs on every allocation.
-    const auto aligned_in = [&](std::uint64_t off, const Space& sp) {
-      const auto base = reinterpret_cast<std::uintptr_t>(sp.base);
-      return RoundUp(base + off, alignment) - base;
-    };
-    const Placement placed = Place(rounded + slack, rounded, stream, aligned_in, std::max(alignment, r));
-    Space& s = *placed.space;
-    Block* fit = placed.fit.block;
-    std::uint64_t start = placed.fit.start;
-    if (fit == nullptr && !placed.tenant) {  // the wilderness
-      if (!WildSettled(s) && s.wild_stream != stream) TM_RETURN_IF_ERROR(SettleWilderness(s));
-      start = aligned_in(s.top, s);
-      if (start > s.size || rounded > s.size - start)
-        return Exhausted(bytes, "the " + std::string(s.index == kSmall ? "small" : "large") +
-                                    " space's " + HumanBytes(s.size) + " of addresses are used up");
-    }
-    if (Status st = TouchAndMap(s, start, rounded); !st.ok()) {
-      if (st.code() == StatusCode::kResourceExhausted) return Exhausted(bytes, st.message());
-      return st;
-    }
-    Block* b = fit != nullptr ? CarveFromFree(s, fit, start, rounded) : CarveFromWilderness(s, start, rounded);
-    b->free = false;
-    b->settled = true;
-    b->stream = stream;
-    b->requested = bytes;
-    ++s.live_blocks;
-    void* p = s.base + b->offset;
-    live.Insert(p, b);
-    ++stats.num_allocs;
-    stats.bytes_in_use += b->size;
-    stats.peak_bytes_in_use = std::max(stats.peak_bytes_in_use, stats.bytes_in_use);
-    stats.largest_alloc_size = std::max(stats.largest_alloc_size, rounded);
-    return p;
-  }
-
-  Status Exhausted(std::uint64_t bytes, const std::string& why) {
-    std::string report = Report(params.report_max_blocks);
-    if (report.ends_with('\n')) report.pop_back();  // the message's last line, not a blank one after it
-    return ResourceExhausted("vmm: out of memory allocating " + std::to_string(bytes) + " bytes (" +
-                             HumanBytes(bytes) + "): " + why + "\n" + report);
-  }
-
-  // Merges free neighbours a (lower) and b (higher) when their tags allow.
-  bool Mergeable(Block* a, Block* b) {
-    if (Settled(a) || Settled(b)) return true;
-    return a->stream == b->stream;
-  }
-  void MergeInto(Block* a, Block* b) {  // b (the higher) disappears into a
-    if (a->settled && !b->settled) {
-      a->settled = false;
-      a->stream = b->stream;
-      a->event = b->event;
-      a->event_seq = b->event_seq;
-      b->event = 0;
-    } else if (!a->settled && !b->settled && b->event_seq > a->event_seq) {
-      UnrefEvent(a->event);
-      a->event = b->event;
-      a->event_seq = b->event_seq;
-      b->event = 0;
-    }
-    UnrefEvent(b->event);
-    a->size += b->size;
-    a->next = b->next;
-    if (b->next) b->next->prev = a;
-    DeleteBlock(b);
-  }
-
-  bool Owns(const void* pointer) const {
-    for (const Space& s : spaces)
-      if (s.base != nullptr && static_cast<const char*>(pointer) >= s.base &&
-          static_cast<const char*>(pointer) < s.base + s.size)
-        return true;
-    return false;
-  }
-  // Why `pointer` is not a live block (`what`: the call, for the message).
-  Status NotLive(const void* pointer, const char* what) const {
-    if (Owns(pointer))
-      return FailedPrecondition(std::string("vmm: ") + what + " of " + PointerToString(pointer) +
-                                ", which is not a live allocation (freed already, or inside a block)");
-    return NotFound(std::string("vmm: ") + what + " of " + PointerToString(pointer) +
-                    ", which was not allocated by this allocator");
-  }
-
-  Status RecordStream(void* pointer, StreamHandle stream) {
-    Block* const* found = live.Find(pointer);
-    if (found == nullptr) return NotLive(pointer, "record_stream");
-    const Block* b = *found;
-    if (stream == b->stream) return Status::Ok();  // its own allocation stream
-    std::vector<StreamHandle>& uses = stream_uses[b];
-    if (std::find(uses.begin(), uses.end(), stream) == uses.end()) uses.push_back(stream);
-    return Status::Ok();
-  }
-
-  Status Deallocate(void* pointer, StreamHandle stream) {
-    Block* const* found = live.Find(pointer);
-    if (found == nullptr) return NotLive(pointer, "free");
-    Block* b = *found;
-    TM_RETURN_IF_ERROR(NoteStream(stream));
-    if (!stream_uses.empty()) {
-      auto u = stream_uses.find(b);
-      if (u != stream_uses.end()) return DeferFree(pointer, b, u, stream);
-    }
-    TM_ASSIGN_OR_RETURN(const EventHandle event, FreeEvent(stream));  // fails changing nothing
-    live.Erase(pointer);
-    return Release(pointer, b, stream, event);
-  }
-
-  // A free of a block that other streams use: an event on each of them now;
-  // the block is released once all have completed.
-  Status DeferFree(void* pointer, Block* block,
-                   std::unordered_map<const Block*, std::vector<StreamHandle>>::iterator uses,
-                   StreamHandle stream) {
-    DeferredFree d{pointer, block, stream, {}};
-    for (const StreamHandle other : uses->second) {
-      if (other == stream) continue;
-      Result<EventHandle> e = memory->RecordEvent(other);
-      if (!e.ok()) {
-        for (const auto& [other_stream, recorded] : d.events) memory->DestroyEvent(recorded);
-        return e.status();
-      }
-      ++counters.events_recorded;
-      if (*e != 0) d.events.emplace_back(other, *e);  // 0: nothing in flight there
-    }
-    if (d.events.empty()) {  // nothing in flight on the other streams: freed now
-      TM_ASSIGN_OR_RETURN(const EventHandle event, FreeEvent(stream));
-      stream_uses.erase(uses);
-      live.Erase(pointer);
-      return Release(d.pointer, d.block, stream, event);
-    }
+  if (d.events.empty()) {  // nothing in flight on the other streams: freed now
+    TM_ASSIGN_OR_RETURN(const EventHandle event, FreeEvent(stream));
     stream_uses.erase(uses);
     live.Erase(pointer);
-    for (const auto& [other, e] : d.events) RefEvent(e);
-    ++counters.frees_deferred;
-    deferred_bytes += d.block->size;
-    deferred.push_back(std::move(d));
-    return Status::Ok();
+    return Release(d.pointer, d.block, stream, event);
   }
+  stream_uses.erase(uses);
+  live.Erase(pointer);
+  for (const auto& [other, e] : d.events) RefEvent(e);
+  ++counters.frees_deferred;
+  deferred_bytes += d.block->size;
+  deferred.push_back(std::move(d));
+  return Status::Ok();
+}
 
-  // Releases the deferred frees whose events have completed (`wait`: every
-  // one, waiting for their events), in the order of the frees. Events of one
-  // stream complete in order, so once one is pending the later ones on that
-  // stream are not asked: a pass queries about one event per stream.
-  Status FinishDeferredFrees(bool wait) {
-    std::size_t kept = 0;
-    Status result = Status::Ok();
-    std::vector<StreamHandle> pending;  // streams with an event not completed
-    for (std::size_t i = 0; i < deferred.size(); ++i) {
-      DeferredFree& d = deferred[i];
-      bool done = result.ok();
-      for (const auto& [other, e] : d.events) {
-        if (!done) break;
-        if (!wait && std::find(pending.begin(), pending.end(), other) != pending.end()) {
-          done = false;
-        } else if (memory->EventCompleted(e)) {
-          continue;
-        } else if (!wait) {
-          pending.push_back(other);
-          done = false;
-        } else if (Status st = memory->WaitForEvent(e); !st.ok()) {
-          result = st;
-          done = false;
-        } else {
-          ++counters.event_waits;
-        }
+// Releases the deferred frees whose events have completed (`wait`: every
+// one, waiting for their events), in the order of the frees. Events of one
+// stream complete in order, so once one is pending the later ones on that
+// stream are not asked: a pass queries about one event per stream.
+Status VmmState::FinishDeferredFrees(bool wait) {
+  std::size_t kept = 0;
+  Status result = Status::Ok();
+  std::vector<StreamHandle> pending;  // streams with an event not completed
+  for (std::size_t i = 0; i < deferred.size(); ++i) {
+    DeferredFree& d = deferred[i];
+    bool done = result.ok() && DeferredEventsDone(d, wait, pending, result);
+    if (done) {
+      // Its owner freed it: where its own event cannot be recorded it
+      // stays deferred and is tried again (nothing changed), not leaked.
+      Result<EventHandle> event = FreeEvent(d.stream);
+      if (!event.ok()) {
+        if (result.ok()) result = event.status();
+        done = false;
+      } else if (Status st = Release(d.pointer, d.block, d.stream, *event); !st.ok() && result.ok()) {
+        result = st;
       }
-      if (done) {
-        // Its owner freed it: where its own event cannot be recorded it
-        // stays deferred and is tried again (nothing changed), not leaked.
-        Result<EventHandle> event = FreeEvent(d.stream);
-        if (!event.ok()) {
-          if (result.ok()) result = event.status();
-          done = false;
-        } else if (Status st = Release(d.pointer, d.block, d.stream, *event); !st.ok() && result.ok()) {
-          result = st;
-        }
-      }
-      if (!done) {
-        if (kept != i) deferred[kept] = std::move(d);
-        ++kept;
-        continue;
-      }
-      for (const auto& [other, e] : d.events) UnrefEvent(e);
-      deferred_bytes -= d.block->size;
     }
-    deferred.resize(kept);
-    return result;
+    if (!done) {
+      if (kept != i) deferred[kept] = std::move(d);
+      ++kept;
+      continue;
+    }
+    for (const auto& [other, e] : d.events) UnrefEvent(e);
+    deferred_bytes -= d.block->size;
   }
+  deferred.resize(kept);
+  return result;
+}
 
-  // A free's event on its stream (0 with one stream: nothing to order).
-  // Taken before the free changes anything, so that a failure leaves the
-  // block as it was (live, or deferred).
-  Result<EventHandle> FreeEvent(StreamHandle stream) {
-    if (!multi_stream) return EventHandle{0};
-    TM_ASSIGN_OR_RETURN(const EventHandle e, memory->RecordEvent(stream));
-    ++counters.events_recorded;
-    return e;
+// Whether every event of a deferred free has completed (`wait`: waited
+// for). A stream found with an event pending joins `pending`; a wait that
+// fails goes to `result`.
+bool VmmState::DeferredEventsDone(const DeferredFree& d, bool wait, std::vector<StreamHandle>& pending,
+                                  Status& result) {
+  for (const auto& [other, e] : d.events) {
+    if (!wait && std::find(pending.begin(), pending.end(), other) != pending.end()) return false;
+    if (memory->EventCompleted(e)) continue;
+    if (!wait) {
+      pending.push_back(other);
+      return false;
+    }
+    if (Status st = memory->WaitForEvent(e); !st.ok()) {
+      result = st;
+      return false;
+    }
+    ++counters.event_waits;
   }
+  return true;
+}
 
-  // The free proper of a block already out of `live`, ordered after `event`
-  // (FreeEvent) on `stream`.
-  Status Release(void* pointer, Block* b, StreamHandle stream, EventHandle event) {
-    Space& s = spaces[static_cast<char*>(pointer) >= spaces[kLarge].base &&
-                              static_cast<char*>(pointer) < spaces[kLarge].base + spaces[kLarge].size
-                          ? kLarge
-                          : kSmall];
-    --s.live_blocks;
-    ++stats.num_frees;
-    stats.bytes_in_use -= b->size;
-    const std::uint64_t cached_before = cache_seq;
-    Untouch(s, b->offset, b->size);
-    if (cache_seq != cached_before) TM_RETURN_IF_ERROR(RecordFence(stream, event));
-    b->free = true;
-    b->settled = multi_stream && event == 0;  // a device with nothing to wait for
-    b->stream = stream;
-    b->event = event;
-    b->event_seq = ++event_seq;
-    RefEvent(event);
-    if (b->prev && b->prev->free && Mergeable(b->prev, b)) {
-      Block* a = b->prev;
-      s.free_blocks.erase(FreeKey(a));
-      MergeInto(a, b);
-      if (s.tail == b) s.tail = a;
-      b = a;
+// A free's event on its stream (0 with one stream: nothing to order).
+// Taken before the free changes anything, so that a failure leaves the
+// block as it was (live, or deferred).
+Result<EventHandle> VmmState::FreeEvent(StreamHandle stream) {
+  if (!multi_stream) return EventHandle{0};
+  TM_ASSIGN_OR_RETURN(const EventHandle e, memory->RecordEvent(stream));
+  ++counters.events_recorded;
+  return e;
+}
+
+// The free proper of a block already out of `live`, ordered after `event`
+// (FreeEvent) on `stream`.
+Status VmmState::Release(void* pointer, Block* b, StreamHandle stream, EventHandle event) {
+  Space& s = spaces[static_cast<char*>(pointer) >= spaces[kLarge].base &&
+                            static_cast<char*>(pointer) < spaces[kLarge].base + spaces[kLarge].size
+                        ? kLarge
+                        : kSmall];
+  --s.live_blocks;
+  ++stats.num_frees;
+  stats.bytes_in_use -= b->size;
+  const std::uint64_t cached_before = cache_seq;
+  Untouch(s, b->offset, b->size);
+  if (cache_seq != cached_before) TM_RETURN_IF_ERROR(RecordFence(stream, event));
+  b->free = true;
+  b->settled = multi_stream && event == 0;  // a device with nothing to wait for
+  b->stream = stream;
+  b->event = event;
+  b->event_seq = ++event_seq;
+  RefEvent(event);
+  b = MergeWithNeighbours(s, b);
+  if (b->next == nullptr) return ReturnToWilderness(s, b);
+  s.free_blocks.emplace(b);
+  return Status::Ok();
+}
+
+// The free block b merged with its free neighbours where their tags allow
+// (out of the free set); returns the block that remains.
+Block* VmmState::MergeWithNeighbours(Space& s, Block* b) {
+  if (b->prev && b->prev->free && Mergeable(b->prev, b)) {
+    Block* a = b->prev;
+    s.free_blocks.erase(FreeKey(a));
+    MergeInto(a, b);
+    if (s.tail == b) s.tail = a;
+    b = a;
+  }
+  if (b->next && b->next->free && Mergeable(b, b->next)) {
+    Block* c = b->next;
+    s.free_blocks.erase(FreeKey(c));
+    if (s.tail == c) s.tail = b;
+    MergeInto(b, c);
+  }
+  return b;
+}
+
+// Merges free neighbours a (lower) and b (higher) when their tags allow.
+bool VmmState::Mergeable(Block* a, Block* b) {
+  if (Settled(a) || Settled(b)) return true;
+  return a->stream == b->stream;
+}
+
+void VmmState::MergeInto(Block* a, Block* b) {  // b (the higher) disappears into a
+  if (a->settled && !b->settled) {
+    a->settled = false;
+    a->stream = b->stream;
+    a->event = b->event;
+    a->event_seq = b->event_seq;
+    b->event = 0;
+  } else if (!a->settled && !b->settled && b->event_seq > a->event_seq) {
+    UnrefEvent(a->event);
+    a->event = b->event;
+    a->event_seq = b->event_seq;
+    b->event = 0;
+  }
+  UnrefEvent(b->event);
+  a->size += b->size;
+  a->next = b->next;
+  if (b->next) b->next->prev = a;
+  DeleteBlock(b);
+}
+
+// The free top block b goes back to the wilderness, which takes its tag.
+Status VmmState::ReturnToWilderness(Space& s, Block* b) {
+  if (!b->settled) {
+    // Two streams' pending frees meet: keep both ordered by waiting.
+    if (!WildSettled(s) && s.wild_stream != b->stream) TM_RETURN_IF_ERROR(SettleWilderness(s));
+    UnrefEvent(s.wild_event);
+    s.wild_settled = false;
+    s.wild_stream = b->stream;
+    s.wild_event = b->event;
+    s.wild_event_seq = b->event_seq;
+    b->event = 0;
+  }
+  s.top = b->offset;
+  s.tail = b->prev;
+  if (s.tail) s.tail->next = nullptr;
+  DeleteBlock(b);
+  return Status::Ok();
+}
+
+namespace {
+
+// The free blocks FindFit and FindTenantFit look at, best fitting first.
+constexpr int kCandidates = 8;
+
+}  // namespace
+
+Result<void*> VmmState::Allocate(std::uint64_t bytes, std::uint64_t alignment, StreamHandle stream) {
+  if (!deferred.empty()) TM_RETURN_IF_ERROR(FinishDeferredFrees(false));
+  Result<void*> p = AllocateOnce(bytes, alignment, stream);
+  // Memory that only record_stream's pending frees hold is waited for
+  // before the caller hears "out of memory" (PyTorch synchronises its
+  // events there too).
+  if (!p.ok() && p.status().code() == StatusCode::kResourceExhausted && !deferred.empty()) {
+    TM_RETURN_IF_ERROR(FinishDeferredFrees(true));
+    p = AllocateOnce(bytes, alignment, stream);
+  }
+  if (!p.ok() && p.status().code() == StatusCode::kResourceExhausted) ++stats.num_failed_allocs;
+  return p;
+}
+
+Result<void*> VmmState::AllocateOnce(std::uint64_t bytes, std::uint64_t alignment, StreamHandle stream) {
+  TM_RETURN_IF_ERROR(NoteStream(stream));
+  const std::uint64_t r = params.block_rounding_bytes;
+  const std::uint64_t rounded = RoundUp(bytes, r);
+  const std::uint64_t slack = alignment > r ? alignment - r : 0;
+  // A plain lambda (no std::function): this runs on every allocation.
+  const auto aligned_in = [&](std::uint64_t off, const Space& sp) {
+    const auto base = reinterpret_cast<std::uintptr_t>(sp.base);
+    return RoundUp(base + off, alignment) - base;
+  };
+  const Placement placed = Place(rounded + slack, rounded, stream, aligned_in, std::max(alignment, r));
+  Space& s = *placed.space;
+  Block* fit = placed.fit.block;
+  std::uint64_t start = placed.fit.start;
+  if (fit == nullptr && !placed.tenant) {  // the wilderness
+    if (!WildSettled(s) && s.wild_stream != stream) TM_RETURN_IF_ERROR(SettleWilderness(s));
+    start = aligned_in(s.top, s);
+    if (start > s.size || rounded > s.size - start)
+      return Exhausted(bytes, "the " + std::string(s.index == kSmall ? "small" : "large") +
+                                  " space's " + HumanBytes(s.size) + " of addresses are used up");
+  }
+  if (Status st = TouchAndMap(s, start, rounded); !st.ok()) {
+    if (st.code() == StatusCode::kResourceExhausted) return Exhausted(bytes, st.message());
+    return st;
+  }
+  Block* b = fit != nullptr ? CarveFromFree(s, fit, start, rounded) : CarveFromWilderness(s, start, rounded);
+  b->free = false;
+  b->settled = true;
+  b->stream = stream;
+  b->requested = bytes;
+  ++s.live_blocks;
+  void* p = s.base + b->offset;
+  live.Insert(p, b);
+  ++stats.num_allocs;
+  stats.bytes_in_use += b->size;
+  stats.peak_bytes_in_use = std::max(stats.peak_bytes_in_use, stats.bytes_in_use);
+  stats.largest_alloc_size = std::max(stats.largest_alloc_size, rounded);
+  return p;
+}
+
+// Where a new block goes: a small request on a large block's pages where
+// it fits there (FindTenantFit), else best fit in its own space.
+// `aligned(offset, space)` aligns an offset of that space.
+template <typename Aligned>
+Placement VmmState::Place(std::uint64_t need, std::uint64_t rounded, StreamHandle stream, const Aligned& aligned,
+                          std::uint64_t alignment) {
+  Space& s = SpaceOf(rounded);
+  if (s.index == kSmall) {
+    Space& large = spaces[kLarge];
+    const auto in_large = [&](std::uint64_t off) { return aligned(off, large); };
+    if (const std::optional<Fit> room = FindTenantFit(large, need, rounded, stream, in_large, alignment))
+      return {&large, *room, true};
+  }
+  const auto in_own = [&](std::uint64_t off) { return aligned(off, s); };
+  const Fit fit = FindFit(s, need, rounded, stream, in_own, alignment);
+  return {&s, fit, false};
+}
+
+// Best fit among the free blocks `stream` may use, placed where it needs
+// the fewest pages mapped: among the first kCandidates that fit, at the
+// low or the high end of each (a block larger than the request may have
+// its mapped pages at either end: a growing request that no longer fits
+// where it was lands next to it, on what is still cached), and the
+// wilderness. Ties go to the best fit's low end. Every page mapped is
+// a page neither re-stitched nor created, so this is what keeps the memory
+// held near the pages in use on workloads whose sizes drift.
+template <typename Aligned>
+Fit VmmState::FindFit(Space& s, std::uint64_t need, std::uint64_t rounded, StreamHandle stream,
+                      const Aligned& aligned, std::uint64_t alignment) {
+  Fit best;
+  std::uint64_t best_cost = ~std::uint64_t{0};
+  // Pages to map first; then (the low two bits) partial end pages no
+  // other block shares.
+  const auto cost_of = [&](std::uint64_t start) {
+    return UnmappedPages(s, start, rounded, best_cost / 4 + 1) * 4 + LoneEnds(s, start, rounded);
+  };
+  const auto consider = [&](Block* b, std::uint64_t start) {
+    const std::uint64_t cost = cost_of(start);
+    if (cost < best_cost) {
+      best = {b, start};
+      best_cost = cost;
     }
-    if (b->next && b->next->free && Mergeable(b, b->next)) {
-      Block* c = b->next;
-      s.free_blocks.erase(FreeKey(c));
-      if (s.tail == c) s.tail = b;
-      MergeInto(b, c);
+  };
+  const auto base = reinterpret_cast<std::uintptr_t>(s.base);
+  int looked = 0;
+  for (auto it = s.free_blocks.lower_bound(FreeKey(need, 0));
+       it != s.free_blocks.end() && looked < kCandidates && best_cost > 0; ++it) {
+    if (!Usable(it->block, stream)) continue;
+    ++looked;
+    const std::uint64_t low = aligned(it->offset);
+    consider(it->block, low);
+    const std::uint64_t high = ((base + it->offset + it->size - rounded) & ~(alignment - 1)) - base;
+    if (best_cost > 0 && high > low) consider(it->block, high);
+  }
+  // The wilderness may hold cached pages where a fit would need maps.
+  if (best_cost > 0 && aligned(s.top) + rounded <= s.size && (WildSettled(s) || s.wild_stream == stream) &&
+      cost_of(aligned(s.top)) < best_cost)
+    return {};
+  return best;
+}
+
+// Sub-granule packing: a small request in the large space, on pages that
+// live large blocks touch already (the room after a block's end in its
+// last granule, or before one's start in its first), so that it maps no
+// page and the small space needs no page for it. The pages' touch counts
+// keep them mapped, and their run handles in place, until every block on
+// them is free. The best-fitting free blocks (low end, then high end) and
+// the wilderness are looked at, as in FindFit; none wholly on touched
+// pages: nullopt.
+template <typename Aligned>
+std::optional<Fit> VmmState::FindTenantFit(Space& s, std::uint64_t need, std::uint64_t rounded,
+                                           StreamHandle stream, const Aligned& aligned, std::uint64_t alignment) {
+  if (s.live_blocks == 0) return std::nullopt;
+  const auto base = reinterpret_cast<std::uintptr_t>(s.base);
+  int looked = 0;
+  for (auto it = s.free_blocks.lower_bound(FreeKey(need, 0)); it != s.free_blocks.end() && looked < kCandidates;
+       ++it) {
+    if (!Usable(it->block, stream)) continue;
+    ++looked;
+    const std::uint64_t low = aligned(it->offset);
+    if (AllTouched(s, low, rounded)) return Fit{it->block, low};
+    const std::uint64_t high = ((base + it->offset + it->size - rounded) & ~(alignment - 1)) - base;
+    if (high > low && AllTouched(s, high, rounded)) return Fit{it->block, high};
+  }
+  const std::uint64_t top = aligned(s.top);
+  if (top + rounded <= s.size && (WildSettled(s) || s.wild_stream == stream) && AllTouched(s, top, rounded))
+    return Fit{nullptr, top};
+  return std::nullopt;
+}
+
+// How many pages of [offset, offset + size) have no granule mapped,
+// counting no further than `enough` (a candidate that needs that many
+// has lost already).
+std::uint64_t VmmState::UnmappedPages(const Space& s, std::uint64_t offset, std::uint64_t size,
+                                      std::uint64_t enough) const {
+  const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
+  std::uint64_t n = 0;
+  for (std::uint64_t i = first; i <= last && n < enough; ++i)
+    if (i >= s.pages.size() || !s.pages[i].mapped) ++n;
+  return n;
+}
+
+// How many partial end pages of [start, start + size) no live block
+// touches (0-2): room that stays unused unless a later block shares it.
+std::uint64_t VmmState::LoneEnds(const Space& s, std::uint64_t start, std::uint64_t size) const {
+  const std::uint64_t end = start + size;
+  const std::uint64_t first = start >> g_shift, last = (end - 1) >> g_shift;
+  const auto untouched = [&](std::uint64_t i) { return i >= s.pages.size() || s.pages[i].touch == 0; };
+  std::uint64_t n = 0;
+  if ((start & (g - 1)) != 0 && untouched(first)) ++n;
+  if ((end & (g - 1)) != 0 && (last != first || n == 0) && untouched(last)) ++n;
+  return n;
+}
+
+// Whether every page of [offset, offset + size) is touched by a live block.
+bool VmmState::AllTouched(const Space& s, std::uint64_t offset, std::uint64_t size) const {
+  const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
+  if (last >= s.pages.size()) return false;
+  for (std::uint64_t i = first; i <= last; ++i)
+    if (s.pages[i].touch == 0) return false;
+  return true;
+}
+
+// The block at `start` of `rounded` bytes cut out of the free block
+// `fit`; what is left on either side stays free, with fit's tag.
+Block* VmmState::CarveFromFree(Space& s, Block* fit, std::uint64_t start, std::uint64_t rounded) {
+  s.free_blocks.erase(FreeKey(fit));
+  Block* b = fit;
+  if (start > b->offset) {  // the skipped front stays free, with b's tag
+    Block* front = NewBlock();
+    front->offset = b->offset;
+    front->size = start - b->offset;
+    front->free = true;
+    CopyTag(front, b);
+    front->prev = b->prev;
+    front->next = b;
+    if (b->prev) b->prev->next = front;
+    b->prev = front;
+    b->offset = start;
+    b->size -= front->size;
+    s.free_blocks.emplace(front);
+  }
+  if (b->size > rounded) {  // the rest stays free, with b's tag
+    Block* back = NewBlock();
+    back->offset = start + rounded;
+    back->size = b->size - rounded;
+    back->free = true;
+    CopyTag(back, b);
+    back->prev = b;
+    back->next = b->next;
+    if (b->next) b->next->prev = back; else s.tail = back;
+    b->next = back;
+    b->size = rounded;
+    s.free_blocks.emplace(back);
+  }
+  UnrefEvent(b->event);
+  b->event = 0;
+  return b;
+}
+
+// A new block at `start` of `rounded` bytes at the top of the space,
+// above a free gap (with the wilderness's tag) where alignment skipped one.
+Block* VmmState::CarveFromWilderness(Space& s, std::uint64_t start, std::uint64_t rounded) {
+  if (start > s.top) {  // alignment gap below the block
+    Block* gap = NewBlock();
+    gap->offset = s.top;
+    gap->size = start - s.top;
+    gap->free = true;
+    gap->settled = s.wild_settled;
+    gap->stream = s.wild_stream;
+    gap->event = s.wild_event;
+    gap->event_seq = s.wild_event_seq;
+    RefEvent(gap->event);
+    gap->prev = s.tail;
+    if (s.tail) s.tail->next = gap;
+    s.tail = gap;
+    s.free_blocks.emplace(gap);
+  }
+  Block* b = NewBlock();
+  b->offset = start;
+  b->size = rounded;
+  b->prev = s.tail;
+  if (s.tail) s.tail->next = b;
+  s.tail = b;
+  s.top = start + rounded;
+  return b;
+}
+
+Status VmmState::Exhausted(std::uint64_t bytes, const std::string& why) {
+  std::string report = Report(params.report_max_blocks);
+  if (report.ends_with('\n')) report.pop_back();  // the message's last line, not a blank one after it
+  return ResourceExhausted("vmm: out of memory allocating " + std::to_string(bytes) + " bytes (" +
+                           HumanBytes(bytes) + "): " + why + "\n" + report);
+}
+
+
+// Touches the pages of [offset, offset + size) of s and maps those not
+// mapped: single granules (pool, re-stitched) on the first of them, new
+// granules on the rest, a handle per run of up to `max_handle_granules`
+// consecutive pages (one create and one map call each). On failure
+// nothing is touched and nothing leaks.
+Status VmmState::TouchAndMap(Space& s, std::uint64_t offset, std::uint64_t size) {
+  const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
+  TM_RETURN_IF_ERROR(RefuseBeyondLimit(s, first, last));
+  TM_RETURN_IF_ERROR(EnsurePages(s, offset + size));
+  const std::vector<std::uint64_t> todo = TouchPages(s, first, last);  // the pages to map, in address order
+  if (todo.empty()) return Status::Ok();
+  std::vector<GranuleHandle> singles;
+  singles.reserve(todo.size());
+  std::size_t reserved = 0;
+  std::vector<MovedHandle> moved;
+  if (Status st = AcquireGranules(todo.size(), singles, reserved, true, &moved); !st.ok()) {
+    Untouch(s, offset, size);
+    return st;
+  }
+  std::vector<Backing> back(todo.size());
+  for (std::size_t k = 0; k < singles.size(); ++k) back[k] = {singles[k], 1, true};
+  PlaceMovedHandles(todo, back, singles.size(), moved);
+  (void)ReleaseHandles(moved);  // still counted in `held`: created below instead
+  Status st = BackTheRest(todo, back, singles.size());
+  std::size_t mapped_upto = 0;  // back[0, mapped_upto) are mapped
+  if (st.ok()) st = MapBacked(s, todo, back, mapped_upto);
+  if (!st.ok()) {
+    ReturnUnmapped(back, mapped_upto);
+    Untouch(s, offset, size);
+  }
+  peak_held = std::max(peak_held, held);
+  return st;
+}
+
+// Pages past the table have never been mapped: each needs a granule of
+// its own. More of them than the limit (or what is held, above a lowered
+// limit) can ever be served is refused before anything grows.
+Status VmmState::RefuseBeyondLimit(const Space& s, std::uint64_t first, std::uint64_t last) const {
+  if (!params.memory_limit) return Status::Ok();
+  const std::uint64_t beyond =
+      last + 1 - std::max<std::uint64_t>(first, std::min<std::uint64_t>(last + 1, s.pages.size()));
+  const std::uint64_t most = std::max<std::uint64_t>(*params.memory_limit >> g_shift, held);
+  if (beyond > most)
+    return ResourceExhausted("needs " + std::to_string(beyond) + " new granule(s) of " + HumanBytes(g) +
+                             ", more than the limit of " + HumanBytes(*params.memory_limit) + " allows");
+  return Status::Ok();
+}
+
+// Grows the page table to cover [0, end_offset): one Page per granule of
+// addresses, so a huge request with small granules asks for a huge table
+// (TouchAndMap refuses those a limit cannot serve before it gets here).
+Status VmmState::EnsurePages(Space& s, std::uint64_t end_offset) {
+  const std::uint64_t n = RoundUp(end_offset, g) >> g_shift;
+  if (s.pages.size() >= n) return Status::Ok();
+  const std::uint64_t grown = std::max<std::uint64_t>(n, std::min<std::uint64_t>(s.pages.size() * 2, s.size / g));
+  try {
+    s.pages.resize(grown);
+  } catch (const std::bad_alloc&) {  // (never a length_error: at most 2^47 / 4 KiB pages)
+    return ResourceExhausted("no host memory for a page table of " + std::to_string(n) + " pages (" +
+                             HumanBytes(n * sizeof(Page)) + ")");
+  }
+  return Status::Ok();
+}
+
+// Touches pages first..last (a cached one leaves the cache); returns those
+// not mapped, in address order.
+std::vector<std::uint64_t> VmmState::TouchPages(Space& s, std::uint64_t first, std::uint64_t last) {
+  std::vector<std::uint64_t> todo;
+  for (std::uint64_t i = first; i <= last; ++i) {
+    Page& p = s.pages[i];
+    if (p.touch++ == 0) {
+      ++touched;
+      if (p.mapped) LruRemove(MakePageId(s.index, i));
     }
-    if (b->next == nullptr) {  // the top block: back to the wilderness
-      if (!b->settled) {
-        // Two streams' pending frees meet: keep both ordered by waiting.
-        if (!WildSettled(s) && s.wild_stream != b->stream) TM_RETURN_IF_ERROR(SettleWilderness(s));
-        UnrefEvent(s.wild_event);
-        s.wild_settled = false;
-        s.wild_stream = b->stream;
-        s.wild_event = b->event;
-        s.wild_event_seq = b->event_seq;
-        b->event = 0;
-      }
-      s.top = b->offset;
-      s.tail = b->prev;
-      if (s.tail) s.tail->next = nullptr;
-      DeleteBlock(b);
+    if (!p.mapped) todo.push_back(i);
+  }
+  peak_touched = std::max(peak_touched, touched);
+  return todo;
+}
+
+// The end of the handle that starts at todo[k]: consecutive pages not yet
+// backed, up to max_handle_granules.
+std::size_t VmmState::HandleEnd(const std::vector<std::uint64_t>& todo, const std::vector<Backing>& back,
+                                std::size_t k) const {
+  std::size_t j = k + 1;
+  while (j - k < params.max_handle_granules && j < todo.size() && todo[j] == todo[j - 1] + 1 && !back[j].set)
+    ++j;
+  return j;
+}
+
+// Run handles moved whole first, each where the pages from `from` on are
+// cut into a handle of its very size (as they would be for new granules,
+// so the map calls stay the same and a create and a release are saved; a
+// handle on part of a run would cut the rest into more map calls: on
+// transformer_ctx128_fullstep 2,518 -> 3,047 a cold pass). Those no run
+// takes stay in `moved`.
+void VmmState::PlaceMovedHandles(const std::vector<std::uint64_t>& todo, std::vector<Backing>& back,
+                                 std::size_t from, std::vector<MovedHandle>& moved) {
+  for (std::size_t k = from; k < todo.size() && !moved.empty();) {
+    const std::size_t j = HandleEnd(todo, back, k);
+    auto fits = std::find_if(moved.begin(), moved.end(), [&](const MovedHandle& h) { return h.pages == j - k; });
+    if (fits == moved.end()) {
+      k = j;
+      continue;
+    }
+    back[k] = {fits->handle, fits->pages, true};
+    for (std::size_t m = k + 1; m < k + fits->pages; ++m) back[m] = {fits->handle, 0, true};
+    ++counters.handles_moved;
+    k += fits->pages;
+    moved.erase(fits);
+  }
+}
+
+// New granules for the pages from `from` on not backed yet: a handle per
+// run (one granule a page where the device refuses a large one); what the
+// device does not grant at all comes from the cache.
+Status VmmState::BackTheRest(const std::vector<std::uint64_t>& todo, std::vector<Backing>& back,
+                             std::size_t from) {
+  Status refused = Status::Ok();
+  const std::size_t uncovered = CreateHandles(todo, back, from, refused);
+  if (uncovered == 0) return Status::Ok();
+  held -= uncovered;
+  std::vector<GranuleHandle> more;
+  std::size_t none = 0;
+  Status st = AcquireGranules(uncovered, more, none, false);
+  if (st.code() == StatusCode::kResourceExhausted)
+    return ResourceExhausted(st.message() + "; the device refused: " + refused.message());
+  TM_RETURN_IF_ERROR(st);
+  std::size_t next = 0;
+  for (Backing& b : back)
+    if (!b.set) b = {more[next++], 1, true};
+  return Status::Ok();
+}
+
+// Creates the handles of BackTheRest; returns how many pages the device
+// refused a granule (`refused`: its last answer).
+std::size_t VmmState::CreateHandles(const std::vector<std::uint64_t>& todo, std::vector<Backing>& back,
+                                    std::size_t from, Status& refused) {
+  std::size_t uncovered = 0;
+  for (std::size_t k = from; k < todo.size();) {
+    if (back[k].set) {
+      ++k;
+      continue;
+    }
+    const std::size_t j = HandleEnd(todo, back, k);
+    std::vector<GranuleHandle> h;
+    if (j - k > 1 && memory->CreateGranules(1, h, j - k).ok()) {
+      back[k] = {h[0], j - k, true};
+      for (std::size_t m = k + 1; m < j; ++m) back[m] = {h[0], 0, true};
+      counters.granules_created += j - k;
+      ++counters.handles_created;
     } else {
-      s.free_blocks.emplace(b);
+      // One granule a page: the device may grant fewer, or no large one.
+      for (std::size_t m = k; m < j; ++m) {
+        h.clear();
+        if (Status st = memory->CreateGranules(1, h); st.ok()) {
+          back[m] = {h[0], 1, true};
+          ++counters.granules_created;
+          ++counters.handles_created;
+        } else {
+          refused = st;
+          ++uncovered;
+        }
+      }
     }
-    return Status::Ok();
+    k = j;
   }
+  return uncovered;
+}
 
-  // ---- release, statistics, report ----
-  Result<std::uint64_t> ReleaseCached() {
-    if (!deferred.empty()) TM_RETURN_IF_ERROR(FinishDeferredFrees(true));
-    if (cached_pages > 0 || !pool.empty()) {
+// Maps the backed pages: a run of pages on single granules with one call,
+// and run handles of one size on consecutive pages with one call too (a
+// GPU still maps each handle, but sets access once for all of them; the
+// host maps handles whose granules are consecutive with one mmap).
+Status VmmState::MapBacked(Space& s, const std::vector<std::uint64_t>& todo, const std::vector<Backing>& back,
+                           std::size_t& mapped_upto) {
+  std::vector<GranuleHandle> run;
+  for (std::size_t k = 0; k < todo.size();) {
+    std::size_t j = k + 1;
+    const std::uint64_t n = back[k].pages;  // 1: singles; more: a run handle's head
+    run.assign(1, back[k].handle);
+    if (n == 1) {
+      while (j < todo.size() && back[j].pages == 1 && todo[j] == todo[j - 1] + 1) run.push_back(back[j++].handle);
+    } else {
+      j = k + n;
+      while (j < todo.size() && back[j].pages == n && todo[j] == todo[j - 1] + 1) {
+        run.push_back(back[j].handle);
+        j += n;
+      }
+    }
+    TM_RETURN_IF_ERROR(memory->Map(s.base + todo[k] * g, run, n));
+    ++counters.map_calls;
+    counters.pages_mapped += j - k;
+    counters.handles_mapped += run.size();
+    for (std::size_t m = k; m < j; ++m) {
+      Page& p = s.pages[todo[m]];
+      p.mapped = true;
+      p.granule = back[m].handle;
+      // Singles are runs of one page each; a run handle's pages count from its head.
+      const std::uint64_t in_handle = n > 1 ? (m - k) % n : 0;
+      p.handle_pages = n > 1 && in_handle == 0 ? static_cast<std::uint32_t>(n) : 1;
+      p.head_offset = static_cast<std::uint32_t>(in_handle);
+    }
+    mapped_upto = j;
+    k = j;
+  }
+  return Status::Ok();
+}
+
+// Undo of a TouchAndMap that failed: single granules not mapped go to the
+// pool, run handles not mapped back to the device; pages mapped stay
+// mapped and become cached when their touch drops back to 0.
+void VmmState::ReturnUnmapped(const std::vector<Backing>& back, std::size_t mapped_upto) {
+  for (std::size_t k = mapped_upto; k < back.size(); ++k) {
+    const Backing& b = back[k];
+    if (!b.set || b.pages == 0) continue;
+    if (b.pages == 1) {
+      pool.push_back(b.handle);
+    } else {
+      (void)memory->ReleaseGranule(b.handle, b.pages);
+      held -= b.pages;
+      counters.granules_released += b.pages;
+    }
+  }
+}
+
+// Untouches the pages of [offset, offset + size): those no live block
+// touches any more join the cache.
+void VmmState::Untouch(Space& s, std::uint64_t offset, std::uint64_t size) {
+  const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
+  for (std::uint64_t i = first; i <= last; ++i) {
+    Page& p = s.pages[i];
+    if (--p.touch == 0) {
+      --touched;
+      if (p.mapped) LruPushBack(MakePageId(s.index, i));
+    }
+  }
+}
+
+// A run handle (first page `head`) can go once no live block is on any of
+// its pages (and, with `safe_only`, the device has finished with them).
+bool VmmState::RunHandleFree(const Space& s, std::uint64_t head, bool safe_only) const {
+  for (std::uint64_t k = head; k < head + s.pages[head].handle_pages; ++k)
+    if (s.pages[k].touch != 0 || (safe_only && s.pages[k].cached_seq > safe_seq)) return false;
+  return true;
+}
+
+// Unmaps a free run handle (still held); returns it.
+Result<MovedHandle> VmmState::UnmapRunHandle(Space& s, std::uint64_t head) {
+  const MovedHandle moved{s.pages[head].granule, s.pages[head].handle_pages};
+  TM_RETURN_IF_ERROR(memory->Unmap(s.base + head * g, 1, moved.pages));
+  ++counters.handles_unmapped;
+  counters.pages_unmapped += moved.pages;
+  for (std::uint64_t k = head; k < head + moved.pages; ++k) {
+    LruRemove(MakePageId(s.index, k));
+    s.pages[k] = Page{};
+  }
+  return moved;
+}
+
+// Gives unmapped run handles back to the device (`held` is the caller's).
+Status VmmState::ReleaseHandles(std::span<const MovedHandle> handles) {
+  Status first = Status::Ok();
+  for (const MovedHandle& h : handles) {
+    if (Status st = memory->ReleaseGranule(h.handle, h.pages); !st.ok()) {
+      if (first.ok()) first = st;
+      continue;
+    }
+    counters.granules_released += h.pages;
+  }
+  return first;
+}
+
+// Unmaps a free run handle and gives it back to the device; returns its
+// granules (no longer held).
+Result<std::uint64_t> VmmState::ReleaseRunHandle(Space& s, std::uint64_t head) {
+  TM_ASSIGN_OR_RETURN(const MovedHandle h, UnmapRunHandle(s, head));
+  TM_RETURN_IF_ERROR(ReleaseHandles({&h, 1}));
+  held -= h.pages;
+  return h.pages;
+}
+
+// PyTorch's empty_cache (after the deferred frees and the device).
+Result<std::uint64_t> VmmState::ReleaseCached() {
+  if (!deferred.empty()) TM_RETURN_IF_ERROR(FinishDeferredFrees(true));
+  if (cached_pages > 0 || !pool.empty()) {
+    TM_RETURN_IF_ERROR(memory->Synchronize());
+    ++counters.synchronizations;
+    safe_seq = cache_seq;
+  }
+  std::uint64_t released = 0;
+  // Run handles go back whole where no live block is on any of their
+  // pages; a run handle partly under a live block stays cached.
+  std::vector<std::uint64_t> cached;
+  for (std::uint64_t id = lru_head; id != kNoPage; id = PageAt(id).lru_next) cached.push_back(id);
+  for (const std::uint64_t id : cached) {
+    Space& s = spaces[SpaceIndexOf(id)];
+    const std::uint64_t i = PageIndexOf(id);
+    Page& p = s.pages[i];
+    if (!p.mapped) continue;  // released with its run handle
+    const std::uint64_t head = i - p.head_offset;
+    if (s.pages[head].handle_pages == 1) {
+      TM_RETURN_IF_ERROR(memory->Unmap(s.base + i * g, 1));
+      LruRemove(id);
+      p.mapped = false;
+      ++counters.pages_unmapped;
+      ++counters.handles_unmapped;
+      pool.push_back(p.granule);
+      continue;
+    }
+    if (!RunHandleFree(s, head, false)) continue;  // after the Synchronize above, all are safe
+    TM_ASSIGN_OR_RETURN(const std::uint64_t n, ReleaseRunHandle(s, head));
+    released += n * g;
+  }
+  while (!pool.empty()) {
+    TM_RETURN_IF_ERROR(memory->ReleaseGranule(pool.back()));
+    pool.pop_back();
+    --held;
+    ++counters.granules_released;
+    released += g;
+  }
+  return released;
+}
+
+
+// Backs `count` pages being mapped (already touched, so not in the list):
+// single granules from the pool and from re-stitched cached pages go to
+// `out`; `reserved` counts new granules the caller creates (one handle
+// per run of pages, see TouchAndMap), already counted as held. With
+// `allow_create` false only the pool and the cache serve. All or
+// nothing: on failure the singles go back to the pool and nothing stays
+// reserved. With `moved`, a free run handle re-stitched whole (all its
+// granules needed) is unmapped but kept, for the caller to map whole in a
+// run of pages (an unmap and a map, not also a release and a create); it
+// counts as reserved, and the caller releases what it does not use.
+Status VmmState::AcquireGranules(std::size_t count, std::vector<GranuleHandle>& out, std::size_t& reserved,
+                                 bool allow_create, std::vector<MovedHandle>* moved) {
+  const std::size_t from_pool = std::min(count, pool.size());
+  Acquisition a{count - from_pool, out, reserved, allow_create, moved, out.size(), reserved,
+                moved ? moved->size() : 0};
+  out.insert(out.end(), pool.end() - static_cast<std::ptrdiff_t>(from_pool), pool.end());
+  pool.resize(pool.size() - from_pool);
+  const Status st = FindGranules(a);
+  if (st.ok() && a.need == 0) return Status::Ok();
+  UndoAcquisition(a);
+  if (!st.ok()) return st;
+  std::string why = "needs " + std::to_string(a.need) + " more granule(s) of " + HumanBytes(g);
+  if (params.memory_limit) why += "; the limit is " + HumanBytes(*params.memory_limit);
+  return ResourceExhausted(why);
+}
+
+// The pool and new granules first or the cache first, by
+// params.restitch_before_growing; Ok with a.need > 0 when nothing more
+// was found.
+Status VmmState::FindGranules(Acquisition& a) {
+  if (!params.restitch_before_growing) {
+    ReserveNew(a, a.need);
+    return Restitch(a, true);
+  }
+  // Growth within the slack over the most pages ever touched at once
+  // costs one create; a re-stitch costs an unmap and a map, and in a
+  // steady state would repeat every iteration.
+  const double cap = std::floor(double(peak_touched) * (1.0 + params.growth_slack));
+  if (cap > double(held)) ReserveNew(a, std::min<std::uint64_t>(a.need, std::uint64_t(cap - double(held))));
+  TM_RETURN_IF_ERROR(Restitch(a, false));  // pages safe without waiting for the device
+  // Memory first: where the device is behind (a GPU runs its queue after
+  // the host frees), the pages it still uses are waited for rather than
+  // grown past: under a lag of 200 trace events gpt2_train_varlen held
+  // 1.070x its peak in use when growing first, as the plug-in did on an
+  // H200 (1.0685x).
+  if (a.need > 0) TM_RETURN_IF_ERROR(WaitForFencesAndRestitch(a));
+  if (a.need > 0) TM_RETURN_IF_ERROR(Restitch(a, true));
+  ReserveNew(a, a.need);
+  return Status::Ok();
+}
+
+// Counts up to `want` new granules within the limit as held and reserved
+// (the caller creates them).
+void VmmState::ReserveNew(Acquisition& a, std::size_t want) {
+  if (want == 0 || !a.allow_create) return;
+  std::uint64_t allowed = want;
+  if (params.memory_limit) {
+    const std::uint64_t limit_granules = *params.memory_limit / g;
+    allowed = limit_granules > held ? std::min<std::uint64_t>(want, limit_granules - held) : 0;
+  }
+  held += allowed;
+  a.reserved += allowed;
+  a.need -= allowed;
+}
+
+// Cached pages the device is done with; when they do not suffice and
+// `may_wait`, a Synchronize and again (waiting helps only where a cached
+// page that is not safe yet could then be taken).
+Status VmmState::Restitch(Acquisition& a, bool may_wait) {
+  PollFence();
+  for (int round = 0; round < 2 && a.need > 0; ++round) {
+    if (round == 1) {
+      if (!may_wait || OldestTakeableUnsafe() == 0) break;
       TM_RETURN_IF_ERROR(memory->Synchronize());
       ++counters.synchronizations;
       safe_seq = cache_seq;
     }
-    std::uint64_t released = 0;
-    // Run handles go back whole where no live block is on any of their
-    // pages; a run handle partly under a live block stays cached.
-    std::vector<std::uint64_t> cached;
-    for (std::uint64_t id = lru_head; id != kNoPage; id = PageAt(id).lru_next) cached.push_back(id);
-    for (const std::uint64_t id : cached) {
-      Space& s = spaces[SpaceIndexOf(id)];
-      const std::uint64_t i = PageIndexOf(id);
-      Page& p = s.pages[i];
-      if (!p.mapped) continue;  // released with its run handle
-      const std::uint64_t head = i - p.head_offset;
-      if (s.pages[head].handle_pages == 1) {
-        TM_RETURN_IF_ERROR(memory->Unmap(s.base + i * g, 1));
-        LruRemove(id);
-        p.mapped = false;
-        ++counters.pages_unmapped;
-        ++counters.handles_unmapped;
-        pool.push_back(p.granule);
+    TM_RETURN_IF_ERROR(TakeSafePages(a));
+  }
+  return Status::Ok();
+}
+
+// Pages cached after safe_seq (still in use by the device) are the
+// newest: a suffix of the list. Its first page; kNoPage: none.
+PageId VmmState::FirstUnsafePage() const {
+  PageId unsafe = kNoPage;
+  for (PageId id = lru_tail; id != kNoPage && PageAt(id).cached_seq > safe_seq; id = PageAt(id).lru_prev)
+    unsafe = id;
+  return unsafe;
+}
+
+// The newest cached page older than `unsafe` (kNoPage: the newest of all).
+PageId VmmState::NewestBelow(PageId unsafe) const { return unsafe == kNoPage ? lru_tail : PageAt(unsafe).lru_prev; }
+
+// Takes the newest cached page that needs no wait for the device and the
+// cached pages right above it that need none either (one unmap call for
+// the run), then older ones, until enough. Newest first, as a cache under
+// a loop evicts: the page cached longest ago is the one the next iteration
+// of a training step reaches soonest, so taking the oldest moved most
+// pages again in every step (17,522 of 19,661 per pass on
+// transformer_ctx128_fullstep; 1,062 newest first). A run handle moves
+// only whole, once no live block is on any of its pages (TakeRunHandle).
+Status VmmState::TakeSafePages(Acquisition& a) {
+  const PageId unsafe = FirstUnsafePage();
+  PageId id = NewestBelow(unsafe);
+  while (a.need > 0 && id != kNoPage) {
+    Space& s = spaces[SpaceIndexOf(id)];
+    const std::uint64_t i = PageIndexOf(id);
+    const std::uint64_t head = i - s.pages[i].head_offset;
+    const PageId older = s.pages[i].lru_prev;
+    if (s.pages[head].handle_pages > 1) {
+      if (!RunHandleFree(s, head, true)) {  // a live block is on another of its pages
+        id = older;
         continue;
       }
-      if (!RunHandleFree(s, head, false)) continue;  // after the Synchronize above, all are safe
-      TM_ASSIGN_OR_RETURN(const std::uint64_t n, ReleaseRunHandle(s, head));
-      released += n * g;
+      TM_RETURN_IF_ERROR(TakeRunHandle(a, s, head));
+    } else {
+      TM_RETURN_IF_ERROR(TakeSingles(a, s, i));
     }
-    while (!pool.empty()) {
-      TM_RETURN_IF_ERROR(memory->ReleaseGranule(pool.back()));
-      pool.pop_back();
-      --held;
-      ++counters.granules_released;
-      released += g;
-    }
-    return released;
+    // Go on from the next older page, unless it was just taken.
+    id = older != kNoPage && PageAt(older).mapped && PageAt(older).touch == 0 ? older : NewestBelow(unsafe);
   }
+  return Status::Ok();
+}
 
-  AllocatorStats Stats() const {
-    AllocatorStats st = stats;
-    st.bytes_reserved = held * g;
-    st.peak_bytes_reserved = peak_held * g;
-    st.bytes_limit = params.memory_limit;
-    st.free_bytes = st.bytes_reserved > st.bytes_in_use ? st.bytes_reserved - st.bytes_in_use : 0;
-    // Whole free granules can back one request of their total size anywhere.
-    st.largest_free_block = std::min(st.free_bytes, (cached_pages + pool.size()) * g);
-    st.fragmentation = FragmentationMetric(st.largest_free_block, st.free_bytes);
-    return st;
-  }
-
-  std::string Report(std::size_t max_blocks) const {
-    std::ostringstream out;
-    const AllocatorStats st = Stats();
-    out << "vmm over " << memory->description() << ": limit "
-        << (params.memory_limit ? HumanBytes(*params.memory_limit) : std::string("none")) << ", held "
-        << HumanBytes(held * g) << " (" << held << " granules: " << (held - cached_pages - pool.size())
-        << " backing live blocks, " << cached_pages << " cached, " << pool.size() << " unmapped), in use "
-        << HumanBytes(st.bytes_in_use) << " in " << live.size() + deferred.size() << " blocks";
-    if (!deferred.empty())
-      out << " (" << deferred.size() << " of them, " << HumanBytes(deferred_bytes)
-          << ", freed and waiting for other streams' work: record_stream)";
-    out << ", peak held " << HumanBytes(peak_held * g) << "\n";
-    for (const Space& s : spaces) {
-      if (s.base == nullptr) continue;
-      std::uint64_t free_bytes = 0, largest = 0;
-      for (const FreeKey& k : s.free_blocks) {
-        free_bytes += k.size;
-        largest = std::max(largest, k.size);
-      }
-      out << (s.index == kSmall ? "small" : "large") << " space: " << s.live_blocks << " live blocks, "
-          << s.free_blocks.size() << " free blocks (" << HumanBytes(free_bytes) << ", largest "
-          << HumanBytes(largest) << "), top at " << HumanBytes(s.top) << "\n";
-      std::size_t listed = 0;
-      for (const Block* b = s.tail; b != nullptr && listed < max_blocks; b = b->prev, ++listed)
-        out << "  " << PointerToString(s.base + b->offset) << " " << b->size << (b->free ? " free" : " used")
-            << "\n";
+// A free run handle: unmapped and kept for the caller to map whole (see
+// Acquisition::moved), or released and its granules created again where
+// needed (by the caller, or here when it may not create).
+Status VmmState::TakeRunHandle(Acquisition& a, Space& s, std::uint64_t head) {
+  const std::uint64_t n = s.pages[head].handle_pages;
+  const std::uint64_t again = std::min<std::uint64_t>(n, a.need);
+  if (a.allow_create) {
+    if (a.moved != nullptr && again == n) {  // stays held, for the caller to map whole
+      TM_ASSIGN_OR_RETURN(const MovedHandle h, UnmapRunHandle(s, head));
+      a.moved->push_back(h);
+    } else {
+      TM_RETURN_IF_ERROR(ReleaseRunHandle(s, head).status());
+      held += again;  // created by the caller, in runs
     }
-    return out.str();
+    a.reserved += again;
+    a.need -= again;
+    counters.pages_restitched += again;
+    return Status::Ok();
   }
-};
+  TM_RETURN_IF_ERROR(ReleaseRunHandle(s, head).status());
+  if (memory->CreateGranules(again, a.out).ok()) {
+    // New granules were refused: the memory just given back is taken
+    // again at once, as single granules.
+    held += again;
+    a.need -= again;
+    counters.granules_created += again;
+    counters.handles_created += again;
+    counters.pages_restitched += again;
+  }
+  return Status::Ok();
+}
+
+// Page i (a single granule) and the safe single-granule pages right above
+// it, up to what is needed: unmapped with one call, their granules to a.out.
+Status VmmState::TakeSingles(Acquisition& a, Space& s, std::uint64_t i) {
+  std::uint64_t end = i + 1;
+  while (end - i < a.need && end < s.pages.size() && s.pages[end].mapped && s.pages[end].touch == 0 &&
+         s.pages[end].cached_seq <= safe_seq && s.pages[end].handle_pages == 1 && s.pages[end].head_offset == 0)
+    ++end;
+  TM_RETURN_IF_ERROR(memory->Unmap(s.base + i * g, end - i));
+  counters.handles_unmapped += end - i;
+  for (std::uint64_t k = i; k < end; ++k) {
+    LruRemove(MakePageId(s.index, k));
+    s.pages[k].mapped = false;
+    a.out.push_back(s.pages[k].granule);
+  }
+  counters.pages_unmapped += end - i;
+  counters.pages_restitched += end - i;
+  a.need -= end - i;
+  return Status::Ok();
+}
+
+// Pages cached up to a pending fence become safe once it completes:
+// waiting for it costs less than a Synchronize (the device need not
+// finish what was queued since, on any stream). The fences in order, up
+// to the first that covers the oldest page that could then be taken.
+Status VmmState::WaitForFencesAndRestitch(Acquisition& a) {
+  PollFence();
+  while (a.need > 0 && !fences.empty()) {
+    const std::uint64_t oldest = OldestTakeableUnsafe();
+    if (oldest == 0 || oldest > fences.back().first) break;
+    while (!fences.empty() && safe_seq < oldest) {
+      TM_RETURN_IF_ERROR(memory->WaitForEvent(fences.front().second));
+      ++counters.event_waits;
+      safe_seq = std::max(safe_seq, fences.front().first);
+      UnrefEvent(fences.front().second);
+      fences.pop_front();
+      PollFence();
+    }
+    TM_RETURN_IF_ERROR(Restitch(a, false));
+  }
+  return Status::Ok();
+}
+
+// All or nothing: the singles found go back to the pool, the handles kept
+// whole back to the device, and nothing stays reserved.
+void VmmState::UndoAcquisition(Acquisition& a) {
+  pool.insert(pool.end(), a.out.begin() + static_cast<std::ptrdiff_t>(a.out_before), a.out.end());
+  a.out.resize(a.out_before);
+  // Handles kept whole go back to the device: `held` counted them as reserved.
+  if (a.moved != nullptr) {
+    (void)ReleaseHandles(std::span<const MovedHandle>(*a.moved).subspan(a.moved_before));
+    a.moved->resize(a.moved_before);
+  }
+  held -= a.reserved - a.reserved_before;
+  a.reserved = a.reserved_before;
+}
+
+// The oldest cached page the device may still use (cached after
+// safe_seq) that could be taken once it is done with it: a single
+// granule, or a run handle no live block is on. Its cached_seq; 0: none.
+std::uint64_t VmmState::OldestTakeableUnsafe() {
+  std::uint64_t oldest = 0;
+  for (std::uint64_t id = lru_tail; id != kNoPage && PageAt(id).cached_seq > safe_seq; id = PageAt(id).lru_prev) {
+    const Space& s = spaces[SpaceIndexOf(id)];
+    const std::uint64_t i = PageIndexOf(id);
+    const std::uint64_t head = i - s.pages[i].head_offset;
+    if (s.pages[head].handle_pages == 1 || RunHandleFree(s, head, false)) oldest = PageAt(id).cached_seq;
+  }
+  return oldest;
+}
+
+// Drops the fences that have completed: the pages cached up to them are safe.
+void VmmState::PollFence() {
+  while (!fences.empty() && memory->EventCompleted(fences.front().second)) {
+    safe_seq = std::max(safe_seq, fences.front().first);
+    UnrefEvent(fences.front().second);
+    fences.pop_front();
+  }
+}
+
+// After a free that cached pages (`event`: the free's own, several
+// streams only).
+Status VmmState::RecordFence(StreamHandle stream, EventHandle event) {
+  PollFence();
+  if (!multi_stream) {
+    if (cache_seq == safe_seq || fences.size() >= kMaxFences) return Status::Ok();
+    TM_ASSIGN_OR_RETURN(event, memory->RecordEvent(stream));
+    ++counters.events_recorded;
+  }
+  RefEvent(event);
+  fences.emplace_back(cache_seq, event);
+  PollFence();  // an event 0 (nothing in flight) is complete at once
+  return Status::Ok();
+}
+
+
+AllocatorStats VmmState::Stats() const {
+  AllocatorStats st = stats;
+  st.bytes_reserved = held * g;
+  st.peak_bytes_reserved = peak_held * g;
+  st.bytes_limit = params.memory_limit;
+  st.free_bytes = st.bytes_reserved > st.bytes_in_use ? st.bytes_reserved - st.bytes_in_use : 0;
+  // Whole free granules can back one request of their total size anywhere.
+  st.largest_free_block = std::min(st.free_bytes, (cached_pages + pool.size()) * g);
+  st.fragmentation = FragmentationMetric(st.largest_free_block, st.free_bytes);
+  return st;
+}
+
+std::string VmmState::Report(std::size_t max_blocks) const {
+  std::ostringstream out;
+  const AllocatorStats st = Stats();
+  out << "vmm over " << memory->description() << ": limit "
+      << (params.memory_limit ? HumanBytes(*params.memory_limit) : std::string("none")) << ", held "
+      << HumanBytes(held * g) << " (" << held << " granules: " << (held - cached_pages - pool.size())
+      << " backing live blocks, " << cached_pages << " cached, " << pool.size() << " unmapped), in use "
+      << HumanBytes(st.bytes_in_use) << " in " << live.size() + deferred.size() << " blocks";
+  if (!deferred.empty())
+    out << " (" << deferred.size() << " of them, " << HumanBytes(deferred_bytes)
+        << ", freed and waiting for other streams' work: record_stream)";
+  out << ", peak held " << HumanBytes(peak_held * g) << "\n";
+  for (const Space& s : spaces) {
+    if (s.base == nullptr) continue;
+    std::uint64_t free_bytes = 0, largest = 0;
+    for (const FreeKey& k : s.free_blocks) {
+      free_bytes += k.size;
+      largest = std::max(largest, k.size);
+    }
+    out << (s.index == kSmall ? "small" : "large") << " space: " << s.live_blocks << " live blocks, "
+        << s.free_blocks.size() << " free blocks (" << HumanBytes(free_bytes) << ", largest "
+        << HumanBytes(largest) << "), top at " << HumanBytes(s.top) << "\n";
+    std::size_t listed = 0;
+    for (const Block* b = s.tail; b != nullptr && listed < max_blocks; b = b->prev, ++listed)
+      out << "  " << PointerToString(s.base + b->offset) << " " << b->size << (b->free ? " free" : " used")
+          << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace vmm
+
+using vmm::kSmall;
+using vmm::Page;
+using vmm::RoundUp;
+using vmm::Space;
 
 Status Validate(const VmmParams& params) {
   if (!IsPowerOfTwo(params.block_rounding_bytes) || params.block_rounding_bytes < 256 ||
@@ -1450,6 +1213,30 @@ Status Validate(const VmmParams& params) {
   return Status::Ok();
 }
 
+namespace {
+
+// Reserves the addresses of a space: `asked` bytes, halved until the system
+// grants them (address space can be scarce: ulimit -v, sanitizers), down to
+// 1/1024 of it.
+Status ReserveSpace(PhysicalMemory& memory, std::uint64_t asked, std::uint64_t g, Space& sp) {
+  std::uint64_t size = asked;
+  Status last = Status::Ok();
+  while (size >= g && size >= asked / 1024) {
+    Result<void*> r = memory.ReserveAddressRange(size);
+    if (r.ok()) {
+      sp.base = static_cast<char*>(*r);
+      sp.size = size;
+      return Status::Ok();
+    }
+    last = r.status();
+    size = size / 2 / g * g;
+  }
+  return ResourceExhausted("vmm: cannot reserve addresses for the " +
+                           std::string(sp.index == kSmall ? "small" : "large") + " space: " + last.message());
+}
+
+}  // namespace
+
 Result<std::unique_ptr<VmmAllocator>> VmmAllocator::Create(PhysicalMemory& memory, const VmmParams& params) {
   TM_RETURN_IF_ERROR(Validate(params));
   auto state = std::make_unique<State>();
@@ -1472,23 +1259,7 @@ Result<std::unique_ptr<VmmAllocator>> VmmAllocator::Create(PhysicalMemory& memor
     Space& sp = s.spaces[i];
     sp.index = i;
     if (i == kSmall && !s.has_small) continue;
-    // Address space can be scarce (ulimit -v, sanitizers): halve until granted.
-    const std::uint64_t asked = RoundUp(params.address_space_bytes, s.g);
-    std::uint64_t size = asked;
-    Status last = Status::Ok();
-    while (size >= s.g && size >= asked / 1024) {
-      Result<void*> r = memory.ReserveAddressRange(size);
-      if (r.ok()) {
-        sp.base = static_cast<char*>(*r);
-        sp.size = size;
-        break;
-      }
-      last = r.status();
-      size = size / 2 / s.g * s.g;
-    }
-    if (sp.base == nullptr)
-      return ResourceExhausted("vmm: cannot reserve addresses for the " +
-                               std::string(i == kSmall ? "small" : "large") + " space: " + last.message());
+    TM_RETURN_IF_ERROR(ReserveSpace(memory, RoundUp(params.address_space_bytes, s.g), s.g, sp));
   }
   return std::unique_ptr<VmmAllocator>(new VmmAllocator(std::move(state)));
 }
