@@ -105,13 +105,15 @@ Status ReserveSpace(PhysicalMemory& memory, std::uint64_t asked, std::uint64_t g
     if (r.ok()) {
       sp.base = static_cast<char*>(*r);
       sp.size = size;
-      return Status::Ok();
+      break;
     }
     last = r.status();
     size = size / 2 / g * g;
   }
-  return ResourceExhausted("vmm: cannot reserve addresses for the " +
-                           std::string(sp.index == kSmall ? "small" : "large") + " space: " + last.message());
+  if (sp.base == nullptr)
+    return ResourceExhausted("vmm: cannot reserve addresses for the " +
+                             std::string(sp.index == kSmall ? "small" : "large") + " space: " + last.message());
+  return Status::Ok();
 }
 
 }  // namespace
