@@ -249,27 +249,6 @@ void VmmState::ReturnUnmapped(const std::vector<Backing>& back, std::size_t mapp
   }
 }
 
-// Untouches the pages of [offset, offset + size): those no live block
-// touches any more join the cache.
-void VmmState::Untouch(Space& s, std::uint64_t offset, std::uint64_t size) {
-  const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
-  for (std::uint64_t i = first; i <= last; ++i) {
-    Page& p = s.pages[i];
-    if (--p.touch == 0) {
-      --touched;
-      if (p.mapped) LruPushBack(MakePageId(s.index, i));
-    }
-  }
-}
-
-// A run handle (first page `head`) can go once no live block is on any of
-// its pages (and, with `safe_only`, the device has finished with them).
-bool VmmState::RunHandleFree(const Space& s, std::uint64_t head, bool safe_only) const {
-  for (std::uint64_t k = head; k < head + s.pages[head].handle_pages; ++k)
-    if (s.pages[k].touch != 0 || (safe_only && s.pages[k].cached_seq > safe_seq)) return false;
-  return true;
-}
-
 // Unmaps a free run handle (still held); returns it.
 Result<MovedHandle> VmmState::UnmapRunHandle(Space& s, std::uint64_t head) {
   const MovedHandle moved{s.pages[head].granule, s.pages[head].handle_pages};

@@ -252,6 +252,26 @@ struct VmmState {
     ++cached_pages;
   }
 
+  // Untouches the pages of [offset, offset + size): those no live block
+  // touches any more join the cache.
+  void Untouch(Space& s, std::uint64_t offset, std::uint64_t size) {
+    const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
+    for (std::uint64_t i = first; i <= last; ++i) {
+      Page& p = s.pages[i];
+      if (--p.touch == 0) {
+        --touched;
+        if (p.mapped) LruPushBack(MakePageId(s.index, i));
+      }
+    }
+  }
+  // A run handle (first page `head`) can go once no live block is on any of
+  // its pages (and, with `safe_only`, the device has finished with them).
+  bool RunHandleFree(const Space& s, std::uint64_t head, bool safe_only) const {
+    for (std::uint64_t k = head; k < head + s.pages[head].handle_pages; ++k)
+      if (s.pages[k].touch != 0 || (safe_only && s.pages[k].cached_seq > safe_seq)) return false;
+    return true;
+  }
+
   void RefEvent(EventHandle e) {
     if (e != 0) ++event_refs[e];
   }
@@ -351,8 +371,8 @@ struct VmmState {
   Status RefuseBeyondLimit(const Space& s, std::uint64_t first, std::uint64_t last) const;
   inline Status EnsurePages(Space& s, std::uint64_t end_offset);
   inline std::vector<std::uint64_t> TouchPages(Space& s, std::uint64_t first, std::uint64_t last);
-  std::size_t HandleEnd(const std::vector<std::uint64_t>& todo, const std::vector<Backing>& back,
-                        std::size_t k) const;
+  inline std::size_t HandleEnd(const std::vector<std::uint64_t>& todo, const std::vector<Backing>& back,
+                               std::size_t k) const;
   void PlaceMovedHandles(const std::vector<std::uint64_t>& todo, std::vector<Backing>& back, std::size_t from,
                          std::vector<MovedHandle>& moved);
   Status BackTheRest(const std::vector<std::uint64_t>& todo, std::vector<Backing>& back, std::size_t from);
@@ -361,8 +381,6 @@ struct VmmState {
   Status MapBacked(Space& s, const std::vector<std::uint64_t>& todo, const std::vector<Backing>& back,
                    std::size_t& mapped_upto);
   void ReturnUnmapped(const std::vector<Backing>& back, std::size_t mapped_upto);
-  void Untouch(Space& s, std::uint64_t offset, std::uint64_t size);
-  bool RunHandleFree(const Space& s, std::uint64_t head, bool safe_only) const;
   Result<MovedHandle> UnmapRunHandle(Space& s, std::uint64_t head);
   Status ReleaseHandles(std::span<const MovedHandle> handles);
   Result<std::uint64_t> ReleaseRunHandle(Space& s, std::uint64_t head);
