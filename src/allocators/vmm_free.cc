@@ -14,6 +14,7 @@
 //   all completed: until then the block is in use as far as every other part
 //   knows, which keeps its addresses and pages out of every reuse.
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <utility>
