@@ -112,6 +112,7 @@ inline bool Build(FuzzBytes& in, AllocatorUnderTest& s) {
       p.address_space_bytes = in.Size();
       p.restitch_before_growing = in.U8() & 1;
       p.growth_slack = static_cast<double>(static_cast<std::int8_t>(in.U8())) / 64.0;
+      p.grow_ahead = p.growth_slack;  // the same byte: the stored inputs decode as before
       p.max_handle_granules = in.Size();
       Result<std::unique_ptr<VmmAllocator>> a = VmmAllocator::Create(*s.physical, p);
       if (!a.ok()) return refused(a.status());

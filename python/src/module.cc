@@ -997,7 +997,7 @@ void BindAllocatorFactories(py::module_& m) {
     return a;
   });
   m.def("_vmm", [](std::optional<std::uint64_t> memory_limit, std::uint64_t granularity, double growth_slack,
-                   std::uint64_t max_handle_granules) {
+                   std::uint64_t max_handle_granules, double grow_ahead) {
     auto a = std::make_unique<PyAllocator>();
     HostPhysicalMemoryParams hp;
     hp.granularity = granularity;
@@ -1006,6 +1006,7 @@ void BindAllocatorFactories(py::module_& m) {
     vp.memory_limit = memory_limit;
     vp.growth_slack = growth_slack;
     vp.max_handle_granules = max_handle_granules;
+    vp.grow_ahead = grow_ahead;
     a->resource = Take(VmmAllocator::Create(*a->physical, vp));
     return a;
   });

@@ -411,13 +411,17 @@ def SystemAllocator() -> Allocator:
 
 
 def VmmAllocator(memory_limit: Optional[int] = None, granularity: int = 2 << 20,
-                 growth_slack: float = 0.0, max_handle_granules: int = 16) -> Allocator:
+                 growth_slack: float = 0.0, max_handle_granules: int = 16,
+                 grow_ahead: float = 1.0 / 1024) -> Allocator:
     """The virtual-memory (vmm) allocator over host physical memory
     (``HostPhysicalMemory``).
     ``growth_slack`` (0 to 1): create granules rather than re-stitch cached
     ones while the memory held stays within that fraction above the most
     pages ever touched at once (``VmmParams::growth_slack``).
     ``max_handle_granules``: new granules for a run of pages come as handles
-    of up to this many granules (``VmmParams::max_handle_granules``)."""
+    of up to this many granules (``VmmParams::max_handle_granules``).
+    ``grow_ahead`` (0 to 1): a block that grows the heap also gets the pages
+    above it to the end of its run handle, at most that fraction of the
+    granules held (``VmmParams::grow_ahead``)."""
     return _tm._vmm(_count("memory_limit", memory_limit, optional=True), _count("granularity", granularity),
-                    growth_slack, _count("max_handle_granules", max_handle_granules))
+                    growth_slack, _count("max_handle_granules", max_handle_granules), grow_ahead)

@@ -90,3 +90,16 @@ def test_vmm_growth_slack_is_checked():
         tm.VmmAllocator(growth_slack=1.5)
     with pytest.raises(ValueError, match="max_handle_granules"):
         tm.VmmAllocator(max_handle_granules=0)
+
+
+def test_vmm_grow_ahead_fills_run_handles_and_is_checked():
+    calls = {}
+    for ahead in (0.0, 1.0):
+        a = tm.VmmAllocator(grow_ahead=ahead, max_handle_granules=8)
+        blocks = [a.allocate(2 << 20) for _ in range(12)]  # a heap growing a granule at a time
+        calls[ahead] = a.counters()["map_calls"]
+        for b in blocks:
+            a.free(b)
+    assert calls == {0.0: 12, 1.0: 3}
+    with pytest.raises(ValueError, match="grow_ahead"):
+        tm.VmmAllocator(grow_ahead=-0.5)

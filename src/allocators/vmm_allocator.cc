@@ -86,6 +86,11 @@ Status Validate(const VmmParams& params) {
     value << params.growth_slack;
     return InvalidArgument("vmm: growth_slack " + value.str() + " is not between 0 and 1");
   }
+  if (!(params.grow_ahead >= 0.0 && params.grow_ahead <= 1.0)) {
+    std::ostringstream value;
+    value << params.grow_ahead;
+    return InvalidArgument("vmm: grow_ahead " + value.str() + " is not between 0 and 1");
+  }
   if (params.small_request_bytes > params.address_space_bytes / 2)
     return InvalidArgument("vmm: small_request_bytes " + std::to_string(params.small_request_bytes) +
                            " is more than half the address space");

@@ -26,13 +26,15 @@ namespace vmm {
 // Touches the pages of [offset, offset + size) of s and maps those not
 // mapped: single granules (pool, re-stitched) on the first of them, new
 // granules on the rest, a handle per run of up to `max_handle_granules`
-// consecutive pages (one create and one map call each). On failure
-// nothing is touched and nothing leaks.
-Status VmmState::TouchAndMap(Space& s, std::uint64_t offset, std::uint64_t size) {
+// consecutive pages (one create and one map call each), and with
+// `ahead`, pages above a block that grows the space (CreateAhead). On
+// failure nothing is touched and nothing leaks; pages created ahead never
+// cause one (a refusal is tried again without them).
+Status VmmState::TouchAndMap(Space& s, std::uint64_t offset, std::uint64_t size, bool ahead_allowed) {
   const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
   TM_RETURN_IF_ERROR(RefuseBeyondLimit(s, first, last));
   TM_RETURN_IF_ERROR(EnsurePages(s, offset + size));
-  const std::vector<std::uint64_t> todo = TouchPages(s, first, last);  // the pages to map, in address order
+  std::vector<std::uint64_t> todo = TouchPages(s, first, last);  // the pages to map, in address order
   if (todo.empty()) return Status::Ok();
   std::vector<GranuleHandle> singles;
   singles.reserve(todo.size());
@@ -42,6 +44,7 @@ Status VmmState::TouchAndMap(Space& s, std::uint64_t offset, std::uint64_t size)
     Untouch(s, offset, size);
     return st;
   }
+  const std::size_t ahead = ahead_allowed ? CreateAhead(s, offset + size, todo, reserved) : 0;
   std::vector<Backing> back(todo.size());
   for (std::size_t k = 0; k < singles.size(); ++k) back[k] = {singles[k], 1, true};
   PlaceMovedHandles(todo, back, singles.size(), moved);
@@ -49,12 +52,42 @@ Status VmmState::TouchAndMap(Space& s, std::uint64_t offset, std::uint64_t size)
   Status st = BackTheRest(todo, back, singles.size());
   std::size_t mapped_upto = 0;  // back[0, mapped_upto) are mapped
   if (st.ok()) st = MapBacked(s, todo, back, mapped_upto);
+  for (std::size_t k = todo.size() - ahead; k < mapped_upto; ++k)  // mapped, touched by no block: cached
+    LruPushBack(MakePageId(s.index, todo[k]));
   if (!st.ok()) {
     ReturnUnmapped(back, mapped_upto);
     Untouch(s, offset, size);
+    if (ahead > 0 && st.code() == StatusCode::kResourceExhausted) return TouchAndMap(s, offset, size, false);
   }
   peak_held = std::max(peak_held, held);
   return st;
+}
+
+// `grow_ahead`: a block above the space's top (growing it) whose last pages
+// are new granules also gets the pages after it, up to the end of its last
+// run handle and at most grow_ahead of the granules held. They are created
+// and mapped with its pages (the same calls) and stay cached at the top,
+// where the next block placed finds them mapped: a growing heap makes a
+// create and a map call per run handle rather than per block. Appends them
+// to `todo`, counts them in `held`, and returns how many.
+std::size_t VmmState::CreateAhead(Space& s, std::uint64_t end, std::vector<std::uint64_t>& todo,
+                                  std::size_t reserved) {
+  if (reserved == 0 || end <= s.top || todo.empty()) return 0;  // nothing created, or not growing
+  std::size_t run = 1;  // the consecutive new pages that end todo
+  while (run < reserved && todo[todo.size() - run - 1] + 1 == todo[todo.size() - run]) ++run;
+  const std::uint64_t m = params.max_handle_granules, last = todo.back();
+  std::uint64_t want = (m - run % m) % m;
+  want = std::min<std::uint64_t>(want, static_cast<std::uint64_t>(static_cast<double>(held) * params.grow_ahead));
+  want = std::min<std::uint64_t>(want, s.size / g - (last + 1));
+  if (params.memory_limit) {
+    const std::uint64_t limit_granules = *params.memory_limit >> g_shift;
+    want = limit_granules > held ? std::min<std::uint64_t>(want, limit_granules - held) : 0;
+  }
+  if (want == 0 || !EnsurePages(s, (last + 1 + want) << g_shift).ok()) return 0;
+  std::size_t n = 0;
+  for (; n < want && !s.pages[last + 1 + n].mapped; ++n) todo.push_back(last + 1 + n);
+  held += n;
+  return n;
 }
 
 // Pages past the table have never been mapped: each needs a granule of

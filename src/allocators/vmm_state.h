@@ -367,10 +367,11 @@ struct VmmState {
   Status Exhausted(std::uint64_t bytes, const std::string& why);
 
   // ---- pages: touching, mapping, the cache list (vmm_pages.cc) ----
-  Status TouchAndMap(Space& s, std::uint64_t offset, std::uint64_t size);
+  Status TouchAndMap(Space& s, std::uint64_t offset, std::uint64_t size, bool ahead_allowed = true);
   Status RefuseBeyondLimit(const Space& s, std::uint64_t first, std::uint64_t last) const;
   inline Status EnsurePages(Space& s, std::uint64_t end_offset);
   inline std::vector<std::uint64_t> TouchPages(Space& s, std::uint64_t first, std::uint64_t last);
+  std::size_t CreateAhead(Space& s, std::uint64_t end, std::vector<std::uint64_t>& todo, std::size_t reserved);
   inline std::size_t HandleEnd(const std::vector<std::uint64_t>& todo, const std::vector<Backing>& back,
                                std::size_t k) const;
   void PlaceMovedHandles(const std::vector<std::uint64_t>& todo, std::vector<Backing>& back, std::size_t from,

@@ -231,7 +231,7 @@ TEST(HostPhysicalMemory, HandlesOfSeveralGranulesMoveAsAWhole) {
 
 TEST(VmmAllocator, ValidatesEveryParameter) {
   auto m = Host();
-  std::vector<VmmParams> bad(11);
+  std::vector<VmmParams> bad(14);
   bad[0].block_rounding_bytes = 0;
   bad[1].block_rounding_bytes = 384;
   bad[2].block_rounding_bytes = std::uint64_t{1} << 20;
@@ -243,6 +243,9 @@ TEST(VmmAllocator, ValidatesEveryParameter) {
   bad[8].growth_slack = std::nan("");
   bad[9].max_handle_granules = 0;
   bad[10].max_handle_granules = (std::uint64_t{1} << 20) + 1;
+  bad[11].grow_ahead = -0.01;
+  bad[12].grow_ahead = 1.5;
+  bad[13].grow_ahead = std::nan("");
   for (std::size_t i = 0; i < bad.size(); ++i)
     EXPECT_EQ(VmmAllocator::Create(*m, bad[i]).status().code(), StatusCode::kInvalidArgument) << i;
   VmmParams huge_small;
@@ -876,6 +879,90 @@ TEST(VmmAllocator, ARefusedCreateTakesBackAFreeRunHandle) {
   EXPECT_TRUE(Intact(*e, 5 * g, 6));
   ASSERT_TRUE(v->Deallocate(*e).ok());
   ASSERT_TRUE(v->Deallocate(*x).ok());
+}
+
+// grow_ahead: a heap growing one granule at a time makes one create and
+// one map call per run handle, the pages ahead of each growth bounded by the
+// share of what is held (1.0: as many as are held, so the handles double:
+// 2, 4, 8 granules); the pages created ahead are cached (mapped, no block on
+// them) until the next blocks land on them, and go back with the cache.
+// Without it, a call per block.
+TEST(VmmAllocator, GrowAheadFillsTheRunHandleOfABlockThatGrowsTheHeap) {
+  for (const double ahead : {1.0, 0.0}) {
+    auto m = Host();
+    const std::uint64_t g = m->granularity();
+    VmmParams p;
+    p.grow_ahead = ahead;
+    p.max_handle_granules = 8;
+    auto v = Vmm(*m, p);
+    std::vector<void*> blocks;
+    for (int i = 0; i < 12; ++i) {
+      Result<void*> b = v->Allocate(g);
+      ASSERT_TRUE(b.ok()) << b.status().ToString();
+      Fill(*b, g, static_cast<std::uint8_t>(i));
+      blocks.push_back(*b);
+      if (ahead > 0 && i == 0) {
+        EXPECT_EQ(v->GetStats().bytes_reserved, 2 * g) << "one granule ahead of the first";
+      }
+    }
+    const VmmAllocator::Counters c = v->counters();
+    EXPECT_EQ(c.handles_created, ahead > 0 ? 3u : 12u) << ahead;
+    EXPECT_EQ(c.map_calls, ahead > 0 ? 3u : 12u) << ahead;
+    EXPECT_EQ(v->GetStats().bytes_reserved, (ahead > 0 ? 14 : 12) * g) << ahead;
+    for (int i = 0; i < 12; ++i) EXPECT_TRUE(Intact(blocks[i], g, static_cast<std::uint8_t>(i))) << i;
+    for (void* b : blocks) ASSERT_TRUE(v->Deallocate(b).ok());
+    ASSERT_TRUE(v->ReleaseCachedMemory().ok());
+    EXPECT_EQ(v->GetStats().bytes_reserved, 0u);
+  }
+}
+
+// The share of what is held bounds the pages created ahead (none ahead of
+// a first block with a small share), and so does the memory limit.
+TEST(VmmAllocator, GrowAheadStaysWithinItsShareAndTheLimit) {
+  auto m = Host();
+  const std::uint64_t g = m->granularity();
+  VmmParams p;
+  p.grow_ahead = 0.25;  // a granule ahead per 4 held
+  auto small = Vmm(*m, p);
+  Result<void*> a = small->Allocate(g);  // 1 held: nothing ahead
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(small->GetStats().bytes_reserved, g);
+  Result<void*> b = small->Allocate(8 * g);  // 9 held: 2 ahead
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(small->GetStats().bytes_reserved, 11 * g);
+  for (void* x : {*a, *b}) ASSERT_TRUE(small->Deallocate(x).ok());
+
+  p.grow_ahead = 1.0;
+  p.memory_limit = 3 * g;
+  auto limited = Vmm(*m, p);
+  Result<void*> c = limited->Allocate(2 * g);  // the share allows 2 ahead, the limit 1
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(limited->GetStats().bytes_reserved, 3 * g);
+  Result<void*> d = limited->Allocate(g);  // lands on the page created ahead
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(limited->counters().map_calls, 1u);
+  EXPECT_EQ(limited->Allocate(g).status().code(), StatusCode::kResourceExhausted);
+  for (void* x : {*c, *d}) ASSERT_TRUE(limited->Deallocate(x).ok());
+}
+
+// A device that cannot give the pages ahead still serves the block itself:
+// the allocation is tried again without them.
+TEST(VmmAllocator, GrowAheadNeverCausesAnOutOfMemory) {
+  auto host = Host();
+  RefusingMemory device(*host, 3);
+  const std::uint64_t g = device.granularity();
+  VmmParams p;
+  p.grow_ahead = 1.0;  // would fill a 16-granule handle
+  auto v = Vmm(device, p);
+  Result<void*> a = v->Allocate(2 * g);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  Fill(*a, 2 * g, 3);
+  EXPECT_LE(device.held(), 3u);
+  Result<void*> b = v->Allocate(g);  // the third granule
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(v->Allocate(g).status().code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(Intact(*a, 2 * g, 3));
+  for (void* x : {*a, *b}) ASSERT_TRUE(v->Deallocate(x).ok());
 }
 
 // PyTorch's set_per_process_memory_fraction: a limit set after creation

@@ -59,6 +59,7 @@ struct ReplayOptions {
   bool vmm_grow_first = false;
   std::optional<double> vmm_growth_slack;
   std::optional<std::uint64_t> vmm_max_handle;
+  std::optional<double> vmm_grow_ahead;
 };
 
 // The allocators asked for, each once; `all` says whether --allocator was
@@ -129,7 +130,7 @@ Status CheckBfcOptionsApply(const ReplayOptions& o, const Selection& s, const Re
 
 Status CheckVmmOptionsApply(const ReplayOptions& o, const Selection& s) {
   const bool given = o.vmm_small || o.vmm_limit || o.vmm_rounding || o.vmm_grow_first || o.vmm_growth_slack ||
-                     o.vmm_max_handle;
+                     o.vmm_max_handle || o.vmm_grow_ahead;
   if (given && !s.Has(ReplayAllocator::kVmm))
     return NotApplicable("--vmm-*", "options change the vmm allocator, which was not asked for");
   return Status::Ok();
@@ -173,6 +174,7 @@ Result<ReplayParams> ParamsFrom(const ReplayOptions& o, BfcPreset preset) {
   if (o.vmm_grow_first) p.vmm.restitch_before_growing = false;
   if (o.vmm_growth_slack) p.vmm.growth_slack = *o.vmm_growth_slack;
   if (o.vmm_max_handle) p.vmm.max_handle_granules = *o.vmm_max_handle;
+  if (o.vmm_grow_ahead) p.vmm.grow_ahead = *o.vmm_grow_ahead;
   TM_RETURN_IF_ERROR(Validate(p.vmm));
   TM_ASSIGN_OR_RETURN(p.device, ParseReplayDevice(o.device));
   p.cuda_device = o.cuda_device.value_or(0);
@@ -430,6 +432,10 @@ void AddVmmOptions(CLI::App* cmd, ReplayOptions* o) {
   cmd->add_option("--vmm-growth-slack", o->vmm_growth_slack,
                   "vmm: create granules rather than re-stitch while the memory held stays within this fraction "
                   "above the most pages ever touched at once (0 to 1)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--vmm-grow-ahead", o->vmm_grow_ahead,
+                  "vmm: a block that grows the heap also gets the pages above it to the end of its run handle, at "
+                  "most this fraction of the granules held (0 to 1; 1/1024)")
       ->check(CLI::Range(0.0, 1.0));
 }
 

@@ -88,6 +88,14 @@ struct VmmParams {
   // live block is on one of its pages, the others stay cached. 1 = a handle
   // per granule. 1 to 2^20.
   std::uint64_t max_handle_granules = 16;
+  // A block that grows a space at its top with new granules also gets the
+  // pages above it up to the end of its last run handle, at most this
+  // fraction of the granules held (0 to 1; 0 = none): a heap that grows
+  // makes one create and one map call per run handle rather than per
+  // block, and the next blocks placed at the top find those pages mapped.
+  // They stay cached until a block lands on them. The default acts only
+  // once 2 GiB of 2 MiB granules are held (a granule ahead per 1,024).
+  double grow_ahead = 1.0 / 1024;
   // Chunks listed at most in the out-of-memory report.
   std::size_t report_max_blocks = 32;
 };
