@@ -306,6 +306,10 @@ def build_models(torch):
 # Each returns (model state, a list of request closures): building models and requests is not
 # traced; each closure runs one request (or training step) and is traced.
 
+# Every request's batch is multiplied by this (--batch-scale): larger heaps from the same workloads.
+BATCH_SCALE = 1
+
+
 def requests(n, draw, run):
     """n requests: each one's shapes drawn now (in order, from the seed), run later."""
     return [functools.partial(run, *draw()) for _ in range(n)]
@@ -315,6 +319,7 @@ def encoder_requests(torch, m, rng, n):
     model = m["Encoder"]().eval()
 
     def run(b, t):
+        b *= BATCH_SCALE
         ids = torch.randint(0, 30522, (b, t))
         lengths = torch.randint(max(1, t // 2), t + 1, (b,))
         with torch.no_grad():
@@ -327,7 +332,7 @@ def cnn_requests(torch, m, rng, n):
 
     def run(b, h, w):
         with torch.no_grad():
-            model(torch.randn(b, 3, h, w))
+            model(torch.randn(b * BATCH_SCALE, 3, h, w))
     return requests(n, lambda: (rng.randint(1, 8), rng.randint(128, 512), rng.randint(128, 512)), run)
 
 
@@ -336,7 +341,7 @@ def decoder_requests(torch, m, rng, n):
 
     def run(b, prompt, new):
         with torch.no_grad():
-            ids = torch.randint(0, 16384, (b, prompt))
+            ids = torch.randint(0, 16384, (b * BATCH_SCALE, prompt))
             logits, caches = model(ids, 0, [None] * len(model.blocks))
             pos = prompt
             for _ in range(new):
@@ -353,7 +358,7 @@ def train_requests(torch, m, rng, n):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
 
     def run(t):
-        ids = torch.randint(0, 8192, (8, t + 1))
+        ids = torch.randint(0, 8192, (8 * BATCH_SCALE, t + 1))
         logits = model(ids[:, :-1])
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
         del logits
@@ -367,6 +372,7 @@ def speech_requests(torch, m, rng, n):
     model = m["SpeechLSTM"]().eval()
 
     def run(b, frames):
+        b *= BATCH_SCALE
         lengths = torch.randint(max(1, frames // 2), frames + 1, (b,))
         lengths[0] = frames
         with torch.no_grad():
@@ -388,7 +394,7 @@ def moe_requests(torch, m, rng, n):
 
     def run(b, t):
         with torch.no_grad():
-            model(torch.randint(0, 16384, (b, t)))
+            model(torch.randint(0, 16384, (b * BATCH_SCALE, t)))
     return requests(n, lambda: (rng.randint(1, 16), rng.randint(16, 384)), run)
 
 
@@ -396,6 +402,7 @@ def unet_requests(torch, m, rng, n):
     model = m["UNet"]().eval()
 
     def run(b, side, steps):
+        b *= BATCH_SCALE
         with torch.no_grad():
             x = torch.randn(b, 4, side, side)
             for i in range(steps):  # a fixed-shape loop inside each request, other shapes across
@@ -419,6 +426,8 @@ BUILDERS = {
 
 
 def run_traced(args):
+    global BATCH_SCALE
+    BATCH_SCALE = args.batch_scale
     import torch
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
@@ -442,6 +451,8 @@ def main():
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--out", required=True, help="the trace to write (.csv.gz)")
     p.add_argument("--requests", type=int, default=0, help="requests or steps (default: per workload)")
+    p.add_argument("--batch-scale", type=int, default=1,
+                   help="multiply every request's batch (training: sequences per step) by this: larger heaps")
     p.add_argument("--min-bytes", type=int, default=1, help="smallest allocation recorded (1: all)")
     p.add_argument("--tracer", default=DEFAULT_TRACER, help="memtrace_flag.c (default: shared/capture)")
     args = p.parse_args()
