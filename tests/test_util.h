@@ -1,7 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the tests: where ../shared is, skipping when it is not;
-// running a command; a temporary folder per test.
+// running a command; a temporary folder per test; whether AddressSanitizer
+// is on (TM_TEST_ASAN).
 #pragma once
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TM_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TM_TEST_ASAN 1
+#endif
+#endif
 
 #include <array>
 #include <cstdio>

@@ -67,6 +67,16 @@ using vmm::Page;
 using vmm::RoundUp;
 using vmm::Space;
 
+namespace {
+// A parameter that must lie in [0, 1] (NaN does not).
+Status CheckFraction(const char* name, double value) {
+  if (value >= 0.0 && value <= 1.0) return Status::Ok();
+  std::ostringstream text;
+  text << value;
+  return InvalidArgument(std::string("vmm: ") + name + " " + text.str() + " is not between 0 and 1");
+}
+}  // namespace
+
 Status Validate(const VmmParams& params) {
   if (!IsPowerOfTwo(params.block_rounding_bytes) || params.block_rounding_bytes < 256 ||
       params.block_rounding_bytes > (std::uint64_t{64} << 10))
@@ -81,16 +91,8 @@ Status Validate(const VmmParams& params) {
   if (params.max_handle_granules < 1 || params.max_handle_granules > (std::uint64_t{1} << 20))
     return InvalidArgument("vmm: max_handle_granules " + std::to_string(params.max_handle_granules) +
                            " is not between 1 and 2^20");
-  if (!(params.growth_slack >= 0.0 && params.growth_slack <= 1.0)) {
-    std::ostringstream value;
-    value << params.growth_slack;
-    return InvalidArgument("vmm: growth_slack " + value.str() + " is not between 0 and 1");
-  }
-  if (!(params.grow_ahead >= 0.0 && params.grow_ahead <= 1.0)) {
-    std::ostringstream value;
-    value << params.grow_ahead;
-    return InvalidArgument("vmm: grow_ahead " + value.str() + " is not between 0 and 1");
-  }
+  TM_RETURN_IF_ERROR(CheckFraction("growth_slack", params.growth_slack));
+  TM_RETURN_IF_ERROR(CheckFraction("grow_ahead", params.grow_ahead));
   if (params.small_request_bytes > params.address_space_bytes / 2)
     return InvalidArgument("vmm: small_request_bytes " + std::to_string(params.small_request_bytes) +
                            " is more than half the address space");

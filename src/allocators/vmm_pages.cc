@@ -78,11 +78,7 @@ std::size_t VmmState::CreateAhead(Space& s, std::uint64_t end, std::vector<std::
   const std::uint64_t m = params.max_handle_granules, last = todo.back();
   std::uint64_t want = (m - run % m) % m;
   want = std::min<std::uint64_t>(want, static_cast<std::uint64_t>(static_cast<double>(held) * params.grow_ahead));
-  want = std::min<std::uint64_t>(want, s.size / g - (last + 1));
-  if (params.memory_limit) {
-    const std::uint64_t limit_granules = *params.memory_limit >> g_shift;
-    want = limit_granules > held ? std::min<std::uint64_t>(want, limit_granules - held) : 0;
-  }
+  want = WithinLimit(std::min<std::uint64_t>(want, s.size / g - (last + 1)));
   if (want == 0 || !EnsurePages(s, (last + 1 + want) << g_shift).ok()) return 0;
   std::size_t n = 0;
   for (; n < want && !s.pages[last + 1 + n].mapped; ++n) todo.push_back(last + 1 + n);

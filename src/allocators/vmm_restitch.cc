@@ -79,11 +79,7 @@ Status VmmState::FindGranules(Acquisition& a) {
 // (the caller creates them).
 void VmmState::ReserveNew(Acquisition& a, std::size_t want) {
   if (want == 0 || !a.allow_create) return;
-  std::uint64_t allowed = want;
-  if (params.memory_limit) {
-    const std::uint64_t limit_granules = *params.memory_limit / g;
-    allowed = limit_granules > held ? std::min<std::uint64_t>(want, limit_granules - held) : 0;
-  }
+  const std::uint64_t allowed = WithinLimit(want);
   held += allowed;
   a.reserved += allowed;
   a.need -= allowed;

@@ -242,6 +242,12 @@ struct VmmState {
     p.lru_prev = p.lru_next = kNoPage;
     --cached_pages;
   }
+  // Up to `want` new granules the memory limit still allows.
+  std::uint64_t WithinLimit(std::uint64_t want) const {
+    if (!params.memory_limit) return want;
+    const std::uint64_t limit_granules = *params.memory_limit >> g_shift;
+    return limit_granules > held ? std::min<std::uint64_t>(want, limit_granules - held) : 0;
+  }
   void LruPushBack(PageId id) {
     Page& p = PageAt(id);
     p.cached_seq = ++cache_seq;

@@ -100,14 +100,8 @@ TEST(Replay, OurAllocatorsOnTheBundledTrace) {
 
 // Under AddressSanitizer, memory from its malloc (`system`, the malloc
 // peers) also makes its shadow resident: a byte per 8 written.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(TM_TEST_ASAN)
 constexpr std::uint64_t kAsanShadow = (64u << 20) / 8;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr std::uint64_t kAsanShadow = (64u << 20) / 8;
-#else
-constexpr std::uint64_t kAsanShadow = 0;
-#endif
 #else
 constexpr std::uint64_t kAsanShadow = 0;
 #endif

@@ -21,14 +21,6 @@
 #include "tensormem/io.h"
 #include "test_util.h"
 
-// ASan reserves more address space than a `ulimit -v` allows.
-#if defined(__SANITIZE_ADDRESS__)
-#define TM_HOSTILE_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TM_HOSTILE_ASAN 1
-#endif
-#endif
 
 namespace tensormem {
 namespace {
@@ -398,7 +390,7 @@ TEST_F(Hostile, JsonReaderStreamsItsBuffers) {
     f << ']';
   }
   const auto start = std::chrono::steady_clock::now();
-#if !defined(TM_HOSTILE_ASAN)
+#if !defined(TM_TEST_ASAN)  // ASan reserves more address space than a `ulimit -v` allows
   const std::string limit = "ulimit -v 400000 && ";
 #else
   const std::string limit;
@@ -426,7 +418,7 @@ TEST_F(Hostile, JsonReaderStreamsItsBuffers) {
 
 // Item 5: running out of memory is an error (exit 1 or 2), never an abort.
 TEST_F(Hostile, OutOfMemoryIsAnErrorNotAnAbort) {
-#if defined(TM_HOSTILE_ASAN)
+#if defined(TM_TEST_ASAN)
   GTEST_SKIP() << "ASan reserves more address space than the limit allows";
 #endif
   {
