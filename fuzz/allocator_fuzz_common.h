@@ -110,7 +110,9 @@ inline bool Build(FuzzBytes& in, AllocatorUnderTest& s) {
       p.small_request_bytes = in.Size();
       p.block_rounding_bytes = in.Size();
       p.address_space_bytes = in.Size();
-      p.restitch_before_growing = in.U8() & 1;
+      const std::uint8_t flags = in.U8();  // one byte: the stored inputs decode as before
+      p.restitch_before_growing = flags & 1;
+      p.protect_refaulted = flags & 2;
       p.growth_slack = static_cast<double>(static_cast<std::int8_t>(in.U8())) / 64.0;
       p.grow_ahead = p.growth_slack;  // the same byte: the stored inputs decode as before
       p.max_handle_granules = in.Size();

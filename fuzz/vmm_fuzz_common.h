@@ -62,6 +62,7 @@ inline int FuzzVmmOne(const std::uint8_t* data, std::size_t size) {
   params.restitch_before_growing = flags & 1;
   params.growth_slack = (flags & 2) ? 0.25 : 0.0;
   params.grow_ahead = (flags & 4) ? 1.0 : 0.0;  // every growth fills its run handle, or none
+  params.protect_refaulted = flags & 8;
   params.max_handle_granules = 1 + in.U8() % 32;
   Result<std::unique_ptr<VmmAllocator>> made = VmmAllocator::Create(m, params);
   if (!made.ok()) {

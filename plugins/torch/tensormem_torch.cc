@@ -104,6 +104,9 @@ Result<VmmParams> ParamsFromEnvironment() {
   std::optional<double> ahead;
   if (Status s = ReadFraction("TENSORMEM_VMM_GROW_AHEAD", &ahead); !s.ok()) return s;
   if (ahead) p.grow_ahead = *ahead;
+  std::optional<std::uint64_t> protect;
+  if (Status s = ReadSize("TENSORMEM_VMM_PROTECT_REFAULTED", &protect); !s.ok()) return s;
+  if (protect) p.protect_refaulted = *protect != 0;
   std::optional<std::uint64_t> max_handle;
   if (Status s = ReadSize("TENSORMEM_VMM_MAX_HANDLE", &max_handle); !s.ok()) return s;
   if (max_handle) p.max_handle_granules = *max_handle;

@@ -18,7 +18,8 @@
  * threshold), TENSORMEM_VMM_RESTITCH (0 or 1), TENSORMEM_VMM_GROWTH_SLACK
  * (0 to 1: VmmParams::growth_slack), TENSORMEM_VMM_MAX_HANDLE (granules per
  * handle, VmmParams::max_handle_granules), TENSORMEM_VMM_GROW_AHEAD (0 to 1:
- * VmmParams::grow_ahead). A failed allocation leaves its
+ * VmmParams::grow_ahead), TENSORMEM_VMM_PROTECT_REFAULTED (0 or 1:
+ * VmmParams::protect_refaulted). A failed allocation leaves its
  * report in tensormem_torch_last_error(); so does an allocation on a stream
  * being captured into a CUDA graph (no graph memory pools here: capture
  * graphs with PyTorch's own allocator). stream is a cudaStream_t. */

@@ -997,7 +997,7 @@ void BindAllocatorFactories(py::module_& m) {
     return a;
   });
   m.def("_vmm", [](std::optional<std::uint64_t> memory_limit, std::uint64_t granularity, double growth_slack,
-                   std::uint64_t max_handle_granules, double grow_ahead) {
+                   std::uint64_t max_handle_granules, double grow_ahead, bool protect_refaulted) {
     auto a = std::make_unique<PyAllocator>();
     HostPhysicalMemoryParams hp;
     hp.granularity = granularity;
@@ -1007,6 +1007,7 @@ void BindAllocatorFactories(py::module_& m) {
     vp.growth_slack = growth_slack;
     vp.max_handle_granules = max_handle_granules;
     vp.grow_ahead = grow_ahead;
+    vp.protect_refaulted = protect_refaulted;
     a->resource = Take(VmmAllocator::Create(*a->physical, vp));
     return a;
   });

@@ -412,7 +412,7 @@ def SystemAllocator() -> Allocator:
 
 def VmmAllocator(memory_limit: Optional[int] = None, granularity: int = 2 << 20,
                  growth_slack: float = 0.0, max_handle_granules: int = 16,
-                 grow_ahead: float = 1.0 / 1024) -> Allocator:
+                 grow_ahead: float = 1.0 / 1024, protect_refaulted: bool = False) -> Allocator:
     """The virtual-memory (vmm) allocator over host physical memory
     (``HostPhysicalMemory``).
     ``growth_slack`` (0 to 1): create granules rather than re-stitch cached
@@ -422,6 +422,10 @@ def VmmAllocator(memory_limit: Optional[int] = None, granularity: int = 2 << 20,
     of up to this many granules (``VmmParams::max_handle_granules``).
     ``grow_ahead`` (0 to 1): a block that grows the heap also gets the pages
     above it to the end of its run handle, at most that fraction of the
-    granules held (``VmmParams::grow_ahead``)."""
+    granules held (``VmmParams::grow_ahead``).
+    ``protect_refaulted``: re-stitch pages a loop no longer reaches before
+    pages it needed again soon after they were last taken: fewer map calls
+    in steady loops (``VmmParams::protect_refaulted``)."""
     return _tm._vmm(_count("memory_limit", memory_limit, optional=True), _count("granularity", granularity),
-                    growth_slack, _count("max_handle_granules", max_handle_granules), grow_ahead)
+                    growth_slack, _count("max_handle_granules", max_handle_granules), grow_ahead,
+                    bool(protect_refaulted))

@@ -103,3 +103,27 @@ def test_vmm_grow_ahead_fills_run_handles_and_is_checked():
     assert calls == {0.0: 12, 1.0: 3}
     with pytest.raises(ValueError, match="grow_ahead"):
         tm.VmmAllocator(grow_ahead=-0.5)
+
+
+def test_vmm_protect_refaulted_lets_a_steady_loop_stop_mapping():
+    # A loop of one small and four large requests after a larger heap left
+    # pages cached (the C++ test ProtectRefaultedStopsASteadyLoopMovingItsPages).
+    before = [251658, 996147, 2359296, 996147, 996147]
+    loop = [(0, 996147), (1, 1184890), (0, None), (2, 1981808), (3, 251658), (4, 1981808),
+            (1, None), (2, None), (3, None), (4, None)]
+    late = {}
+    for protect in (False, True):
+        a = tm.VmmAllocator(protect_refaulted=protect)
+        for b in [a.allocate(n) for n in before]:
+            a.free(b)
+        for iteration in range(20):
+            if iteration == 10:
+                start = a.counters()["map_calls"]
+            live = {}
+            for block, size in loop:
+                if size is None:
+                    a.free(live.pop(block))
+                else:
+                    live[block] = a.allocate(size)
+        late[protect] = a.counters()["map_calls"] - start
+    assert late[True] == 0 and late[False] >= 10

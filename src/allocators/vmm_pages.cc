@@ -126,7 +126,13 @@ std::vector<std::uint64_t> VmmState::TouchPages(Space& s, std::uint64_t first, s
       ++touched;
       if (p.mapped) LruRemove(MakePageId(s.index, i));
     }
-    if (!p.mapped) todo.push_back(i);
+    if (!p.mapped) {
+      if (p.taken_seq != 0) {  // a refault (VmmParams::protect_refaulted)
+        p.refault_distance = cache_seq + 1 - p.taken_seq;
+        p.taken_seq = 0;
+      }
+      todo.push_back(i);
+    }
   }
   peak_touched = std::max(peak_touched, touched);
   return todo;

@@ -122,20 +122,31 @@ PageId VmmState::NewestBelow(PageId unsafe) const { return unsafe == kNoPage ? l
 // pages again in every step (17,522 of 19,661 per pass on
 // transformer_ctx128_fullstep; 1,062 newest first). A run handle moves
 // only whole, once no live block is on any of its pages (TakeRunHandle).
+// With protect_refaulted, protected pages are passed over first and taken
+// only if the others do not suffice.
 Status VmmState::TakeSafePages(Acquisition& a) {
   const PageId unsafe = FirstUnsafePage();
+  if (params.protect_refaulted) TM_RETURN_IF_ERROR(TakeSafePagesOnce(a, unsafe, true));
+  return TakeSafePagesOnce(a, unsafe, false);
+}
+
+// One walk of TakeSafePages, from the newest page cached before `unsafe`.
+Status VmmState::TakeSafePagesOnce(Acquisition& a, PageId unsafe, bool pass_protected) {
   PageId id = NewestBelow(unsafe);
   while (a.need > 0 && id != kNoPage) {
     Space& s = spaces[SpaceIndexOf(id)];
     const std::uint64_t i = PageIndexOf(id);
     const std::uint64_t head = i - s.pages[i].head_offset;
     const PageId older = s.pages[i].lru_prev;
-    if (s.pages[head].handle_pages > 1) {
-      if (!RunHandleFree(s, head, true)) {  // a live block is on another of its pages
-        id = older;
-        continue;
-      }
+    // Passed over: protected, or a run handle a live block is on.
+    if ((pass_protected && Protected(s.pages[i])) ||
+        (s.pages[head].handle_pages > 1 && !RunHandleFree(s, head, true))) {
+      id = older;
+      continue;
+    }
+    if (const std::uint64_t n = s.pages[head].handle_pages; n > 1) {
       TM_RETURN_IF_ERROR(TakeRunHandle(a, s, head));
+      for (std::uint64_t k = head; k < head + n; ++k) s.pages[k].taken_seq = cache_seq + 1;
     } else {
       TM_RETURN_IF_ERROR(TakeSingles(a, s, i));
     }
@@ -189,6 +200,7 @@ Status VmmState::TakeSingles(Acquisition& a, Space& s, std::uint64_t i) {
   for (std::uint64_t k = i; k < end; ++k) {
     LruRemove(MakePageId(s.index, k));
     s.pages[k].mapped = false;
+    s.pages[k].taken_seq = cache_seq + 1;
     a.out.push_back(s.pages[k].granule);
   }
   counters.pages_unmapped += end - i;

@@ -106,6 +106,12 @@ struct Page {
   std::uint32_t head_offset = 0;
   std::uint64_t cached_seq = 0;
   PageId lru_prev = kNoPage, lru_next = kNoPage;
+  // Refaults (VmmParams::protect_refaulted): cache_seq + 1 when this page's
+  // granule was last taken for another place (0: not taken since it was
+  // last needed), and the cached pages between that and this page being
+  // needed again at its place (0: never).
+  std::uint64_t taken_seq = 0;
+  std::uint64_t refault_distance = 0;
 };
 
 struct Space {
@@ -278,6 +284,13 @@ struct VmmState {
     return true;
   }
 
+  // A cached page passed over by re-stitching (VmmParams::protect_refaulted):
+  // one that was needed again soon after its granule was last taken, while
+  // it has been cached for less time than that took.
+  bool Protected(const Page& p) const {
+    return p.refault_distance != 0 && cache_seq - p.cached_seq < p.refault_distance;
+  }
+
   void RefEvent(EventHandle e) {
     if (e != 0) ++event_refs[e];
   }
@@ -402,6 +415,7 @@ struct VmmState {
   PageId FirstUnsafePage() const;
   PageId NewestBelow(PageId unsafe) const;
   Status TakeSafePages(Acquisition& a);
+  Status TakeSafePagesOnce(Acquisition& a, PageId unsafe, bool pass_protected);
   Status TakeRunHandle(Acquisition& a, Space& s, std::uint64_t head);
   Status TakeSingles(Acquisition& a, Space& s, std::uint64_t i);
   Status WaitForFencesAndRestitch(Acquisition& a);

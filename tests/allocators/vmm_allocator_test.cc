@@ -965,6 +965,66 @@ TEST(VmmAllocator, GrowAheadNeverCausesAnOutOfMemory) {
   for (void* x : {*a, *b}) ASSERT_TRUE(v->Deallocate(x).ok());
 }
 
+// protect_refaulted: a loop of one small and four large requests, after a
+// larger heap left pages cached. Taking the newest cached page first, each
+// iteration takes a page the same iteration needs again at its place, which
+// then takes another: map calls every iteration, forever. Passing over the
+// pages needed again soon after they were taken, the loop settles on pages
+// of its own and stops mapping, holding no more.
+TEST(VmmAllocator, ProtectRefaultedStopsASteadyLoopMovingItsPages) {
+  struct Step {
+    bool allocate;
+    int block;
+    std::uint64_t bytes;
+  };
+  // Sizes as a 2 MiB-granule heap sees them: a quarter, a half, one and a
+  // bit, and nearly one granule.
+  const std::vector<std::uint64_t> before = {251658, 996147, 2359296, 996147, 996147};
+  const std::vector<Step> loop = {{true, 0, 996147},  {true, 1, 1184890}, {false, 0, 0},
+                                  {true, 2, 1981808}, {true, 3, 251658},  {true, 4, 1981808},
+                                  {false, 1, 0},      {false, 2, 0},      {false, 3, 0},
+                                  {false, 4, 0}};
+  std::uint64_t held[2] = {0, 0};
+  for (const bool protect : {false, true}) {
+    auto m = Host();
+    ASSERT_EQ(m->granularity(), 2 * kMiB);
+    VmmParams p;
+    p.protect_refaulted = protect;
+    auto v = Vmm(*m, p);
+    std::vector<void*> first;
+    for (const std::uint64_t bytes : before) first.push_back(*v->Allocate(bytes));
+    for (void* b : first) ASSERT_TRUE(v->Deallocate(b).ok());
+    std::uint64_t late_calls = 0;
+    for (int iteration = 0; iteration < 20; ++iteration) {
+      const std::uint64_t calls = v->counters().map_calls;
+      void* live[5] = {};
+      std::uint64_t sizes[5] = {};
+      for (const Step& s : loop) {
+        const auto pattern = static_cast<std::uint8_t>(s.block + 16 * iteration);
+        if (s.allocate) {
+          Result<void*> b = v->Allocate(s.bytes);
+          ASSERT_TRUE(b.ok()) << b.status().ToString();
+          Fill(*b, s.bytes, pattern);
+          live[s.block] = *b;
+          sizes[s.block] = s.bytes;
+          continue;
+        }
+        EXPECT_TRUE(Intact(live[s.block], sizes[s.block], pattern)) << iteration << " " << s.block;
+        ASSERT_TRUE(v->Deallocate(live[s.block]).ok());
+      }
+      if (iteration >= 10) late_calls += v->counters().map_calls - calls;
+    }
+    held[protect] = v->GetStats().bytes_reserved;
+    if (protect) {
+      EXPECT_EQ(late_calls, 0u) << "the loop settles";
+    } else {
+      EXPECT_GE(late_calls, 10u) << "the newest cached page is one the loop needs again";
+    }
+  }
+  EXPECT_LE(held[1], held[0]);
+  EXPECT_FALSE(VmmParams{}.protect_refaulted) << "off by default";
+}
+
 // PyTorch's set_per_process_memory_fraction: a limit set after creation
 // refuses new granules; what is held stays held and serves later requests.
 TEST(VmmAllocator, SetMemoryLimitRefusesNewGranulesAndKeepsWhatIsHeld) {

@@ -60,6 +60,7 @@ struct ReplayOptions {
   std::optional<double> vmm_growth_slack;
   std::optional<std::uint64_t> vmm_max_handle;
   std::optional<double> vmm_grow_ahead;
+  bool vmm_protect_refaulted = false;
 };
 
 // The allocators asked for, each once; `all` says whether --allocator was
@@ -130,7 +131,7 @@ Status CheckBfcOptionsApply(const ReplayOptions& o, const Selection& s, const Re
 
 Status CheckVmmOptionsApply(const ReplayOptions& o, const Selection& s) {
   const bool given = o.vmm_small || o.vmm_limit || o.vmm_rounding || o.vmm_grow_first || o.vmm_growth_slack ||
-                     o.vmm_max_handle || o.vmm_grow_ahead;
+                     o.vmm_max_handle || o.vmm_grow_ahead || o.vmm_protect_refaulted;
   if (given && !s.Has(ReplayAllocator::kVmm))
     return NotApplicable("--vmm-*", "options change the vmm allocator, which was not asked for");
   return Status::Ok();
@@ -175,6 +176,7 @@ Result<ReplayParams> ParamsFrom(const ReplayOptions& o, BfcPreset preset) {
   if (o.vmm_growth_slack) p.vmm.growth_slack = *o.vmm_growth_slack;
   if (o.vmm_max_handle) p.vmm.max_handle_granules = *o.vmm_max_handle;
   if (o.vmm_grow_ahead) p.vmm.grow_ahead = *o.vmm_grow_ahead;
+  if (o.vmm_protect_refaulted) p.vmm.protect_refaulted = true;
   TM_RETURN_IF_ERROR(Validate(p.vmm));
   TM_ASSIGN_OR_RETURN(p.device, ParseReplayDevice(o.device));
   p.cuda_device = o.cuda_device.value_or(0);
@@ -437,6 +439,9 @@ void AddVmmOptions(CLI::App* cmd, ReplayOptions* o) {
                   "vmm: a block that grows the heap also gets the pages above it to the end of its run handle, at "
                   "most this fraction of the granules held (0 to 1; 1/1024)")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_flag("--vmm-protect-refaulted", o->vmm_protect_refaulted,
+                "vmm: re-stitch pages a loop no longer reaches before pages it needed again soon after they were "
+                "last taken: fewer map calls in steady loops");
 }
 
 }  // namespace

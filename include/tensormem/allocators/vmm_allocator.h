@@ -96,6 +96,18 @@ struct VmmParams {
   // They stay cached until a block lands on them. The default acts only
   // once 2 GiB of 2 MiB granules are held (a granule ahead per 1,024).
   double grow_ahead = 1.0 / 1024;
+  // Re-stitching takes the most recently cached page first (in a training
+  // step the page cached longest ago is the one the next iteration reaches
+  // soonest). In a loop smaller than the cache, such as a serving request's
+  // steps of one shape, that page is needed again at its place within the
+  // same iteration, which then takes another: the same pages move every
+  // iteration. With this set, a page whose granule was taken and that was
+  // needed again at its place D cached pages later (a refault) is passed
+  // over while it has been cached for less than D: older pages, which the
+  // loop no longer reaches, are taken first. Fewer map calls in steady loops
+  // (about half on serving and dynamic-shape traces); memory held moves by
+  // a granule either way, which is why it is off by default.
+  bool protect_refaulted = false;
   // Chunks listed at most in the out-of-memory report.
   std::size_t report_max_blocks = 32;
 };
