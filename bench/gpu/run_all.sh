@@ -10,6 +10,9 @@
 #                  (cold and warm passes), then vmm with a handle per granule
 #                  (the H200 baseline of 2026-11-27), with handles of up to 32
 #                  granules and with growth slack 0.05
+#   vmm_dynamic.txt  the dynamic traces of bench/traces (tune, heldout): vmm
+#                  and bfc_compact on the device, then vmm with
+#                  --vmm-protect-refaulted (cold and warm passes)
 #   e2e.jsonl      GPT-2 training (varying length) and generation with the
 #                  plug-in, against default and expandable, one process each
 #   san_*.log      the CUDA tests under compute-sanitizer memcheck
@@ -40,6 +43,15 @@ for flags in "--vmm-max-handle 1" "--vmm-max-handle 32" "--vmm-growth-slack 0.05
   for t in /tmp/traces/*.csv; do
     timeout 60 "$build/tools/tensormem/tensormem" replay "$t" -a vmm -r 3 --device cuda $flags |
       grep -E "^vmm|warm pass" | tee -a "$out/vmm_cuda.txt"
+  done
+done
+stamp "dynamic traces: vmm, default and --vmm-protect-refaulted"
+for t in bench/traces/tune/*.csv.gz bench/traces/heldout/*.csv.gz; do
+  for flags in "" "--vmm-protect-refaulted"; do
+    echo "== $(basename "$(dirname "$t")")/$(basename "$t") vmm $flags" | tee -a "$out/vmm_dynamic.txt"
+    # shellcheck disable=SC2086  # $flags is empty or one option
+    timeout 30 "$build/tools/tensormem/tensormem" replay "$t" -a vmm,bfc_compact -r 3 --device cuda $flags |
+      grep -E "^vmm|^bfc_compact|warm pass" | tee -a "$out/vmm_dynamic.txt"
   done
 done
 wait $ext
