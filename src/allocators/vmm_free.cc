@@ -232,7 +232,7 @@ Status VmmState::Release(void* pointer, Block* b, StreamHandle stream, EventHand
   RefEvent(event);
   b = MergeWithNeighbours(s, b);
   if (b->next == nullptr) return ReturnToWilderness(s, b);
-  s.free_blocks.emplace(b);
+  b->entry = s.free_blocks.emplace(b).first;
   return Status::Ok();
 }
 
@@ -241,14 +241,14 @@ Status VmmState::Release(void* pointer, Block* b, StreamHandle stream, EventHand
 Block* VmmState::MergeWithNeighbours(Space& s, Block* b) {
   if (b->prev && b->prev->free && Mergeable(b->prev, b)) {
     Block* a = b->prev;
-    s.free_blocks.erase(FreeKey(a));
+    s.free_blocks.erase(a->entry);
     MergeInto(a, b);
     if (s.tail == b) s.tail = a;
     b = a;
   }
   if (b->next && b->next->free && Mergeable(b, b->next)) {
     Block* c = b->next;
-    s.free_blocks.erase(FreeKey(c));
+    s.free_blocks.erase(c->entry);
     if (s.tail == c) s.tail = b;
     MergeInto(b, c);
   }

@@ -207,7 +207,7 @@ bool VmmState::AllTouched(const Space& s, std::uint64_t offset, std::uint64_t si
 // The block at `start` of `rounded` bytes cut out of the free block
 // `fit`; what is left on either side stays free, with fit's tag.
 Block* VmmState::CarveFromFree(Space& s, Block* fit, std::uint64_t start, std::uint64_t rounded) {
-  s.free_blocks.erase(FreeKey(fit));
+  s.free_blocks.erase(fit->entry);
   Block* b = fit;
   if (start > b->offset) {  // the skipped front stays free, with b's tag
     Block* front = NewBlock();
@@ -221,7 +221,7 @@ Block* VmmState::CarveFromFree(Space& s, Block* fit, std::uint64_t start, std::u
     b->prev = front;
     b->offset = start;
     b->size -= front->size;
-    s.free_blocks.emplace(front);
+    front->entry = s.free_blocks.emplace(front).first;
   }
   if (b->size > rounded) {  // the rest stays free, with b's tag
     Block* back = NewBlock();
@@ -234,7 +234,7 @@ Block* VmmState::CarveFromFree(Space& s, Block* fit, std::uint64_t start, std::u
     if (b->next) b->next->prev = back; else s.tail = back;
     b->next = back;
     b->size = rounded;
-    s.free_blocks.emplace(back);
+    back->entry = s.free_blocks.emplace(back).first;
   }
   UnrefEvent(b->event);
   b->event = 0;
@@ -257,7 +257,7 @@ Block* VmmState::CarveFromWilderness(Space& s, std::uint64_t start, std::uint64_
     gap->prev = s.tail;
     if (s.tail) s.tail->next = gap;
     s.tail = gap;
-    s.free_blocks.emplace(gap);
+    gap->entry = s.free_blocks.emplace(gap).first;
   }
   Block* b = NewBlock();
   b->offset = start;

@@ -51,6 +51,24 @@ constexpr std::uint64_t PageIndexOf(PageId id) { return id & ((std::uint64_t{1} 
 // mask, not a division, on every allocation.
 inline std::uint64_t RoundUp(std::uint64_t v, std::uint64_t m) { return (v + m - 1) & ~(m - 1); }
 
+struct Block;
+
+// The free blocks' index holds their size and offset itself: a best-fit
+// search then walks the tree without reading a block (a cache miss each).
+struct FreeKey {
+  std::uint64_t size;
+  std::uint64_t offset;
+  Block* block;
+  explicit FreeKey(Block* b);
+  FreeKey(std::uint64_t s, std::uint64_t o) : size(s), offset(o), block(nullptr) {}
+};
+struct BySizeThenOffset {
+  bool operator()(const FreeKey& a, const FreeKey& b) const {
+    return a.size != b.size ? a.size < b.size : a.offset < b.offset;
+  }
+};
+using FreeBlocks = std::set<FreeKey, BySizeThenOffset, internal::NodeAllocator<FreeKey>>;
+
 struct Block {
   std::uint64_t offset = 0;
   std::uint64_t size = 0;
@@ -63,23 +81,12 @@ struct Block {
   StreamHandle stream = 0;
   EventHandle event = 0;        // pending event, 0 = none
   std::uint64_t event_seq = 0;  // when it was recorded (events of one stream complete in order)
+  // A free block below top: its entry in the space's index, so that taking
+  // it out is no search (a tree descent of cache misses on every free).
+  FreeBlocks::iterator entry;
 };
 
-// The free blocks' index holds their size and offset itself: a best-fit
-// search then walks the tree without reading a block (a cache miss each).
-struct FreeKey {
-  std::uint64_t size;
-  std::uint64_t offset;
-  Block* block;
-  explicit FreeKey(Block* b) : size(b->size), offset(b->offset), block(b) {}
-  FreeKey(std::uint64_t s, std::uint64_t o) : size(s), offset(o), block(nullptr) {}
-};
-struct BySizeThenOffset {
-  bool operator()(const FreeKey& a, const FreeKey& b) const {
-    return a.size != b.size ? a.size < b.size : a.offset < b.offset;
-  }
-};
-using FreeBlocks = std::set<FreeKey, BySizeThenOffset, internal::NodeAllocator<FreeKey>>;
+inline FreeKey::FreeKey(Block* b) : size(b->size), offset(b->offset), block(b) {}
 
 // A run handle taken off its pages, to be mapped whole elsewhere.
 struct MovedHandle {

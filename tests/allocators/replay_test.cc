@@ -110,6 +110,7 @@ constexpr std::uint64_t kAsanShadow = 0;
 // 64 MiB more resident for every allocator, ours and the peers, though
 // each counts its own memory differently (mimalloc its commits).
 TEST(Replay, ReservedIsResidentMemoryForEveryAllocator) {
+  constexpr std::uint64_t kStatmSlack = 1u << 20;
   Trace trace;
   trace.source = "synthetic";
   constexpr std::uint64_t kBlock = 8u << 20;
@@ -137,7 +138,11 @@ TEST(Replay, ReservedIsResidentMemoryForEveryAllocator) {
     Result<ReplayResult> r = ReplayTrace(trace, a, params);
     ASSERT_TRUE(r.ok()) << Name(a) << ": " << r.status().ToString();
     EXPECT_EQ(r->peak_in_use, kBlock * kBlocks);
-    EXPECT_GE(r->peak_reserved, kBlock * kBlocks) << Name(a);
+    // The resident memory /proc/self/statm reports can come out a few pages
+    // short of what the pass wrote (2 pages, now and then, on Linux 6.18 on
+    // 2 busy cores): the kernel's per-CPU counters, or pages of the process's
+    // own given back during the pass. The bound is about the blocks' pages.
+    EXPECT_GE(r->peak_reserved, kBlock * kBlocks - kStatmSlack) << Name(a);
     EXPECT_LE(r->peak_reserved, kBlock * kBlocks + (4u << 20) + kAsanShadow) << Name(a);
   }
 }
