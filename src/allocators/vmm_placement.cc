@@ -173,14 +173,17 @@ std::optional<Fit> VmmState::FindTenantFit(Space& s, std::uint64_t need, std::ui
 
 // How many pages of [offset, offset + size) have no granule mapped,
 // counting no further than `enough` (a candidate that needs that many
-// has lost already).
+// has lost already). Pages past the space's page table were never mapped:
+// counted at once, not one by one (a request of many granules would
+// otherwise cost a step per page at every candidate, refused or not).
 std::uint64_t VmmState::UnmappedPages(const Space& s, std::uint64_t offset, std::uint64_t size,
                                       std::uint64_t enough) const {
   const std::uint64_t first = offset >> g_shift, last = (offset + size - 1) >> g_shift;
+  const std::uint64_t known = std::max(first, std::min<std::uint64_t>(last + 1, s.pages.size()));
   std::uint64_t n = 0;
-  for (std::uint64_t i = first; i <= last && n < enough; ++i)
-    if (i >= s.pages.size() || !s.pages[i].mapped) ++n;
-  return n;
+  for (std::uint64_t i = first; i < known && n < enough; ++i)
+    if (!s.pages[i].mapped) ++n;
+  return std::min(enough, n + (last + 1 - known));
 }
 
 // How many partial end pages of [start, start + size) no live block
