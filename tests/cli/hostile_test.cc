@@ -21,7 +21,6 @@
 #include "tensormem/io.h"
 #include "test_util.h"
 
-
 namespace tensormem {
 namespace {
 

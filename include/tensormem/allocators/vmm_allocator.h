@@ -105,8 +105,9 @@ struct VmmParams {
   // needed again at its place D cached pages later (a refault) is passed
   // over while it has been cached for less than D: older pages, which the
   // loop no longer reaches, are taken first. Fewer map calls in steady loops
-  // (about half on serving and dynamic-shape traces); memory held moves by
-  // a granule either way, which is why it is off by default.
+  // (a warm pass makes about half as many on held-out serving and
+  // dynamic-shape traces); memory held moves by a granule either way, which
+  // is why it is off by default.
   bool protect_refaulted = false;
   // Chunks listed at most in the out-of-memory report.
   std::size_t report_max_blocks = 32;
