@@ -55,7 +55,10 @@ inline int FuzzVmmOne(const std::uint8_t* data, std::size_t size) {
   HostPhysicalMemory& m = **created;
   VmmParams params;
   params.memory_limit = std::uint64_t{1} << (20 + in.U8() % 9);  // 1 to 256 MiB
-  params.small_request_bytes = std::uint64_t{1} << (12 + in.U8() % 10);
+  // Half the inputs in one space (the default), half with a small space
+  // of 4 KiB to 2 MiB.
+  const std::uint8_t small = in.U8();
+  params.small_request_bytes = small & 0x80 ? 0 : std::uint64_t{1} << (12 + small % 10);
   params.block_rounding_bytes = std::uint64_t{1} << (in.U8() % 16);  // 256 to 32 KiB valid
   params.address_space_bytes = std::uint64_t{1} << (30 + in.U8() % 6);
   const std::uint8_t flags = in.U8();

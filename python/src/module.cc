@@ -997,7 +997,8 @@ void BindAllocatorFactories(py::module_& m) {
     return a;
   });
   m.def("_vmm", [](std::optional<std::uint64_t> memory_limit, std::uint64_t granularity, double growth_slack,
-                   std::uint64_t max_handle_granules, double grow_ahead, bool protect_refaulted) {
+                   std::uint64_t max_handle_granules, double grow_ahead, bool protect_refaulted,
+                   std::optional<std::uint64_t> small_request_bytes) {
     auto a = std::make_unique<PyAllocator>();
     HostPhysicalMemoryParams hp;
     hp.granularity = granularity;
@@ -1008,6 +1009,7 @@ void BindAllocatorFactories(py::module_& m) {
     vp.max_handle_granules = max_handle_granules;
     vp.grow_ahead = grow_ahead;
     vp.protect_refaulted = protect_refaulted;
+    if (small_request_bytes) vp.small_request_bytes = *small_request_bytes;
     a->resource = Take(VmmAllocator::Create(*a->physical, vp));
     return a;
   });

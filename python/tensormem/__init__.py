@@ -412,7 +412,8 @@ def SystemAllocator() -> Allocator:
 
 def VmmAllocator(memory_limit: Optional[int] = None, granularity: int = 2 << 20,
                  growth_slack: float = 0.0, max_handle_granules: int = 16,
-                 grow_ahead: float = 1.0 / 1024, protect_refaulted: bool = False) -> Allocator:
+                 grow_ahead: float = 1.0 / 1024, protect_refaulted: bool = False,
+                 small_request_bytes: Optional[int] = None) -> Allocator:
     """The virtual-memory (vmm) allocator over host physical memory
     (``HostPhysicalMemory``).
     ``growth_slack`` (0 to 1): create granules rather than re-stitch cached
@@ -425,7 +426,10 @@ def VmmAllocator(memory_limit: Optional[int] = None, granularity: int = 2 << 20,
     granules held (``VmmParams::grow_ahead``).
     ``protect_refaulted``: re-stitch pages a loop no longer reaches before
     pages it needed again soon after they were last taken: fewer map calls
-    in steady loops (``VmmParams::protect_refaulted``)."""
+    in steady loops (``VmmParams::protect_refaulted``).
+    ``small_request_bytes``: requests up to this many bytes share pages in a
+    space of their own, apart from larger ones; 0 puts every request in one
+    space (None: ``VmmParams::small_request_bytes``' default)."""
     return _tm._vmm(_count("memory_limit", memory_limit, optional=True), _count("granularity", granularity),
                     growth_slack, _count("max_handle_granules", max_handle_granules), grow_ahead,
-                    bool(protect_refaulted))
+                    bool(protect_refaulted), _count("small_request_bytes", small_request_bytes, optional=True))

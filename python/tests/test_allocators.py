@@ -105,6 +105,25 @@ def test_vmm_grow_ahead_fills_run_handles_and_is_checked():
         tm.VmmAllocator(grow_ahead=-0.5)
 
 
+def test_vmm_small_request_bytes_chooses_one_space_or_two():
+    # A block of exactly one granule leaves no room on its page, so a small
+    # request after it goes where small requests go: next to it in one space
+    # (0), to a space of their own with two (1 MiB).
+    # None: the C++ default, one space.
+    apart = {}
+    for small in (None, 0, 1 << 20):
+        a = tm.VmmAllocator(small_request_bytes=small)
+        large = a.allocate(2 << 20)
+        tiny = a.allocate(4096)
+        apart[small] = abs(tiny - large)
+        a.free(tiny)
+        a.free(large)
+    assert apart[None] == apart[0] == 2 << 20
+    assert apart[1 << 20] > 1 << 30
+    with pytest.raises(ValueError, match="small_request_bytes"):
+        tm.VmmAllocator(small_request_bytes=-1)
+
+
 def test_vmm_protect_refaulted_lets_a_steady_loop_stop_mapping():
     # A loop of one small and four large requests after a larger heap left
     # pages cached (the C++ test ProtectRefaultedStopsASteadyLoopMovingItsPages).
@@ -113,7 +132,7 @@ def test_vmm_protect_refaulted_lets_a_steady_loop_stop_mapping():
             (1, None), (2, None), (3, None), (4, None)]
     late = {}
     for protect in (False, True):
-        a = tm.VmmAllocator(protect_refaulted=protect)
+        a = tm.VmmAllocator(protect_refaulted=protect, small_request_bytes=1 << 20)  # two spaces
         for b in [a.allocate(n) for n in before]:
             a.free(b)
         for iteration in range(20):

@@ -49,7 +49,7 @@ std::string VmmState::Report(std::size_t max_blocks) const {
       free_bytes += k.size;
       largest = std::max(largest, k.size);
     }
-    out << (s.index == kSmall ? "small" : "large") << " space: " << s.live_blocks << " live blocks, "
+    out << SpaceName(s) << ": " << s.live_blocks << " live blocks, "
         << s.free_blocks.size() << " free blocks (" << HumanBytes(free_bytes) << ", largest "
         << HumanBytes(largest) << "), top at " << HumanBytes(s.top) << "\n";
     std::size_t listed = 0;
@@ -104,7 +104,7 @@ namespace {
 // Reserves the addresses of a space: `asked` bytes, halved until the system
 // grants them (address space can be scarce: ulimit -v, sanitizers), down to
 // 1/1024 of it.
-Status ReserveSpace(PhysicalMemory& memory, std::uint64_t asked, std::uint64_t g, Space& sp) {
+Status ReserveSpace(PhysicalMemory& memory, std::uint64_t asked, std::uint64_t g, Space& sp, const std::string& name) {
   std::uint64_t size = asked;
   Status last = Status::Ok();
   while (size >= g && size >= asked / 1024) {
@@ -118,8 +118,7 @@ Status ReserveSpace(PhysicalMemory& memory, std::uint64_t asked, std::uint64_t g
     size = size / 2 / g * g;
   }
   if (sp.base == nullptr)
-    return ResourceExhausted("vmm: cannot reserve addresses for the " +
-                             std::string(sp.index == kSmall ? "small" : "large") + " space: " + last.message());
+    return ResourceExhausted("vmm: cannot reserve addresses for the " + name + ": " + last.message());
   return Status::Ok();
 }
 
@@ -147,7 +146,7 @@ Result<std::unique_ptr<VmmAllocator>> VmmAllocator::Create(PhysicalMemory& memor
     Space& sp = s.spaces[i];
     sp.index = i;
     if (i == kSmall && !s.has_small) continue;
-    TM_RETURN_IF_ERROR(ReserveSpace(memory, RoundUp(params.address_space_bytes, s.g), s.g, sp));
+    TM_RETURN_IF_ERROR(ReserveSpace(memory, RoundUp(params.address_space_bytes, s.g), s.g, sp, s.SpaceName(sp)));
   }
   return std::unique_ptr<VmmAllocator>(new VmmAllocator(std::move(state)));
 }

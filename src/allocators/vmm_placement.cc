@@ -7,9 +7,10 @@
 //   merges into the wilderness.
 // - Best fit by pages to map, then by partial end pages no other block
 //   shares: every page found mapped is one neither re-stitched nor created.
-// - Sub-granule packing: a small request goes first to room on pages that
-//   live large blocks touch (the large space, no new page), else to the
-//   small space.
+// - With a small space (small_request_bytes > 0), sub-granule packing: a
+//   small request goes first to room on pages that live large blocks touch
+//   (the large space, no new page), else to the small space. With one
+//   space (the default) best fit already puts small blocks there.
 // The block's pages are then touched and mapped (TouchAndMap, vmm_pages.cc).
 #include <algorithm>
 #include <cstdint>
@@ -59,8 +60,7 @@ Result<void*> VmmState::AllocateOnce(std::uint64_t bytes, std::uint64_t alignmen
     if (!WildSettled(s) && s.wild_stream != stream) TM_RETURN_IF_ERROR(SettleWilderness(s));
     start = aligned_in(s.top, s);
     if (start > s.size || rounded > s.size - start)
-      return Exhausted(bytes, "the " + std::string(s.index == kSmall ? "small" : "large") +
-                                  " space's " + HumanBytes(s.size) + " of addresses are used up");
+      return Exhausted(bytes, "the " + SpaceName(s) + "'s " + HumanBytes(s.size) + " of addresses are used up");
   }
   if (Status st = TouchAndMap(s, start, rounded); !st.ok()) {
     if (st.code() == StatusCode::kResourceExhausted) return Exhausted(bytes, st.message());

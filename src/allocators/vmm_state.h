@@ -237,6 +237,10 @@ struct VmmState {
   Space& SpaceOf(std::uint64_t rounded) {
     return has_small && rounded <= params.small_request_bytes ? spaces[kSmall] : spaces[kLarge];
   }
+  // "the space" with one, "the small/large space" with two (reports, errors).
+  std::string SpaceName(const Space& s) const {
+    return !has_small ? "space" : s.index == kSmall ? "small space" : "large space";
+  }
   Page& PageAt(PageId id) { return spaces[SpaceIndexOf(id)].pages[PageIndexOf(id)]; }
   const Page& PageAt(PageId id) const { return spaces[SpaceIndexOf(id)].pages[PageIndexOf(id)]; }
   bool Owns(const void* pointer) const {

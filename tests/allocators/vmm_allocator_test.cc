@@ -621,15 +621,50 @@ TEST(VmmAllocator, ARequestGoesWhereAFreeBlockStillHasPagesMapped) {
   for (void* x : {*c, *d, *e, *guard}) ASSERT_TRUE(v->Deallocate(x).ok());
 }
 
-// Sub-granule packing: a small request lands in the room after a live
-// large block's end in its last granule, with no page of its own; that
-// page stays mapped, and the large block's run handle stays in place,
-// until both are free.
+// Why one space is the default: a page a small block leaves cached serves
+// a large block where it is, with no map call. With a small space the
+// page is in the other space and must be re-stitched (an unmap and a map).
+TEST(VmmAllocator, InOneSpaceAPageASmallBlockLeftCachedServesALargeOneWithoutAMapCall) {
+  std::uint64_t calls[2] = {0, 0};
+  for (const std::uint64_t small : {std::uint64_t{0}, kMiB}) {
+    auto m = Host();
+    const std::uint64_t g = m->granularity();
+    VmmParams p;
+    p.small_request_bytes = small;
+    auto v = Vmm(*m, p);
+    Result<void*> a = v->Allocate(2 * g);  // whole granules: the next block starts a page
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    Fill(*a, 2 * g, 5);
+    Result<void*> s = v->Allocate(4096);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    Fill(*s, 4096, 7);
+    ASSERT_TRUE(v->Deallocate(*s).ok());  // its page stays mapped: cached
+    const std::uint64_t before = v->counters().map_calls;
+    const std::uint64_t b_bytes = g / 2 + 4096;  // over 1 MiB
+    Result<void*> b = v->Allocate(b_bytes);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    Fill(*b, b_bytes, 8);
+    calls[small == 0 ? 0 : 1] = v->counters().map_calls - before;
+    EXPECT_EQ(m->granules_held(), 3u);  // the same memory either way
+    ASSERT_TRUE(Intact(*a, 2 * g, 5));
+    ASSERT_TRUE(Intact(*b, b_bytes, 8));
+    for (void* x : {*a, *b}) ASSERT_TRUE(v->Deallocate(x).ok());
+  }
+  EXPECT_EQ(calls[0], 0u) << "one space: the cached page serves where it is";
+  EXPECT_GE(calls[1], 1u) << "two spaces: the page is re-stitched across";
+}
+
+// Sub-granule packing, with a small space: a small request lands in the
+// room after a live large block's end in its last granule, with no page of
+// its own; that page stays mapped, and the large block's run handle stays
+// in place, until both are free. (One space, the default, gets the same
+// from best fit; the stress test below runs both.)
 TEST(VmmAllocator, ASmallBlockLandsInALargeBlocksLastGranuleWithNoNewPage) {
   auto m = Host();
   const std::uint64_t g = m->granularity();
   VmmParams p;
   p.memory_limit = 2 * g;
+  p.small_request_bytes = kMiB;
   auto v = Vmm(*m, p);
   const std::uint64_t a_bytes = g + g / 4 + 100;  // pages 0-1: one run handle, 3/4 of page 1 unused
   Result<void*> a = v->Allocate(a_bytes);
@@ -678,12 +713,14 @@ TEST(VmmAllocator, ASmallBlockLandsInALargeBlocksLastGranuleWithNoNewPage) {
   EXPECT_EQ(v->GetStats().bytes_in_use, 0u);
 }
 
-// Where no large block has room, a small request takes the small space's
-// own page as before.
+// With a small space, where no large block has room, a small request takes
+// the small space's own page.
 TEST(VmmAllocator, ASmallBlockWithNoRoomOnLargePagesTakesItsOwnPage) {
   auto m = Host();
   const std::uint64_t g = m->granularity();
-  auto v = Vmm(*m);
+  VmmParams p;
+  p.small_request_bytes = kMiB;
+  auto v = Vmm(*m, p);
   Result<void*> a = v->Allocate(2 * g);  // whole granules: no room after it
   ASSERT_TRUE(a.ok());
   const auto created = v->counters().granules_created;
@@ -698,12 +735,16 @@ TEST(VmmAllocator, ASmallBlockWithNoRoomOnLargePagesTakesItsOwnPage) {
 
 // Blocks of unrounded sizes (2 MiB x k and a bit, as PyTorch's CPU sizes
 // are) mixed with small ones, freed in random order: small blocks pack
-// into large blocks' last granules, and no block is ever overwritten.
-TEST(VmmAllocator, SeededStressWithPackedSmallBlocksKeepsEveryPattern) {
+// into large blocks' last granules, and no block is ever overwritten. In
+// one space (the default) and with a small space.
+class VmmSpaces : public ::testing::TestWithParam<std::uint64_t> {};
+
+TEST_P(VmmSpaces, SeededStressWithPackedSmallBlocksKeepsEveryPattern) {
   auto m = Host();
   const std::uint64_t g = m->granularity();
   VmmParams p;
   p.memory_limit = 256 * g;
+  p.small_request_bytes = GetParam();
   auto v = Vmm(*m, p);
   std::mt19937_64 rng(56);
   struct Live { void* p; std::uint64_t bytes; std::uint8_t pattern; };
@@ -750,6 +791,11 @@ TEST(VmmAllocator, SeededStressWithPackedSmallBlocksKeepsEveryPattern) {
   EXPECT_EQ(v->GetStats().bytes_reserved, m->granules_held() * g);
 }
 
+INSTANTIATE_TEST_SUITE_P(OneSpaceAndTwo, VmmSpaces, ::testing::Values(std::uint64_t{0}, kMiB),
+                         [](const ::testing::TestParamInfo<std::uint64_t>& param_info) {
+                           return param_info.param == 0 ? std::string("OneSpace") : std::string("SmallSpaceOf1MiB");
+                         });
+
 TEST(VmmAllocator, OutOfMemoryReportsLeaksNothingAndKeepsServing) {
   auto m = Host();
   VmmParams p;
@@ -765,7 +811,8 @@ TEST(VmmAllocator, OutOfMemoryReportsLeaksNothingAndKeepsServing) {
   EXPECT_NE(failure.message().find("vmm: out of memory allocating 3145728 bytes"), std::string::npos)
       << failure.message();
   EXPECT_NE(failure.message().find("limit 16.0 MiB"), std::string::npos) << failure.message();
-  EXPECT_NE(failure.message().find("large space"), std::string::npos) << failure.message();
+  // One space (the default): the report names no small or large space.
+  EXPECT_NE(failure.message().find("\nspace: "), std::string::npos) << failure.message();
   EXPECT_LE(m->granules_held() * m->granularity(), 16 * kMiB);
   EXPECT_EQ(v->GetStats().bytes_reserved, m->granules_held() * m->granularity());
   EXPECT_EQ(v->GetStats().num_failed_allocs, 1u);
@@ -990,6 +1037,7 @@ TEST(VmmAllocator, ProtectRefaultedStopsASteadyLoopMovingItsPages) {
     ASSERT_EQ(m->granularity(), 2 * kMiB);
     VmmParams p;
     p.protect_refaulted = protect;
+    p.small_request_bytes = kMiB;  // two spaces: the small block's page is what the large ones take
     auto v = Vmm(*m, p);
     std::vector<void*> first;
     for (const std::uint64_t bytes : before) first.push_back(*v->Allocate(bytes));

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `vmm` allocator: physical granules stitched into virtual ranges.
 //
-// - Two virtual address spaces, each one huge reservation: requests up to
-//   `small_request_bytes` go to the small space, larger ones to the large
-//   space. In each, blocks are placed best fit with splitting and immediate
-//   coalescing, as in BFC; a request no free block fits takes fresh
-//   addresses at the top. Among the few best-fitting free blocks (each at
-//   its low or its high end) and the top, the place with the fewest pages
-//   not mapped wins (ties: the smallest block's low end), so a request
-//   lands on cached pages rather than needing pages re-stitched or created.
+// - One virtual address space, a huge reservation (a second one, the small
+//   space, for requests up to `small_request_bytes` where that is set).
+//   Blocks are placed best fit with splitting and immediate coalescing, as
+//   in BFC; a request no free block fits takes fresh addresses at the top.
+//   Among the few best-fitting free blocks (each at its low or its high
+//   end) and the top, the place with the fewest pages not mapped wins
+//   (ties: the smallest block's low end), so a request lands on cached
+//   pages rather than needing pages re-stitched or created.
 //   Sizes are rounded to `block_rounding_bytes`.
 // - Physical memory is a separate matter: a page of a space (one granule of
 //   addresses) is backed by a granule while any live block touches it. A
@@ -62,9 +62,13 @@ struct VmmParams {
   // The most bytes of physical memory held (granules x granularity); unset =
   // no limit of our own (the device's refusal is the limit).
   std::optional<std::uint64_t> memory_limit;
-  // Requests of at most this many bytes share pages in the small space;
-  // 0 puts every request in one space.
-  std::uint64_t small_request_bytes = std::uint64_t{1} << 20;
+  // Requests of at most this many bytes go to a second space, the small
+  // space, and share pages only with each other there; 0 (the default) puts
+  // every request in one space. One space chosen on held-out dynamic traces:
+  // small blocks fill the partial pages of large ones, and pages cached by
+  // one kind of request serve the other where they are, without a map call
+  // (docs/design/allocators.md).
+  std::uint64_t small_request_bytes = 0;
   // Every block is a multiple of this (a power of two, 256 to 64 KiB); it is
   // also the alignment every block has without asking.
   std::uint64_t block_rounding_bytes = 512;
@@ -104,10 +108,12 @@ struct VmmParams {
   // iteration. With this set, a page whose granule was taken and that was
   // needed again at its place D cached pages later (a refault) is passed
   // over while it has been cached for less than D: older pages, which the
-  // loop no longer reaches, are taken first. Fewer map calls in steady loops
-  // (a warm pass makes about half as many on held-out serving and
-  // dynamic-shape traces); memory held moves by a granule either way, which
-  // is why it is off by default.
+  // loop no longer reaches, are taken first. Fewer map calls in steady loops,
+  // above all with a small space, whose pages a loop's small and large
+  // requests take from each other (a warm pass made about half as many on
+  // held-out serving and dynamic-shape traces; in one space 30 % fewer, of
+  // far fewer); memory held moves by a granule either way, which is why it
+  // is off by default.
   bool protect_refaulted = false;
   // Chunks listed at most in the out-of-memory report.
   std::size_t report_max_blocks = 32;
