@@ -4,8 +4,8 @@
 
     PYTHONPATH=build/python python3 bench/capture/reserve_breakdown.py TRACE...
 
-Per trace, from the trace alone: the sizes (share of allocations and of bytes up to 1 MiB -- vmm's
-small space --, 1-2 MiB, above 2 MiB; how many large blocks are a multiple of the 2 MiB granule),
+Per trace, from the trace alone: the sizes (share of allocations and of bytes up to 1 MiB -- what
+vmm's small space takes when `small_request_bytes` sets one --, 1-2 MiB, above 2 MiB; how many large blocks are a multiple of the 2 MiB granule),
 the peak in use, and the peak that a page-per-block policy would hold (every block above 1 MiB
 rounded up to whole granules, small blocks packed perfectly): the cost of unshared last granules.
 
@@ -119,8 +119,9 @@ def breakdown(ops, peak_in_use, max_handle=16):
     stop, _, _ = replay(ops, max_handle=max_handle)
     a, live = replay(ops, stop, max_handle)[1:]
     held = a.stats()["bytes_reserved"]
-    # The two spaces are separate address ranges, so a page is its address; a page counts as the
-    # large space's when a large block is on it (small blocks may sit in a large block's last page).
+    # Spaces (one by default, two with a small space) are separate address ranges, so a page is its
+    # address; a page counts as "large" when a block above 1 MiB is on it (small blocks may sit in
+    # a large block's last page).
     pages = {}  # page -> [covered bytes, blocks, large blocks]
     for p, (_, rounded) in live.items():
         first, last = p // GRANULE, (p + rounded - 1) // GRANULE

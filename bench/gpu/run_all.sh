@@ -11,8 +11,9 @@
 #                  (the H200 baseline of 2026-11-27), with handles of up to 32
 #                  granules and with growth slack 0.05
 #   vmm_dynamic.txt  the dynamic traces of bench/traces (tune, heldout): vmm
-#                  and bfc_compact on the device, then vmm with
-#                  --vmm-protect-refaulted (cold and warm passes)
+#                  and bfc_compact on the device, then vmm with a small space
+#                  (--vmm-small 1048576) and with --vmm-protect-refaulted
+#                  (cold and warm passes)
 #   e2e.jsonl      GPT-2 training (varying length) and generation with the
 #                  plug-in, against default and expandable, one process each
 #   san_*.log      the CUDA tests under compute-sanitizer memcheck
@@ -45,11 +46,11 @@ for flags in "--vmm-max-handle 1" "--vmm-max-handle 32" "--vmm-growth-slack 0.05
       grep -E "^vmm|warm pass" | tee -a "$out/vmm_cuda.txt"
   done
 done
-stamp "dynamic traces: vmm, default and --vmm-protect-refaulted"
+stamp "dynamic traces: vmm, default, --vmm-small 1048576 and --vmm-protect-refaulted"
 for t in bench/traces/tune/*.csv.gz bench/traces/heldout/*.csv.gz; do
-  for flags in "" "--vmm-protect-refaulted"; do
+  for flags in "" "--vmm-small 1048576" "--vmm-protect-refaulted"; do
     echo "== $(basename "$(dirname "$t")")/$(basename "$t") vmm $flags" | tee -a "$out/vmm_dynamic.txt"
-    # shellcheck disable=SC2086  # $flags is empty or one option
+    # shellcheck disable=SC2086  # $flags is empty or one option with its value
     timeout 30 "$build/tools/tensormem/tensormem" replay "$t" -a vmm,bfc_compact -r 3 --device cuda $flags |
       grep -E "^vmm|^bfc_compact|warm pass" | tee -a "$out/vmm_dynamic.txt"
   done
