@@ -9,7 +9,6 @@
 #include <bit>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -123,20 +122,6 @@ Status ReserveSpace(PhysicalMemory& memory, std::uint64_t asked, std::uint64_t g
   return Status::Ok();
 }
 
-// Room for the page table of a whole space (up to 2^19 pages: 1 TiB of
-// 2 MiB granules), so that it grows in place (EnsurePages): a table
-// doubled, copied and written ahead as the heap grew took about 40 % of a
-// cold pass on a 38 GiB training trace. Only addresses are taken (the
-// host's allocator maps a request this large lazily); a table beyond, or
-// a refusal, grows by doubling.
-void ReservePageTable(Space& sp, std::uint64_t g) {
-  constexpr std::uint64_t kMostPagesReserved = std::uint64_t{1} << 19;
-  try {
-    sp.pages.reserve(std::min<std::uint64_t>(sp.size / g, kMostPagesReserved));
-  } catch (const std::bad_alloc&) {
-  }
-}
-
 }  // namespace
 
 Result<std::unique_ptr<VmmAllocator>> VmmAllocator::Create(PhysicalMemory& memory, const VmmParams& params) {
@@ -162,7 +147,6 @@ Result<std::unique_ptr<VmmAllocator>> VmmAllocator::Create(PhysicalMemory& memor
     sp.index = i;
     if (i == kSmall && !s.has_small) continue;
     TM_RETURN_IF_ERROR(ReserveSpace(memory, RoundUp(params.address_space_bytes, s.g), s.g, sp, s.SpaceName(sp)));
-    ReservePageTable(sp, s.g);
   }
   return std::unique_ptr<VmmAllocator>(new VmmAllocator(std::move(state)));
 }

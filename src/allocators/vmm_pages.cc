@@ -106,18 +106,9 @@ Status VmmState::RefuseBeyondLimit(const Space& s, std::uint64_t first, std::uin
 Status VmmState::EnsurePages(Space& s, std::uint64_t end_offset) {
   const std::uint64_t n = RoundUp(end_offset, g) >> g_shift;
   if (s.pages.size() >= n) return Status::Ok();
-  // Within the room reserved at Create, to the very size (no copy, and a
-  // page of the table is written only once the heap reaches it); beyond
-  // it, doubled.
-  const std::uint64_t grown = n <= s.pages.capacity()
-                                  ? n
-                                  : std::max<std::uint64_t>(n, std::min<std::uint64_t>(s.pages.size() * 2, s.size / g));
-  try {
-    s.pages.resize(grown);
-  } catch (const std::bad_alloc&) {  // (never a length_error: at most 2^47 / 4 KiB pages)
+  if (!s.pages.Grow(n, s.size / g))
     return ResourceExhausted("no host memory for a page table of " + std::to_string(n) + " pages (" +
                              HumanBytes(n * sizeof(Page)) + ")");
-  }
   return Status::Ok();
 }
 

@@ -4,6 +4,7 @@
 // a limit, out-of-memory reports that leak nothing, stream ordering with
 // events, release, parameter validation, and the VirtualMemoryBackend over
 // granules. The same run on a GPU where one is present (skipped elsewhere).
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <zlib.h>
 
@@ -1666,6 +1667,80 @@ TEST(CudaPhysicalMemory, VmmOnTheDevice) {
   ASSERT_TRUE(capturing.ok()) << capturing.status().ToString();
   EXPECT_FALSE(*capturing);
   DeviceScenario(**gpu);
+}
+
+// Physical memory with nothing behind it: addresses reserved inaccessible,
+// granules that are only numbers, maps that do nothing. The vmm policy
+// runs on it as on a device (the test never touches a block), so page
+// tables of millions of pages cost no memory.
+class UnbackedMemory final : public PhysicalMemory {
+ public:
+  std::uint64_t granularity() const override { return 4096; }
+  bool host_accessible() const override { return false; }
+  std::string_view name() const override { return "unbacked"; }
+  Result<void*> ReserveAddressRange(std::uint64_t bytes) override {
+    void* p = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return ResourceExhausted("no addresses (test)");
+    return p;
+  }
+  Status FreeAddressRange(void* base, std::uint64_t bytes) override {
+    munmap(base, bytes);
+    return Status::Ok();
+  }
+  Status CreateGranules(std::size_t count, std::vector<GranuleHandle>& out, std::uint64_t n = 1) override {
+    for (std::size_t i = 0; i < count; ++i) out.push_back(++next_);
+    held_ += count * n;
+    return Status::Ok();
+  }
+  Status ReleaseGranule(GranuleHandle, std::uint64_t n = 1) override {
+    held_ -= n;
+    return Status::Ok();
+  }
+  Status Map(void*, std::span<const GranuleHandle>, std::uint64_t = 1) override { return Status::Ok(); }
+  Status Unmap(void*, std::size_t, std::uint64_t = 1) override { return Status::Ok(); }
+  Status Synchronize() override { return Status::Ok(); }
+  Result<EventHandle> RecordEvent(StreamHandle) override { return ++next_; }
+  bool EventCompleted(EventHandle) override { return true; }
+  Status WaitForEvent(EventHandle) override { return Status::Ok(); }
+  void DestroyEvent(EventHandle) override {}
+  std::uint64_t held() const { return held_; }
+
+ private:
+  std::uint64_t next_ = 0;
+  std::uint64_t held_ = 0;
+};
+
+// vmm's page table grows with the heap (by realloc, moved rather than
+// copied where it is large): as the top goes to 1 GiB and then 3 GiB of
+// 4 KiB granules (786,432 pages) every page keeps what it knew, so the
+// cached pages of freed blocks serve a new one without a map call.
+TEST(VmmAllocator, APageTableOfHundredsOfThousandsOfPagesGrowsAndKeepsItsPages) {
+  UnbackedMemory m;
+  VmmParams p;
+  p.address_space_bytes = std::uint64_t{8} << 30;
+  auto v = Vmm(m, p);
+  constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
+  Result<void*> a = v->Allocate(kGiB);      // pages 0 to 2^18: within the room
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  Result<void*> b = v->Allocate(2 * kGiB);  // to 3 GiB: past 2^19 pages
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(static_cast<char*>(*b) - static_cast<char*>(*a), static_cast<std::ptrdiff_t>(kGiB));
+  EXPECT_EQ(m.held(), 3 * kGiB / 4096);
+  EXPECT_EQ(v->GetStats().bytes_reserved, 3 * kGiB);
+  ASSERT_TRUE(v->Deallocate(*a).ok());
+  ASSERT_TRUE(v->Deallocate(*b).ok());
+  const auto before = v->counters();
+  Result<void*> c = v->Allocate(3 * kGiB);  // on the cached pages of both
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(*c, *a);
+  EXPECT_EQ(v->counters().map_calls, before.map_calls);
+  EXPECT_EQ(v->counters().granules_created, before.granules_created);
+  EXPECT_EQ(m.held(), 3 * kGiB / 4096);
+  ASSERT_TRUE(v->Deallocate(*c).ok());
+  Result<std::uint64_t> released = v->ReleaseCachedMemory();
+  ASSERT_TRUE(released.ok()) << released.status().ToString();
+  EXPECT_EQ(*released, 3 * kGiB);
+  EXPECT_EQ(m.held(), 0u);
 }
 
 }  // namespace
