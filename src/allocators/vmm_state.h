@@ -143,14 +143,7 @@ class PageTable {
   // least doubled and at most `most` pages where that is more than `n`;
   // false when the host has no memory for it.
   bool Grow(std::uint64_t n, std::uint64_t most) {
-    if (n > capacity_) {
-      std::uint64_t room = std::max(n, std::min(capacity_ * 2, most));
-      void* p = room <= kMaxPages ? std::realloc(pages_, room * sizeof(Page)) : nullptr;
-      if (p == nullptr && room > n) p = n <= kMaxPages ? std::realloc(pages_, (room = n) * sizeof(Page)) : nullptr;
-      if (p == nullptr) return false;
-      pages_ = static_cast<Page*>(p);
-      capacity_ = room;
-    }
+    if (n > capacity_ && !Reserve(std::max(n, std::min(capacity_ * 2, most))) && !Reserve(n)) return false;
     for (std::uint64_t i = size_; i < n; ++i) new (&pages_[i]) Page{};
     size_ = n;
     return true;
@@ -159,7 +152,15 @@ class PageTable {
  private:
   static_assert(std::is_trivially_copyable_v<Page> && std::is_trivially_destructible_v<Page>,
                 "realloc moves pages as bytes");
-  static constexpr std::uint64_t kMaxPages = ~std::uint64_t{0} / sizeof(Page);
+  // Room for `room` pages; false (the table unchanged) when refused.
+  bool Reserve(std::uint64_t room) {
+    if (room > ~std::uint64_t{0} / sizeof(Page)) return false;
+    void* p = std::realloc(pages_, room * sizeof(Page));
+    if (p == nullptr) return false;
+    pages_ = static_cast<Page*>(p);
+    capacity_ = room;
+    return true;
+  }
   Page* pages_ = nullptr;
   std::uint64_t size_ = 0;
   std::uint64_t capacity_ = 0;

@@ -1720,9 +1720,9 @@ TEST(VmmAllocator, APageTableOfHundredsOfThousandsOfPagesGrowsAndKeepsItsPages) 
   p.address_space_bytes = std::uint64_t{8} << 30;
   auto v = Vmm(m, p);
   constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
-  Result<void*> a = v->Allocate(kGiB);      // pages 0 to 2^18: within the room
+  Result<void*> a = v->Allocate(kGiB);      // a table of 262,144 pages
   ASSERT_TRUE(a.ok()) << a.status().ToString();
-  Result<void*> b = v->Allocate(2 * kGiB);  // to 3 GiB: past 2^19 pages
+  Result<void*> b = v->Allocate(2 * kGiB);  // grown to 786,432
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   EXPECT_EQ(static_cast<char*>(*b) - static_cast<char*>(*a), static_cast<std::ptrdiff_t>(kGiB));
   EXPECT_EQ(m.held(), 3 * kGiB / 4096);

@@ -419,7 +419,7 @@ void AddDeviceOptions(CLI::App* cmd, ReplayOptions* o) {
 // --vmm-*: the vmm allocator's parameters.
 void AddVmmOptions(CLI::App* cmd, ReplayOptions* o) {
   cmd->add_option("--vmm-small", o->vmm_small,
-                  "vmm: requests up to this many bytes go to a space of their own, apart from larger ones (0: one space for every request)")
+                  "vmm: requests up to this many bytes go to a space of their own, apart from larger ones (0, the default: one space for every request)")
       ->check(Unsigned64());
   cmd->add_option("--vmm-limit", o->vmm_limit, "vmm: the most physical memory held, bytes")
       ->check(Unsigned64(1, std::uint64_t{1} << 62));
