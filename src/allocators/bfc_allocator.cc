@@ -250,8 +250,10 @@ struct BfcAllocator::State {
   }
 
   // The smallest free chunk >= rounded (lowest address among equals), from
-  // the request's bin upward; null when none.
+  // the request's bin upward; null when none. Once granules have been given
+  // back, the best of the first fit_candidates (FindHeldFit).
   void* FindChunkPtr(std::uint64_t rounded, std::uint64_t bytes) {
+    if (!decommitted.empty() && params.fit_candidates > 1) return FindHeldFit(rounded, bytes);
     for (int b = BinForSize(rounded); b < kNumBins; ++b) {
       FreeSet& set = bins[static_cast<std::size_t>(b)];
       auto it = set.lower_bound(FreeKey{rounded, 0, 0});
@@ -261,6 +263,35 @@ struct BfcAllocator::State {
       return TakeChunk(h, rounded, bytes);
     }
     return nullptr;
+  }
+
+  // release_free_granules, with granules given back: among the first
+  // fit_candidates free chunks in best-fit order, the one whose granules
+  // under the block (at the chunk's start) were given back least; ties go
+  // to the best fit. Each granule taken again is memory held again and, on
+  // a GPU, a create and a map call, so a block lands on memory still held
+  // where a chunk nearly as small has some. (At the chunk's high end too,
+  // as vmm places: fewer calls, but a large hole split for a small block
+  // held more on small heaps.)
+  void* FindHeldFit(std::uint64_t rounded, std::uint64_t bytes) {
+    const std::uint64_t g = Granule();
+    ChunkHandle best = kInvalidChunk;
+    std::uint64_t best_cost = ~std::uint64_t{0};
+    std::uint32_t looked = 0;
+    for (int b = BinForSize(rounded); b < kNumBins && looked < params.fit_candidates && best_cost > 0; ++b) {
+      const FreeSet& set = bins[static_cast<std::size_t>(b)];
+      for (auto it = set.lower_bound(FreeKey{rounded, 0, 0});
+           it != set.end() && looked < params.fit_candidates && best_cost > 0; ++it, ++looked) {
+        const std::uint64_t cost = DecommittedIn(it->address / g * g, (it->address + rounded + g - 1) / g * g);
+        if (cost < best_cost) {
+          best = it->handle;
+          best_cost = cost;
+        }
+      }
+    }
+    if (best == kInvalidChunk) return nullptr;
+    RemoveFree(best);
+    return TakeChunk(best, rounded, bytes);
   }
 
   // For alignments above 256: the first chunk in best-fit order whose
@@ -637,6 +668,8 @@ Status Validate(const BfcParams& p) {
                            " is below the smallest chunk (256 bytes)");
   if (!(p.held_slack >= 0.0) || p.held_slack > 1e9)
     return InvalidArgument("bfc: held_slack " + std::to_string(p.held_slack) + " must be a number >= 0");
+  if (p.fit_candidates < 1 || p.fit_candidates > 1024)
+    return InvalidArgument("bfc: fit_candidates " + std::to_string(p.fit_candidates) + " must be 1 to 1024");
   if (p.initial_region_bytes == 0)
     return InvalidArgument("bfc: initial_region_bytes must be at least 1 (it is doubled to grow)");
   if (p.initial_region_bytes > (std::uint64_t{1} << 62))

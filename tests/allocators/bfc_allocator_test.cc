@@ -338,6 +338,50 @@ TEST(Bfc, CompactGivesFreeGranulesBackBeforeGrowing) {
   EXPECT_EQ(a.GetStats().bytes_in_use, 0u);
 }
 
+// Once granules have been given back, a request goes to a chunk whose
+// memory is still held rather than to the best-fitting chunk whose granules
+// would have to be taken again (fit_candidates); with 1, best fit alone.
+TEST(Bfc, CompactPrefersAChunkStillHeldToTakingGranulesAgain) {
+  for (const std::uint32_t candidates : {8u, 1u}) {
+    SCOPED_TRACE(candidates);
+    VirtualMemoryBackend vm(std::uint64_t{1} << 32);
+    BfcParams params = CompactBfcParams();
+    params.fit_candidates = candidates;
+    BfcAllocator a(vm, params);
+    void* hole = Alloc(a, 10 * MiB);
+    void* sep1 = Alloc(a, 256 * KiB);
+    void* held = Alloc(a, 12 * MiB);
+    void* sep2 = Alloc(a, 256 * KiB);
+    ASSERT_TRUE(a.Deallocate(hole).ok());
+    void* grown = Alloc(a, 16 * MiB);  // fits no hole: the 10 MiB hole's granules go back first
+    ASSERT_GE(vm.counters().decommits, 1u);
+    ASSERT_TRUE(a.Deallocate(held).ok());  // a 12 MiB hole whose memory is held
+    const std::uint64_t recommits = vm.counters().recommits, decommits = vm.counters().decommits;
+    const std::uint64_t reserved = a.GetStats().bytes_reserved;
+    void* p = Alloc(a, 9 * MiB);  // fits both holes; the 10 MiB one fits best
+    Fill(p, 9 * MiB, 7);
+    if (candidates == 8) {  // no call to the backend, no memory more
+      EXPECT_EQ(p, held);
+      EXPECT_EQ(vm.counters().recommits, recommits);
+      EXPECT_EQ(vm.counters().decommits, decommits);
+      EXPECT_EQ(a.GetStats().bytes_reserved, reserved);
+    } else {  // granules taken again, and (to stay within held_slack) the held hole's given back
+      EXPECT_EQ(p, hole);
+      EXPECT_GT(vm.counters().recommits, recommits);
+      EXPECT_GT(vm.counters().decommits, decommits);
+      EXPECT_GE(a.GetStats().bytes_reserved, reserved);
+    }
+    EXPECT_TRUE(Holds(p, 9 * MiB, 7));
+    for (void* q : {p, sep1, sep2, grown}) ASSERT_TRUE(a.Deallocate(q).ok());
+  }
+  BfcParams bad = CompactBfcParams();
+  for (const std::uint32_t n : {0u, 1025u}) {
+    bad.fit_candidates = n;
+    EXPECT_EQ(Validate(bad).code(), StatusCode::kInvalidArgument) << n;
+    EXPECT_NE(Validate(bad).message().find("fit_candidates"), std::string::npos);
+  }
+}
+
 TEST(Bfc, ReleaseFreeGranulesNeedsABackendThatCanDecommit) {
   BfcAllocator a(HostBackend(), CompactBfcParams());  // the host backend cannot: ignored
   void* x = Alloc(a, 8 * MiB);

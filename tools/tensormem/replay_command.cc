@@ -48,6 +48,7 @@ struct ReplayOptions {
   bool bfc_coalesce_regions = false;
   std::optional<std::uint64_t> bfc_initial_region;
   std::optional<std::uint64_t> bfc_split_cap;
+  std::optional<std::uint32_t> bfc_fit_candidates;
   std::optional<std::uint64_t> bfc_limit;
   std::string html;
   std::string device = std::string(Name(ReplayDevice::kHost));
@@ -79,6 +80,7 @@ Status ApplyBfcOptions(const ReplayOptions& o, BfcParams& p) {
   if (o.bfc_coalesce_regions) p.coalesce_regions = true;
   if (o.bfc_initial_region) p.initial_region_bytes = *o.bfc_initial_region;
   if (o.bfc_split_cap) p.max_internal_fragmentation_bytes = *o.bfc_split_cap;
+  if (o.bfc_fit_candidates) p.fit_candidates = *o.bfc_fit_candidates;
   if (o.bfc_limit && *o.bfc_limit > 0) p.memory_limit = *o.bfc_limit;
   return Validate(p);
 }
@@ -116,7 +118,8 @@ Result<Selection> SelectAllocators(const ReplayOptions& o, BfcPreset preset) {
 Status CheckBfcOptionsApply(const ReplayOptions& o, const Selection& s, const ReplayParams& params) {
   const bool any_bfc = s.Has(ReplayAllocator::kBfc) || s.Has(ReplayAllocator::kBfcCompact);
   const bool given = !o.bfc_preset.empty() || !o.bfc_backend.empty() || !o.bfc_growth.empty() ||
-                     o.bfc_coalesce_regions || o.bfc_initial_region || o.bfc_split_cap || o.bfc_limit;
+                     o.bfc_coalesce_regions || o.bfc_initial_region || o.bfc_split_cap || o.bfc_fit_candidates ||
+                     o.bfc_limit;
   if (given && !any_bfc)
     return NotApplicable("--bfc-*", "options change the BFC allocators (bfc, bfc_compact), and none was asked for");
   if (!o.bfc_backend.empty() && !s.Has(ReplayAllocator::kBfc))
@@ -395,6 +398,10 @@ void AddBfcOptions(CLI::App* cmd, ReplayOptions* o) {
                   "BFC: split a chunk when the leftover is at least this many bytes (TensorFlow: "
                   "128 MiB)")
       ->check(Unsigned64());
+  cmd->add_option("--bfc-fit-candidates", o->bfc_fit_candidates,
+                  "BFC with granules given back (bfc_compact): the best-fitting chunks looked at for the one "
+                  "whose memory is still held (8; 1 = best fit alone)")
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--bfc-limit", o->bfc_limit, "BFC memory limit in bytes (0 = none)")
       ->check(Unsigned64());
 }

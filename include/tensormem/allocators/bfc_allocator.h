@@ -16,7 +16,9 @@
 // - With release_free_granules, before extending it gives back the whole
 //   granules inside free chunks (the backend decommits them) and takes
 //   them again when a block lands on them; bytes_reserved counts what is
-//   held: the regions less the granules given back.
+//   held: the regions less the granules given back. Once some are given
+//   back, a request takes, among the few best-fitting chunks, the one
+//   whose granules under it were given back least (`fit_candidates`).
 // - When nothing fits the allocator extends: with growth the first region is
 //   2 MiB and each next one doubles (at least the request, capped by what the
 //   limit leaves); without growth the whole limit is reserved up front. When
@@ -91,6 +93,12 @@ struct BfcParams {
   // held would otherwise exceed the bytes in use by more than this fraction
   // (fewer calls to the backend; 0: whenever the memory held grows).
   double held_slack = 0.05;
+  // With release_free_granules, once granules have been given back: the
+  // free chunks looked at, in best-fit order, for the one whose granules
+  // under the block were given back least (each taken again is memory held
+  // again and, on a GPU, a create and a map call); ties go to the best fit.
+  // 1 = best fit alone. 1 to 1024.
+  std::uint32_t fit_candidates = 8;
   // Free wholly unused regions before failing an allocation.
   bool garbage_collection = true;
   // Retry a refused region at 90% of the size (TensorFlow's backpedal).
@@ -121,7 +129,8 @@ BfcParams BfcPresetParams(BfcPreset preset);
 bool BfcPresetUsesVirtualMemory(BfcPreset preset);
 
 // Checks every field once: memory_limit >= 256; initial_region_bytes in
-// [1, 2^62]; growth a known value; kReserveAll with a finite memory_limit.
+// [1, 2^62]; held_slack >= 0; fit_candidates in [1, 1024]; growth a known
+// value; kReserveAll with a finite memory_limit.
 // InvalidArgument naming the field otherwise.
 Status Validate(const BfcParams& params);
 
