@@ -78,6 +78,11 @@ inline bool Build(FuzzBytes& in, AllocatorUnderTest& s) {
       p.coalesce_regions = flags & 1;
       p.garbage_collection = flags & 2;
       p.retry_smaller_regions = flags & 4;
+      if (flags & 16) {  // granules given back and taken again (bfc_compact's policy)
+        p.release_free_granules = true;
+        p.held_slack = in.U8() / 64.0;
+        p.fit_candidates = in.U8() % 24;  // 0 must be refused
+      }
       if (flags & 8) {
         s.backend = std::make_unique<VirtualMemoryBackend>(std::uint64_t{1} << (20 + in.U8() % 17), in.Size());
         s.capped = std::make_unique<CappedBackend>(*s.backend, kCap);

@@ -38,8 +38,10 @@ std::vector<std::uint8_t> ValidParameters(int kind) {
       p.push_back(kind == 0 ? 0 : 1);   // doubling, on demand
       PutSize(p, 2 * MiB);              // initial_region_bytes
       PutSize(p, 128 * MiB);            // max_internal_fragmentation_bytes
-      p.push_back(kind == 0 ? 7 : 15);  // flags (kind 1: virtual memory)
+      p.push_back(kind == 0 ? 7 : 31);  // flags (kind 1: virtual memory, granules given back)
       if (kind == 1) {
+        p.push_back(3);   // held_slack 3/64
+        p.push_back(8);   // fit_candidates
         p.push_back(12);  // 2^32 bytes of addresses
         PutSize(p, 2 * MiB);  // commit step
       }
