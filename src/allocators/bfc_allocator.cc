@@ -268,9 +268,9 @@ struct BfcAllocator::State {
   // release_free_granules, with granules given back: among the first
   // fit_candidates free chunks in best-fit order, the one whose granules
   // under the block (at the chunk's start) were given back least; ties go
-  // to the best fit. Each granule taken again is memory held again and, on
-  // a GPU, a create and a map call, so a block lands on memory still held
-  // where a chunk nearly as small has some. (At the chunk's high end too,
+  // to the best fit. Each granule taken again is memory held again and a
+  // call to the backend, so a block lands on memory still held where a
+  // chunk nearly as small has some. (At the chunk's high end too,
   // as vmm places: fewer calls, but a large hole split for a small block
   // held more on small heaps.)
   void* FindHeldFit(std::uint64_t rounded, std::uint64_t bytes) {

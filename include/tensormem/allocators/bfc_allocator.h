@@ -96,7 +96,7 @@ struct BfcParams {
   // With release_free_granules, once granules have been given back: the
   // free chunks looked at, in best-fit order, for the one whose granules
   // under the block were given back least (each taken again is memory held
-  // again and, on a GPU, a create and a map call); ties go to the best fit.
+  // again and a call to the backend); ties go to the best fit.
   // 1 = best fit alone. 1 to 1024.
   std::uint32_t fit_candidates = 8;
   // Free wholly unused regions before failing an allocation.
