@@ -362,16 +362,18 @@ Result<Ours> MakeOurs(ReplayAllocator which, const ReplayParams& params) {
       // One BFC under its preset's parameters (bfc_compact: the compact
       // preset, always over virtual memory).
       const bool compact = which == ReplayAllocator::kBfcCompact;
+      const BfcParams& bfc = compact ? params.bfc_compact : params.bfc;
       if (compact || params.bfc_virtual_memory) {
         if (granules) {
           TM_ASSIGN_OR_RETURN(o.physical, MakePhysical(params));
-          o.backend = std::make_unique<VirtualMemoryBackend>(*o.physical);
+          o.backend = std::make_unique<VirtualMemoryBackend>(*o.physical, std::uint64_t{1} << 40, 0,
+                                                             params.bfc_granule_handles);
         } else {
           o.backend = std::make_unique<VirtualMemoryBackend>();
         }
         plain = o.backend.get();
       }
-      o.resource = std::make_unique<BfcAllocator>(*plain, compact ? params.bfc_compact : params.bfc);
+      o.resource = std::make_unique<BfcAllocator>(*plain, bfc);
       break;
     }
     case ReplayAllocator::kVmm: {

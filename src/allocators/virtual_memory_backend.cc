@@ -8,6 +8,9 @@
 // page is its granule: each commit creates and maps one handle of all the
 // granules it adds (a GPU pays per handle, not per granule), and
 // decommitting unmaps and releases the handles wholly above what is kept.
+// With release_granules each granule is its own handle instead, so that a
+// user (bfc_compact) can give back any granule inside a region and take it
+// again (Decommit / Recommit of a range).
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -29,13 +32,14 @@ namespace tensormem {
 struct VirtualMemoryBackend::State {
   std::mutex mutex;
   PhysicalMemory* physical = nullptr;   // null: anonymous host pages
-  // Physical: the handles mapped from base up, in address order.
+  bool release_granules = false;        // physical: a handle per granule
+  // Physical: the handles mapped, by offset (with release_granules, holes
+  // where granules were given back).
   struct Mapped {
     GranuleHandle handle;
-    std::uint64_t offset;
     std::uint64_t granules;
   };
-  std::vector<Mapped> mapped;
+  std::map<std::uint64_t, Mapped> mapped;
   Counters counters;
 
   char* base = nullptr;
@@ -88,10 +92,11 @@ VirtualMemoryBackend::VirtualMemoryBackend(std::uint64_t address_space, std::uin
 }
 
 VirtualMemoryBackend::VirtualMemoryBackend(PhysicalMemory& memory, std::uint64_t address_space,
-                                           std::uint64_t commit_step)
+                                           std::uint64_t commit_step, bool release_granules)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
   s.physical = &memory;
+  s.release_granules = release_granules;
   s.page = memory.granularity();
   s.commit_step = RoundUpToPage(commit_step, s.page);
   const std::uint64_t asked = RoundUpToPage(std::max<std::uint64_t>(address_space, s.page), s.page);
@@ -119,8 +124,8 @@ VirtualMemoryBackend::~VirtualMemoryBackend() {
     return;
   }
   (void)s.physical->Synchronize();
-  for (const State::Mapped& m : s.mapped) {
-    (void)s.physical->Unmap(s.base + m.offset, 1, m.granules);
+  for (const auto& [offset, m] : s.mapped) {
+    (void)s.physical->Unmap(s.base + offset, 1, m.granules);
     (void)s.physical->ReleaseGranule(m.handle, m.granules);
   }
   (void)s.physical->FreeAddressRange(s.base, s.size);
@@ -140,6 +145,11 @@ Status VirtualMemoryBackend::Commit(State& s, std::uint64_t new_committed) {
     return Status::Ok();
   }
   const std::uint64_t count = (new_committed - s.committed) / s.page;
+  if (s.release_granules) {
+    TM_RETURN_IF_ERROR(MapSingleGranules(s, s.committed, count));
+    s.committed = new_committed;
+    return Status::Ok();
+  }
   // One handle for the whole step; a device that cannot grant one that
   // large (fragmented physical memory) may still grant single granules.
   std::uint64_t per = count;
@@ -154,9 +164,23 @@ Status VirtualMemoryBackend::Commit(State& s, std::uint64_t new_committed) {
     return st.WithContext("virtual backend");
   }
   for (std::size_t i = 0; i < fresh.size(); ++i)
-    s.mapped.push_back({fresh[i], s.committed + i * per * s.page, per});
+    s.mapped.emplace(s.committed + i * per * s.page, State::Mapped{fresh[i], per});
   s.counters.handles_created += fresh.size();
   s.committed = new_committed;
+  return Status::Ok();
+}
+
+// Creates `count` single granules and maps them from `offset` on, all or
+// nothing.
+Status VirtualMemoryBackend::MapSingleGranules(State& s, std::uint64_t offset, std::uint64_t count) {
+  std::vector<GranuleHandle> fresh;
+  TM_RETURN_IF_ERROR(s.physical->CreateGranules(count, fresh).WithContext("virtual backend"));
+  if (Status st = s.physical->Map(s.base + offset, fresh, 1); !st.ok()) {
+    for (GranuleHandle h : fresh) (void)s.physical->ReleaseGranule(h, 1);
+    return st.WithContext("virtual backend");
+  }
+  for (std::size_t i = 0; i < fresh.size(); ++i) s.mapped.emplace(offset + i * s.page, State::Mapped{fresh[i], 1});
+  s.counters.handles_created += fresh.size();
   return Status::Ok();
 }
 
@@ -169,20 +193,25 @@ void VirtualMemoryBackend::Decommit(State& s, std::uint64_t keep) {
     return;
   }
   // Only handles wholly above `keep` go (one straddling it stays mapped).
-  std::size_t first = s.mapped.size();
-  while (first > 0 && s.mapped[first - 1].offset >= keep) --first;
-  if (first == s.mapped.size()) return;
+  // Single granules never straddle it: with release_granules everything
+  // above `keep` is then given back (holes included).
+  const bool singles = s.release_granules;
+  if (s.mapped.lower_bound(keep) == s.mapped.end()) {
+    if (singles) s.committed = keep;
+    return;
+  }
   // The regions above were released by their user, who has finished with
   // them; device work queued before that may still run: wait for it.
   if (!s.physical->Synchronize().ok()) return;  // keep them mapped: committed stays correct
-  while (s.mapped.size() > first) {
-    const State::Mapped m = s.mapped.back();
-    if (!s.physical->Unmap(s.base + m.offset, 1, m.granules).ok()) break;
+  while (!s.mapped.empty() && s.mapped.rbegin()->first >= keep) {
+    const auto [offset, m] = *s.mapped.rbegin();
+    if (!s.physical->Unmap(s.base + offset, 1, m.granules).ok()) return;
     (void)s.physical->ReleaseGranule(m.handle, m.granules);
     ++s.counters.handles_released;
-    s.mapped.pop_back();
-    s.committed = m.offset;
+    s.mapped.erase(offset);
+    s.committed = offset;
   }
+  if (singles) s.committed = keep;
 }
 
 Result<void*> VirtualMemoryBackend::Reserve(std::uint64_t bytes, std::uint64_t alignment) {
@@ -200,6 +229,10 @@ Result<void*> VirtualMemoryBackend::Reserve(std::uint64_t bytes, std::uint64_t a
                              " bytes more do not fit in the reserved address space of " +
                              std::to_string(s.size) + " bytes");
   const std::uint64_t end = start + bytes;
+  // Granules a user gave back below the committed top (inside a region it
+  // has since released) are mapped again before the range is handed out.
+  if (s.release_granules && start < s.committed)
+    TM_RETURN_IF_ERROR(MapHoles(s, start / s.page * s.page, std::min(RoundUpToPage(end, s.page), s.committed)));
   if (end > s.committed) {
     // (A step up to the whole space: added without wrapping.)
     const std::uint64_t end_page = RoundUpToPage(end, s.page);
@@ -248,28 +281,79 @@ constexpr std::uint64_t kHostDecommitGranularity = std::uint64_t{2} << 20;
 }  // namespace
 
 std::uint64_t VirtualMemoryBackend::decommit_granularity() const {
-  return state_->physical == nullptr ? kHostDecommitGranularity : 0;
+  if (state_->physical == nullptr) return kHostDecommitGranularity;
+  return state_->release_granules ? state_->page : 0;
+}
+
+// [p, p + bytes) lies in committed memory (and, over granules, on whole
+// granules); its offset.
+Result<std::uint64_t> VirtualMemoryBackend::CommittedRange(const State& s, void* p, std::uint64_t bytes) {
+  char* const c = static_cast<char*>(p);
+  if (s.base == nullptr || c < s.base || bytes > s.committed || c - s.base > static_cast<std::ptrdiff_t>(s.committed - bytes))
+    return InvalidArgument("virtual backend: [" + PointerToString(p) + ", +" + std::to_string(bytes) +
+                           ") is not committed memory");
+  const auto offset = static_cast<std::uint64_t>(c - s.base);
+  if (s.physical != nullptr && (offset % s.page != 0 || bytes % s.page != 0))
+    return InvalidArgument("virtual backend: [" + PointerToString(p) + ", +" + std::to_string(bytes) +
+                           ") is not whole granules of " + std::to_string(s.page) + " bytes");
+  return offset;
 }
 
 Status VirtualMemoryBackend::Decommit(void* p, std::uint64_t bytes) {
   State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);
-  if (s.physical != nullptr) return Unimplemented("virtual backend: cannot decommit part of a granule handle");
-  char* const c = static_cast<char*>(p);
-  if (s.base == nullptr || c < s.base || bytes > s.committed || c - s.base > static_cast<std::ptrdiff_t>(s.committed - bytes))
-    return InvalidArgument("virtual backend: [" + PointerToString(p) + ", +" + std::to_string(bytes) +
-                           ") is not committed memory");
+  if (s.physical != nullptr && !s.release_granules)
+    return Unimplemented("virtual backend: cannot decommit part of a granule handle (no release_granules)");
+  TM_ASSIGN_OR_RETURN(const std::uint64_t offset, CommittedRange(s, p, bytes));
+  if (s.physical != nullptr) return ReleaseSingleGranules(s, offset, bytes);
   if (madvise(p, bytes, MADV_DONTNEED) != 0)
     return Internal(std::string("virtual backend: madvise(MADV_DONTNEED): ") + std::strerror(errno));
   ++s.counters.decommits;
   return Status::Ok();
 }
 
-Status VirtualMemoryBackend::Recommit(void* /*p*/, std::uint64_t /*bytes*/) {
+// Over granules with release_granules: the mapped granules of [offset,
+// offset + bytes) are unmapped and released, once the device is done with
+// what was queued before (the user freed the blocks there, but work queued
+// on them may still run).
+Status VirtualMemoryBackend::ReleaseSingleGranules(State& s, std::uint64_t offset, std::uint64_t bytes) {
+  auto first = s.mapped.lower_bound(offset), last = s.mapped.lower_bound(offset + bytes);
+  if (first == last) return Status::Ok();
+  TM_RETURN_IF_ERROR(s.physical->Synchronize().WithContext("virtual backend"));
+  for (auto it = first; it != last;) {
+    TM_RETURN_IF_ERROR(s.physical->Unmap(s.base + it->first, 1, 1).WithContext("virtual backend"));
+    (void)s.physical->ReleaseGranule(it->second.handle, 1);
+    ++s.counters.handles_released;
+    it = s.mapped.erase(it);
+  }
+  ++s.counters.decommits;
+  return Status::Ok();
+}
+
+// Over granules with release_granules: every granule of [lo, hi) (granule
+// multiples) not mapped gets a new one, a create and a map call per run.
+Status VirtualMemoryBackend::MapHoles(State& s, std::uint64_t lo, std::uint64_t hi) {
+  for (std::uint64_t at = lo; at < hi;) {
+    if (s.mapped.count(at) != 0) {
+      at += s.page;
+      continue;
+    }
+    std::uint64_t end = at + s.page;
+    while (end < hi && s.mapped.count(end) == 0) end += s.page;
+    TM_RETURN_IF_ERROR(MapSingleGranules(s, at, (end - at) / s.page));
+    at = end;
+  }
+  return Status::Ok();
+}
+
+Status VirtualMemoryBackend::Recommit(void* p, std::uint64_t bytes) {
   State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);
-  if (s.physical != nullptr) return Unimplemented("virtual backend: cannot recommit part of a granule handle");
-  ++s.counters.recommits;  // the pages stay read-write: each comes back on its first write
+  if (s.physical != nullptr && !s.release_granules)
+    return Unimplemented("virtual backend: cannot recommit part of a granule handle (no release_granules)");
+  TM_ASSIGN_OR_RETURN(const std::uint64_t offset, CommittedRange(s, p, bytes));
+  if (s.physical != nullptr) TM_RETURN_IF_ERROR(MapHoles(s, offset, offset + bytes));
+  ++s.counters.recommits;  // host pages stay read-write: each comes back on its first write
   return Status::Ok();
 }
 

@@ -1509,6 +1509,89 @@ TEST(VirtualMemoryBackend, DecommitReleasesOnlyWholeHandles) {
   EXPECT_EQ(m->granules_held(), 3u);
 }
 
+// release_granules: a handle per granule, any of which can be given back
+// inside a live region and taken again; the rest keep their bytes.
+TEST(VirtualMemoryBackend, ReleaseGranulesGivesBackAnyGranuleAndTakesItAgain) {
+  auto m = Host();
+  const std::uint64_t g = m->granularity();
+  VirtualMemoryBackend plain(*m);
+  EXPECT_EQ(plain.decommit_granularity(), 0u);
+  VirtualMemoryBackend backend(*m, std::uint64_t{1} << 30, 0, true);
+  EXPECT_EQ(backend.decommit_granularity(), g);
+  Result<void*> a = backend.Reserve(5 * g, 64);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  char* const p = static_cast<char*>(*a);
+  // Each granule its own pattern.
+  const auto fill = [&](int k, int seed) { Fill(p + k * g, g, static_cast<std::uint8_t>(seed)); };
+  const auto intact = [&](int k, int seed) { return Intact(p + k * g, g, static_cast<std::uint8_t>(seed)); };
+  for (int k = 0; k < 5; ++k) fill(k, k);
+  EXPECT_EQ(backend.counters().handles_created, 5u);
+  EXPECT_EQ(m->granules_held(), 5u);
+  ASSERT_TRUE(backend.Decommit(p + g, 2 * g).ok());  // granules 1 and 2
+  EXPECT_EQ(m->granules_held(), 3u);
+  EXPECT_EQ(backend.counters().handles_released, 2u);
+  EXPECT_TRUE(intact(0, 0) && intact(3, 3) && intact(4, 4));
+  ASSERT_TRUE(backend.Recommit(p, 4 * g).ok());  // maps only the two given back
+  EXPECT_EQ(m->granules_held(), 5u);
+  EXPECT_EQ(backend.counters().handles_created, 7u);
+  fill(1, 11);  // writable again
+  fill(2, 12);
+  EXPECT_TRUE(intact(0, 0) && intact(1, 11) && intact(2, 12) && intact(3, 3) && intact(4, 4));
+  // Not whole granules, or not committed: errors that name the range.
+  EXPECT_EQ(backend.Decommit(p + 1, g).code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(backend.Decommit(p + 1, g).message().find("whole granules"), std::string::npos);
+  EXPECT_EQ(backend.Recommit(p + 4 * g, 2 * g).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(plain.Decommit(p, g).code(), StatusCode::kUnimplemented);
+  ASSERT_TRUE(backend.Release(p, 5 * g).ok());
+  EXPECT_EQ(m->granules_held(), 0u);
+  // Granules given back inside a region its user then releases, below the
+  // step kept committed, are mapped again before that range is handed out.
+  VirtualMemoryBackend ahead(*m, std::uint64_t{1} << 30, 8 * g, true);
+  Result<void*> c = ahead.Reserve(5 * g, 64);  // commits 13 granules
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE(ahead.Decommit(static_cast<char*>(*c) + 3 * g, g).ok());
+  ASSERT_TRUE(ahead.Release(*c, 5 * g).ok());  // keeps 8 committed, one of them given back
+  EXPECT_EQ(m->granules_held(), 7u);
+  Result<void*> d = ahead.Reserve(5 * g, 64);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  Fill(*d, 5 * g, 0x63);
+  EXPECT_TRUE(Intact(*d, 5 * g, 0x63));
+  EXPECT_EQ(m->granules_held(), 8u);
+  ASSERT_TRUE(ahead.Release(*d, 5 * g).ok());
+}
+
+// bfc_compact over physical granules with a handle per granule gives
+// granules back as over host pages: the memory held by the device falls.
+TEST(VirtualMemoryBackend, CompactBfcGivesGranulesBackOverPhysicalGranules) {
+  auto m = Host();
+  const std::uint64_t g = m->granularity();
+  VirtualMemoryBackend backend(*m, std::uint64_t{1} << 34, 0, true);
+  BfcAllocator bfc(backend, CompactBfcParams());
+  void* hole1 = *bfc.Allocate(8 * g);
+  void* sep1 = *bfc.Allocate(g / 8);
+  void* hole2 = *bfc.Allocate(8 * g);
+  void* sep2 = *bfc.Allocate(g / 8);
+  Fill(sep1, g / 8, 1);
+  Fill(sep2, g / 8, 2);
+  ASSERT_TRUE(bfc.Deallocate(hole1).ok());
+  ASSERT_TRUE(bfc.Deallocate(hole2).ok());
+  const std::uint64_t held_before = m->granules_held();
+  void* big = *bfc.Allocate(12 * g);  // fits neither hole: their granules go back first
+  Fill(big, 12 * g, 3);
+  EXPECT_GT(backend.counters().decommits, 0u);
+  EXPECT_LT(m->granules_held(), held_before + 12);
+  void* again = *bfc.Allocate(8 * g);  // lands on given-back granules: taken again
+  Fill(again, 8 * g, 4);
+  EXPECT_GT(backend.counters().recommits, 0u);
+  EXPECT_TRUE(Intact(sep1, g / 8, 1));
+  EXPECT_TRUE(Intact(sep2, g / 8, 2));
+  EXPECT_TRUE(Intact(big, 12 * g, 3));
+  EXPECT_TRUE(Intact(again, 8 * g, 4));
+  for (void* q : {sep1, sep2, big, again}) ASSERT_TRUE(bfc.Deallocate(q).ok());
+  bfc.ReleaseFreeRegions();
+  EXPECT_EQ(m->granules_held(), 0u);
+}
+
 TEST(VirtualMemoryBackend, FallsBackToSingleGranulesWhereALargeHandleIsRefused) {
   auto host = Host();
   RefusingMemory device(*host, 100);

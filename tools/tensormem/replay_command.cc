@@ -49,6 +49,7 @@ struct ReplayOptions {
   std::optional<std::uint64_t> bfc_initial_region;
   std::optional<std::uint64_t> bfc_split_cap;
   std::optional<std::uint32_t> bfc_fit_candidates;
+  bool bfc_granule_handles = false;
   std::optional<std::uint64_t> bfc_limit;
   std::string html;
   std::string device = std::string(Name(ReplayDevice::kHost));
@@ -119,12 +120,15 @@ Status CheckBfcOptionsApply(const ReplayOptions& o, const Selection& s, const Re
   const bool any_bfc = s.Has(ReplayAllocator::kBfc) || s.Has(ReplayAllocator::kBfcCompact);
   const bool given = !o.bfc_preset.empty() || !o.bfc_backend.empty() || !o.bfc_growth.empty() ||
                      o.bfc_coalesce_regions || o.bfc_initial_region || o.bfc_split_cap || o.bfc_fit_candidates ||
-                     o.bfc_limit;
+                     o.bfc_limit || o.bfc_granule_handles;
   if (given && !any_bfc)
     return NotApplicable("--bfc-*", "options change the BFC allocators (bfc, bfc_compact), and none was asked for");
   if (!o.bfc_backend.empty() && !s.Has(ReplayAllocator::kBfc))
     return NotApplicable("--bfc-backend", "chooses bfc's memory; bfc_compact (the compact preset) is always "
                                           "over virtual memory");
+  if (o.bfc_granule_handles && params.device == ReplayDevice::kHost)
+    return NotApplicable("--bfc-granule-handles", "applies over physical granules (--device cuda or "
+                                                  "host-granules); host pages are given back one by one already");
   // Host regions are never adjacent: on them the flag would do nothing.
   if (o.bfc_coalesce_regions && s.Has(ReplayAllocator::kBfc) && !params.bfc_virtual_memory)
     return NotApplicable("--bfc-coalesce-regions", "needs virtual memory (--bfc-backend virtual, or --bfc-preset "
@@ -194,6 +198,7 @@ Result<ReplayParams> ParamsFrom(const ReplayOptions& o, BfcPreset preset) {
   }
   TM_RETURN_IF_ERROR(ApplyBfcOptions(o, p.bfc).WithContext("bfc"));
   TM_RETURN_IF_ERROR(ApplyBfcOptions(o, p.bfc_compact).WithContext("bfc_compact"));
+  p.bfc_granule_handles = o.bfc_granule_handles;
   TM_RETURN_IF_ERROR(Validate(p.pool));
   TM_RETURN_IF_ERROR(Validate(p.system));
   return p;
@@ -402,6 +407,9 @@ void AddBfcOptions(CLI::App* cmd, ReplayOptions* o) {
                   "BFC with granules given back (bfc_compact): the best-fitting chunks looked at for the one "
                   "whose memory is still held (8; 1 = best fit alone)")
       ->check(CLI::Range(1, 1024));
+  cmd->add_flag("--bfc-granule-handles", o->bfc_granule_handles,
+                "BFC over physical granules (--device cuda, host-granules): a handle per granule, so that "
+                "bfc_compact gives free granules back as on the host (a create and a map call per granule)");
   cmd->add_option("--bfc-limit", o->bfc_limit, "BFC memory limit in bytes (0 = none)")
       ->check(Unsigned64());
 }

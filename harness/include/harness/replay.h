@@ -136,6 +136,11 @@ struct ReplayParams {
   bool bfc_virtual_memory = BfcPresetUsesVirtualMemory(BfcPreset::kTensorflow);
   // kBfcCompact's parameters (always over virtual memory).
   BfcParams bfc_compact = BfcPresetParams(BfcPreset::kCompact);
+  // The BFCs over virtual memory on physical granules (kCuda,
+  // kHostGranules): a handle per granule, so that release_free_granules
+  // gives granules back as over host pages (a create and a map call per
+  // granule); otherwise a handle per commit, which keeps its granules.
+  bool bfc_granule_handles = false;
   BufferPoolParams pool;
   SystemAllocatorParams system;
   VmmParams vmm;

@@ -114,9 +114,12 @@ class VirtualMemoryBackend final : public Backend {
   // The same over granules of `memory` (which must outlive the backend):
   // each commit maps one new handle of the granules it adds at the top of
   // the range; decommitting unmaps and releases the handles wholly above
-  // what stays. Steps are rounded up to whole granules.
+  // what stays. Steps are rounded up to whole granules. With
+  // `release_granules` every granule is a handle of its own (a create and a
+  // map call each, as PyTorch's expandable segments pay per page), so that
+  // any granule of a region can be given back (Decommit) and taken again.
   VirtualMemoryBackend(PhysicalMemory& memory, std::uint64_t address_space = std::uint64_t{1} << 40,
-                       std::uint64_t commit_step = 0);
+                       std::uint64_t commit_step = 0, bool release_granules = false);
   ~VirtualMemoryBackend() override;
   Result<void*> Reserve(std::uint64_t bytes, std::uint64_t alignment) override;
   Status Release(void* region, std::uint64_t bytes) override;
@@ -127,8 +130,11 @@ class VirtualMemoryBackend final : public Backend {
   // Host pages: parts of regions are decommitted in 2 MiB steps (a GPU's
   // granule, so the calls counted are those a GPU would make) with
   // madvise(MADV_DONTNEED); a recommitted page comes back on its first
-  // write. Over granules: 0 (a handle spans a whole commit step and cannot
-  // be unmapped in part).
+  // write. Over granules with release_granules: the granule (Decommit
+  // waits for the device, then unmaps and releases each granule of the
+  // range; Recommit creates and maps them again). Over granules without
+  // it: 0 (a handle spans a whole commit step and cannot be unmapped in
+  // part).
   std::uint64_t decommit_granularity() const override;
   Status Decommit(void* p, std::uint64_t bytes) override;
   Status Recommit(void* p, std::uint64_t bytes) override;
@@ -141,8 +147,8 @@ class VirtualMemoryBackend final : public Backend {
   struct Counters {
     std::uint64_t handles_created = 0;
     std::uint64_t handles_released = 0;
-    std::uint64_t decommits = 0;  // Decommit calls (a GPU: unmap + release)
-    std::uint64_t recommits = 0;  // Recommit calls (a GPU: create + map)
+    std::uint64_t decommits = 0;  // Decommit calls (a GPU: unmap + release per granule)
+    std::uint64_t recommits = 0;  // Recommit calls (a GPU: create + map per granule)
   };
   Counters counters() const;
 
@@ -150,6 +156,10 @@ class VirtualMemoryBackend final : public Backend {
   struct State;
   static Status Commit(State& s, std::uint64_t new_committed);
   static void Decommit(State& s, std::uint64_t keep);
+  static Status MapSingleGranules(State& s, std::uint64_t offset, std::uint64_t count);
+  static Status MapHoles(State& s, std::uint64_t lo, std::uint64_t hi);
+  static Status ReleaseSingleGranules(State& s, std::uint64_t offset, std::uint64_t bytes);
+  static Result<std::uint64_t> CommittedRange(const State& s, void* p, std::uint64_t bytes);
   std::unique_ptr<State> state_;
 };
 
