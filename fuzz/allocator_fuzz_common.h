@@ -83,7 +83,16 @@ inline bool Build(FuzzBytes& in, AllocatorUnderTest& s) {
         p.held_slack = in.U8() / 64.0;
         p.fit_candidates = in.U8() % 24;  // 0 must be refused
       }
-      if (flags & 8) {
+      if (flags & 32) {  // virtual memory over host granules, a handle per granule or per commit
+        HostPhysicalMemoryParams hp;
+        hp.granularity = std::uint64_t{1} << (12 + in.U8() % 10);
+        Result<std::unique_ptr<HostPhysicalMemory>> m = HostPhysicalMemory::Create(hp);
+        if (!m.ok()) return refused(m.status());
+        s.physical = std::move(*m);
+        s.backend = std::make_unique<VirtualMemoryBackend>(*s.physical, std::uint64_t{1} << (20 + in.U8() % 17),
+                                                           in.Size(), (flags & 64) != 0);
+        s.capped = std::make_unique<CappedBackend>(*s.backend, kCap);
+      } else if (flags & 8) {
         s.backend = std::make_unique<VirtualMemoryBackend>(std::uint64_t{1} << (20 + in.U8() % 17), in.Size());
         s.capped = std::make_unique<CappedBackend>(*s.backend, kCap);
       } else {

@@ -28,7 +28,9 @@ void PutSize(std::vector<std::uint8_t>& out, std::uint64_t v) {
   for (int i = 7; i >= 0; --i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
 }
 
-std::vector<std::uint8_t> ValidParameters(int kind) {
+// `variant` 1: kind 1's BFC over host granules with a handle per granule
+// (giving granules back as over host pages) instead of host pages.
+std::vector<std::uint8_t> ValidParameters(int kind, int variant) {
   constexpr std::uint64_t MiB = std::uint64_t{1} << 20;
   std::vector<std::uint8_t> p{static_cast<std::uint8_t>(kind)};
   switch (kind) {
@@ -38,10 +40,13 @@ std::vector<std::uint8_t> ValidParameters(int kind) {
       p.push_back(kind == 0 ? 0 : 1);   // doubling, on demand
       PutSize(p, 2 * MiB);              // initial_region_bytes
       PutSize(p, 128 * MiB);            // max_internal_fragmentation_bytes
-      p.push_back(kind == 0 ? 7 : 31);  // flags (kind 1: virtual memory, granules given back)
+      // flags (kind 1: virtual memory, granules given back; variant 1 over
+      // host granules, a handle each)
+      p.push_back(kind == 0 ? 7 : variant == 0 ? 31 : 7 + 16 + 32 + 64);
       if (kind == 1) {
         p.push_back(3);   // held_slack 3/64
         p.push_back(8);   // fit_candidates
+        if (variant == 1) p.push_back(9);  // 2^21-byte granules
         p.push_back(12);  // 2^32 bytes of addresses
         PutSize(p, 2 * MiB);  // commit step
       }
@@ -77,7 +82,7 @@ TEST(AllocatorFuzzReplay, SeededInputsPassTheFuzzChecks) {
   for (int kind = 0; kind < 6; ++kind) {
     int allocations = 0;
     for (int i = 0; i < 150; ++i, ++inputs) {
-      std::vector<std::uint8_t> bytes = i % 2 == 0 ? ValidParameters(kind) : std::vector<std::uint8_t>{};
+      std::vector<std::uint8_t> bytes = i % 2 == 0 ? ValidParameters(kind, i / 2 % 2) : std::vector<std::uint8_t>{};
       const std::size_t n = 16 + rng() % 600;
       for (std::size_t k = 0; k < n; ++k) bytes.push_back(static_cast<std::uint8_t>(rng()));
       bytes[0] = static_cast<std::uint8_t>(kind);  // every allocator, the same count of inputs

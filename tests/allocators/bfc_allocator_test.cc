@@ -9,12 +9,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <vector>
 
 #include "tensormem/allocators/backend.h"
 #include "tensormem/allocators/bfc_allocator.h"
+#include "tensormem/allocators/physical_memory.h"
 
 namespace tensormem {
 namespace {
@@ -386,11 +388,18 @@ TEST(Bfc, CompactPrefersAChunkStillHeldToTakingGranulesAgain) {
 // mimalloc-stress style at the granule's scale, where bfc_compact gives
 // granules back and takes them again: random sizes (64 KiB to 6 MiB),
 // random frees, every block filled with a pattern checked on free, with
-// best fit alone and with fit_candidates.
+// best fit alone and with fit_candidates, over host pages and over host
+// granules with a handle each (as over a GPU's memory).
 TEST(Bfc, CompactStressWithGranulesGivenBackKeepsEveryBlockIntact) {
-  for (const std::uint32_t candidates : {1u, 8u}) {
-    SCOPED_TRACE(candidates);
-    VirtualMemoryBackend vm(std::uint64_t{1} << 34);
+  for (const int config : {0, 1, 2}) {
+    const std::uint32_t candidates = config == 0 ? 1 : 8;
+    SCOPED_TRACE(config);
+    Result<std::unique_ptr<HostPhysicalMemory>> granules = HostPhysicalMemory::Create();
+    ASSERT_TRUE(granules.ok()) << granules.status().ToString();
+    std::unique_ptr<VirtualMemoryBackend> backend =
+        config < 2 ? std::make_unique<VirtualMemoryBackend>(std::uint64_t{1} << 34)
+                   : std::make_unique<VirtualMemoryBackend>(**granules, std::uint64_t{1} << 34, 0, true);
+    VirtualMemoryBackend& vm = *backend;
     BfcParams params = CompactBfcParams();
     params.fit_candidates = candidates;
     BfcAllocator a(vm, params);
@@ -427,6 +436,9 @@ TEST(Bfc, CompactStressWithGranulesGivenBackKeepsEveryBlockIntact) {
     EXPECT_EQ(s.bytes_in_use, 0u);
     EXPECT_EQ(s.num_allocs, s.num_frees);
     EXPECT_LE(s.bytes_reserved, s.peak_bytes_reserved);
+    if (config == 2) {
+      EXPECT_LE((*granules)->granules_held() * (*granules)->granularity(), vm.committed());
+    }
   }
 }
 
