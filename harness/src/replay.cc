@@ -431,9 +431,11 @@ Result<Pass> LocalPass(const Trace& trace, ReplayAllocator which, const ReplayPa
     TM_ASSIGN_OR_RETURN(replay::MallocPeer peer, replay::LoadMallocPeer(which));
     if (measure) return MeasuredPeerPass(trace, which, peer, params);
     TM_ASSIGN_OR_RETURN(Pass pass, PeerPass(Name(which), trace, peer, params.alignment, nullptr));
-    // The warm pass: the same trace again over the heap the first left.
-    TM_ASSIGN_OR_RETURN(Pass warm, PeerPass(Name(which), trace, peer, params.alignment, nullptr));
-    pass.warm_seconds = warm.seconds;
+    // The warm passes: the same trace again over the heap the first left.
+    for (int k = 0; k < params.warm_passes; ++k) {
+      TM_ASSIGN_OR_RETURN(Pass warm, PeerPass(Name(which), trace, peer, params.alignment, nullptr));
+      pass.warm_seconds = warm.seconds;
+    }
     return pass;
   }
   TM_ASSIGN_OR_RETURN(Ours ours, MakeOurs(which, params));
@@ -445,9 +447,13 @@ Result<Pass> LocalPass(const Trace& trace, ReplayAllocator which, const ReplayPa
   const auto* vmm = dynamic_cast<const VmmAllocator*>(ours.resource.get());
   if (vmm != nullptr) pass.vmm_counters = vmm->counters();
   if (const auto* vb = dynamic_cast<const VirtualMemoryBackend*>(ours.backend.get())) pass.backend_counters = vb->counters();
-  TM_ASSIGN_OR_RETURN(Pass warm, ResourcePass(trace, *ours.resource, params.alignment, nullptr, ours.lagging));
-  pass.warm_seconds = warm.seconds;
-  if (vmm != nullptr) pass.vmm_warm_counters = CountersSince(vmm->counters(), *pass.vmm_counters);
+  // The warm passes; the last one's time and counters are reported.
+  for (int k = 0; k < params.warm_passes; ++k) {
+    const VmmAllocator::Counters before = vmm != nullptr ? vmm->counters() : VmmAllocator::Counters{};
+    TM_ASSIGN_OR_RETURN(Pass warm, ResourcePass(trace, *ours.resource, params.alignment, nullptr, ours.lagging));
+    pass.warm_seconds = warm.seconds;
+    if (vmm != nullptr) pass.vmm_warm_counters = CountersSince(vmm->counters(), before);
+  }
   return pass;
 }
 
@@ -694,6 +700,9 @@ Result<ReplayResult> ReplayTraceThrough(const Trace& trace, MemoryResource& reso
 Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
                                  const ReplayParams& params) {
   if (params.repetitions < 1) return InvalidArgument("replay: repetitions must be at least 1");
+  if (params.warm_passes < 1 || params.warm_passes > kMaxReplayWarmPasses)
+    return InvalidArgument("replay: warm_passes must be between 1 and " + std::to_string(kMaxReplayWarmPasses) +
+                           ", got " + std::to_string(params.warm_passes));
   ReplayResult r;
   r.allocator = std::string(Name(allocator));
   r.ops = trace.events.size();

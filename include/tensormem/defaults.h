@@ -45,5 +45,8 @@ inline constexpr std::size_t kOrderMaxStateBytes = std::size_t{1} << 30;
 inline constexpr std::size_t kOrderBeamWidth = 256;
 // Timed passes of a replay (the median is reported).
 inline constexpr int kReplayRepetitions = 3;
+// Passes over the same allocator after a replay's cold one; the warm
+// figures are the last one's.
+inline constexpr int kReplayWarmPasses = 1;
 
 }  // namespace tensormem::defaults

@@ -616,6 +616,7 @@ void BindDefaults(py::module_& m) {
   d["tensor_alignment"] = defaults::kTensorAlignment;
   d["time_limit"] = defaults::kTimeLimitSeconds;
   d["replay_repetitions"] = defaults::kReplayRepetitions;
+  d["replay_warm_passes"] = defaults::kReplayWarmPasses;
   d["replay_allocators"] = std::string(defaults::kReplayAllocators);
   d["polish_nodes"] = defaults::kPolishNodes;
   d["polish_seconds"] = defaults::kPolishSeconds;
@@ -1057,20 +1058,28 @@ py::dict ReplayByName(const PyTrace& t, ReplayAllocator which, const ReplayParam
 // _replay: one allocator (a name or an Allocator object) over a trace (a
 // Trace or a path); the package's replay() runs several in turn.
 py::dict Replay(const py::object& trace_obj, const py::object& allocator, std::uint64_t repetitions,
-                std::uint64_t alignment, bool isolate, bool write_pages, const std::string& html) {
+                std::uint64_t alignment, bool isolate, bool write_pages, const std::string& html,
+                std::uint64_t warm_passes) {
   CheckPath(html);
   if (repetitions < 1 || std::cmp_greater(repetitions, kMaxReplayRepetitions))
     throw py::value_error("replay: repetitions must be between 1 and " + std::to_string(kMaxReplayRepetitions) +
                           ", got " + std::to_string(repetitions));
+  if (warm_passes < 1 || std::cmp_greater(warm_passes, kMaxReplayWarmPasses))
+    throw py::value_error("replay: warm_passes must be between 1 and " + std::to_string(kMaxReplayWarmPasses) +
+                          ", got " + std::to_string(warm_passes));
   std::shared_ptr<PyTrace> t = TraceOf(trace_obj);
-  if (py::isinstance<PyAllocator>(allocator))
+  if (py::isinstance<PyAllocator>(allocator)) {
+    if (std::cmp_not_equal(warm_passes, defaults::kReplayWarmPasses))
+      throw py::value_error("replay: warm_passes needs an allocator name, not an object");
     return ReplayThroughObject(*t, allocator.cast<PyAllocator&>(), alignment, html);
+  }
   const ReplayAllocator which = Take(ParseReplayAllocator(std::string(py::str(allocator))));
   ReplayParams params;
   params.repetitions = static_cast<int>(repetitions);
   params.alignment = alignment;
   params.isolate = isolate;
   params.write_pages = write_pages;
+  params.warm_passes = static_cast<int>(warm_passes);
   return ReplayByName(*t, which, params, html);
 }
 
@@ -1102,7 +1111,7 @@ void BindReplay(py::module_& m) {
     return available.ok() ? std::string() : available.message();
   });
   m.def("_replay", &Replay, py::arg("trace"), py::arg("allocator"), py::arg("repetitions"), py::arg("alignment"),
-        py::arg("isolate"), py::arg("write_pages"), py::arg("html"));
+        py::arg("isolate"), py::arg("write_pages"), py::arg("html"), py::arg("warm_passes"));
 }
 
 }  // namespace

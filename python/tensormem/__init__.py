@@ -53,7 +53,7 @@ HAVE_VMM: bool = bool(_tm.HAVE_VMM)
 #: these functions): ``plan_alignment`` for planning and solving (a buffer's
 #: own alignment applies on top), ``tensor_alignment`` for what is made from
 #: tensors (an ONNX model's records, a trace's replayed allocations),
-#: ``time_limit`` (seconds), ``replay_repetitions``, ``replay_allocators``
+#: ``time_limit`` (seconds), ``replay_repetitions``, ``replay_warm_passes``, ``replay_allocators``
 #: (``"all"``: what :func:`replay` compares).
 DEFAULTS: Dict[str, Any] = dict(_tm.DEFAULTS)
 
@@ -220,7 +220,8 @@ def bfc_presets() -> List[str]:
 def replay(trace: Union[Trace, PathLike],
            allocator: Union[str, Sequence[str], Allocator] = DEFAULTS["replay_allocators"],
            repetitions: int = DEFAULTS["replay_repetitions"], alignment: int = DEFAULTS["tensor_alignment"],
-           isolate: bool = True, html: Optional[PathLike] = None, write_pages: bool = True) -> Dict[str, Any]:
+           isolate: bool = True, html: Optional[PathLike] = None, write_pages: bool = True,
+           warm_passes: int = DEFAULTS["replay_warm_passes"]) -> Dict[str, Any]:
     """Replays a trace through allocators and returns their figures.
 
     ``allocator`` is what ``tensormem replay -a`` takes: ``"all"`` (the
@@ -245,11 +246,14 @@ def replay(trace: Union[Trace, PathLike],
     (:data:`DEFAULTS`). ``write_pages=False`` is the CLI's
     ``--no-page-writes``: peak_reserved is then each allocator's own
     statistic (much faster on large traces, but the malloc peers' statistics
-    are not comparable with ours).
+    are not comparable with ours). ``warm_passes`` is the CLI's
+    ``--warm-passes``: passes over the same allocator after the cold one,
+    warm_ns_per_op and ``vmm_warm`` being the last one's (a training loop's
+    steady state; named allocators only).
     """
     names = _replay_selection(allocator)
     if names is None:
-        return _replay_one(trace, allocator, repetitions, alignment, isolate, write_pages, html)
+        return _replay_one(trace, allocator, repetitions, alignment, isolate, write_pages, html, warm_passes)
     if not isinstance(trace, Trace):
         trace = load_trace(trace)
     skip_unavailable = isinstance(allocator, str) and allocator == "all"
@@ -265,7 +269,7 @@ def replay(trace: Union[Trace, PathLike],
                 warnings.warn(f"replay: {name} skipped: {why}", RuntimeWarning, stacklevel=2)
                 continue
         results[name] = _replay_one(trace, name, repetitions, alignment, isolate, write_pages,
-                                    html if name == drawn else None)
+                                    html if name == drawn else None, warm_passes)
     return results
 
 
@@ -309,16 +313,17 @@ def _replay_unavailable(name: str) -> str:
 
 
 def _replay_one(trace: Union[Trace, PathLike], allocator: Union[str, Allocator], repetitions: int,
-                alignment: int, isolate: bool, write_pages: bool, html: Optional[PathLike]) -> Dict[str, Any]:
+                alignment: int, isolate: bool, write_pages: bool, html: Optional[PathLike],
+                warm_passes: int) -> Dict[str, Any]:
     """replay() of one allocator: its figures."""
     if isinstance(allocator, str) and allocator in _NEEDS_STATIC_TLS and not _has_static_tls():
-        return _replay_in_child(trace, allocator, repetitions, alignment, isolate, write_pages, html)
+        return _replay_in_child(trace, allocator, repetitions, alignment, isolate, write_pages, html, warm_passes)
     if not isinstance(trace, Trace):
         trace = load_trace(trace)
     if not isinstance(allocator, Allocator):
         allocator = str(allocator)
     return _tm._replay(trace, allocator, _count("repetitions", repetitions), _count("alignment", alignment), isolate,
-                       bool(write_pages), "" if html is None else os.fspath(html))
+                       bool(write_pages), "" if html is None else os.fspath(html), _count("warm_passes", warm_passes))
 
 
 # Malloc peers that use initial-exec TLS: glibc loads them with dlopen only
@@ -348,7 +353,8 @@ import tensormem as tm
 a = json.load(sys.stdin)
 try:
     r = tm.replay(a["trace"], allocator=a["allocator"], repetitions=a["repetitions"],
-                  alignment=a["alignment"], isolate=a["isolate"], write_pages=a["write_pages"], html=a["html"])
+                  alignment=a["alignment"], isolate=a["isolate"], write_pages=a["write_pages"], html=a["html"],
+                  warm_passes=a["warm_passes"])
 except Exception as e:
     json.dump({"error": type(e).__name__, "message": str(e)}, sys.stdout)
 else:
@@ -357,7 +363,7 @@ else:
 
 
 def _replay_in_child(trace: Union[Trace, PathLike], allocator: str, repetitions: int, alignment: int,
-                     isolate: bool, write_pages: bool, html: Optional[PathLike]) -> Dict[str, Any]:
+                     isolate: bool, write_pages: bool, html: Optional[PathLike], warm_passes: int) -> Dict[str, Any]:
     """replay() in a child interpreter started with spare static TLS, for the
     malloc peers that this process cannot load; the child reads the trace's
     file again, so a trace from standard input cannot go there."""
@@ -369,7 +375,7 @@ def _replay_in_child(trace: Union[Trace, PathLike], allocator: str, repetitions:
     env = _static_tls_env()
     request = {"trace": path, "allocator": allocator, "repetitions": _count("repetitions", repetitions),
                "alignment": _count("alignment", alignment), "isolate": bool(isolate), "write_pages": bool(write_pages),
-               "html": None if html is None else os.fspath(html)}
+               "html": None if html is None else os.fspath(html), "warm_passes": _count("warm_passes", warm_passes)}
     child = subprocess.run([sys.executable, "-c", _CHILD_REPLAY], input=json.dumps(request), env=env,
                            capture_output=True, text=True)
     try:

@@ -93,6 +93,7 @@ def test_replay_defaults_agree(trace_file):
     trace = trace_file
     j = json.loads(cli("replay", trace, "-a", "pool,bfc_compact", "--json").stdout)
     assert j["repetitions"] == tm.DEFAULTS["replay_repetitions"] == default(tm.replay, "repetitions")
+    assert j["warm_passes"] == tm.DEFAULTS["replay_warm_passes"] == default(tm.replay, "warm_passes")
     assert j["alignment"] == tm.DEFAULTS["tensor_alignment"] == default(tm.replay, "alignment")
     for row in j["results"]:
         r = tm.replay(trace, row["allocator"])

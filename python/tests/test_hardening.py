@@ -167,6 +167,13 @@ def test_replay_repetitions_are_bounded_as_in_the_cli(tmp_path):
         tm.replay(trace, allocator="bfc", repetitions=1001)
     with pytest.raises(ValueError, match="repetitions must be between 1 and 1000, got 0"):
         tm.replay(trace, allocator="bfc", repetitions=0)
+    assert tm.replay(trace, allocator="bfc", warm_passes=100, isolate=False)["ops"] == len(trace)
+    with pytest.raises(ValueError, match="warm_passes must be between 1 and 100, got 101"):
+        tm.replay(trace, allocator="bfc", warm_passes=101)
+    with pytest.raises(ValueError, match="warm_passes must be between 1 and 100, got 0"):
+        tm.replay(trace, allocator="bfc", warm_passes=0)
+    with pytest.raises(ValueError, match="warm_passes needs an allocator name"):
+        tm.replay(trace, allocator=tm.BufferPool(), warm_passes=2)
 
 
 def test_the_svg_is_well_formed_whatever_the_ids_hold(tmp_path):

@@ -274,6 +274,33 @@ int RunCli(const std::string& args, std::string* out) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// warm_passes: the warm figures are the last pass's. On a training step
+// whose second pass still re-stitches pages, later passes map fewer (the
+// loop settles), so reporting the first warm pass would fail this.
+TEST(Replay, WarmPassesReportTheLastPass) {
+  TM_REQUIRE_SHARED("traces/transformer_ctx512_fullstep.csv");
+  Result<Trace> t = LoadTrace((testing::SharedDir() / "traces/transformer_ctx512_fullstep.csv").string());
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ReplayParams params;
+  params.repetitions = 1;
+  params.isolate = false;
+  params.write_pages = false;
+  Result<ReplayResult> second = ReplayTrace(*t, ReplayAllocator::kVmm, params);
+  params.warm_passes = 8;
+  Result<ReplayResult> ninth = ReplayTrace(*t, ReplayAllocator::kVmm, params);
+  ASSERT_TRUE(second.ok() && ninth.ok());
+  ASSERT_TRUE(second->vmm_warm_counters && ninth->vmm_warm_counters);
+  EXPECT_GT(second->vmm_warm_counters->map_calls, 0u);
+  EXPECT_LT(ninth->vmm_warm_counters->map_calls, second->vmm_warm_counters->map_calls);
+  EXPECT_EQ(ninth->vmm_counters->map_calls, second->vmm_counters->map_calls);  // the cold pass is the same
+  for (int bad : {0, kMaxReplayWarmPasses + 1}) {
+    params.warm_passes = bad;
+    Result<ReplayResult> r = ReplayTrace(*t, ReplayAllocator::kVmm, params);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(r.status().message().find("warm_passes"), std::string::npos);
+  }
+}
+
 TEST(ReplayCli, JsonForEveryAllocator) {
   if (testing::CliPath().empty()) GTEST_SKIP() << "the CLI is not built";
   std::string out;

@@ -118,6 +118,8 @@ TEST_F(Hostile, ReplayBfcParametersAreValidatedBeforeAnyPass) {
       {"-a bfc_compact --bfc-fit-candidates 1 --no-isolate -r 1", 0, "bfc_compact"},
       {"-a vmm --bfc-fit-candidates 4", 2, "--bfc-* options change the BFC allocators"},
       {"-a bfc_compact --bfc-granule-handles", 2, "--bfc-granule-handles applies over physical granules"},
+      {"-a vmm --warm-passes 0", 2, "--warm-passes: Value 0 not in range 1 to 100"},
+      {"-a vmm --warm-passes 3 --no-isolate -r 1", 0, "vmm"},
       {"-a bfc_compact --bfc-granule-handles --device host-granules --no-isolate -r 1", 0, "bfc_compact"},
       // Alignments above a page, up to 2 MiB, over the virtual backend.
       {"-a bfc_compact --align 8192 --no-isolate -r 1", 0, "bfc_compact"},

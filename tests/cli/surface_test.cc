@@ -51,6 +51,7 @@ TEST(Defaults, EveryParameterStructStartsFromTheTable) {
   EXPECT_EQ(GraphPlanParams{}.alignment, defaults::kTensorAlignment);
   EXPECT_EQ(ReplayParams{}.alignment, defaults::kTensorAlignment);
   EXPECT_EQ(ReplayParams{}.repetitions, defaults::kReplayRepetitions);
+  EXPECT_EQ(ReplayParams{}.warm_passes, defaults::kReplayWarmPasses);
   EXPECT_EQ(PlanParams{}.time_limit_seconds, defaults::kTimeLimitSeconds);
   EXPECT_EQ(SolverParams{}.time_limit_seconds, defaults::kTimeLimitSeconds);
   EXPECT_EQ(PlanParams{}.polish_nodes, defaults::kPolishNodes);
@@ -80,6 +81,7 @@ TEST_F(SurfaceTest, TheDefaultsAreTheTables) {
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["alignment"], defaults::kTensorAlignment);
   EXPECT_EQ(j["repetitions"], defaults::kReplayRepetitions);
+  EXPECT_EQ(j["warm_passes"], defaults::kReplayWarmPasses);
 }
 
 TEST_F(SurfaceTest, HelpListsTheNamesOfTheTables) {

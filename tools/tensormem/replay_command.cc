@@ -40,6 +40,7 @@ struct ReplayOptions {
   bool json = false;
   std::uint64_t alignment = defaults::kTensorAlignment;
   int repetitions = defaults::kReplayRepetitions;
+  int warm_passes = defaults::kReplayWarmPasses;
   bool no_isolate = false;
   bool no_page_writes = false;
   std::string bfc_preset;  // empty: tensorflow
@@ -174,6 +175,7 @@ Result<ReplayParams> ParamsFrom(const ReplayOptions& o, BfcPreset preset) {
   ReplayParams p;
   p.alignment = o.alignment;
   p.repetitions = o.repetitions;
+  p.warm_passes = o.warm_passes;
   p.isolate = !o.no_isolate;
   p.write_pages = !o.no_page_writes;
   if (o.vmm_small) p.vmm.small_request_bytes = *o.vmm_small;
@@ -276,6 +278,7 @@ void PrintJson(const ReplayOptions& o, const Trace& trace, const Outcome& out) {
                       {"device", o.device},
                       {"device_lag", o.device_lag},
                       {"repetitions", o.repetitions},
+                      {"warm_passes", o.warm_passes},
                       {"page_writes", !o.no_page_writes}};
   nlohmann::json rows = nlohmann::json::array();
   for (const ReplayResult& r : out.results) {
@@ -486,6 +489,11 @@ void AddReplayCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--repetitions,-r", o->repetitions, "timed passes (the median is reported)")
       ->capture_default_str()
       ->check(CLI::Range(1, kMaxReplayRepetitions));
+  cmd->add_option("--warm-passes", o->warm_passes,
+                  "passes over the same allocator after the cold one; the warm figures are the last one's "
+                  "(a training loop's steady state)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, kMaxReplayWarmPasses));
   cmd->add_flag("--no-isolate", o->no_isolate,
                 "run every pass in this process instead of a forked child (later passes of a malloc peer find a warm heap)");
   cmd->add_flag("--no-page-writes", o->no_page_writes,

@@ -104,6 +104,8 @@ Status CheckReplayDevice(ReplayAllocator allocator, ReplayDevice device);
 
 // The most timed passes a replay takes (the CLI's and Python's bound).
 inline constexpr int kMaxReplayRepetitions = 1000;
+// The most passes over one allocator after the cold one.
+inline constexpr int kMaxReplayWarmPasses = 100;
 
 namespace defaults {
 // The allocators a replay compares unless told (`replay -a`, Python
@@ -118,6 +120,11 @@ struct ReplayParams {
   std::uint64_t alignment = defaults::kTensorAlignment;
   // Timed passes; ns_per_op is their median. 1 to kMaxReplayRepetitions.
   int repetitions = defaults::kReplayRepetitions;
+  // Passes over the same allocator after each cold one (a training loop's
+  // later steps); warm_ns_per_op and vmm's warm counters are the last
+  // one's, so that a large count shows the steady state. 1 to
+  // kMaxReplayWarmPasses.
+  int warm_passes = defaults::kReplayWarmPasses;
   // Run every pass in a forked child process, so that each starts from the
   // same heap (glibc's heap and its dynamic mmap threshold remember every
   // earlier allocation of the process). Without it passes run here, and
