@@ -697,12 +697,43 @@ Result<ReplayResult> ReplayTraceThrough(const Trace& trace, MemoryResource& reso
   return r;
 }
 
+namespace {
+
+// The reserved figure of the measured pass: resident pages where they were
+// written, else the allocator's own statistic, saying why (`asked`: the
+// caller wanted pages written, and the trace was too large for it).
+void TakeReserved(const Pass& pass, bool written, bool asked, std::uint64_t available, ReplayResult& r) {
+  r.peak_held = pass.peak_held;
+  if (written) {
+    r.peak_reserved = pass.peak_resident;
+    r.reserved_source = std::string(kResidentSource);
+    return;
+  }
+  r.peak_reserved = pass.peak_held;
+  r.reserved_source = std::string(kOwnStatistics) + ": " +
+                      (asked ? "the trace's peak in use (" + HumanBytes(r.peak_in_use) +
+                                   ") is over half the memory available (" + HumanBytes(available) +
+                                   "), so its pages were not written"
+                             : std::string("the caller asked for no pages written"));
+}
+
+}  // namespace
+
+Status CheckReplayPasses(std::uint64_t repetitions, std::uint64_t warm_passes) {
+  const auto bounded = [](const char* name, std::uint64_t v, int most) {
+    if (v >= 1 && v <= static_cast<std::uint64_t>(most)) return Status::Ok();
+    return InvalidArgument(std::string("replay: ") + name + " must be between 1 and " + std::to_string(most) +
+                           ", got " + std::to_string(v));
+  };
+  TM_RETURN_IF_ERROR(bounded("repetitions", repetitions, kMaxReplayRepetitions));
+  return bounded("warm_passes", warm_passes, kMaxReplayWarmPasses);
+}
+
 Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
                                  const ReplayParams& params) {
-  if (params.repetitions < 1) return InvalidArgument("replay: repetitions must be at least 1");
-  if (params.warm_passes < 1 || params.warm_passes > kMaxReplayWarmPasses)
-    return InvalidArgument("replay: warm_passes must be between 1 and " + std::to_string(kMaxReplayWarmPasses) +
-                           ", got " + std::to_string(params.warm_passes));
+  // (A negative count is refused as 0, not wrapped to a huge one.)
+  TM_RETURN_IF_ERROR(CheckReplayPasses(static_cast<std::uint64_t>(std::max(params.repetitions, 0)),
+                                       static_cast<std::uint64_t>(std::max(params.warm_passes, 0))));
   ReplayResult r;
   r.allocator = std::string(Name(allocator));
   r.ops = trace.events.size();
@@ -726,18 +757,7 @@ Result<ReplayResult> ReplayTrace(const Trace& trace, ReplayAllocator allocator,
   const bool measured = params.device != ReplayDevice::kCuda;
   if (measured) {
     TM_ASSIGN_OR_RETURN(Pass pass, run(true));
-    r.peak_held = pass.peak_held;
-    if (p.write_pages) {
-      r.peak_reserved = pass.peak_resident;
-      r.reserved_source = std::string(kResidentSource);
-    } else {
-      r.peak_reserved = pass.peak_held;
-      r.reserved_source = std::string(kOwnStatistics) + ": " +
-                          (params.write_pages ? "the trace's peak in use (" + HumanBytes(r.peak_in_use) +
-                                                    ") is over half the memory available (" +
-                                                    HumanBytes(available) + "), so its pages were not written"
-                                              : std::string("the caller asked for no pages written"));
-    }
+    TakeReserved(pass, p.write_pages, params.write_pages, available, r);
   }
   std::vector<double> ns, cpu_ns, warm_ns;
   for (int k = 0; k < params.repetitions; ++k) {

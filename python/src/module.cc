@@ -1061,12 +1061,7 @@ py::dict Replay(const py::object& trace_obj, const py::object& allocator, std::u
                 std::uint64_t alignment, bool isolate, bool write_pages, const std::string& html,
                 std::uint64_t warm_passes) {
   CheckPath(html);
-  if (repetitions < 1 || std::cmp_greater(repetitions, kMaxReplayRepetitions))
-    throw py::value_error("replay: repetitions must be between 1 and " + std::to_string(kMaxReplayRepetitions) +
-                          ", got " + std::to_string(repetitions));
-  if (warm_passes < 1 || std::cmp_greater(warm_passes, kMaxReplayWarmPasses))
-    throw py::value_error("replay: warm_passes must be between 1 and " + std::to_string(kMaxReplayWarmPasses) +
-                          ", got " + std::to_string(warm_passes));
+  Check(CheckReplayPasses(repetitions, warm_passes), false);
   std::shared_ptr<PyTrace> t = TraceOf(trace_obj);
   if (py::isinstance<PyAllocator>(allocator)) {
     if (std::cmp_not_equal(warm_passes, defaults::kReplayWarmPasses))

@@ -251,38 +251,26 @@ struct BfcAllocator::State {
 
   // The smallest free chunk >= rounded (lowest address among equals), from
   // the request's bin upward; null when none. Once granules have been given
-  // back, the best of the first fit_candidates (FindHeldFit).
+  // back (release_free_granules), among the first fit_candidates chunks in
+  // that order, the one whose granules under the block (at the chunk's
+  // start) were given back least; ties go to the best fit. Each granule
+  // taken again is memory held again and a call to the backend, so a block
+  // lands on memory still held where a chunk nearly as small has some.
+  // (At the chunk's high end too, as vmm places: fewer calls, but a large
+  // hole split for a small block held more on small heaps.)
   void* FindChunkPtr(std::uint64_t rounded, std::uint64_t bytes) {
-    if (!decommitted.empty() && params.fit_candidates > 1) return FindHeldFit(rounded, bytes);
-    for (int b = BinForSize(rounded); b < kNumBins; ++b) {
-      FreeSet& set = bins[static_cast<std::size_t>(b)];
-      auto it = set.lower_bound(FreeKey{rounded, 0, 0});
-      if (it == set.end()) continue;
-      const ChunkHandle h = it->handle;
-      RemoveFree(h);
-      return TakeChunk(h, rounded, bytes);
-    }
-    return nullptr;
-  }
-
-  // release_free_granules, with granules given back: among the first
-  // fit_candidates free chunks in best-fit order, the one whose granules
-  // under the block (at the chunk's start) were given back least; ties go
-  // to the best fit. Each granule taken again is memory held again and a
-  // call to the backend, so a block lands on memory still held where a
-  // chunk nearly as small has some. (At the chunk's high end too,
-  // as vmm places: fewer calls, but a large hole split for a small block
-  // held more on small heaps.)
-  void* FindHeldFit(std::uint64_t rounded, std::uint64_t bytes) {
+    const bool weigh = !decommitted.empty();  // implies a granule
     const std::uint64_t g = Granule();
+    const std::uint32_t most = weigh ? params.fit_candidates : 1;
     ChunkHandle best = kInvalidChunk;
     std::uint64_t best_cost = ~std::uint64_t{0};
     std::uint32_t looked = 0;
-    for (int b = BinForSize(rounded); b < kNumBins && looked < params.fit_candidates && best_cost > 0; ++b) {
+    for (int b = BinForSize(rounded); b < kNumBins && looked < most && best_cost > 0; ++b) {
       const FreeSet& set = bins[static_cast<std::size_t>(b)];
-      for (auto it = set.lower_bound(FreeKey{rounded, 0, 0});
-           it != set.end() && looked < params.fit_candidates && best_cost > 0; ++it, ++looked) {
-        const std::uint64_t cost = DecommittedIn(it->address / g * g, (it->address + rounded + g - 1) / g * g);
+      for (auto it = set.lower_bound(FreeKey{rounded, 0, 0}); it != set.end() && looked < most && best_cost > 0;
+           ++it, ++looked) {
+        const std::uint64_t cost =
+            weigh ? DecommittedIn(it->address / g * g, (it->address + rounded + g - 1) / g * g) : 0;
         if (cost < best_cost) {
           best = it->handle;
           best_cost = cost;

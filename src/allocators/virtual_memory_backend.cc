@@ -315,13 +315,18 @@ Status VirtualMemoryBackend::Decommit(void* p, std::uint64_t bytes) {
 // Over granules with release_granules: the mapped granules of [offset,
 // offset + bytes) are unmapped and released, once the device is done with
 // what was queued before (the user freed the blocks there, but work queued
-// on them may still run).
+// on them may still run). All or nothing: the user records the range as
+// given back only on success, so a failure part-way maps the range again
+// (a granule it does not know is gone would be handed out unmapped).
 Status VirtualMemoryBackend::ReleaseSingleGranules(State& s, std::uint64_t offset, std::uint64_t bytes) {
   auto first = s.mapped.lower_bound(offset), last = s.mapped.lower_bound(offset + bytes);
   if (first == last) return Status::Ok();
   TM_RETURN_IF_ERROR(s.physical->Synchronize().WithContext("virtual backend"));
   for (auto it = first; it != last;) {
-    TM_RETURN_IF_ERROR(s.physical->Unmap(s.base + it->first, 1, 1).WithContext("virtual backend"));
+    if (Status st = s.physical->Unmap(s.base + it->first, 1, 1); !st.ok()) {
+      (void)MapHoles(s, offset, offset + bytes);
+      return st.WithContext("virtual backend");
+    }
     (void)s.physical->ReleaseGranule(it->second.handle, 1);
     ++s.counters.handles_released;
     it = s.mapped.erase(it);
@@ -330,18 +335,16 @@ Status VirtualMemoryBackend::ReleaseSingleGranules(State& s, std::uint64_t offse
   return Status::Ok();
 }
 
-// Over granules with release_granules: every granule of [lo, hi) (granule
-// multiples) not mapped gets a new one, a create and a map call per run.
+// Over granules with release_granules: every gap in the mapped granules of
+// [lo, hi) (granule multiples) gets new ones, a create and a map call per
+// gap; the walk is over the handles there, not over every granule.
 Status VirtualMemoryBackend::MapHoles(State& s, std::uint64_t lo, std::uint64_t hi) {
-  for (std::uint64_t at = lo; at < hi;) {
-    if (s.mapped.count(at) != 0) {
-      at += s.page;
-      continue;
-    }
-    std::uint64_t end = at + s.page;
-    while (end < hi && s.mapped.count(end) == 0) end += s.page;
-    TM_RETURN_IF_ERROR(MapSingleGranules(s, at, (end - at) / s.page));
-    at = end;
+  std::uint64_t at = lo;
+  for (auto it = s.mapped.lower_bound(lo); at < hi; ++it) {
+    const std::uint64_t next = it == s.mapped.end() ? hi : std::min(it->first, hi);
+    if (next > at) TM_RETURN_IF_ERROR(MapSingleGranules(s, at, (next - at) / s.page));
+    if (next == hi) break;
+    at = next + it->second.granules * s.page;  // (new entries lie before `it`: it stays valid)
   }
   return Status::Ok();
 }

@@ -12,11 +12,13 @@
 #include <memory>
 #include <random>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "tensormem/allocators/backend.h"
 #include "tensormem/allocators/bfc_allocator.h"
 #include "tensormem/allocators/physical_memory.h"
+#include "stress.h"
 
 namespace tensormem {
 namespace {
@@ -403,35 +405,15 @@ TEST(Bfc, CompactStressWithGranulesGivenBackKeepsEveryBlockIntact) {
     BfcParams params = CompactBfcParams();
     params.fit_candidates = candidates;
     BfcAllocator a(vm, params);
-    std::mt19937_64 rng(42);
-    struct Live {
-      void* p;
-      std::uint64_t bytes;
-      unsigned char tag;
+    // Granule-scale blocks at the default alignment (FindChunkPtr's path).
+    const auto request = [](std::mt19937_64& rng) {
+      return std::pair<std::uint64_t, std::uint64_t>{64 * KiB + rng() % (6 * MiB), 64};
     };
-    std::vector<Live> live;
-    for (int i = 0; i < 1500; ++i) {
-      if (live.empty() || rng() % 100 < 52) {
-        const std::uint64_t bytes = (64 * KiB) + rng() % (6 * MiB);
-        const auto tag = static_cast<unsigned char>(rng());
-        void* p = Alloc(a, bytes);
-        Fill(p, bytes, tag);
-        live.push_back({p, bytes, tag});
-      } else {
-        const std::size_t k = rng() % live.size();
-        const Live b = live[k];
-        live[k] = live.back();
-        live.pop_back();
-        ASSERT_TRUE(Holds(b.p, b.bytes, b.tag)) << "block " << b.p << " was overwritten";
-        ASSERT_TRUE(a.Deallocate(b.p).ok());
-      }
-    }
+    std::vector<stress::Block> live;
+    stress::Stress(a, 42, 1000, &live, request);
     EXPECT_GT(vm.counters().decommits, 0u);  // the path under test ran
     EXPECT_GT(vm.counters().recommits, 0u);
-    for (const Live& b : live) {
-      ASSERT_TRUE(Holds(b.p, b.bytes, b.tag));
-      ASSERT_TRUE(a.Deallocate(b.p).ok());
-    }
+    stress::FreeAll(a, &live);
     const AllocatorStats s = a.GetStats();
     EXPECT_EQ(s.bytes_in_use, 0u);
     EXPECT_EQ(s.num_allocs, s.num_frees);

@@ -13,9 +13,12 @@
 #include <optional>
 #include <random>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "stress.h"
 
 #include "tensormem/allocators/adaptors.h"
 #include "tensormem/allocators/backend.h"
@@ -151,16 +154,9 @@ class ResourceNames {
 };
 TYPED_TEST_SUITE(EveryResource, Resources, ResourceNames);
 
-void Fill(void* p, std::uint64_t bytes, std::uint64_t seed) {
-  auto* b = static_cast<unsigned char*>(p);
-  for (std::uint64_t i = 0; i < bytes; ++i) b[i] = static_cast<unsigned char>((seed * 131 + i * 7) & 0xff);
-}
-bool Intact(const void* p, std::uint64_t bytes, std::uint64_t seed) {
-  const auto* b = static_cast<const unsigned char*>(p);
-  for (std::uint64_t i = 0; i < bytes; ++i)
-    if (b[i] != static_cast<unsigned char>((seed * 131 + i * 7) & 0xff)) return false;
-  return true;
-}
+using stress::Block;
+using stress::Fill;
+using stress::Intact;
 
 TYPED_TEST(EveryResource, ExactStatisticsAfterADeterministicSequence) {
   MemoryResource& r = this->r();
@@ -261,47 +257,19 @@ TYPED_TEST(EveryResource, AlignmentSweep) {
   EXPECT_EQ(r.Allocate(8, 3).status().code(), StatusCode::kInvalidArgument);
 }
 
-struct Block {
-  void* p;
-  std::uint64_t bytes;
-  std::uint64_t seed;
-};
-
-// mimalloc-stress style: random sizes (mostly small, some large), random
-// alignments, random frees; every block carries a pattern checked on free.
-void Stress(MemoryResource& r, std::uint64_t seed, int ops, std::vector<Block>* live) {
-  std::mt19937_64 rng(seed);
-  for (int i = 0; i < ops; ++i) {
-    if (live->empty() || rng() % 100 < 55) {
-      const std::uint64_t kind = rng() % 100;
-      const std::uint64_t bytes = kind < 80 ? 1 + rng() % 2048 : kind < 98 ? 1 + rng() % (64 << 10) : 1 + rng() % (1 << 20);
-      const std::uint64_t align = std::uint64_t{8} << (rng() % 7);
-      Result<void*> a = r.Allocate(bytes, align);
-      ASSERT_TRUE(a.ok()) << a.status().ToString();
-      ASSERT_EQ(reinterpret_cast<std::uintptr_t>(*a) % align, 0u);
-      const std::uint64_t s = rng();
-      Fill(*a, bytes, s);
-      live->push_back({*a, bytes, s});
-    } else {
-      const std::size_t k = rng() % live->size();
-      const Block b = (*live)[k];
-      (*live)[k] = live->back();
-      live->pop_back();
-      ASSERT_TRUE(Intact(b.p, b.bytes, b.seed)) << "block " << b.p << " was overwritten";
-      ASSERT_TRUE(r.Deallocate(b.p).ok());
-    }
-  }
+// Mostly small, some large; alignments 8 to 512.
+std::pair<std::uint64_t, std::uint64_t> MixedRequest(std::mt19937_64& rng) {
+  const std::uint64_t kind = rng() % 100;
+  const std::uint64_t bytes = kind < 80 ? 1 + rng() % 2048 : kind < 98 ? 1 + rng() % (64 << 10) : 1 + rng() % (1 << 20);
+  return {bytes, std::uint64_t{8} << (rng() % 7)};
 }
 
 TYPED_TEST(EveryResource, SeededRandomStressKeepsEveryBlockIntact) {
   MemoryResource& r = this->r();
   for (std::uint64_t seed : {1, 2, 3}) {
     std::vector<Block> live;
-    Stress(r, seed, 3000, &live);
-    for (const Block& b : live) {
-      ASSERT_TRUE(Intact(b.p, b.bytes, b.seed));
-      ASSERT_TRUE(r.Deallocate(b.p).ok());
-    }
+    stress::Stress(r, seed, 3000, &live, MixedRequest);
+    stress::FreeAll(r, &live);
   }
   const AllocatorStats s = r.GetStats();
   EXPECT_EQ(s.bytes_in_use, 0u);

@@ -856,7 +856,11 @@ class RefusingMemory final : public PhysicalMemory {
   Status Map(void* a, std::span<const GranuleHandle> g, std::uint64_t n = 1) override {
     return below_.Map(a, g, n);
   }
-  Status Unmap(void* a, std::size_t count, std::uint64_t n = 1) override { return below_.Unmap(a, count, n); }
+  Status Unmap(void* a, std::size_t count, std::uint64_t n = 1) override {
+    if (unmaps_left_ == 0) return Internal("cannot unmap (test)");
+    --unmaps_left_;
+    return below_.Unmap(a, count, n);
+  }
   Status Synchronize() override { return below_.Synchronize(); }
   Result<EventHandle> RecordEvent(StreamHandle s) override {
     if (refuse_events_) return Internal("cannot record an event (test)");
@@ -870,9 +874,12 @@ class RefusingMemory final : public PhysicalMemory {
   void set_max_handle_granules(std::uint64_t n) { max_handle_ = n; }
   // Refuses to record events (a device in an error state).
   void set_refuse_events(bool refuse) { refuse_events_ = refuse; }
+  // Refuses every unmap after the next `n`.
+  void set_unmaps_left(std::uint64_t n) { unmaps_left_ = n; }
 
  private:
   bool refuse_events_ = false;
+  std::uint64_t unmaps_left_ = ~std::uint64_t{0};
   PhysicalMemory& below_;
   std::uint64_t max_;
   std::uint64_t max_handle_ = ~std::uint64_t{0};
@@ -1558,6 +1565,29 @@ TEST(VirtualMemoryBackend, ReleaseGranulesGivesBackAnyGranuleAndTakesItAgain) {
   EXPECT_TRUE(Intact(*d, 5 * g, 0x63));
   EXPECT_EQ(m->granules_held(), 8u);
   ASSERT_TRUE(ahead.Release(*d, 5 * g).ok());
+}
+
+// A give-back the device refuses part-way is all or nothing: the range is
+// mapped again, so its user, which records it as given back only on
+// success, never hands out an unmapped granule.
+TEST(VirtualMemoryBackend, AGiveBackRefusedPartWayLeavesTheRangeMapped) {
+  auto host = Host();
+  RefusingMemory device(*host, 100);
+  const std::uint64_t g = device.granularity();
+  VirtualMemoryBackend backend(device, std::uint64_t{1} << 30, 0, true);
+  Result<void*> a = backend.Reserve(4 * g, 64);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  char* const p = static_cast<char*>(*a);
+  device.set_unmaps_left(1);  // the first granule goes, the second is refused
+  const Status st = backend.Decommit(p, 3 * g);
+  EXPECT_EQ(st.code(), StatusCode::kInternal);
+  EXPECT_NE(st.message().find("cannot unmap"), std::string::npos) << st.ToString();
+  EXPECT_EQ(device.held(), 4u);  // the one released is mapped again
+  Fill(p, 4 * g, 7);  // every granule writable
+  EXPECT_TRUE(Intact(p, 4 * g, 7));
+  device.set_unmaps_left(~std::uint64_t{0});
+  ASSERT_TRUE(backend.Release(p, 4 * g).ok());
+  EXPECT_EQ(device.held(), 0u);
 }
 
 // bfc_compact over physical granules with a handle per granule gives

@@ -107,6 +107,11 @@ inline constexpr int kMaxReplayRepetitions = 1000;
 // The most passes over one allocator after the cold one.
 inline constexpr int kMaxReplayWarmPasses = 100;
 
+// InvalidArgument naming the count unless repetitions is 1 to
+// kMaxReplayRepetitions and warm_passes 1 to kMaxReplayWarmPasses (wide
+// types, so that a caller's value is checked before it is narrowed).
+Status CheckReplayPasses(std::uint64_t repetitions, std::uint64_t warm_passes);
+
 namespace defaults {
 // The allocators a replay compares unless told (`replay -a`, Python
 // replay()): every one. One row of the table of tensormem/defaults.h, kept
